@@ -1,0 +1,81 @@
+"""Units and number formatting, kept in one place so decimal and binary never mix silently.
+
+Decimal units (GB = 1e9 bytes) are what vendors print on the box and what the
+lesson's prose uses; binary units (GiB = 2**30 bytes) are what `nvidia-smi`,
+PyTorch and vLLM's logs report. Every name here says which it is.
+
+>>> 80 * GB / GiB
+74.50580596923828
+>>> format_bytes(131_072, binary=True)
+'128 KiB'
+>>> format_bytes(35.3e9)
+'35.3 GB'
+"""
+
+from __future__ import annotations
+
+import math
+
+KB = 1_000
+MB = 1_000_000
+GB = 1_000_000_000
+TB = 1_000_000_000_000
+KiB = 1 << 10
+MiB = 1 << 20
+GiB = 1 << 30
+TiB = 1 << 40
+
+NS_PER_S = 1_000_000_000
+SECONDS_PER_HOUR = 3_600
+
+_DECIMAL = ((TB, "TB"), (GB, "GB"), (MB, "MB"), (KB, "KB"))
+_BINARY = ((TiB, "TiB"), (GiB, "GiB"), (MiB, "MiB"), (KiB, "KiB"))
+
+
+def round_sig(value: float, digits: int = 6) -> float:
+    """Round to ``digits`` significant digits, so JSON is the same on every CPython.
+
+    >>> round_sig(0.1 + 0.2)
+    0.3
+    >>> round_sig(399169.4321, 4)
+    399200.0
+    """
+    if value == 0 or not math.isfinite(value):
+        return value
+    return round(value, digits - 1 - math.floor(math.log10(abs(value))))
+
+
+def format_number(value: float, digits: int = 3) -> str:
+    """A number for prose: thousands separated, ``digits`` significant digits for fractions.
+
+    >>> format_number(399169)
+    '399,169'
+    >>> format_number(0.012345)
+    '0.0123'
+    >>> format_number(9.6666)
+    '9.67'
+    """
+    if isinstance(value, int) or (abs(value) >= 10 ** digits and float(value).is_integer()):
+        return f"{int(value):,}"
+    if abs(value) >= 10 ** digits:
+        return f"{round(value):,}"
+    text = f"{round_sig(float(value), digits):.{digits}g}"
+    if "e" in text:
+        text = f"{round_sig(float(value), digits):f}".rstrip("0").rstrip(".")
+    return text
+
+
+def format_bytes(n_bytes: float, *, binary: bool = False, digits: int = 3) -> str:
+    """Bytes in the largest unit that keeps the number at 1 or more.
+
+    >>> format_bytes(524_288_000)
+    '524 MB'
+    >>> format_bytes(14.99 * GiB, binary=True, digits=4)
+    '14.99 GiB'
+    >>> format_bytes(512)
+    '512 B'
+    """
+    for size, name in _BINARY if binary else _DECIMAL:
+        if abs(n_bytes) >= size:
+            return f"{format_number(n_bytes / size, digits)} {name}"
+    return f"{format_number(n_bytes, digits)} B"

@@ -1,0 +1,1 @@
+"""Shared pytest set-up: nothing global beyond the package on sys.path."""
