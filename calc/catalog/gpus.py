@@ -1,0 +1,153 @@
+"""The GPU catalog: datasheet figures (dense, no sparsity) and runtime capacity readings, each sourced.
+
+Datasheet throughput with 2:4 sparsity is twice the dense figure; these are the
+dense ones. Where a vendor gives only the sparse number, it is halved and the
+source says so. Runtime capacity is what ``nvidia-smi`` (or ``rocm-smi``)
+reports on a machine, in MiB; the marketed capacity is the datasheet's GB read
+as 1e9 bytes.
+
+>>> sorted(GPUS)
+['a100-40gb', 'a100-80gb', 'b200', 'h100-sxm-80gb', 'h200', 'l4', 'l40s', 'mi300x']
+>>> GPUS["h100-sxm-80gb"].price_usd_per_hour, GPUS["l4"].price_usd_per_hour
+(3.78, None)
+"""
+
+from __future__ import annotations
+
+from calc.catalog.gpu import GPU
+from calc.units import GB, MiB, TB
+
+__all__ = ["GPUS"]
+
+_T = 1e12  # tera: FLOP/s and bytes/s on datasheets are decimal
+
+_PUBLISHED = "reference/published.md (vendor datasheets as commonly quoted; dense, no sparsity)"
+_NV_H100 = "NVIDIA H100 Tensor Core GPU datasheet (SXM column: 3.35 TB/s, BF16/FP16 989 TFLOPS, FP8/INT8 1,979 dense)"
+_NV_H200 = "NVIDIA H200 Tensor Core GPU datasheet (SXM: 141 GB, 4.8 TB/s, same tensor cores as H100 SXM)"
+_NV_A100 = "NVIDIA A100 Tensor Core GPU datasheet (SXM: BF16/FP16 312 TFLOPS, INT8 624 TOPS dense; 80GB 2,039 GB/s, 40GB 1,555 GB/s)"
+_NV_L40S = "NVIDIA L40S datasheet (BF16/FP16 362 TFLOPS, FP8/INT8 733 dense, i.e. half the sparse 1,466; 864 GB/s GDDR6)"
+_NV_L4 = "NVIDIA L4 datasheet (BF16/FP16 121 TFLOPS, FP8/INT8 242 dense, i.e. half the sparse 242.5/485; 300 GB/s)"
+_NV_B200 = "NVIDIA HGX B200 datasheet, per GPU (BF16/FP16 2.25, FP8/INT8 4.5, FP4 9 PFLOPS dense; 8 TB/s HBM3e)"
+_AMD_MI300X = "AMD Instinct MI300X datasheet (BF16/FP16 1,307.4, FP8/INT8 2,614.9 TFLOPS dense; 5.3 TB/s HBM3)"
+_PCIE4 = "PCIe Gen4 x16: 64 GB/s both directions together, 32 GB/s one way (no NVLink on this card)"
+
+GPUS: dict[str, GPU] = {
+    "h100-sxm-80gb": GPU(
+        key="h100-sxm-80gb",
+        name="H100 SXM 80GB",
+        memory_bytes_marketed=80 * GB,
+        memory_bytes_runtime=81_559 * MiB,
+        memory_runtime_source="nvidia-smi: 81,559 MiB (reference/published.md)",
+        hbm_bytes_per_s=3.35 * TB,
+        flops_per_s={"bf16": 989 * _T, "fp16": 989 * _T, "fp8": 1_979 * _T, "int8": 1_979 * _T},
+        interconnect_bytes_per_s=450 * GB,
+        price_usd_per_hour=3.78,
+        price_date="2026-05-07",
+        price_source="Lambda on-demand H100 SXM per GPU-hour, listed 2026-05-07 (reference/published.md; "
+                     "Modal $3.95 and Replicate $5.49 the same day)",
+        source=f"{_PUBLISHED}; {_NV_H100}; NVLink 4: 900 GB/s per GPU both ways, 450 GB/s one way",
+    ),
+    "h200": GPU(
+        key="h200",
+        name="H200 SXM 141GB",
+        memory_bytes_marketed=141 * GB,
+        memory_bytes_runtime=143_771 * MiB,
+        memory_runtime_source="nvidia-smi: 143,771 MiB (reference/published.md)",
+        hbm_bytes_per_s=4.8 * TB,
+        flops_per_s={"bf16": 989 * _T, "fp16": 989 * _T, "fp8": 1_979 * _T, "int8": 1_979 * _T},
+        interconnect_bytes_per_s=450 * GB,
+        price_usd_per_hour=None,
+        price_date=None,
+        price_source=None,
+        source=f"{_PUBLISHED}; {_NV_H200}; NVLink 4: 900 GB/s per GPU both ways, 450 GB/s one way",
+    ),
+    "a100-80gb": GPU(
+        key="a100-80gb",
+        name="A100 SXM 80GB",
+        memory_bytes_marketed=80 * GB,
+        memory_bytes_runtime=81_920 * MiB,
+        memory_runtime_source="nvidia-smi: 81,920 MiB (reference/published.md)",
+        hbm_bytes_per_s=2.039 * TB,
+        flops_per_s={"bf16": 312 * _T, "fp16": 312 * _T, "int8": 624 * _T},
+        interconnect_bytes_per_s=300 * GB,
+        price_usd_per_hour=None,
+        price_date=None,
+        price_source=None,
+        source=f"{_PUBLISHED}; {_NV_A100}; NVLink 3: 600 GB/s per GPU both ways, 300 GB/s one way; no FP8 tensor cores",
+    ),
+    "a100-40gb": GPU(
+        key="a100-40gb",
+        name="A100 SXM 40GB",
+        memory_bytes_marketed=40 * GB,
+        memory_bytes_runtime=40_960 * MiB,
+        memory_runtime_source="nvidia-smi: 40,960 MiB (reference/published.md)",
+        hbm_bytes_per_s=1.555 * TB,
+        flops_per_s={"bf16": 312 * _T, "fp16": 312 * _T, "int8": 624 * _T},
+        interconnect_bytes_per_s=300 * GB,
+        price_usd_per_hour=None,
+        price_date=None,
+        price_source=None,
+        source=f"{_PUBLISHED}; {_NV_A100}; NVLink 3: 600 GB/s per GPU both ways, 300 GB/s one way; no FP8 tensor cores",
+    ),
+    "l40s": GPU(
+        key="l40s",
+        name="L40S 48GB",
+        memory_bytes_marketed=48 * GB,
+        memory_bytes_runtime=46_068 * MiB,
+        memory_runtime_source="nvidia-smi --query-gpu=memory.total: 46,068 MiB with ECC on (driver 595.71.05, "
+                              "github.com/akash-network/provider-configs pull request #99)",
+        hbm_bytes_per_s=0.864 * TB,
+        flops_per_s={"bf16": 362 * _T, "fp16": 362 * _T, "fp8": 733 * _T, "int8": 733 * _T},
+        interconnect_bytes_per_s=32 * GB,
+        price_usd_per_hour=None,
+        price_date=None,
+        price_source=None,
+        source=f"{_PUBLISHED}; {_NV_L40S}; {_PCIE4}",
+    ),
+    "l4": GPU(
+        key="l4",
+        name="L4 24GB",
+        memory_bytes_marketed=24 * GB,
+        memory_bytes_runtime=23_034 * MiB,
+        memory_runtime_source="nvidia-smi: 23,034 MiB with ECC on, as printed in public nvidia-smi logs of "
+                              "Google Cloud g2 instances (several independent reports agree)",
+        hbm_bytes_per_s=0.3 * TB,
+        flops_per_s={"bf16": 121 * _T, "fp16": 121 * _T, "fp8": 242 * _T, "int8": 242 * _T},
+        interconnect_bytes_per_s=32 * GB,
+        price_usd_per_hour=None,
+        price_date=None,
+        price_source=None,
+        source=f"{_PUBLISHED}; {_NV_L4}; {_PCIE4}",
+    ),
+    "b200": GPU(
+        key="b200",
+        name="B200 192GB",
+        memory_bytes_marketed=192 * GB,
+        memory_bytes_runtime=183_359 * MiB,
+        memory_runtime_source="nvidia-smi: 183,359 MiB = 179 GiB, the '179 GB usable' of reference/published.md "
+                              "(github.com/NVIDIA/TensorRT-LLM issue #10278, driver 580.95.05)",
+        hbm_bytes_per_s=8 * TB,
+        flops_per_s={"bf16": 2_250 * _T, "fp16": 2_250 * _T, "fp8": 4_500 * _T, "int8": 4_500 * _T,
+                     "fp4": 9_000 * _T},
+        interconnect_bytes_per_s=900 * GB,
+        price_usd_per_hour=None,
+        price_date=None,
+        price_source=None,
+        source=f"{_PUBLISHED}; {_NV_B200}; NVLink 5: 1.8 TB/s per GPU both ways, 900 GB/s one way",
+    ),
+    "mi300x": GPU(
+        key="mi300x",
+        name="MI300X 192GB",
+        memory_bytes_marketed=192 * GB,
+        memory_bytes_runtime=206_141_652_992,
+        memory_runtime_source="rocm-smi --showmeminfo vram: 206,141,652,992 B = 196,592 MiB "
+                              "(github.com/ROCm/legacy-rocm-build issue #4750)",
+        hbm_bytes_per_s=5.3 * TB,
+        flops_per_s={"bf16": 1_307 * _T, "fp16": 1_307 * _T, "fp8": 2_615 * _T, "int8": 2_615 * _T},
+        interconnect_bytes_per_s=448 * GB,
+        price_usd_per_hour=None,
+        price_date=None,
+        price_source=None,
+        source=f"{_PUBLISHED}; {_AMD_MI300X}; Infinity Fabric: 7 links, 896 GB/s per GPU both ways, 448 GB/s one way",
+    ),
+}

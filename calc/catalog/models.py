@@ -1,0 +1,82 @@
+"""The model catalog: shapes copied from each checkpoint's ``config.json``, with the published size.
+
+Each entry is the shape only; parameter counts are derived by
+:attr:`calc.catalog.model.Model.total_params` and checked against
+``published_params`` (within 0.5%) by the tests.
+
+>>> sorted(MODELS)[:3]
+['deepseek-v3', 'llama-3.1-405b', 'llama-3.1-70b']
+>>> MODELS["mistral-7b"].sliding_window
+4096
+"""
+
+from __future__ import annotations
+
+from calc.catalog.model import Model
+
+__all__ = ["MODELS"]
+
+_HF = "https://huggingface.co/{}/blob/main/config.json"
+_TABLE = "reference/published.md, model shapes"
+
+
+def _src(repo: str, note: str = "") -> str:
+    text = f"config.json of {repo} ({_HF.format(repo)}); parameter count: {_TABLE}"
+    return f"{text}; {note}" if note else text
+
+
+_LLAMA_VOCAB = 128_256
+
+MODELS: dict[str, Model] = {m.key: m for m in (
+    Model(key="llama-3.1-8b", name="Llama 3.1 8B", layers=32, hidden_size=4096, attention_heads=32,
+          kv_heads=8, head_dim=128, intermediate_size=14336, vocab_size=_LLAMA_VOCAB,
+          tied_embeddings=False, attention="gqa", published_params=8_030_261_248,
+          source=_src("meta-llama/Llama-3.1-8B")),
+    Model(key="llama-3.1-70b", name="Llama 3.1 70B", layers=80, hidden_size=8192, attention_heads=64,
+          kv_heads=8, head_dim=128, intermediate_size=28672, vocab_size=_LLAMA_VOCAB,
+          tied_embeddings=False, attention="gqa", published_params=70_553_706_496,
+          source=_src("meta-llama/Llama-3.1-70B")),
+    Model(key="llama-3.1-405b", name="Llama 3.1 405B", layers=126, hidden_size=16384, attention_heads=128,
+          kv_heads=8, head_dim=128, intermediate_size=53248, vocab_size=_LLAMA_VOCAB,
+          tied_embeddings=False, attention="gqa", published_params=405_850_000_000,
+          source=_src("meta-llama/Llama-3.1-405B", "published as about 405.85 B")),
+    Model(key="llama-3.2-1b", name="Llama 3.2 1B", layers=16, hidden_size=2048, attention_heads=32,
+          kv_heads=8, head_dim=64, intermediate_size=8192, vocab_size=_LLAMA_VOCAB,
+          tied_embeddings=True, attention="gqa", published_params=1_240_000_000,
+          source=_src("meta-llama/Llama-3.2-1B", "published as about 1.24 B; embeddings tied to the LM head")),
+    Model(key="llama-3.2-3b", name="Llama 3.2 3B", layers=28, hidden_size=3072, attention_heads=24,
+          kv_heads=8, head_dim=128, intermediate_size=8192, vocab_size=_LLAMA_VOCAB,
+          tied_embeddings=True, attention="gqa", published_params=3_210_000_000,
+          source=_src("meta-llama/Llama-3.2-3B",
+                      "published as about 3.21 B; head_dim 128 is not hidden/heads = 3072/24; tied embeddings")),
+    Model(key="mistral-7b", name="Mistral 7B v0.1", layers=32, hidden_size=4096, attention_heads=32,
+          kv_heads=8, head_dim=128, intermediate_size=14336, vocab_size=32_000,
+          tied_embeddings=False, attention="gqa", sliding_window=4096, published_params=7_241_732_096,
+          source=_src("mistralai/Mistral-7B-v0.1", "sliding-window attention over 4,096 tokens")),
+    Model(key="mixtral-8x7b", name="Mixtral 8x7B", layers=32, hidden_size=4096, attention_heads=32,
+          kv_heads=8, head_dim=128, intermediate_size=14336, vocab_size=32_000,
+          tied_embeddings=False, attention="gqa", experts=8, experts_per_token=2,
+          moe_intermediate_size=14336, published_params=46_700_000_000,
+          published_active_params=12_900_000_000,
+          source=_src("mistralai/Mixtral-8x7B-v0.1",
+                      "8 experts of 14,336, top-2; published as about 46.7 B total and 12.9 B active "
+                      "(Mistral AI, 'Mixtral of experts', 2023-12-11)")),
+    Model(key="qwen2.5-7b", name="Qwen2.5 7B", layers=28, hidden_size=3584, attention_heads=28,
+          kv_heads=4, head_dim=128, intermediate_size=18944, vocab_size=152_064,
+          tied_embeddings=False, attention="gqa", qkv_bias=True, published_params=7_620_000_000,
+          source=_src("Qwen/Qwen2.5-7B", "published as about 7.62 B; biases on q, k and v (Qwen2 architecture)")),
+    Model(key="qwen2.5-72b", name="Qwen2.5 72B", layers=80, hidden_size=8192, attention_heads=64,
+          kv_heads=8, head_dim=128, intermediate_size=29568, vocab_size=152_064,
+          tied_embeddings=False, attention="gqa", qkv_bias=True, published_params=72_700_000_000,
+          source=_src("Qwen/Qwen2.5-72B", "published as about 72.7 B; biases on q, k and v (Qwen2 architecture)")),
+    Model(key="deepseek-v3", name="DeepSeek-V3", layers=61, hidden_size=7168, attention_heads=128,
+          kv_heads=128, head_dim=192, intermediate_size=18432, vocab_size=129_280,
+          tied_embeddings=False, attention="mla", kv_lora_rank=512, qk_rope_head_dim=64, q_lora_rank=1536,
+          qk_nope_head_dim=128, v_head_dim=128, experts=256, experts_per_token=8, shared_experts=1,
+          moe_intermediate_size=2048, dense_layers=3, published_params=671_000_000_000,
+          published_active_params=37_000_000_000,
+          source=_src("deepseek-ai/DeepSeek-V3",
+                      "MLA (kv_lora_rank 512, qk_rope_head_dim 64); 3 dense layers then 256 routed + 1 shared "
+                      "experts of 2,048, top-8; 671 B total without the 14 B multi-token-prediction module "
+                      "(685 B with it), 37 B active (DeepSeek-V3 technical report, arXiv 2412.19437)")),
+)}

@@ -1,0 +1,144 @@
+"""The catalog: shapes give the published parameter counts; GPU figures carry their sources."""
+
+import math
+
+import pytest
+
+from calc.catalog import GPU, GPUS, MODELS, Model, get_gpu, get_model
+from calc.errors import CalcError
+from calc.units import GB, MiB
+
+MODEL_KEYS = ["llama-3.1-8b", "llama-3.1-70b", "llama-3.1-405b", "llama-3.2-1b", "llama-3.2-3b",
+              "mistral-7b", "mixtral-8x7b", "qwen2.5-7b", "qwen2.5-72b", "deepseek-v3"]
+GPU_KEYS = ["h100-sxm-80gb", "h200", "a100-80gb", "a100-40gb", "l40s", "l4", "b200", "mi300x"]
+
+
+def test_catalog_has_the_issue_keys():
+    assert sorted(MODELS) == sorted(MODEL_KEYS)
+    assert sorted(GPUS) == sorted(GPU_KEYS)
+
+
+@pytest.mark.parametrize("key", MODEL_KEYS)
+def test_total_params_within_half_a_percent_of_published(key):
+    m = MODELS[key]
+    assert m.published_params
+    assert abs(m.total_params / m.published_params - 1) < 0.005, (key, m.total_params)
+    assert m.source and "config.json" in m.source
+
+
+@pytest.mark.parametrize("key,exact", [
+    ("llama-3.1-8b", 8_030_261_248), ("llama-3.1-70b", 70_553_706_496), ("mistral-7b", 7_241_732_096)])
+def test_exact_counts_where_published_exactly(key, exact):
+    assert MODELS[key].total_params == exact
+
+
+def test_mixtral_total_and_active():
+    m = MODELS["mixtral-8x7b"]
+    assert abs(m.total_params / 46.7e9 - 1) < 0.005
+    assert abs(m.active_params / 12.9e9 - 1) < 0.005
+
+
+def test_deepseek_v3_total_and_active():
+    m = MODELS["deepseek-v3"]
+    assert abs(m.total_params / 671e9 - 1) < 0.005
+    # DeepSeek publish "37B activated" to two digits without the counting rule; every
+    # non-expert weight plus 8 routed and 1 shared expert per MoE layer gives 37.55 B.
+    assert 37.0e9 < m.active_params < 37.6e9
+    assert m.moe_layers == 58 and m.kv_values_per_token_per_layer == 576
+
+
+def test_dense_models_are_fully_active():
+    for key in MODEL_KEYS:
+        m = MODELS[key]
+        assert (m.active_params == m.total_params) == (not m.is_moe)
+        assert m.active_params <= m.total_params
+
+
+def test_tied_embeddings_count_once():
+    m = MODELS["llama-3.2-1b"]
+    assert m.tied_embeddings and m.other_params()["lm_head"] == 0
+    untied = Model(**{**m.__dict__, "tied_embeddings": False})
+    assert untied.total_params - m.total_params == m.vocab_size * m.hidden_size
+
+
+def test_head_dim_not_hidden_over_heads():
+    m = MODELS["llama-3.2-3b"]
+    assert m.head_dim == 128 and m.hidden_size // m.attention_heads == 128  # 3072/24 = 128
+    q = MODELS["qwen2.5-7b"]
+    assert q.hidden_size / q.attention_heads == 128 and q.qkv_bias
+
+
+def test_get_model_accepts_key_case_insensitively_and_passes_model_through():
+    m = get_model("Llama-3.1-70B")
+    assert m is MODELS["llama-3.1-70b"]
+    assert get_model(m) is m
+
+
+@pytest.mark.parametrize("bad", ["llama-9b", "", None, 3, "{broken"])
+def test_get_model_rejects_unknown(bad):
+    with pytest.raises(CalcError) as err:
+        get_model(bad)
+    assert err.value.field in ("model", "config")
+
+
+@pytest.mark.parametrize("key", GPU_KEYS)
+def test_gpu_figures_are_sane_and_sourced(key):
+    g = GPUS[key]
+    assert isinstance(g, GPU)
+    assert g.memory_bytes_marketed % GB == 0
+    assert 0.9 < g.memory_bytes_runtime / g.memory_bytes_marketed < 1.1
+    assert g.memory_runtime_source and g.source
+    assert g.hbm_bytes_per_s > 1e11 and g.interconnect_bytes_per_s > 1e10
+    assert set(g.flops_per_s) <= {"bf16", "fp16", "fp8", "int8", "fp4"}
+    assert all(math.isfinite(v) and v > 1e13 for v in g.flops_per_s.values())
+    assert g.flops_per_s["bf16"] == g.flops_per_s["fp16"]
+    if "fp8" in g.flops_per_s:
+        assert round(g.flops_per_s["fp8"] / g.flops_per_s["bf16"], 1) in (2.0,)
+
+
+def test_gpu_figures_from_published_md():
+    h100 = GPUS["h100-sxm-80gb"]
+    assert h100.memory_bytes_marketed == 80e9
+    assert h100.memory_bytes_runtime == 81_559 * MiB
+    assert round(h100.memory_bytes_runtime / 1e9, 1) == 85.5
+    assert h100.hbm_bytes_per_s == 3.35e12 and h100.flops_per_s["bf16"] == 989e12
+    assert GPUS["h200"].memory_bytes_runtime == 143_771 * MiB
+    assert GPUS["a100-80gb"].memory_bytes_runtime == 81_920 * MiB
+    assert GPUS["a100-40gb"].hbm_bytes_per_s == 1.555e12
+    assert GPUS["b200"].flops_per_s["fp8"] == 4500e12
+    assert round(GPUS["b200"].memory_bytes_runtime / 2**30) == 179  # "179 GB usable" is GiB
+    assert GPUS["mi300x"].flops_per_s["bf16"] == 1307e12
+    assert "fp8" not in GPUS["a100-80gb"].flops_per_s
+
+
+def test_only_h100_has_a_price_and_it_is_dated():
+    for key, g in GPUS.items():
+        if key == "h100-sxm-80gb":
+            assert g.price_usd_per_hour == 3.78 and g.price_date == "2026-05-07" and "Lambda" in g.price_source
+        else:
+            assert g.price_usd_per_hour is None and g.price_date is None and g.price_source is None
+
+
+def test_get_gpu_and_bad_inputs():
+    assert get_gpu("H100-SXM-80GB") is GPUS["h100-sxm-80gb"]
+    with pytest.raises(CalcError) as err:
+        get_gpu("rtx-3090")
+    assert err.value.field == "gpu" and "h100-sxm-80gb" in str(err.value)
+    with pytest.raises(CalcError):
+        GPUS["h100-sxm-80gb"].memory_bytes("nominal")
+    with pytest.raises(CalcError) as err:
+        GPUS["a100-80gb"].flops("fp8")
+    assert "bf16" in str(err.value)
+
+
+@pytest.mark.parametrize("field,value", [
+    ("layers", 0), ("hidden_size", -1), ("kv_heads", 3), ("attention", "sparse"), ("head_dim", 1.5),
+    ("experts_per_token", 3)])
+def test_model_validation_names_the_field(field, value):
+    base = {**MODELS["llama-3.1-8b"].__dict__}
+    if field == "experts_per_token":
+        base.update(experts=2, moe_intermediate_size=128)
+    base[field] = value
+    with pytest.raises(CalcError) as err:
+        Model(**base)
+    assert err.value.field == field
