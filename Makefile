@@ -1,0 +1,71 @@
+# The two commands a new contributor needs: `make serve` and `make test`. Everything else is set up on the way.
+SHELL := /bin/bash
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+HOST ?= 127.0.0.1
+PORT ?= 8000
+export SITE_URL ?= http://$(HOST):$(PORT)/
+export NO_MKDOCS_2_WARNING := 1
+CHROMIUM ?= $(or $(shell command -v chromium 2>/dev/null),$(shell command -v chromium-browser 2>/dev/null),/usr/bin/chromium)
+export CHROMIUM_PATH ?= $(CHROMIUM)
+
+.PHONY: help setup serve build test test-fast test-browser bench lock chromium clean
+
+help:
+	@echo "make serve   build the site and serve it at $(SITE_URL) (rebuilds on every edit)"
+	@echo "make test    run every test: calc, doctests, the site, Pyodide parity, headless Chromium"
+	@echo "make build   build the site into site/"
+	@echo "make bench   benchmarks (simulator; prints figures, writes bench-results/)"
+
+$(BIN)/python:
+	$(PYTHON) -m venv $(VENV)
+
+# Reinstall when the pins change; the stamp records what was installed.
+$(VENV)/.installed: requirements.txt | $(BIN)/python
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -r requirements.txt
+	$(BIN)/python -m pip install --quiet --no-deps -e .
+	touch $@
+
+node_modules/.installed: package.json package-lock.json
+	npm ci --no-audit --no-fund
+	touch $@
+
+setup: $(VENV)/.installed node_modules/.installed
+
+serve: setup
+	$(BIN)/mkdocs serve --strict --dev-addr $(HOST):$(PORT)
+
+build: setup
+	$(BIN)/mkdocs build --strict --site-dir site
+
+# Chromium for the browser tests: Debian's package, installed when we run as root, else the command to run.
+chromium:
+	@if [ -x "$(CHROMIUM_PATH)" ]; then exit 0; fi; \
+	if [ "$$(id -u)" = 0 ]; then \
+	  echo "Installing Debian's chromium for the browser tests"; \
+	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; \
+	else \
+	  echo "No Chromium found. Install it with: sudo apt-get install -y chromium"; exit 1; \
+	fi
+
+test: build chromium
+	$(BIN)/python -m pytest -n 2 --dist loadgroup -q $(PYTEST_ARGS)
+
+test-fast: setup
+	$(BIN)/python -m pytest -q -m "not site and not browser and not pyodide" $(PYTEST_ARGS)
+
+bench: setup
+	@if [ -f bench/bench_sim.py ]; then $(BIN)/python bench/bench_sim.py; else echo "no benchmarks yet"; fi
+
+# Re-resolve the Python pins from requirements.in in a throwaway venv.
+lock:
+	rm -rf .lock-venv && $(PYTHON) -m venv .lock-venv
+	.lock-venv/bin/pip install --quiet -r requirements.in
+	( echo "# Pinned by 'make lock' (pip freeze of a fresh venv with requirements.in). Edit requirements.in, not this file."; \
+	  .lock-venv/bin/pip freeze --exclude-editable ) > requirements.txt
+	rm -rf .lock-venv
+
+clean:
+	rm -rf site bench-results

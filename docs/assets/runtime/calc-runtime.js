@@ -1,0 +1,441 @@
+// The page side of the lesson's runtime: one worker per visit, widgets mounted on every page.
+//
+// A classic script (not a module), so that pages opened from file:// still draw their
+// pre-rendered charts. Widgets are found by their data-widget attribute and mounted
+// from Material's document$ subscription, so they survive instant navigation while the
+// worker (and its 2-second Python boot) is kept for the whole visit.
+(function () {
+  "use strict";
+
+  var scriptUrl = document.currentScript ? document.currentScript.src : location.href;
+  var ASSETS = new URL("../", scriptUrl); // .../assets/
+  var root = document.documentElement;
+  var FILE_NOTE = "This page was opened from a file, so its numbers are the ones computed at build. " +
+    "Run `make serve` and open http://127.0.0.1:8000 for live widgets.";
+
+  // ---- the worker: a serial queue of JSON requests, each with a time budget ---------------
+
+  var runtime = {
+    worker: null,
+    boots: 0,
+    state: "idle",
+    detail: "",
+    readyAt: null,
+    queue: [],
+    inFlight: null,
+    nextId: 1,
+    listeners: [],
+  };
+  window.calcRuntime = runtime;
+
+  function setState(state, detail) {
+    runtime.state = state;
+    runtime.detail = detail || "";
+    if (state === "idle") delete root.dataset.pyodide; // a page without widgets needs no Python
+    else root.dataset.pyodide = state;
+    root.dataset.pyodideBoots = String(runtime.boots);
+    runtime.listeners.forEach(function (listener) { listener(state, runtime.detail); });
+    renderStatusBadge();
+  }
+
+  function startWorker() {
+    if (location.protocol === "file:") {
+      setState("error", FILE_NOTE);
+      return;
+    }
+    if (typeof Worker === "undefined") {
+      setState("error", "This browser cannot run Web Workers, so the widgets stay as computed at build.");
+      return;
+    }
+    runtime.boots += 1;
+    runtime.bootStarted = performance.now();
+    setState("loading", "Loading the Python runtime");
+    var worker = new Worker(new URL("runtime/worker.mjs", ASSETS), { type: "module" });
+    runtime.worker = worker;
+    worker.onmessage = function (event) { onWorkerMessage(worker, event.data); };
+    worker.onerror = function (event) {
+      if (worker !== runtime.worker) return;
+      failAll("The Python runtime stopped: " + (event.message || "worker error"));
+      setState("error", "The Python runtime failed to start: " + (event.message || "worker error"));
+    };
+  }
+
+  function onWorkerMessage(worker, text) {
+    if (worker !== runtime.worker) return; // a terminated worker's late answer
+    var message;
+    try { message = JSON.parse(text); } catch (error) { return; }
+    if (message.type === "status") {
+      if (message.state === "ready") {
+        runtime.readyAt = performance.now();
+        runtime.bootMs = runtime.readyAt - runtime.bootStarted;
+      }
+      setState(message.state, message.detail);
+      if (message.state === "ready") pump();
+      if (message.state === "error") failAll(message.detail);
+      return;
+    }
+    var current = runtime.inFlight;
+    if (!current || current.id !== message.id) return;
+    clearTimeout(current.timer);
+    runtime.inFlight = null;
+    current.resolve(message);
+    pump();
+  }
+
+  function failAll(reason) {
+    var all = runtime.queue.splice(0);
+    if (runtime.inFlight) { clearTimeout(runtime.inFlight.timer); all.push(runtime.inFlight); runtime.inFlight = null; }
+    all.forEach(function (item) {
+      item.resolve({ id: item.id, ok: false, error: { kind: "runtime", field: null, message: reason } });
+    });
+  }
+
+  function pump() {
+    if (runtime.inFlight || runtime.state !== "ready" || !runtime.queue.length) return;
+    var item = runtime.queue.shift();
+    runtime.inFlight = item;
+    // The budget starts when the worker gets the request, not while it waits its turn.
+    item.timer = setTimeout(function () { overBudget(item); }, item.budgetMs);
+    runtime.worker.postMessage(JSON.stringify(Object.assign({ id: item.id }, item.payload)));
+  }
+
+  function overBudget(item) {
+    if (runtime.inFlight !== item) return;
+    runtime.inFlight = null;
+    var seconds = (item.budgetMs / 1000).toFixed(1);
+    item.resolve({
+      id: item.id, ok: false,
+      error: {
+        kind: "budget", field: null,
+        message: "That input took longer than its " + seconds + " s budget, so it was stopped and the Python " +
+          "runtime restarted (about 2 s). Try a smaller value.",
+      },
+    });
+    runtime.worker.terminate();
+    runtime.worker = null;
+    var waiting = runtime.queue.splice(0);
+    startWorker();
+    runtime.queue = waiting;
+  }
+
+  // request(op, payload, budgetMs) -> Promise of the worker's answer ({ok, result} or {ok: false, error}).
+  runtime.request = function (op, payload, budgetMs) {
+    if (!runtime.worker && runtime.state !== "error") startWorker();
+    return new Promise(function (resolve) {
+      if (runtime.state === "error" && !runtime.worker) {
+        resolve({ ok: false, error: { kind: "runtime", field: null, message: runtime.detail } });
+        return;
+      }
+      runtime.queue.push({ id: runtime.nextId++, payload: Object.assign({ op: op }, payload), budgetMs: budgetMs || 5000, resolve: resolve });
+      pump();
+    });
+  };
+
+  // stream(fn, args, onFrames, options) runs a live generator frame by frame; returns a controller.
+  runtime.stream = function (fn, args, onFrames, options) {
+    options = options || {};
+    var controller = { id: null, paused: false, cancelled: false, done: false };
+    var budget = options.budgetMs || 4000;
+    function next() {
+      if (controller.cancelled || controller.paused || controller.done) return;
+      runtime.request("stream_next", { stream: controller.id, frames: options.framesPerCall || 1 }, budget)
+        .then(function (answer) {
+          if (controller.cancelled) return;
+          if (!answer.ok) { controller.done = true; onFrames(null, answer.error); return; }
+          controller.done = answer.result.done;
+          onFrames(answer.result.frames, null, answer.result.done);
+          if (!controller.done) setTimeout(next, options.delayMs || 0);
+        });
+    }
+    controller.pause = function () { controller.paused = true; };
+    controller.resume = function () { if (controller.paused) { controller.paused = false; next(); } };
+    controller.cancel = function () {
+      controller.cancelled = true;
+      if (controller.id !== null) runtime.request("stream_cancel", { stream: controller.id }, 2000);
+    };
+    runtime.request("stream_start", { fn: fn, args: args }, budget).then(function (answer) {
+      if (!answer.ok) { controller.done = true; onFrames(null, answer.error); return; }
+      controller.id = answer.result.stream;
+      if (controller.cancelled) { controller.cancel(); return; }
+      next();
+    });
+    return controller;
+  };
+
+  // ---- the runtime status badge (loading, ready, failed with the reason) -----------------
+
+  function renderStatusBadge() {
+    var badge = document.querySelector("[data-runtime-status]");
+    if (!badge) {
+      var host = document.querySelector(".md-header__inner");
+      if (!host) return;
+      badge = document.createElement("span");
+      badge.setAttribute("data-runtime-status", "");
+      badge.setAttribute("role", "status");
+      badge.className = "calc-runtime-status";
+      host.appendChild(badge);
+    }
+    var labels = { idle: "Python: idle", loading: "Python: loading…", ready: "Python: ready", error: "Python: off" };
+    badge.textContent = labels[runtime.state] || runtime.state;
+    badge.title = runtime.detail;
+    badge.dataset.state = runtime.state;
+  }
+
+  // ---- lazy assets: Plotly and KaTeX load only on pages that use them -----------------------
+
+  var loaded = {};
+  function loadScript(path) {
+    if (!loaded[path]) {
+      loaded[path] = new Promise(function (resolve, reject) {
+        var script = document.createElement("script");
+        script.src = new URL(path, ASSETS).href;
+        script.onload = resolve;
+        script.onerror = function () { reject(new Error("could not load " + path)); };
+        document.head.appendChild(script);
+      });
+    }
+    return loaded[path];
+  }
+  function loadStyle(path) {
+    if (!loaded[path]) {
+      var link = document.createElement("link");
+      link.rel = "stylesheet";
+      link.href = new URL(path, ASSETS).href;
+      document.head.appendChild(link);
+      loaded[path] = Promise.resolve();
+    }
+    return loaded[path];
+  }
+
+  function renderMath(container) {
+    var nodes = container.querySelectorAll(".arithmatex");
+    if (!nodes.length) return;
+    loadStyle("vendor/katex/katex.min.css");
+    loadScript("vendor/katex/katex.min.js").then(function () {
+      nodes.forEach(function (node) {
+        var text = node.textContent.trim();
+        var display = node.tagName === "DIV";
+        var tex = text.replace(/^\\\[|\\\]$/g, "").replace(/^\\\(|\\\)$/g, "");
+        try {
+          window.katex.render(tex, node, { displayMode: display, throwOnError: false, output: "htmlAndMathml" });
+        } catch (error) { /* keep the TeX source visible */ }
+      });
+    });
+  }
+
+  // ---- charts -------------------------------------------------------------------------------
+
+  function chartTheme(layout) {
+    var style = getComputedStyle(document.body);
+    var fg = style.getPropertyValue("--md-default-fg-color").trim() || "#333";
+    var grid = style.getPropertyValue("--md-default-fg-color--lightest").trim() || "#ddd";
+    var themed = JSON.parse(JSON.stringify(layout || {}));
+    themed.paper_bgcolor = "rgba(0,0,0,0)";
+    themed.plot_bgcolor = "rgba(0,0,0,0)";
+    themed.font = Object.assign({ family: "inherit", size: 13 }, themed.font || {}, { color: fg });
+    ["xaxis", "yaxis", "yaxis2"].forEach(function (axis) {
+      if (themed[axis] || axis !== "yaxis2") {
+        themed[axis] = Object.assign({ gridcolor: grid, zerolinecolor: grid, linecolor: grid }, themed[axis] || {});
+      }
+    });
+    themed.autosize = true;
+    return themed;
+  }
+
+  var plotConfig = { displaylogo: false, responsive: true, modeBarButtonsToRemove: ["select2d", "lasso2d"] };
+
+  function drawChart(holder, figure) {
+    holder.__figure = figure;
+    return loadScript("vendor/plotly/plotly-basic.min.js").then(function () {
+      var plot = holder.dataset.drawn ? window.Plotly.react : window.Plotly.newPlot;
+      holder.dataset.drawn = "1";
+      return plot(holder, figure.data, chartTheme(figure.layout), plotConfig);
+    });
+  }
+
+  function drawPrerenderedCharts(container) {
+    container.querySelectorAll("[data-chart]").forEach(function (holder) {
+      var source = holder.parentNode.querySelector('script[data-figure="' + holder.dataset.chart + '"]');
+      if (!source || holder.dataset.drawn) return;
+      try { drawChart(holder, JSON.parse(source.textContent)); } catch (error) { /* keep the caption */ }
+    });
+  }
+
+  // Redraw in the other colours when the reader flips light/dark.
+  new MutationObserver(function () {
+    document.querySelectorAll("[data-chart][data-drawn]").forEach(function (holder) {
+      if (holder.__figure) drawChart(holder, holder.__figure);
+    });
+  }).observe(document.body, { attributes: true, attributeFilter: ["data-md-color-scheme"] });
+
+  // ---- widgets --------------------------------------------------------------------------------
+
+  function formValues(form) {
+    var values = {};
+    Array.prototype.forEach.call(form.elements, function (element) {
+      if (!element.name) return;
+      values[element.name] = element.type === "checkbox" ? element.checked : element.value;
+    });
+    return values;
+  }
+
+  function showError(widget, message) {
+    var box = widget.querySelector("[data-error]");
+    if (box) box.textContent = message || "";
+  }
+
+  function setWidgetState(widget, state) { widget.dataset.state = state; }
+
+  function applyView(widget, view) {
+    Object.keys(view.outputs || {}).forEach(function (key) {
+      var element = widget.querySelector('[data-output="' + key + '"]');
+      if (element) element.textContent = view.outputs[key].text;
+    });
+    Object.keys(view.figures || {}).forEach(function (key) {
+      var holder = widget.querySelector('[data-chart="' + key + '"]');
+      if (!holder) return;
+      drawChart(holder, view.figures[key]);
+      var caption = widget.querySelector('[data-chart-summary="' + key + '"]');
+      if (caption && view.figures[key].summary) caption.textContent = view.figures[key].summary;
+    });
+    Object.keys(view.tables || {}).forEach(function (key) {
+      var tableEl = widget.querySelector('[data-table="' + key + '"]');
+      if (!tableEl) return;
+      var body = tableEl.querySelector("tbody");
+      body.textContent = "";
+      view.tables[key].rows.forEach(function (row) {
+        var tr = document.createElement("tr");
+        row.forEach(function (cell) {
+          var td = document.createElement("td");
+          td.textContent = cell;
+          tr.appendChild(td);
+        });
+        body.appendChild(tr);
+      });
+    });
+    widget.dispatchEvent(new CustomEvent("calc:view", { detail: view }));
+  }
+
+  function setStatusNote(widget, text) {
+    var note = widget.querySelector("[data-status]");
+    if (note) note.textContent = text;
+  }
+
+  function whenReady(widget) {
+    if (runtime.state === "ready") { markLive(widget); return; }
+    runtime.listeners.push(function (state, detail) {
+      if (!widget.isConnected) return;
+      if (state === "ready") markLive(widget);
+      if (state === "error") setStatusNote(widget, detail);
+    });
+    if (runtime.state === "error") setStatusNote(widget, runtime.detail);
+  }
+
+  function markLive(widget) {
+    if (widget.dataset.state === "static") setWidgetState(widget, "live");
+    setStatusNote(widget, widget.dataset.kind === "drill"
+      ? "Live: answers are checked by calc running in your browser."
+      : "Live: recomputed by calc running in your browser.");
+  }
+
+  function mountWidget(widget) {
+    var form = widget.querySelector("form");
+    var budget = Number(widget.dataset.budgetMs) || 5000;
+    var generation = 0;
+    var timer = null;
+
+    function recompute() {
+      var mine = ++generation;
+      setWidgetState(widget, "computing");
+      runtime.request("call", { fn: widget.dataset.widget, args: formValues(form) }, budget).then(function (answer) {
+        if (mine !== generation) return; // a newer input has been sent since
+        if (answer.ok) {
+          showError(widget, "");
+          applyView(widget, answer.result);
+          setWidgetState(widget, "live");
+        } else {
+          showError(widget, answer.error.message);
+          setWidgetState(widget, "error");
+        }
+      });
+    }
+    function schedule(delay) {
+      clearTimeout(timer);
+      timer = setTimeout(recompute, delay);
+    }
+    form.addEventListener("input", function (event) { schedule(event.target.tagName === "SELECT" ? 0 : 200); });
+    form.addEventListener("change", function () { schedule(0); });
+    form.addEventListener("submit", function (event) { event.preventDefault(); schedule(0); });
+    widget.recompute = recompute;
+    whenReady(widget);
+  }
+
+  function mountDrill(widget) {
+    var form = widget.querySelector("form");
+    var input = form.querySelector('[name="answer"]');
+    var budget = Number(widget.dataset.budgetMs) || 5000;
+    var verdict = widget.querySelector('[data-output="verdict"]');
+    var explanation = widget.querySelector("[data-explanation]");
+
+    form.addEventListener("submit", function (event) {
+      event.preventDefault();
+      var args = { seed: Number(widget.dataset.seed) };
+      setWidgetState(widget, "computing");
+      runtime.request("check", { fn: widget.dataset.widget, args: args, answer: input.value }, budget).then(function (answer) {
+        if (!answer.ok) { showError(widget, answer.error.message); setWidgetState(widget, "error"); return; }
+        showError(widget, "");
+        verdict.textContent = answer.result.message + (answer.result.correct ? "" : " The answer is " + answer.result.expected_text + ".");
+        verdict.dataset.correct = String(answer.result.correct);
+        widget.querySelector('[data-output="explanation"]').textContent = answer.result.explanation;
+        explanation.hidden = false;
+        explanation.open = true;
+        setWidgetState(widget, "live");
+      });
+    });
+    form.querySelector('[data-action="new"]').addEventListener("click", function () {
+      var seed = 1 + Math.floor(Math.random() * 999999);
+      setWidgetState(widget, "computing");
+      runtime.request("drill", { fn: widget.dataset.widget, args: { seed: seed } }, budget).then(function (answer) {
+        if (!answer.ok) { showError(widget, answer.error.message); setWidgetState(widget, "error"); return; }
+        widget.dataset.seed = String(seed);
+        widget.querySelector('[data-output="question"]').textContent = answer.result.question;
+        widget.querySelector('[data-output="explanation"]').textContent = answer.result.explanation;
+        input.value = "";
+        verdict.textContent = "";
+        delete verdict.dataset.correct;
+        explanation.hidden = true;
+        showError(widget, "");
+        setWidgetState(widget, "live");
+        input.focus();
+      });
+    });
+    whenReady(widget);
+  }
+
+  var mounters = { widget: mountWidget, drill: mountDrill };
+  runtime.mounters = mounters; // later components (the live simulation view) add theirs here
+
+  function mountAll() {
+    var content = document.querySelector("article") || document.body;
+    renderMath(content);
+    drawPrerenderedCharts(content);
+    var widgets = document.querySelectorAll("[data-widget]");
+    widgets.forEach(function (widget) {
+      if (widget.dataset.mounted) return;
+      widget.dataset.mounted = "1";
+      var mount = mounters[widget.dataset.kind];
+      if (mount) mount(widget);
+    });
+    if (widgets.length && !runtime.worker && runtime.state !== "error") startWorker();
+    setState(runtime.state, runtime.detail); // Material may have swapped the page: mark it again
+  }
+
+  runtime.mountAll = mountAll;
+  if (window.document$ && typeof window.document$.subscribe === "function") {
+    window.document$.subscribe(function () { mountAll(); });
+  } else if (document.readyState === "loading") {
+    document.addEventListener("DOMContentLoaded", mountAll);
+  } else {
+    mountAll();
+  }
+})();

@@ -1,0 +1,58 @@
+// The lesson's Python: one module Web Worker running Pyodide, started once per visit.
+//
+// It loads Pyodide from the site's own copy (assets/vendor/pyodide, never a CDN),
+// unpacks the `calc` zip named in manifest.json, and answers each message (a JSON
+// string with a call id) with calc.widgets.runtime.handle(), which dispatches only
+// to the allow-listed widget functions. It posts status messages while it boots.
+
+import { loadPyodide } from "../vendor/pyodide/pyodide.mjs";
+
+const assets = new URL("../", import.meta.url);
+const LIB_DIR = "/home/pyodide/lib";
+
+function status(state, detail, progress) {
+  self.postMessage(JSON.stringify({ type: "status", state, detail, progress }));
+}
+
+async function boot() {
+  const started = performance.now();
+  status("loading", "Loading the Python runtime (Pyodide)", 0.1);
+  const pyodide = await loadPyodide({
+    indexURL: new URL("vendor/pyodide/", assets).href,
+    packages: [],
+    stdout: () => {},
+    stderr: (line) => console.warn("[calc]", line),
+  });
+  status("loading", "Loading calc", 0.7);
+  const manifestResponse = await fetch(new URL("runtime/manifest.json", assets), { cache: "no-cache" });
+  if (!manifestResponse.ok) throw new Error(`runtime/manifest.json: HTTP ${manifestResponse.status}`);
+  const manifest = await manifestResponse.json();
+  const zipResponse = await fetch(new URL(`runtime/${manifest.calc_zip}`, assets));
+  if (!zipResponse.ok) throw new Error(`${manifest.calc_zip}: HTTP ${zipResponse.status}`);
+  pyodide.unpackArchive(await zipResponse.arrayBuffer(), "zip", { extractDir: LIB_DIR });
+  pyodide.runPython(`import sys\nif ${JSON.stringify(LIB_DIR)} not in sys.path: sys.path.insert(0, ${JSON.stringify(LIB_DIR)})`);
+  const runtime = pyodide.pyimport("calc.widgets.runtime");
+  // Import every widget module now, so the first call from a page is quick.
+  runtime.handle(JSON.stringify({ id: 0, op: "list" }));
+  status("ready", `Python ${pyodide.version} ready in ${Math.round(performance.now() - started)} ms`, 1);
+  return runtime.handle;
+}
+
+const handlerReady = boot().catch((error) => {
+  status("error", `The Python runtime failed to start: ${error && error.message ? error.message : error}`);
+  return null;
+});
+
+self.onmessage = async (event) => {
+  const handle = await handlerReady;
+  if (!handle) return;
+  let answer;
+  try {
+    answer = handle(event.data);
+  } catch (error) {
+    let id = null;
+    try { id = JSON.parse(event.data).id; } catch (_) { /* keep null */ }
+    answer = JSON.stringify({ id, ok: false, error: { kind: "internal", field: null, message: String(error) } });
+  }
+  self.postMessage(answer);
+};

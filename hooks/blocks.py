@@ -1,0 +1,74 @@
+"""Markdown blocks (pymdownx.blocks) that embed ``calc`` widgets in a page.
+
+In a page::
+
+    /// widget | kv_cache_arithmetic.kv_per_token
+        set: {model: llama-3.1-70b, context_tokens: 8192}
+        hide: [dtype]
+    ///
+
+    /// drill | kv_cache_arithmetic.kv_bytes_drill
+    ///
+
+``set`` overrides the defaults of the controls (the build computes the outputs
+for them); ``hide`` keeps a control fixed and out of sight. Text inside the
+block is Markdown shown above the widget. An unknown widget, control or value
+fails the build: a page never ships a widget that cannot run.
+"""
+
+from __future__ import annotations
+
+import xml.etree.ElementTree as etree
+
+from pymdownx.blocks import BlocksExtension
+from pymdownx.blocks.block import Block, type_any, type_integer, type_string_delimiter
+
+from widget_html import render_drill, render_widget
+
+
+class _CalcBlock(Block):
+    ARGUMENT = True
+
+    def on_markdown(self) -> str:
+        return "block"
+
+    def on_create(self, parent: etree.Element) -> etree.Element:
+        self.holder = etree.SubElement(parent, "div", {"class": "calc-block"})
+        self.intro = etree.SubElement(self.holder, "div", {"class": "calc-intro"})
+        return self.holder
+
+    def on_add(self, block: etree.Element) -> etree.Element:
+        return self.intro
+
+    def on_end(self, block: etree.Element) -> None:
+        if not len(self.intro) and not (self.intro.text or "").strip():
+            block.remove(self.intro)
+        block.append(self.render(self.argument.strip()))
+
+
+class WidgetBlock(_CalcBlock):
+    NAME = "widget"
+    OPTIONS = {"set": [{}, type_any], "hide": [[], type_string_delimiter(",")]}
+
+    def on_validate(self, parent: etree.Element) -> bool:
+        if not isinstance(self.options["set"], dict):
+            raise ValueError(f"widget {self.argument}: 'set' must be a mapping of control: value")
+        return True
+
+    def render(self, name: str) -> etree.Element:
+        hide = [h.strip() for h in self.options["hide"]]
+        return render_widget(name, self.options["set"], hide)
+
+
+class DrillBlock(_CalcBlock):
+    NAME = "drill"
+    OPTIONS = {"seed": [0, type_integer]}
+
+    def render(self, name: str) -> etree.Element:
+        return render_drill(name, self.options["seed"])
+
+
+class CalcBlocksExtension(BlocksExtension):
+    def extendMarkdownBlocks(self, md, block_mgr) -> None:
+        block_mgr.register(WidgetBlock, {})
+        block_mgr.register(DrillBlock, {})

@@ -1,0 +1,94 @@
+"""Copy the browser runtime into the built site and pack ``calc`` for the worker.
+
+Nothing is ever loaded from a CDN: Pyodide, Plotly.js and KaTeX come from
+``node_modules`` (pinned by ``package-lock.json``) and are served from the site's
+own origin under ``assets/vendor/``. ``calc`` travels as a zip with a content hash
+in its name, recorded in ``assets/runtime/manifest.json`` for the worker.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+import os
+import shutil
+import zipfile
+
+# What the runtime needs of each npm package: (package, files or folders, destination under assets/vendor/)
+RUNTIME_FILES = (
+    ("pyodide", ("pyodide.mjs", "pyodide.asm.mjs", "pyodide.asm.wasm", "python_stdlib.zip", "pyodide-lock.json"),
+     "pyodide"),
+    ("plotly.js-basic-dist-min", ("plotly-basic.min.js",), "plotly"),
+    ("katex", ("dist/katex.min.js", "dist/katex.min.css", "dist/contrib/auto-render.min.js", "dist/fonts"), "katex"),
+)
+ZIP_DATE = (2020, 1, 1, 0, 0, 0)  # fixed, so the same sources always give the same zip and hash
+
+
+class MissingRuntime(RuntimeError):
+    """node_modules lacks a runtime file: run ``npm ci`` (``make`` does it for you)."""
+
+
+def _copy(source: str, destination: str) -> None:
+    if os.path.isdir(source):
+        for name in sorted(os.listdir(source)):
+            _copy(os.path.join(source, name), os.path.join(destination, name))
+        return
+    if os.path.exists(destination) and os.path.getsize(destination) == os.path.getsize(source) \
+            and os.path.getmtime(destination) >= os.path.getmtime(source):
+        return  # unchanged since the last build: keep `mkdocs serve` rebuilds quick
+    os.makedirs(os.path.dirname(destination), exist_ok=True)
+    shutil.copy2(source, destination)
+
+
+def calc_zip_bytes(project_dir: str) -> bytes:
+    """The ``calc`` package as a deterministic zip: .py and .json files, sorted, fixed dates."""
+    buffer = io.BytesIO()
+    package_dir = os.path.join(project_dir, "calc")
+    entries = []
+    for folder, dirs, files in os.walk(package_dir):
+        dirs[:] = sorted(d for d in dirs if d != "__pycache__")
+        for name in files:
+            if name.endswith((".py", ".json")):
+                path = os.path.join(folder, name)
+                entries.append((os.path.relpath(path, project_dir).replace(os.sep, "/"), path))
+    with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as archive:
+        for arcname, path in sorted(entries):
+            info = zipfile.ZipInfo(arcname, ZIP_DATE)
+            info.compress_type = zipfile.ZIP_DEFLATED
+            info.external_attr = 0o644 << 16
+            with open(path, "rb") as handle:
+                archive.writestr(info, handle.read())
+    return buffer.getvalue()
+
+
+def vendor_runtime(project_dir: str, site_dir: str, site_url: str = "") -> dict:
+    """Copy the runtime files and write the calc zip and the manifest; return the manifest."""
+    modules = os.path.join(project_dir, "node_modules")
+    vendor_dir = os.path.join(site_dir, "assets", "vendor")
+    for package, items, destination in RUNTIME_FILES:
+        for item in items:
+            source = os.path.join(modules, package, item)
+            if not os.path.exists(source):
+                raise MissingRuntime(f"{source} is missing: run `npm ci` (or `make build`, which runs it)")
+            _copy(source, os.path.join(vendor_dir, destination, os.path.basename(item)))
+
+    runtime_dir = os.path.join(site_dir, "assets", "runtime")
+    os.makedirs(runtime_dir, exist_ok=True)
+    payload = calc_zip_bytes(project_dir)
+    digest = hashlib.sha256(payload).hexdigest()[:16]
+    zip_name = f"calc-{digest}.zip"
+    for old in os.listdir(runtime_dir):
+        if old.startswith("calc-") and old.endswith(".zip") and old != zip_name:
+            os.remove(os.path.join(runtime_dir, old))
+    with open(os.path.join(runtime_dir, zip_name), "wb") as handle:
+        handle.write(payload)
+
+    with open(os.path.join(modules, "pyodide", "package.json"), encoding="utf-8") as handle:
+        pyodide_version = json.load(handle)["version"]
+    manifest = {
+        "calc_zip": zip_name, "calc_sha256_16": digest, "pyodide_version": pyodide_version, "site_url": site_url,
+    }
+    with open(os.path.join(runtime_dir, "manifest.json"), "w", encoding="utf-8") as handle:
+        json.dump(manifest, handle, indent=2, sort_keys=True)
+    return manifest

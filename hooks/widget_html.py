@@ -1,0 +1,155 @@
+"""Widget, drill and live-simulation blocks rendered to the HTML of the widget contract.
+
+Every number and chart is computed here, at build, by calling the widget function
+in CPython with its defaults (plus the page's overrides); the browser later calls
+the same function in Pyodide. Elements are built with ElementTree, so every string
+from ``calc`` lands as text, never as markup.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import xml.etree.ElementTree as etree
+
+from markdown.util import AtomicString
+
+from calc.widgets import framework
+
+_ids = itertools.count(1)
+
+STATIC_NOTE = (
+    "Computed when the site was built. Serve the site (make serve) and the controls recompute live in your browser."
+)
+
+
+def _sub(parent: etree.Element, tag: str, text: str | None = None, **attrs) -> etree.Element:
+    element = etree.SubElement(parent, tag, {k.rstrip("_").replace("_", "-"): str(v) for k, v in attrs.items()})
+    if text is not None:
+        element.text = AtomicString(text)
+    return element
+
+
+def _figure_json(figure: dict) -> str:
+    # "</" would end the script element early; JSON allows the escaped slash.
+    return json.dumps(figure, separators=(",", ":"), sort_keys=True).replace("</", "<\\/")
+
+
+def _control(form: etree.Element, uid: str, spec: dict, value, hidden: bool) -> None:
+    name = spec["name"]
+    control_id = f"{uid}-{name}"
+    if hidden:
+        _sub(form, "input", type="hidden", name=name, value=value)
+        return
+    row = _sub(form, "div", class_=f"calc-control calc-control--{spec['kind']}")
+    label = _sub(row, "label", spec["label"], for_=control_id)
+    if spec.get("unit"):
+        _sub(label, "span", f" ({spec['unit']})", class_="calc-unit")
+    describedby = {}
+    if spec.get("help"):
+        _sub(row, "small", spec["help"], id=f"{control_id}-help", class_="calc-help")
+        describedby = {"aria-describedby": f"{control_id}-help"}
+    kind = spec["kind"]
+    if kind == "choice":
+        select = _sub(row, "select", id=control_id, name=name, **describedby)
+        for option_value, option_label in spec["options"]:
+            option = _sub(select, "option", option_label, value=option_value)
+            if option_value == value:
+                option.set("selected", "selected")
+    elif kind in ("int", "float"):
+        _sub(row, "input", id=control_id, name=name, type="number", inputmode="decimal" if kind == "float" else "numeric",
+             min=spec["min"], max=spec["max"], step=spec["step"], value=value, **describedby)
+    elif kind == "text":
+        _sub(row, "textarea", value or "", id=control_id, name=name, rows=spec["rows"], maxlength=spec["maxlength"],
+             spellcheck="false", **describedby)
+    elif kind == "toggle":
+        box = _sub(row, "input", id=control_id, name=name, type="checkbox", value="true", **describedby)
+        if value:
+            box.set("checked", "checked")
+        row.remove(label)
+        row.append(label)
+    else:  # pragma: no cover - the framework has no other kinds
+        raise ValueError(f"unknown control kind {kind}")
+
+
+def _outputs(root: etree.Element, result: dict) -> None:
+    if result["outputs"]:
+        dl = _sub(root, "dl", class_="calc-outputs")
+        for key, item in result["outputs"].items():
+            pair = _sub(dl, "div", class_="calc-output")
+            _sub(pair, "dt", item["label"])
+            _sub(pair, "dd", item["text"], data_output=key)
+    for key, figure in result["figures"].items():
+        holder = _sub(root, "figure", class_="calc-chart")
+        title = figure.get("layout", {}).get("title", {})
+        title_text = title.get("text", "") if isinstance(title, dict) else str(title)
+        _sub(holder, "div", data_chart=key, role="img", aria_label=title_text or key)
+        _sub(holder, "script", _figure_json(figure), type="application/json", data_figure=key)
+        summary = figure.get("summary")
+        if summary:
+            _sub(holder, "figcaption", summary, data_chart_summary=key)
+    for key, item in result["tables"].items():
+        wrapper = _sub(root, "div", class_="calc-table md-typeset__table")
+        table = _sub(wrapper, "table", data_table=key)
+        if item.get("caption"):
+            _sub(table, "caption", item["caption"])
+        head = _sub(_sub(table, "thead"), "tr")
+        for column in item["columns"]:
+            _sub(head, "th", column, scope="col")
+        body = _sub(table, "tbody")
+        for row in item["rows"]:
+            tr = _sub(body, "tr")
+            for cell in row:
+                _sub(tr, "td", cell)
+
+
+def render_widget(name: str, overrides: dict | None = None, hide: list[str] | tuple = ()) -> etree.Element:
+    """The contract's HTML for widget ``name`` with its outputs computed for the defaults and ``overrides``."""
+    spec = framework.describe(name)
+    if spec["kind"] != "widget":
+        raise ValueError(f"{name} is a {spec['kind']}, not a widget")
+    args = {**{c["name"]: c["default"] for c in spec["controls"]}, **(overrides or {})}
+    result = framework.call(name, args)
+    uid = f"w{next(_ids)}"
+    root = etree.Element("div", {
+        "class": "calc-widget", "id": uid, "data-widget": name, "data-kind": "widget", "data-state": "static",
+        "data-budget-ms": str(int(spec["budget_s"] * 1000)),
+    })
+    form = _sub(root, "form", class_="calc-controls", novalidate="novalidate", aria_label=f"Controls of {name}")
+    for control in spec["controls"]:
+        _control(form, uid, control, args[control["name"]], control["name"] in hide)
+    _sub(root, "p", "", class_="calc-error", data_error="", role="alert")
+    _outputs(root, result)
+    _sub(root, "p", STATIC_NOTE, class_="calc-status", data_status="")
+    return root
+
+
+def render_drill(name: str, seed: int = 0) -> etree.Element:
+    """A drill: the question for ``seed`` (seed 0 is the page's worked case), an answer box, and the explanation."""
+    spec = framework.describe(name)
+    if spec["kind"] != "drill":
+        raise ValueError(f"{name} is a {spec['kind']}, not a drill")
+    entry, bound = framework.bind(name, {"seed": seed})
+    question = framework.check_view(entry.function(**bound))
+    uid = f"w{next(_ids)}"
+    root = etree.Element("div", {
+        "class": "calc-widget calc-drill", "id": uid, "data-widget": name, "data-kind": "drill",
+        "data-state": "static", "data-seed": str(seed), "data-budget-ms": str(int(spec["budget_s"] * 1000)),
+    })
+    _sub(root, "p", question["question"], class_="calc-drill__question", data_output="question")
+    form = _sub(root, "form", class_="calc-controls calc-drill__form", novalidate="novalidate")
+    row = _sub(form, "div", class_="calc-control calc-control--answer")
+    _sub(row, "label", "Your answer", for_=f"{uid}-answer")
+    _sub(row, "input", id=f"{uid}-answer", name="answer", type="text", autocomplete="off",
+         placeholder=question.get("placeholder", "a number, with a unit if you like"))
+    buttons = _sub(form, "div", class_="calc-drill__buttons")
+    _sub(buttons, "button", "Check", type="submit", class_="md-button md-button--primary", data_action="check")
+    _sub(buttons, "button", "New numbers", type="button", class_="md-button", data_action="new")
+    _sub(root, "p", "", class_="calc-error", data_error="", role="alert")
+    _sub(root, "p", "", class_="calc-drill__verdict", data_output="verdict", aria_live="polite")
+    details = _sub(root, "details", class_="calc-drill__explanation", data_explanation="", hidden="hidden")
+    _sub(details, "summary", "How to work it out")
+    _sub(details, "p", question["explanation"], data_output="explanation")
+    _sub(root, "p", STATIC_NOTE.replace("the controls recompute", "answers are checked"), class_="calc-status",
+         data_status="")
+    return root

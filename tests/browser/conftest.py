@@ -1,0 +1,124 @@
+"""Headless Chromium against the built site, served on 127.0.0.1 where the build says it lives.
+
+Every request that is not to 127.0.0.1 is aborted and counted; a test fails if any
+was made. The browser is Debian's chromium (CHROMIUM_PATH, default /usr/bin/chromium),
+or Playwright's own on a GitHub runner. A missing browser fails: it is never a skip.
+"""
+
+from __future__ import annotations
+
+import functools
+import http.server
+import json
+import os
+import threading
+import urllib.parse
+
+import pytest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+SITE = os.path.join(ROOT, "site")
+CHROMIUM_FLAGS = [
+    "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
+    "--disable-component-update", "--disable-sync", "--disable-default-apps", "--disable-dev-shm-usage",
+]
+
+
+def built_site_url() -> str:
+    manifest = os.path.join(SITE, "assets", "runtime", "manifest.json")
+    if not os.path.exists(manifest):
+        pytest.fail("the site is not built: run `make build` (make test does it)")
+    with open(manifest, encoding="utf-8") as handle:
+        return json.load(handle)["site_url"]
+
+
+class QuietHandler(http.server.SimpleHTTPRequestHandler):
+    extensions_map = {**http.server.SimpleHTTPRequestHandler.extensions_map,
+                      ".mjs": "text/javascript", ".wasm": "application/wasm", ".js": "text/javascript"}
+
+    def log_message(self, *args):
+        pass
+
+
+class SiteServer:
+    """A static server for site/ that can be stopped and started again (offline tests)."""
+
+    def __init__(self, url: str):
+        parsed = urllib.parse.urlparse(url)
+        self.host, self.port, self.base_path = parsed.hostname, parsed.port or 80, parsed.path or "/"
+        self.url = url
+        self.httpd = None
+
+    def start(self):
+        handler = functools.partial(QuietHandler, directory=SITE)
+        http.server.ThreadingHTTPServer.allow_reuse_address = True
+        self.httpd = http.server.ThreadingHTTPServer((self.host, self.port), handler)
+        threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
+
+    def stop(self):
+        if self.httpd:
+            self.httpd.shutdown()
+            self.httpd.server_close()
+            self.httpd = None
+
+
+@pytest.fixture(scope="session")
+def site_server():
+    url = built_site_url()
+    if urllib.parse.urlparse(url).path not in ("", "/"):
+        pytest.fail(f"browser tests serve the site at the root; site_url is {url}")
+    server = SiteServer(url)
+    server.start()
+    yield server
+    server.stop()
+
+
+@pytest.fixture(scope="session")
+def browser():
+    from playwright.sync_api import sync_playwright
+
+    executable = os.environ.get("CHROMIUM_PATH", "/usr/bin/chromium")
+    if not os.path.exists(executable):
+        pytest.fail(f"no Chromium at {executable}: install Debian's chromium (make test does it as root) "
+                    f"or set CHROMIUM_PATH")
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=executable, headless=True, args=CHROMIUM_FLAGS)
+        yield browser
+        browser.close()
+
+
+class Visit:
+    """One browser context: its page, the requests it tried to send off the machine, and console errors."""
+
+    def __init__(self, browser, server, color_scheme="light", viewport=None):
+        self.server = server
+        self.context = browser.new_context(color_scheme=color_scheme, viewport=viewport or {"width": 1280, "height": 900},
+                                           service_workers="allow")
+        self.external_requests: list[str] = []
+        self.console_errors: list[str] = []
+        self.context.route("**/*", self._route)
+        self.page = self.context.new_page()
+        self.page.on("console", lambda m: m.type == "error" and self.console_errors.append(m.text))
+        self.page.on("pageerror", lambda e: self.console_errors.append(str(e)))
+
+    def _route(self, route):
+        host = urllib.parse.urlparse(route.request.url).hostname
+        if route.request.url.startswith(("data:", "blob:")) or host == "127.0.0.1":
+            route.continue_()
+        else:
+            self.external_requests.append(route.request.url)
+            route.abort()
+
+    def url(self, path: str) -> str:
+        return urllib.parse.urljoin(self.server.url, path)
+
+    def close(self):
+        self.context.close()
+
+
+@pytest.fixture
+def visit(browser, site_server):
+    session = Visit(browser, site_server)
+    yield session
+    session.close()
+    assert session.external_requests == [], f"requests left 127.0.0.1: {session.external_requests}"

@@ -1,0 +1,143 @@
+"""The built site: every pre-rendered number is calc's, the runtime is vendored, nothing loads from elsewhere.
+
+These tests read site/ (``make build``; ``make test`` builds first). They find every
+widget in every page, so pages added later are covered without new code.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import sys
+import zipfile
+
+import pytest
+from bs4 import BeautifulSoup
+
+from calc.widgets import framework
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+SITE = os.path.join(ROOT, "site")
+sys.path.insert(0, os.path.join(ROOT, "hooks"))
+from vendor import RUNTIME_FILES, calc_zip_bytes  # noqa: E402
+
+pytestmark = pytest.mark.site
+
+
+def pages():
+    if not os.path.exists(os.path.join(SITE, "index.html")):
+        pytest.fail("the site is not built: run `make build` (make test does it)")
+    for folder, _, files in os.walk(SITE):
+        for name in files:
+            if name.endswith(".html"):
+                path = os.path.join(folder, name)
+                yield os.path.relpath(path, SITE), path
+
+
+def soup(path):
+    with open(path, encoding="utf-8") as handle:
+        return BeautifulSoup(handle.read(), "html.parser")
+
+
+def form_values(widget) -> dict:
+    values = {}
+    for element in widget.select("form [name]"):
+        name = element["name"]
+        if element.name == "select":
+            chosen = element.find("option", selected=True) or element.find("option")
+            values[name] = chosen["value"]
+        elif element.name == "textarea":
+            values[name] = element.text
+        elif element.get("type") == "checkbox":
+            values[name] = element.has_attr("checked")
+        else:
+            values[name] = element.get("value", "")
+    return values
+
+
+def all_widgets():
+    found = []
+    for relative, path in pages():
+        for element in soup(path).select("[data-widget]"):
+            found.append((relative, element))
+    return found
+
+
+def test_the_site_has_widgets():
+    kinds = {element["data-kind"] for _, element in all_widgets()}
+    assert {"widget", "drill"} <= kinds
+
+
+def test_every_prerendered_widget_shows_what_calc_computes():
+    checked = 0
+    for relative, element in all_widgets():
+        if element["data-kind"] != "widget":
+            continue
+        expected = framework.call(element["data-widget"], form_values(element))
+        for key, item in expected["outputs"].items():
+            shown = element.select_one(f'[data-output="{key}"]')
+            assert shown is not None, f"{relative}: output {key} missing"
+            assert shown.get_text() == item["text"], f"{relative}: {element['data-widget']} output {key}"
+        for key, figure in expected["figures"].items():
+            script = element.select_one(f'script[data-figure="{key}"]')
+            assert json.loads(script.string) == figure, f"{relative}: figure {key}"
+        checked += 1
+    assert checked >= 1
+
+
+def test_every_drill_shows_its_seed_question():
+    for relative, element in all_widgets():
+        if element["data-kind"] == "drill":
+            entry = framework.REGISTRY[element["data-widget"]]
+            question = framework.check_view(entry.function(seed=int(element["data-seed"])))
+            assert element.select_one('[data-output="question"]').get_text() == question["question"]
+
+
+def test_widgets_follow_the_contract():
+    for relative, element in all_widgets():
+        assert element["data-state"] == "static", relative
+        assert element.select_one("[data-error]") is not None, relative
+        for control in element.select("form input, form select, form textarea"):
+            if control.get("type") == "hidden":
+                continue
+            label = element.select_one(f'label[for="{control.get("id")}"]')
+            assert label is not None and label.get_text().strip(), f"{relative}: control {control.get('name')} unlabelled"
+
+
+def test_no_unfilled_facts_remain():
+    for relative, path in pages():
+        text = soup(path).get_text()
+        assert not re.search(r"\{\{\s*[a-z0-9_:]+\s*\}\}", text), f"{relative} has an unfilled fact"
+
+
+def test_runtime_is_vendored_with_the_calc_zip_of_these_sources():
+    for package, items, destination in RUNTIME_FILES:
+        for item in items:
+            assert os.path.exists(os.path.join(SITE, "assets", "vendor", destination, os.path.basename(item))), item
+    with open(os.path.join(SITE, "assets", "runtime", "manifest.json"), encoding="utf-8") as handle:
+        manifest = json.load(handle)
+    with open(os.path.join(SITE, "assets", "runtime", manifest["calc_zip"]), "rb") as handle:
+        shipped = handle.read()
+    assert shipped == calc_zip_bytes(ROOT), "the site's calc zip is stale: rebuild"
+    names = zipfile.ZipFile(os.path.join(SITE, "assets", "runtime", manifest["calc_zip"])).namelist()
+    assert "calc/widgets/runtime.py" in names and not any("__pycache__" in n for n in names)
+
+
+REMOTE = re.compile(r"^(https?:)?//", re.IGNORECASE)
+
+
+def test_no_page_loads_a_remote_resource():
+    offenders = []
+    for relative, path in pages():
+        page = soup(path)
+        for tag, attribute in (("script", "src"), ("img", "src"), ("iframe", "src"), ("link", "href"),
+                               ("source", "src"), ("video", "src"), ("audio", "src")):
+            for element in page.find_all(tag):
+                value = element.get(attribute, "")
+                if tag == "link" and not set(element.get("rel", [])) & {"stylesheet", "preload", "modulepreload",
+                                                                         "icon", "manifest", "prefetch"}:
+                    continue  # canonical and alternate links are never fetched
+                if REMOTE.match(value) and not value.startswith(("http://127.0.0.1", "//127.0.0.1")):
+                    offenders.append(f"{relative}: <{tag} {attribute}={value}>")
+    assert offenders == []
