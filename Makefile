@@ -50,6 +50,8 @@ chromium:
 	  echo "No Chromium found. Install it with: sudo apt-get install -y chromium"; exit 1; \
 	fi
 
+# Tests serve the built site on their own port, so a `make serve` running beside them is left alone.
+test: export SITE_URL := http://127.0.0.1:8765/
 test: build chromium
 	$(BIN)/python -m pytest -n 2 --dist loadgroup -q $(PYTEST_ARGS)
 

@@ -19,6 +19,12 @@ for path in (PROJECT_DIR, HOOKS_DIR):
     if path not in sys.path:
         sys.path.insert(0, path)
 
+# `mkdocs serve` runs this file again on every rebuild: drop the modules it imported last time, so that an
+# edit to calc or to a hook shows up without restarting the server.
+for _name in list(sys.modules):
+    if _name == "calc" or _name.startswith("calc.") or _name in ("blocks", "facts", "vendor", "widget_html"):
+        del sys.modules[_name]
+
 import blocks  # noqa: E402
 import facts  # noqa: E402
 import vendor  # noqa: E402

@@ -9,7 +9,7 @@ const here = path.dirname(fileURLToPath(import.meta.url));
 const { loadPyodide } = await import(path.join(here, "..", "..", "node_modules", "pyodide", "pyodide.mjs"));
 const [zipPath, scriptPath] = process.argv.slice(2);
 const pyodide = await loadPyodide({ packages: [], stdout: (line) => process.stdout.write(line + "\n"), stderr: (line) => process.stderr.write(line + "\n") });
-pyodide.unpackArchive(readFileSync(zipPath), "zip", { extractDir: "/home/pyodide/lib" });
+pyodide.unpackArchive(new Uint8Array(readFileSync(zipPath)), "zip", { extractDir: "/home/pyodide/lib" });
 pyodide.runPython("import sys; sys.path.insert(0, '/home/pyodide/lib')");
 try {
   await pyodide.runPythonAsync(readFileSync(scriptPath, "utf8"));

@@ -13,16 +13,18 @@ from tests.pyodide_runner import run_in_cpython, run_in_pyodide
 pytestmark = [pytest.mark.pyodide, pytest.mark.xdist_group("pyodide")]
 
 DOCTESTS = r'''
-import doctest, importlib, json, pkgutil, calc
+import contextlib, doctest, importlib, io, json, pkgutil, calc
 results = {}
+noise = io.StringIO()
 names = ["calc"] + [m.name for m in pkgutil.walk_packages(calc.__path__, "calc.")]
 for name in sorted(names):
     module = importlib.import_module(name)
     finder = doctest.DocTestFinder()
     runner = doctest.DocTestRunner(optionflags=doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE)
-    for test in finder.find(module, name):
-        runner.run(test, out=lambda text: None)
-    summary = runner.summarize(verbose=False)
+    with contextlib.redirect_stdout(noise):
+        for test in finder.find(module, name):
+            runner.run(test, out=lambda text: None)
+        summary = runner.summarize(verbose=False)
     results[name] = [summary.failed, summary.attempted]
 print(json.dumps(results, sort_keys=True))
 '''
