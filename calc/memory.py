@@ -285,7 +285,8 @@ def kv_bytes_per_request(model: Model, context_tokens: int, kv_dtype: str = "bf1
 def kv_bytes_per_token_by_attention(model: Model, kv_dtype: str = "bf16") -> dict[str, int]:
     """The same model's KV bytes per token under MHA, its own GQA, MQA and an MLA latent.
 
-    MHA caches every head, MQA one, GQA the model's KV heads; the MLA column
+    MHA caches every head, MQA one, GQA the model's KV heads (for a model that
+    is not GQA, one KV head per 8 query heads, Llama 3's ratio); the MLA column
     uses DeepSeek-V2/V3's proportions (latent = 4 x head dim, plus a shared
     RoPE key of head dim / 2: 512 + 64 for head dim 128), or the model's own
     ranks when it is MLA.
@@ -487,7 +488,7 @@ def kv_capacity(model, gpu, *, tp: int = 1, weights: str = "bf16", kv_dtype: str
             raise CalcError(
                 f"{model.name} does not fit: {w / GB:.1f} GB of {weights} weights per GPU at tp={tp} exceed the "
                 f"{requested / GB:.1f} GB vLLM may use ({utilization:g} x {total / GB:.1f} GB); allowed: {hint}, "
-                f"or fewer bits per weight", "tp")
+                f"a higher gpu_memory_utilization (at most 1.0), or fewer bits per weight", "tp")
         kv = math.fsum([requested, -w, -activation, -non_torch, -cuda_graph])
     block_bytes = block_size * per_token_gpu
     if kv < block_bytes:
