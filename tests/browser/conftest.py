@@ -12,6 +12,7 @@ import http.server
 import json
 import os
 import threading
+import time
 import urllib.parse
 
 import pytest
@@ -49,10 +50,18 @@ class SiteServer:
         self.url = url
         self.httpd = None
 
-    def start(self):
+    def start(self, wait_s: float = 60):
         handler = functools.partial(QuietHandler, directory=SITE)
         http.server.ThreadingHTTPServer.allow_reuse_address = True
-        self.httpd = http.server.ThreadingHTTPServer((self.host, self.port), handler)
+        deadline = time.monotonic() + wait_s
+        while True:  # the port is fixed by the build's site_url; wait out another test run that holds it
+            try:
+                self.httpd = http.server.ThreadingHTTPServer((self.host, self.port), handler)
+                break
+            except OSError as exc:
+                if time.monotonic() > deadline:
+                    pytest.fail(f"cannot serve the site on {self.host}:{self.port} (from site_url): {exc}")
+                time.sleep(1)
         threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
 
     def stop(self):

@@ -421,16 +421,18 @@
     drawPrerenderedCharts(content);
     var widgets = document.querySelectorAll("[data-widget]");
     widgets.forEach(function (widget) {
-      if (widget.dataset.mounted) return;
-      widget.dataset.mounted = "1";
       var mount = mounters[widget.dataset.kind];
-      if (mount) mount(widget);
+      if (widget.dataset.mounted || !mount) return; // a kind whose script loads later mounts then
+      widget.dataset.mounted = "1";
+      mount(widget);
     });
     if (widgets.length && !runtime.worker && runtime.state !== "error") startWorker();
     setState(runtime.state, runtime.detail); // Material may have swapped the page: mark it again
   }
 
   runtime.mountAll = mountAll;
+  runtime.drawChart = drawChart;
+  runtime.setStatusNote = setStatusNote;
   if (window.document$ && typeof window.document$.subscribe === "function") {
     window.document$.subscribe(function () { mountAll(); });
   } else if (document.readyState === "loading") {

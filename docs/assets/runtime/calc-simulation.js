@@ -1,0 +1,205 @@
+// The live simulation view: runs a scenario in the worker and animates it frame by frame.
+//
+// The worker owns the simulation (a Python generator, one slice of work per request); this
+// file only draws what each frame carries: new points for the time-series charts (traces
+// name their series in `meta`), the metrics panel, and the KV block map of one replica on a
+// canvas (one character per cell: "." free, "a"-"p" held by a request, "A"-"P" reserved
+// by a request but not yet written, "z" cached prefix blocks no request holds).
+(function () {
+  "use strict";
+
+  var runtime = window.calcRuntime;
+  if (!runtime) return;
+
+  var PALETTE = ["#0072B2", "#E69F00", "#009E73", "#CC79A7", "#56B4E9", "#D55E00", "#B8A300", "#7F7F7F",
+    "#1F4E79", "#A65E00", "#00664A", "#8A3E6E", "#2E86C1", "#922B21", "#6E6100", "#4D4D4D"];
+  var SPEEDS = { "1": 1, "2": 2, "4": 4, "8": 8 };
+  var TICK_MS = 120;
+
+  function cellColour(code, style) {
+    if (code === ".") return style.free;
+    if (code === "z") return style.cached;
+    var lower = code.toLowerCase();
+    var index = lower.charCodeAt(0) - 97;
+    if (index < 0 || index >= PALETTE.length) return style.free;
+    return PALETTE[index];
+  }
+
+  function drawBlockMap(canvas, map) {
+    if (!map || !map.cells) return;
+    var context = canvas.getContext("2d");
+    var cols = map.cols, rows = map.rows;
+    var width = canvas.clientWidth || 600;
+    var cell = Math.max(1, Math.floor(width / cols));
+    canvas.width = cols * cell;
+    canvas.height = rows * cell;
+    var css = getComputedStyle(document.body);
+    var style = {
+      free: css.getPropertyValue("--md-default-fg-color--lightest").trim() || "#e0e0e0",
+      cached: css.getPropertyValue("--md-default-fg-color--lighter").trim() || "#9e9e9e",
+      background: css.getPropertyValue("--md-default-bg-color").trim() || "#fff",
+    };
+    context.fillStyle = style.background;
+    context.fillRect(0, 0, canvas.width, canvas.height);
+    for (var i = 0; i < map.cells.length; i++) {
+      var code = map.cells.charAt(i);
+      var x = (i % cols) * cell, y = Math.floor(i / cols) * cell;
+      context.fillStyle = cellColour(code, style);
+      context.fillRect(x, y, Math.max(1, cell - (cell > 3 ? 1 : 0)), Math.max(1, cell - (cell > 3 ? 1 : 0)));
+      if (code >= "A" && code <= "P" && cell >= 3) {
+        // reserved but unused: a hollow cell, so promises read differently from tokens
+        context.fillStyle = style.background;
+        var inset = Math.max(1, Math.floor(cell / 4));
+        context.fillRect(x + inset, y + inset, Math.max(1, cell - 2 * inset - 1), Math.max(1, cell - 2 * inset - 1));
+      }
+    }
+    canvas.setAttribute("aria-label", map.summary || "KV block map");
+    var caption = canvas.parentNode.querySelector("[data-blockmap-summary]");
+    if (caption && map.summary) caption.textContent = map.summary;
+  }
+
+  function mountSimulation(widget) {
+    var form = widget.querySelector("form.calc-controls");
+    var budget = Number(widget.dataset.budgetMs) || 4000;
+    var canvas = widget.querySelector("canvas[data-blockmap]");
+    var buttons = {
+      play: widget.querySelector('[data-action="play"]'),
+      pause: widget.querySelector('[data-action="pause"]'),
+      reset: widget.querySelector('[data-action="reset"]'),
+    };
+    var speed = widget.querySelector('[name="__speed"]');
+    var progress = widget.querySelector("[data-sim-progress]");
+    var run = null; // {controller, figures, queue, timer}
+
+    var initialMap = widget.querySelector('script[data-blockmap-initial]');
+    if (initialMap && canvas) {
+      try { drawBlockMap(canvas, JSON.parse(initialMap.textContent)); } catch (error) { /* keep empty */ }
+    }
+
+    function formArgs() {
+      var values = {};
+      Array.prototype.forEach.call(form.elements, function (element) {
+        if (!element.name || element.name.indexOf("__") === 0) return;
+        values[element.name] = element.type === "checkbox" ? element.checked : element.value;
+      });
+      return values;
+    }
+
+    function setButtons(state) {
+      widget.dataset.simState = state; // idle | playing | paused | done
+      buttons.play.disabled = state === "playing";
+      buttons.pause.disabled = state !== "playing";
+    }
+
+    function showError(message) {
+      var box = widget.querySelector("[data-error]");
+      box.textContent = message || "";
+      widget.dataset.state = message ? "error" : "live";
+    }
+
+    function startRun() {
+      stopRun();
+      showError("");
+      var figures = {};
+      var state = { queue: [], done: false, figures: figures, frames: 0 };
+      run = state;
+      widget.dataset.state = "computing";
+      state.controller = runtime.stream(widget.dataset.widget, formArgs(), function (frames, error, done) {
+        if (run !== state) return;
+        if (error) { showError(error.message); setButtons("idle"); return; }
+        Array.prototype.push.apply(state.queue, frames);
+        if (done) state.done = true;
+        state.controller.pause(); // the animation loop asks for more when it runs low
+        state.waiting = false;
+      }, { budgetMs: budget, framesPerCall: 4 });
+      state.waiting = true;
+      setButtons("playing");
+      tick(state);
+    }
+
+    function applyFrame(state, frame) {
+      state.frames += 1;
+      Object.keys(frame.outputs || {}).forEach(function (key) {
+        var element = widget.querySelector('[data-output="' + key + '"]');
+        if (element) element.textContent = frame.outputs[key].text;
+      });
+      Object.keys(frame.figures || {}).forEach(function (key) {
+        state.figures[key] = frame.figures[key];
+        var holder = widget.querySelector('[data-chart="' + key + '"]');
+        if (holder) runtime.drawChart(holder, frame.figures[key]);
+      });
+      var series = frame.series || {};
+      Object.keys(state.figures).forEach(function (key) {
+        var holder = widget.querySelector('[data-chart="' + key + '"]');
+        var figure = state.figures[key];
+        if (!holder || !window.Plotly || !holder.data) return;
+        var xs = [], ys = [], indices = [];
+        figure.data.forEach(function (trace, index) {
+          var points = series[trace.meta];
+          if (!points || !points.length) return;
+          xs.push(series[figure.x_series || "t_s"] || []);
+          ys.push(points);
+          indices.push(index);
+        });
+        if (indices.length) window.Plotly.extendTraces(holder, { x: xs, y: ys }, indices);
+      });
+      if (canvas && frame.blockmap) drawBlockMap(canvas, frame.blockmap);
+      if (progress && typeof frame.t_s === "number") progress.textContent = "t = " + frame.t_s.toFixed(1) + " s simulated";
+    }
+
+    function tick(state) {
+      if (run !== state) return;
+      if (widget.dataset.simState === "paused") return;
+      var perTick = SPEEDS[speed ? speed.value : "1"] || 1;
+      for (var i = 0; i < perTick && state.queue.length; i++) applyFrame(state, state.queue.shift());
+      if (!state.done && state.queue.length < 8 && !state.waiting) {
+        state.waiting = true;
+        state.controller.resume();
+      }
+      if (state.done && !state.queue.length) {
+        setButtons("done");
+        widget.dataset.state = "live";
+        return;
+      }
+      if (widget.dataset.state === "computing" && state.frames) widget.dataset.state = "live";
+      state.timer = setTimeout(function () { tick(state); }, TICK_MS);
+    }
+
+    function stopRun() {
+      if (!run) return;
+      clearTimeout(run.timer);
+      if (run.controller) run.controller.cancel();
+      run = null;
+    }
+
+    buttons.play.addEventListener("click", function () {
+      if (run && widget.dataset.simState === "paused") { setButtons("playing"); tick(run); return; }
+      startRun();
+    });
+    buttons.pause.addEventListener("click", function () {
+      if (!run) return;
+      setButtons("paused");
+      clearTimeout(run.timer);
+    });
+    buttons.reset.addEventListener("click", function () {
+      stopRun();
+      setButtons("idle");
+      startRun();
+    });
+    form.addEventListener("change", function (event) {
+      if (event.target.name && event.target.name.indexOf("__") === 0) return; // speed: no rerun
+      startRun();
+    });
+    form.addEventListener("submit", function (event) { event.preventDefault(); startRun(); });
+    setButtons("idle");
+    widget.simulation = { start: startRun, stop: stopRun, frames: function () { return run ? run.frames : 0; } };
+
+    runtime.listeners.push(function (state) {
+      if (state === "ready" && widget.isConnected && widget.dataset.state === "static") widget.dataset.state = "live";
+    });
+    if (runtime.state === "ready") widget.dataset.state = "live";
+  }
+
+  runtime.mounters.simulation = mountSimulation;
+  runtime.mountAll();
+})();
