@@ -1,0 +1,107 @@
+"""Autoscaling an LLM service: how long a new replica takes, and how much warm headroom covers it.
+
+A new replica serves nothing until its pod is up and its weights are in GPU
+memory, so the scale-up delay is ``pod start + weight bytes / load bandwidth``
+(the lesson's step 15). Traffic that grows during that window must be absorbed
+by replicas already running: that is the warm headroom.
+
+>>> delay = scale_up_delay_s(pod_start_s=60, weights_bytes=141e9, load_bytes_per_s=2e9)
+>>> delay
+130.5
+>>> headroom = warm_headroom(load_rps=10, growth_per_min=0.05, delay_s=delay, replica_capacity_rps=2)
+>>> headroom["replicas_now"], headroom["replicas_at_end"], headroom["headroom_replicas"]
+(5, 6, 1)
+"""
+
+from __future__ import annotations
+
+import math
+
+from calc.errors import check_positive, check_range
+
+__all__ = ["scale_up_delay_s", "warm_headroom", "load_after_s", "replicas_needed"]
+
+MAX_S = 30 * 24 * 3600
+
+
+def scale_up_delay_s(*, pod_start_s: float, weights_bytes: float, load_bytes_per_s: float) -> float:
+    """Seconds from "scale up" to the new replica serving: pod start + weights / load bandwidth.
+
+    ``pod_start_s`` covers scheduling, pulling the image and starting the engine;
+    ``weights_bytes`` is what the replica must read (all its GPUs together, or one
+    GPU's share with that GPU's bandwidth); ``load_bytes_per_s`` is the rate it
+    reads them (object storage, local NVMe or a peer). CUDA graph capture and
+    warm-up belong in ``pod_start_s``.
+    Source: the lesson's step 15 (seed ``000_783e2c6cc1bfcb77.txt``: "the scale-up
+    delay is pod start plus weights / bandwidth").
+
+    >>> scale_up_delay_s(pod_start_s=45, weights_bytes=16.06e9, load_bytes_per_s=1e9)
+    61.06
+    """
+    pod = check_range("pod_start_s", pod_start_s, 0, MAX_S)
+    weights = check_positive("weights_bytes", weights_bytes)
+    bandwidth = check_positive("load_bytes_per_s", load_bytes_per_s)
+    return pod + weights / bandwidth
+
+
+def load_after_s(load_rps: float, growth_per_min: float, seconds: float) -> float:
+    """Request rate after ``seconds`` of growth compounding at ``growth_per_min`` (0.05 = 5 %/min).
+
+    ``load x (1 + growth) ** (seconds / 60)``. Source: compound growth; the
+    rate is the reader's assumption about their traffic.
+
+    >>> round(load_after_s(10, 0.05, 120), 3)
+    11.025
+    """
+    load = check_positive("load_rps", load_rps, allow_zero=True)
+    growth = check_range("growth_per_min", growth_per_min, 0.0, 10.0)
+    seconds = check_range("seconds", seconds, 0, MAX_S)
+    return load * (1.0 + growth) ** (seconds / 60.0)
+
+
+def replicas_needed(load_rps: float, replica_capacity_rps: float, *, target_utilization: float = 1.0) -> int:
+    """Replicas to serve ``load_rps`` when each sustains ``replica_capacity_rps`` at the latency target.
+
+    ``ceil(load / (capacity x target utilization))``, at least 1.
+    Source: capacity planning by division; the capacity is a measured number (or
+    the simulator's).
+
+    >>> replicas_needed(11.0, 2.0)
+    6
+    >>> replicas_needed(11.0, 2.0, target_utilization=0.8)
+    7
+    """
+    load = check_positive("load_rps", load_rps, allow_zero=True)
+    capacity = check_positive("replica_capacity_rps", replica_capacity_rps)
+    utilization = check_range("target_utilization", target_utilization, 0.05, 1.0)
+    # Round away float noise before the ceiling, so that 10 / 2 is exactly 5 replicas.
+    return max(1, math.ceil(round(load / (capacity * utilization), 9)))
+
+
+def warm_headroom(*, load_rps: float, growth_per_min: float, delay_s: float, replica_capacity_rps: float, target_utilization: float = 1.0) -> dict:
+    """Replicas to keep running now so that traffic growing over the scale-up delay is still served.
+
+    While a new replica starts, load climbs from ``load_rps`` to
+    :func:`load_after_s`; the replicas running at the start must carry that peak.
+    Headroom = replicas for the load at the end of the window - replicas for the
+    load now; as a fraction of the current load it is ``(1 + g) ** (delay / 60) - 1``.
+    Source: the lesson's step 15 ("keep enough warm headroom to cover that
+    window"), with compound growth.
+
+    >>> r = warm_headroom(load_rps=40, growth_per_min=0.10, delay_s=300, replica_capacity_rps=2.5)
+    >>> r["replicas_now"], r["replicas_at_end"], r["headroom_replicas"], round(r["headroom_fraction"], 3)
+    (16, 26, 10, 0.611)
+    """
+    delay = check_range("delay_s", delay_s, 0, MAX_S)
+    end_load = load_after_s(load_rps, growth_per_min, delay)
+    now = replicas_needed(load_rps, replica_capacity_rps, target_utilization=target_utilization)
+    end = replicas_needed(end_load, replica_capacity_rps, target_utilization=target_utilization)
+    return {
+        "load_rps": load_rps,
+        "load_at_end_rps": end_load,
+        "delay_s": delay,
+        "replicas_now": now,
+        "replicas_at_end": end,
+        "headroom_replicas": end - now,
+        "headroom_fraction": end_load / load_rps - 1.0 if load_rps > 0 else 0.0,
+    }

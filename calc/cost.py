@@ -1,0 +1,250 @@
+"""What a token costs: USD per million tokens, a replica's price, and the batch that sets it.
+
+Cost per million tokens = hourly cost / (tokens/s x 3,600) x 10^6 (the lesson's
+step 16). GPUs are paid by the hour whether they are busy or not, so everything
+that raises sustained tokens/s at the same hourly cost (batching, quantization,
+speculation at low load) cuts the price of a token. While decode is memory-bound
+a step of ten sequences costs about what a step of one costs, so ten times the
+batch is nearly ten times cheaper per token; :func:`batching_limit` finds where
+that stops holding.
+
+>>> round(usd_per_million_tokens(4 * 3.78, 1000), 3)
+4.2
+"""
+
+from __future__ import annotations
+
+from calc.errors import CalcError, check_positive, check_range
+from calc.units import SECONDS_PER_HOUR
+
+__all__ = [
+    "usd_per_million_tokens",
+    "replica_usd_per_hour",
+    "price_replica",
+    "cost_vs_batch",
+    "batching_discount",
+    "batching_limit",
+    "sustained_at_latency",
+]
+
+TOKENS_PER_MILLION = 1_000_000
+MAX_GPUS = 100_000
+MAX_BATCH = 100_000
+
+
+def usd_per_million_tokens(usd_per_hour: float, tokens_per_s: float) -> float:
+    """USD per million tokens: ``usd_per_hour / (tokens_per_s x 3600) x 1e6``.
+
+    Source: the lesson's step 16 (seed ``000_783e2c6cc1bfcb77.txt``: "hourly GPU
+    cost / (tokens/s x 3,600) x 10^6").
+
+    >>> round(usd_per_million_tokens(3.78, 1351), 4)
+    0.7772
+    >>> usd_per_million_tokens(3.78, 0)
+    Traceback (most recent call last):
+    ...
+    calc.errors.CalcError: tokens_per_s must be greater than 0; got 0
+    """
+    usd = check_positive("usd_per_hour", usd_per_hour, allow_zero=True)
+    rate = check_positive("tokens_per_s", tokens_per_s)
+    return usd / (rate * SECONDS_PER_HOUR) * TOKENS_PER_MILLION
+
+
+def replica_usd_per_hour(usd_per_gpu_hour: float, gpus: int) -> float:
+    """Hourly cost of a replica: GPU-hours per hour (its GPU count) x price per GPU-hour.
+
+    Source: the lesson's step 17 (price a replica from GPU-hours).
+
+    >>> replica_usd_per_hour(3.78, 4)
+    15.12
+    """
+    price = check_positive("usd_per_gpu_hour", usd_per_gpu_hour, allow_zero=True)
+    gpus = check_range("gpus", gpus, 1, MAX_GPUS, integer=True)
+    return price * gpus
+
+
+def price_replica(*, usd_per_gpu_hour: float, gpus: int, sustained_tokens_per_s: float, hours_per_month: float = 730.0) -> dict:
+    """Price a deployment from two measured numbers: GPU-hours and sustained tokens/s.
+
+    ``sustained_tokens_per_s`` is what the replica holds *at the latency target*
+    (not its peak); the result is the replica's hourly and monthly cost, the
+    tokens it produces in an hour, and USD per million tokens. 730 hours is a
+    month on average (8,760 / 12).
+    Source: the lesson's step 17; :func:`usd_per_million_tokens`.
+
+    >>> r = price_replica(usd_per_gpu_hour=3.78, gpus=4, sustained_tokens_per_s=2000)
+    >>> r["usd_per_hour"], r["tokens_per_hour"], round(r["usd_per_million_tokens"], 2), round(r["usd_per_month"])
+    (15.12, 7200000.0, 2.1, 11038)
+    """
+    usd_per_hour = replica_usd_per_hour(usd_per_gpu_hour, gpus)
+    months = check_range("hours_per_month", hours_per_month, 1, 744)
+    rate = check_positive("sustained_tokens_per_s", sustained_tokens_per_s)
+    return {
+        "gpus": gpus,
+        "gpu_hours_per_hour": float(gpus),
+        "usd_per_hour": usd_per_hour,
+        "usd_per_month": usd_per_hour * months,
+        "tokens_per_hour": float(rate * SECONDS_PER_HOUR),
+        "usd_per_million_tokens": usd_per_million_tokens(usd_per_hour, rate),
+    }
+
+
+# ---- cost against batch, on the roofline -------------------------------------
+
+
+def _decode_row(coefficients, batch: int, context_tokens: int, usd_per_hour: float) -> dict:
+    time_s = coefficients.step_time_s(
+        new_tokens=batch,
+        kv_tokens_read=batch * context_tokens,
+        attention_token_pairs=batch * context_tokens,
+    )
+    detail = coefficients.breakdown(
+        new_tokens=batch,
+        kv_tokens_read=batch * context_tokens,
+        attention_token_pairs=batch * context_tokens,
+    )
+    tokens_per_s = batch / time_s
+    return {
+        "batch": batch,
+        "step_s": time_s,
+        "itl_s": time_s,
+        "tokens_per_s": tokens_per_s,
+        "usd_per_million_tokens": usd_per_million_tokens(usd_per_hour, tokens_per_s),
+        "bound": detail["bound"],
+    }
+
+
+def _check_context(context_tokens: int) -> int:
+    return check_range("context_tokens", context_tokens, 1, 10_000_000, integer=True)
+
+
+def cost_vs_batch(coefficients, *, usd_per_hour: float, context_tokens: int, batches) -> list[dict]:
+    """Decode cost per million tokens at each batch size, from the roofline's step time.
+
+    ``coefficients`` is a :class:`calc.roofline.StepCoefficients` for one replica;
+    ``usd_per_hour`` the replica's hourly cost; ``context_tokens`` the context each
+    sequence holds (prompt plus the answer so far). Each row: step time (the
+    inter-token latency), tokens/s = batch / step time, USD per million tokens,
+    and whether the step is memory- or compute-bound. Decode only: prefill work
+    is left out so that the batch effect shows alone.
+    Source: :func:`usd_per_million_tokens` on :mod:`calc.roofline`.
+
+    >>> from calc.catalog import get_model, get_gpu
+    >>> from calc.roofline import step_coefficients
+    >>> coef = step_coefficients(get_model("llama-3.1-70b"), get_gpu("h100-sxm-80gb"), tp=4)
+    >>> rows = cost_vs_batch(coef, usd_per_hour=4 * 3.78, context_tokens=1152, batches=[1, 10])
+    >>> round(rows[0]["usd_per_million_tokens"] / rows[1]["usd_per_million_tokens"], 1)
+    9.7
+    """
+    usd = check_positive("usd_per_hour", usd_per_hour, allow_zero=True)
+    context = _check_context(context_tokens)
+    batches = list(batches)
+    if not batches:
+        raise CalcError("batches must hold at least one batch size; got none", "batches")
+    rows = []
+    for b in batches:
+        b = check_range("batch", b, 1, MAX_BATCH, integer=True)
+        rows.append(_decode_row(coefficients, b, context, usd))
+    return rows
+
+
+def batching_discount(coefficients, *, context_tokens: int, batch_low: int = 1, batch_high: int = 10) -> float:
+    """How many times cheaper a token is at ``batch_high`` than at ``batch_low``.
+
+    ``(batch_high / step(batch_high)) / (batch_low / step(batch_low))``; it equals
+    ``batch_high / batch_low`` only if the step time did not grow at all. The
+    hourly price cancels out.
+    Source: the lesson's step 16 (ten times the batch, nearly ten times cheaper);
+    step times from :mod:`calc.roofline`.
+
+    >>> from calc.catalog import get_model, get_gpu
+    >>> from calc.roofline import step_coefficients
+    >>> coef = step_coefficients(get_model("llama-3.1-70b"), get_gpu("h100-sxm-80gb"), tp=4)
+    >>> round(batching_discount(coef, context_tokens=1152), 1)
+    9.7
+    >>> batching_discount(coef, context_tokens=1152, batch_low=10, batch_high=100) < 9
+    True
+    """
+    context = _check_context(context_tokens)
+    low = check_range("batch_low", batch_low, 1, MAX_BATCH, integer=True)
+    high = check_range("batch_high", batch_high, 1, MAX_BATCH, integer=True)
+    a = _decode_row(coefficients, low, context, 1.0)
+    b = _decode_row(coefficients, high, context, 1.0)
+    return b["tokens_per_s"] / a["tokens_per_s"]
+
+
+def batching_limit(coefficients, *, context_tokens: int, efficiency_floor: float = 0.9, max_batch: int = 4096) -> int:
+    """The largest batch at which batching is still at least ``efficiency_floor`` as good as linear.
+
+    Batching efficiency at batch ``b`` = step(1) / step(b): 1 means ``b`` times
+    the batch is ``b`` times cheaper per token. It falls as the batch's KV reads
+    (and, past the ridge point, its FLOPs) add to the fixed cost of reading the
+    weights. Returns ``max_batch`` if the floor is never crossed.
+    Source: the lesson's step 16 ("show where it stops holding"); step times from
+    :mod:`calc.roofline`.
+
+    >>> from calc.catalog import get_model, get_gpu
+    >>> from calc.roofline import step_coefficients
+    >>> coef = step_coefficients(get_model("llama-3.1-70b"), get_gpu("h100-sxm-80gb"), tp=4)
+    >>> 20 < batching_limit(coef, context_tokens=1152) < 80
+    True
+    """
+    context = _check_context(context_tokens)
+    floor = check_range("efficiency_floor", efficiency_floor, 0.01, 1.0)
+    max_batch = check_range("max_batch", max_batch, 1, MAX_BATCH, integer=True)
+    base = _decode_row(coefficients, 1, context, 1.0)["step_s"]
+
+    def efficient(b: int) -> bool:
+        return base / _decode_row(coefficients, b, context, 1.0)["step_s"] >= floor
+
+    if efficient(max_batch):
+        return max_batch
+    low, high = 1, max_batch  # efficient(1) is True (ratio 1), efficient(high) is False
+    while high - low > 1:
+        mid = (low + high) // 2
+        if efficient(mid):
+            low = mid
+        else:
+            high = mid
+    return low
+
+
+def sustained_at_latency(coefficients, *, context_tokens: int, itl_target_s: float, max_batch: int = 4096) -> dict:
+    """The largest decode batch whose inter-token latency meets ``itl_target_s``, and its tokens/s.
+
+    The step time grows with the batch, so the latency target caps the batch and
+    with it the sustained tokens/s that :func:`price_replica` needs. ``max_batch``
+    stands for the other caps (KV room, the engine's running-sequence limit).
+    Returns batch 0 and 0 tokens/s if even one sequence misses the target.
+    Source: the lesson's step 17 (sustained tokens/s at a latency target); step
+    times from :mod:`calc.roofline`.
+
+    >>> from calc.catalog import get_model, get_gpu
+    >>> from calc.roofline import step_coefficients
+    >>> coef = step_coefficients(get_model("llama-3.1-70b"), get_gpu("h100-sxm-80gb"), tp=4)
+    >>> r = sustained_at_latency(coef, context_tokens=1152, itl_target_s=0.050, max_batch=311)
+    >>> r["batch"] > 100, r["itl_s"] <= 0.050
+    (True, True)
+    """
+    context = _check_context(context_tokens)
+    target = check_positive("itl_target_s", itl_target_s)
+    max_batch = check_range("max_batch", max_batch, 1, MAX_BATCH, integer=True)
+
+    def step(b: int) -> float:
+        return _decode_row(coefficients, b, context, 1.0)["step_s"]
+
+    if step(1) > target:
+        return {"batch": 0, "itl_s": step(1), "tokens_per_s": 0.0, "limited_by": "latency"}
+    if step(max_batch) <= target:
+        best, limited = max_batch, "max_batch"
+    else:
+        low, high = 1, max_batch
+        while high - low > 1:
+            mid = (low + high) // 2
+            if step(mid) <= target:
+                low = mid
+            else:
+                high = mid
+        best, limited = low, "latency"
+    t = step(best)
+    return {"batch": best, "itl_s": t, "tokens_per_s": best / t, "limited_by": limited}

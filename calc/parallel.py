@@ -1,0 +1,115 @@
+"""Splitting a model across GPUs: the all-reduce tensor parallelism pays, and pipeline bubbles.
+
+Tensor parallelism (TP) splits every weight matrix across the GPUs of a server;
+each layer then ends its attention and its MLP with an all-reduce of the
+activations (Shoeybi et al. 2019, "Megatron-LM", section 3). That traffic is
+small per token but happens twice per layer per step, so it wants NVLink:
+TP stays inside a server. Pipeline parallelism (PP) gives each GPU (or server)
+a contiguous slice of layers and passes activations along; it needs little
+bandwidth, but a stage idles while the pipeline fills and drains (the bubble),
+unless enough micro-batches keep every stage busy.
+
+>>> round(allreduce_time_s(8192 * 2, 4, 450e9, latency_s=0) * 1e6, 4)
+0.0546
+>>> round(pipeline_bubble_fraction(4, 1), 2), round(pipeline_bubble_fraction(4, 16), 3)
+(0.75, 0.158)
+"""
+
+from __future__ import annotations
+
+from calc.errors import check_positive, check_range
+
+__all__ = [
+    "ALLREDUCE_LATENCY_S",
+    "allreduce_bytes_on_wire",
+    "allreduce_time_s",
+    "pipeline_bubble_fraction",
+    "pipeline_step_time_s",
+]
+
+#: Fixed time of one small all-reduce inside an NVLink server (kernel launch and
+#: synchronisation), per call. An assumed order of magnitude, not a measurement
+#: made here and not fitted: small-message all-reduces inside one server take
+#: microseconds to tens of microseconds depending on the implementation (NCCL, or
+#: the custom one-shot all-reduce vLLM and TensorRT-LLM use for small messages).
+#: Pass your own ``latency_s`` when you have measured it.
+ALLREDUCE_LATENCY_S = 10e-6
+
+MAX_GPUS = 100_000
+
+
+def allreduce_bytes_on_wire(message_bytes: float, gpus: int) -> float:
+    """Bytes each GPU sends in a ring all-reduce of ``message_bytes``: ``2 (n - 1) / n x message``.
+
+    A ring reduce-scatter then all-gather moves ``(n - 1) / n`` of the message
+    per GPU in each half. Source: Patarasuk and Yuan, "Bandwidth optimal
+    all-reduce algorithms for clusters of workstations", JPDC 2009; NCCL
+    performance notes (bus bandwidth = algorithm bandwidth x 2 (n-1)/n).
+
+    >>> allreduce_bytes_on_wire(1000, 4)
+    1500.0
+    >>> allreduce_bytes_on_wire(1000, 1)
+    0.0
+    """
+    message = check_positive("message_bytes", message_bytes, allow_zero=True)
+    n = check_range("gpus", gpus, 1, MAX_GPUS, integer=True)
+    return 2.0 * (n - 1) / n * message
+
+
+def allreduce_time_s(message_bytes: float, gpus: int, link_bytes_per_s: float, *, latency_s: float = ALLREDUCE_LATENCY_S) -> float:
+    """Seconds for one all-reduce: a fixed latency plus the ring's bytes over the link bandwidth.
+
+    ``latency + 2 (n - 1) / n x message / link bandwidth`` (one direction per GPU:
+    450 GB/s of NVLink 4 on an H100). Zero on one GPU. Decode steps send tiny
+    messages, so the latency term dominates; long prefill chunks are bandwidth
+    terms. Source: the alpha-beta cost model of a ring all-reduce (Patarasuk and
+    Yuan, JPDC 2009); :data:`ALLREDUCE_LATENCY_S`.
+
+    >>> round(allreduce_time_s(8192 * 2, 4, 450e9) * 1e6, 2)
+    10.05
+    >>> allreduce_time_s(1e6, 1, 450e9)
+    0.0
+    """
+    n = check_range("gpus", gpus, 1, MAX_GPUS, integer=True)
+    bandwidth = check_positive("link_bytes_per_s", link_bytes_per_s)
+    latency = check_range("latency_s", latency_s, 0.0, 1.0)
+    if n == 1:
+        return 0.0
+    return latency + allreduce_bytes_on_wire(message_bytes, n) / bandwidth
+
+
+def pipeline_bubble_fraction(stages: int, microbatches: int) -> float:
+    """Share of a pipeline's time its stages sit idle: ``(p - 1) / (m + p - 1)``.
+
+    With ``p`` stages and ``m`` micro-batches in flight, filling and draining the
+    pipeline costs ``p - 1`` stage-times out of ``m + p - 1``. One micro-batch on
+    four stages leaves each GPU idle 75% of the time; serving engines keep several
+    batches in flight to shrink it. Source: Huang et al. 2019, "GPipe", section
+    2.2; Narayanan et al. 2021, "Efficient Large-Scale Language Model Training on
+    GPU Clusters Using Megatron-LM", section 2.2.
+
+    >>> pipeline_bubble_fraction(1, 1)
+    0.0
+    >>> round(pipeline_bubble_fraction(2, 8), 3)
+    0.111
+    """
+    p = check_range("stages", stages, 1, MAX_GPUS, integer=True)
+    m = check_range("microbatches", microbatches, 1, 10**9, integer=True)
+    return (p - 1) / (m + p - 1)
+
+
+def pipeline_step_time_s(stage_time_s: float, stages: int, microbatches: int, *, hop_s: float = 0.0) -> float:
+    """Wall time to push ``microbatches`` through ``stages`` stages of ``stage_time_s`` each.
+
+    ``(m + p - 1) x (stage time + hop)``: the first micro-batch crosses every
+    stage, then one finishes per stage-time. ``hop_s`` is the activation transfer
+    between stages. Source: Huang et al. 2019 (GPipe schedule).
+
+    >>> pipeline_step_time_s(0.010, 4, 4)
+    0.07
+    """
+    t = check_positive("stage_time_s", stage_time_s)
+    hop = check_range("hop_s", hop_s, 0.0, 10.0)
+    p = check_range("stages", stages, 1, MAX_GPUS, integer=True)
+    m = check_range("microbatches", microbatches, 1, 10**9, integer=True)
+    return (m + p - 1) * (t + hop)
