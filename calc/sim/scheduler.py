@@ -1,0 +1,569 @@
+"""A vLLM-style iteration-level scheduler over a KV block pool.
+
+Each engine step the scheduler decides what the GPU computes:
+
+1. every running sequence in its decode phase gets its next token (decodes
+   first); a sequence that needs a new KV block gets one, and when the pool is
+   empty the most recently admitted running sequences are preempted (their
+   blocks freed, to be recomputed later from the front of the waiting queue);
+2. sequences part-way through their prompt get the next chunk (chunked prefill);
+3. waiting requests are admitted first come, first served while the step's
+   token budget (``max_num_batched_tokens``), the cap on running sequences
+   (``max_num_seqs``) and the free blocks allow; none are admitted in a step
+   that preempted.
+
+With chunked prefill off the older vLLM policy runs instead: a step is either
+all prefill (whole prompts, admitted first) or all decode, so a new prompt
+stalls every running answer for one step.
+Sources: vLLM v1 scheduler (vllm/v1/core/sched/scheduler.py: running requests
+first, then waiting; preempt the last running request when blocks run out;
+recompute), vLLM v0 default policy (prefill-only steps); Agrawal et al.,
+"Taming Throughput-Latency Tradeoff in LLM Inference with Sarathi-Serve",
+OSDI 2024 (chunked prefill, stall-free batching).
+
+Speed: a decode step costs O(sequences that change), not O(batch). All
+decoding sequences advance together, so a sequence's context after ``j``
+decode steps is known in closed form; the scheduler keeps the sum of contexts
+as one running integer and files each sequence under the step index at which it
+next needs a block and the one at which it finishes (``dict`` of step ->
+list), so a step touches only those. Progress is counted in integer ticks
+(``TICKS`` per token) so that speculative decoding's fractional tokens per
+step stay exact and deterministic.
+
+>>> from calc.sim.kv_blocks import BlockPool
+>>> from calc.sim.workload import Request
+>>> cfg = SchedulerConfig(max_num_seqs=4, max_num_batched_tokens=64, block_size=16, max_model_len=256)
+>>> s = Scheduler(cfg, BlockPool(100, 16))
+>>> s.add(Request(0, 0, 40, 3))
+True
+>>> plan = s.plan(); plan.new_tokens, plan.decode_seqs
+(40, 0)
+>>> s.commit(plan, now_ns=1000); s.n_decoding, s.pool.used
+(1, 3)
+>>> while s.has_work(): s.commit(s.plan(), now_ns=2000)
+>>> s.finished, s.pool.used
+(1, 0)
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from dataclasses import dataclass
+
+from calc.errors import CalcError, check_choice, check_range
+from calc.sim.kv_blocks import ALLOCATIONS, BlockPool, blocks_for_tokens, reservation_blocks
+from calc.sim.prefix_cache import PrefixCache
+
+__all__ = ["TICKS", "SchedulerConfig", "Seq", "StepPlan", "Scheduler", "NullSink"]
+
+TICKS = 1 << 16  # progress units per token: integer arithmetic for fractional tokens per step
+
+
+@dataclass(frozen=True)
+class SchedulerConfig:
+    """The scheduler's limits, as vLLM names them.
+
+    Defaults: ``max_num_seqs`` 256 (vLLM's long-standing default),
+    ``max_num_batched_tokens`` 8192 (vLLM V1's default for its API server on
+    80 GB-class GPUs), ``block_size`` 16 (vLLM's default), chunked prefill on
+    (vLLM V1 always chunks). vLLM requires ``max_num_batched_tokens >=
+    max_num_seqs`` and, without chunked prefill, ``>= max_model_len``; so does
+    this (with speculation, every decode needs ``k + 1`` tokens of budget).
+
+    >>> SchedulerConfig().max_num_seqs
+    256
+    >>> SchedulerConfig(max_num_batched_tokens=100, max_num_seqs=256)
+    Traceback (most recent call last):
+    ...
+    calc.errors.CalcError: max_num_batched_tokens must be at least max_num_seqs x tokens per decode (256 x 1 = 256); got 100
+    """
+
+    max_num_seqs: int = 256
+    max_num_batched_tokens: int = 8192
+    block_size: int = 16
+    max_model_len: int = 8192
+    chunked_prefill: bool = True
+    allocation: str = "paged"
+    prefix_caching: bool = False
+    tokens_per_decode: int = 1  # positions verified per sequence under speculation: budget a decode takes
+
+    def __post_init__(self):
+        check_range("max_num_seqs", self.max_num_seqs, 1, 1_000_000, integer=True)
+        check_range("max_num_batched_tokens", self.max_num_batched_tokens, 1, 100_000_000, integer=True)
+        check_range("block_size", self.block_size, 1, 65_536, integer=True)
+        check_range("max_model_len", self.max_model_len, 2, 100_000_000, integer=True)
+        check_choice("allocation", self.allocation, ALLOCATIONS)
+        need = self.max_num_seqs * self.tokens_per_decode
+        if self.max_num_batched_tokens < need:
+            raise CalcError(
+                f"max_num_batched_tokens must be at least max_num_seqs x tokens per decode "
+                f"({self.max_num_seqs} x {self.tokens_per_decode} = {need}); got {self.max_num_batched_tokens}",
+                "max_num_batched_tokens")
+        if not self.chunked_prefill and self.max_num_batched_tokens < self.max_model_len:
+            raise CalcError(
+                f"max_num_batched_tokens must be at least max_model_len ({self.max_model_len}) when chunked "
+                f"prefill is off (a whole prompt is one step); got {self.max_num_batched_tokens}",
+                "max_num_batched_tokens")
+        if self.prefix_caching and self.allocation != "paged":
+            raise CalcError("prefix_caching needs allocation 'paged' (blocks are what is shared); got "
+                            f"{self.allocation!r}", "prefix_caching")
+
+
+class Seq:
+    """A request inside the engine: how far its prefill and answer have got, and its blocks."""
+
+    __slots__ = ("req", "rid", "prompt_len", "computed", "out_done", "own_blocks", "shared_blocks",
+                 "d0", "ctx0", "epoch", "group", "last_token_ns", "chunk", "chunk_start", "preemptions")
+
+    def __init__(self, req):
+        self.req = req
+        self.rid = req.rid
+        self.prompt_len = req.prompt_tokens  # tokens to prefill (grows by the answer so far on recompute)
+        self.computed = 0  # prompt tokens whose KV is computed
+        self.out_done = 0  # answer tokens emitted
+        self.own_blocks = 0
+        self.shared_blocks = 0  # leading prefix blocks held through the prefix cache
+        self.d0 = 0  # decode step index when the decode phase (re)started
+        self.ctx0 = 0  # tokens in KV at that moment
+        self.epoch = 0  # bumped on preemption: filed events for an older epoch are stale
+        self.group = None
+        self.last_token_ns = -1
+        self.chunk = 0
+        self.chunk_start = 0
+        self.preemptions = 0
+
+
+class _Group:
+    """Decoding sequences whose last token came out at the same time ``t_ns`` (for inter-token latency)."""
+
+    __slots__ = ("t_ns", "count", "parent")
+
+    def __init__(self, t_ns):
+        self.t_ns = t_ns
+        self.count = 0
+        self.parent = None
+
+    def root(self):
+        g = self
+        while g.parent is not None:
+            g = g.parent
+        return g
+
+
+class StepPlan:
+    """What one engine step computes: its decode batch, its prefill chunks, and the roofline inputs."""
+
+    __slots__ = ("decode_seqs", "prefills", "new_tokens", "kv_tokens_read", "attention_token_pairs",
+                 "decode_kv_tokens", "preempted")
+
+    def __init__(self):
+        self.decode_seqs = 0
+        self.prefills = []
+        self.new_tokens = 0
+        self.kv_tokens_read = 0
+        self.attention_token_pairs = 0
+        self.decode_kv_tokens = 0
+        self.preempted = 0
+
+    @property
+    def empty(self) -> bool:
+        """True when there is nothing to compute."""
+        return self.decode_seqs == 0 and not self.prefills
+
+
+class NullSink:
+    """A metrics sink that records nothing (the scheduler's default).
+
+    >>> NullSink().finish(None, 5)
+    """
+
+    def first_token(self, req, now_ns):  # noqa: D102 - the sink protocol
+        pass
+
+    def finish(self, req, now_ns):  # noqa: D102
+        pass
+
+    def itl(self, value_ns, weight_ticks):  # noqa: D102
+        pass
+
+    def preempted(self, req):  # noqa: D102
+        pass
+
+
+class Scheduler:
+    """Waiting and running queues, the block pool and decode progress of one replica.
+
+    ``add(request)`` queues a request (``False`` if it can never fit: longer
+    than ``max_model_len`` or than the whole KV cache); ``plan()`` decides the
+    next step and allocates its blocks; ``commit(plan, now_ns)`` applies the
+    step's results when it ends. ``advance_ticks`` is the progress per decode
+    step in ticks (``TICKS`` for one token; more under speculation).
+    Source: see the module docstring.
+    """
+
+    def __init__(self, config: SchedulerConfig, pool: BlockPool, *, advance_ticks: int = TICKS, sink=None):
+        self.cfg = config
+        self.pool = pool
+        if pool.block_size != config.block_size:
+            raise CalcError(f"block_size {config.block_size} differs from the pool's {pool.block_size}", "block_size")
+        self.cache = PrefixCache(pool) if config.prefix_caching else None
+        self.adv = check_range("advance_ticks", advance_ticks, 1, TICKS * 1024, integer=True)
+        self.sink = sink if sink is not None else NullSink()
+        self.reserve = reservation_blocks(config.allocation, config.max_model_len, config.block_size)
+        self.waiting: deque[Seq] = deque()
+        self.running: dict[int, Seq] = {}  # admission order: the last is preempted first
+        self.prefilling: dict[int, Seq] = {}
+        self.n_decoding = 0
+        self.ctx_ticks = 0  # sum over decoding sequences of tokens in KV, in ticks
+        self.prefill_kv_tokens = 0  # sum over prefilling sequences of computed prompt tokens
+        self.shared_running_tokens = 0  # prefix tokens counted in sequences' contexts but shared
+        self.step_index = 0  # decode steps done (D)
+        self.cross_at: dict[int, list] = {}  # D at step start -> [(seq, epoch)] needing blocks
+        self.finish_at: dict[int, list] = {}  # D after step -> [(seq, epoch)] finishing
+        self.groups: list[_Group] = []
+        self.finished = 0
+        self.rejected = 0
+        self.preemptions = 0
+        self.output_tokens = 0
+        self.input_tokens = 0
+        self.prefill_tokens_computed = 0
+        self.emitted_ticks = 0  # answer tokens emitted, in ticks (exact whole tokens once sequences leave)
+
+    # ----------------------------------------------------------------- queueing
+    def blocks_for_request(self, req) -> int:
+        """Blocks the request holds at its largest (its prompt and full answer, or the reservation)."""
+        if self.reserve:
+            return self.reserve
+        return blocks_for_tokens(req.prompt_tokens + req.output_tokens, self.cfg.block_size)
+
+    def add(self, req) -> bool:
+        """Queue ``req``; ``False`` (counted as rejected) if it can never run on this replica."""
+        if (req.prompt_tokens + req.output_tokens > self.cfg.max_model_len
+                or self.blocks_for_request(req) > self.pool.total_blocks):
+            self.rejected += 1
+            return False
+        self.waiting.append(Seq(req))
+        return True
+
+    def has_work(self) -> bool:
+        """True while anything waits or runs."""
+        return bool(self.waiting) or bool(self.running)
+
+    @property
+    def queue_depth(self) -> int:
+        """Requests waiting for admission."""
+        return len(self.waiting)
+
+    def kv_token_states(self) -> int:
+        """Tokens whose KV is held now, each shared prefix block counted once."""
+        shared = self.cache.in_use_tokens() if self.cache is not None else 0
+        return self.ctx_ticks // TICKS + self.prefill_kv_tokens - self.shared_running_tokens + shared
+
+    # ---------------------------------------------------------------- preemption
+    def _release(self, seq: Seq) -> None:
+        self.pool.give(seq.own_blocks)
+        seq.own_blocks = 0
+        if seq.shared_blocks:
+            self.cache.release(seq.req.prefix_key)
+            self.shared_running_tokens -= seq.shared_blocks * self.cfg.block_size
+            seq.shared_blocks = 0
+
+    def _leave_decoding(self, seq: Seq) -> int:
+        """Take ``seq`` out of the decode set now; return answer tokens it emitted in decode."""
+        steps = self.step_index - seq.d0
+        credited = steps * self.adv
+        self.ctx_ticks -= seq.ctx0 * TICKS + credited
+        self.n_decoding -= 1
+        seq.group.root().count -= 1
+        seq.group = None
+        emitted = min(credited // TICKS, seq.req.output_tokens - seq.out_done)
+        self.emitted_ticks += emitted * TICKS - credited  # replace the fluid credit by whole tokens
+        return emitted
+
+    def _preempt(self, seq: Seq) -> None:
+        """Free a running sequence's blocks and put it at the front of the queue, to recompute."""
+        del self.running[seq.rid]
+        seq.epoch += 1
+        if seq.rid in self.prefilling:
+            del self.prefilling[seq.rid]
+            self.prefill_kv_tokens -= seq.computed
+        else:
+            seq.last_token_ns = seq.group.root().t_ns
+            seq.out_done += self._leave_decoding(seq)
+            seq.prompt_len = seq.req.prompt_tokens + seq.out_done  # recompute prompt and answer so far
+        seq.computed = 0
+        seq.chunk = 0
+        self._release(seq)
+        seq.preemptions += 1
+        self.preemptions += 1
+        self.sink.preempted(seq.req)
+        self.waiting.appendleft(seq)
+
+    def _preempt_until(self, need: int, protect: Seq | None = None) -> bool:
+        """Preempt from the back of ``running`` until ``need`` blocks are available; False if ``protect`` went."""
+        pool = self.pool
+        while pool.free + pool.evictable < need and self.running:
+            victim = next(reversed(self.running.values()))
+            self._preempt(victim)
+            if victim is protect:
+                return False
+        return True
+
+    # ------------------------------------------------------------------ planning
+    def _decode_blocks(self, plan: StepPlan) -> None:
+        """Give decoding sequences crossing into a new block this step their blocks (preempting if short)."""
+        filed = self.cross_at.pop(self.step_index, None)
+        if not filed:
+            return
+        size, adv = self.cfg.block_size, self.adv
+        needs = []
+        for seq, epoch in filed:
+            if seq.epoch != epoch:
+                continue
+            steps = self.step_index - seq.d0 + 1  # the step about to run
+            left = seq.req.output_tokens - seq.out_done
+            e = steps * adv // TICKS
+            if e > left:
+                e = left
+            n = blocks_for_tokens(seq.ctx0 + e, size) - seq.shared_blocks - seq.own_blocks
+            if n > 0:
+                needs.append((seq, epoch, n))
+        need = sum(n for _, _, n in needs)
+        if need > self.pool.free + self.pool.evictable:
+            before = self.preemptions
+            while True:
+                need = sum(n for s, ep, n in needs if s.epoch == ep)
+                if need <= self.pool.free + self.pool.evictable or not self.running:
+                    break
+                self._preempt(next(reversed(self.running.values())))
+            plan.preempted += self.preemptions - before
+        for seq, epoch, n in needs:
+            if seq.epoch != epoch:
+                continue
+            if not self.pool.take(n):
+                raise RuntimeError("KV block accounting broke: a decode block could not be allocated")
+            seq.own_blocks += n
+            self._file_crossing(seq)
+
+    def _file_crossing(self, seq: Seq) -> None:
+        """File ``seq`` under the decode step at whose start it next needs a block (if ever)."""
+        size = self.cfg.block_size
+        held_tokens = (seq.own_blocks + seq.shared_blocks) * size
+        need_e = held_tokens - seq.ctx0 + 1  # answer tokens in KV that overflow the held blocks
+        if need_e > seq.req.output_tokens - seq.out_done:
+            return
+        steps = -(-need_e * TICKS // self.adv)
+        key = seq.d0 + steps - 1
+        lst = self.cross_at.get(key)
+        if lst is None:
+            self.cross_at[key] = [(seq, seq.epoch)]
+        else:
+            lst.append((seq, seq.epoch))
+
+    def _chunk_blocks(self, seq: Seq, upto: int) -> int:
+        """Own blocks ``seq`` must add so that its first ``upto`` prompt tokens have slots."""
+        if self.reserve:
+            return self.reserve - seq.own_blocks
+        n = blocks_for_tokens(upto, self.cfg.block_size) - seq.shared_blocks - seq.own_blocks
+        return n if n > 0 else 0
+
+    def _schedule_chunk(self, plan: StepPlan, seq: Seq, chunk: int) -> None:
+        seq.chunk = chunk
+        seq.chunk_start = seq.computed
+        plan.prefills.append((seq, seq.epoch))
+
+    def _continue_prefills(self, plan: StepPlan, budget: int) -> int:
+        """Next chunks of sequences part-way through their prompt; returns the budget left."""
+        for seq in list(self.prefilling.values()):
+            if budget <= 0:
+                break
+            if seq.rid not in self.prefilling or seq.chunk:
+                continue  # preempted meanwhile, or already planned
+            chunk = min(seq.prompt_len - seq.computed, budget)
+            need = self._chunk_blocks(seq, seq.computed + chunk)
+            if need > self.pool.free + self.pool.evictable:
+                before = self.preemptions
+                ok = self._preempt_until(need, protect=seq)
+                plan.preempted += self.preemptions - before
+                if not ok:
+                    continue
+            self.pool.take(need)
+            seq.own_blocks += need
+            self._schedule_chunk(plan, seq, chunk)
+            budget -= chunk
+        return budget
+
+    def _admit(self, plan: StepPlan, budget: int) -> int:
+        """Admit waiting requests first come, first served; returns the budget left."""
+        cfg, pool, cache = self.cfg, self.pool, self.cache
+        size = cfg.block_size
+        while self.waiting and budget > 0 and len(self.running) < cfg.max_num_seqs:
+            seq = self.waiting[0]
+            req = seq.req
+            hit_blocks = prefix_blocks = missing = 0
+            if cache is not None and req.prefix_key >= 0:
+                # Whole blocks of the shared prefix only, and never the whole prompt (one token must be computed).
+                prefix_blocks = min(req.prefix_tokens, seq.prompt_len - 1) // size
+                cached = cache.cached_blocks(req.prefix_key)
+                hit_blocks = min(cached, prefix_blocks)
+                missing = prefix_blocks - hit_blocks
+            start = hit_blocks * size
+            remaining = seq.prompt_len - start
+            if cfg.chunked_prefill:
+                chunk = remaining if remaining <= budget else budget
+            else:
+                if remaining > budget:
+                    break
+                chunk = remaining
+            if self.reserve:
+                own = self.reserve
+            else:
+                own = blocks_for_tokens(start + chunk, size) - prefix_blocks
+                if own < 0:
+                    own = 0
+            if missing + own > pool.free + pool.evictable:
+                break  # head-of-line: later requests wait too (first come, first served)
+            self.waiting.popleft()
+            if prefix_blocks:
+                cache.query_tokens += seq.prompt_len
+                got = cache.acquire(req.prefix_key, prefix_blocks)
+                cache.hit_tokens += got * size
+                seq.shared_blocks = prefix_blocks
+                self.shared_running_tokens += prefix_blocks * size
+            elif cache is not None:
+                cache.query_tokens += seq.prompt_len
+            pool.take(own)
+            seq.own_blocks = own
+            seq.computed = start
+            self.prefill_kv_tokens += start
+            self.running[seq.rid] = seq
+            self.prefilling[seq.rid] = seq
+            self._schedule_chunk(plan, seq, chunk)
+            budget -= chunk
+        return budget
+
+    def plan(self) -> StepPlan:
+        """Decide the next step (allocating its blocks, preempting if needed)."""
+        plan = StepPlan()
+        cfg = self.cfg
+        budget = cfg.max_num_batched_tokens
+        prefill_only = False
+        if not cfg.chunked_prefill and self.waiting:
+            budget = self._admit(plan, budget)
+            prefill_only = bool(plan.prefills)
+        if not prefill_only:
+            if self.n_decoding:
+                self._decode_blocks(plan)
+                budget -= self.n_decoding * cfg.tokens_per_decode
+            if cfg.chunked_prefill:
+                if self.prefilling:
+                    budget = self._continue_prefills(plan, budget)
+                if not plan.preempted and self.waiting:
+                    self._admit(plan, budget)
+        # The roofline's inputs, counted as calc.roofline.decode_step and prefill_chunk count them: a decode
+        # token reads and attends to its sequence's context (q candidates each also to those before it, under
+        # speculation); a prefill chunk of c tokens after p attends causally: c p + c (c + 1) / 2 pairs.
+        q = cfg.tokens_per_decode
+        n = self.n_decoding if not prefill_only else 0
+        ctx = self.ctx_ticks // TICKS if n else 0
+        new_tokens = n * q
+        kv_read = ctx
+        pairs = q * ctx + n * q * (q - 1) // 2 if n else 0
+        live = []
+        for seq, epoch in plan.prefills:
+            if seq.epoch != epoch or not seq.chunk:
+                continue
+            live.append((seq, epoch))
+            c, p = seq.chunk, seq.chunk_start
+            new_tokens += c
+            kv_read += p + c
+            pairs += c * p + c * (c + 1) // 2
+        plan.prefills = live
+        plan.decode_seqs = n
+        plan.decode_kv_tokens = ctx
+        plan.new_tokens = new_tokens
+        plan.kv_tokens_read = kv_read
+        plan.attention_token_pairs = pairs
+        return plan
+
+    # ---------------------------------------------------------------- committing
+    def _join_decoding(self, seq: Seq, now_ns: int) -> None:
+        seq.d0 = self.step_index
+        seq.ctx0 = seq.prompt_len
+        self.ctx_ticks += seq.ctx0 * TICKS
+        self.n_decoding += 1
+        groups = self.groups
+        if groups and groups[-1].t_ns == now_ns:
+            g = groups[-1]
+        else:
+            g = _Group(now_ns)
+            groups.append(g)
+        g.count += 1
+        seq.group = g
+        left = seq.req.output_tokens - seq.out_done
+        key = self.step_index + (-(-left * TICKS // self.adv))
+        lst = self.finish_at.get(key)
+        if lst is None:
+            self.finish_at[key] = [(seq, seq.epoch)]
+        else:
+            lst.append((seq, seq.epoch))
+        if not self.reserve:
+            self._file_crossing(seq)
+
+    def _finish(self, seq: Seq, now_ns: int) -> None:
+        del self.running[seq.rid]
+        self._release(seq)
+        self.finished += 1
+        self.output_tokens += seq.req.output_tokens
+        self.input_tokens += seq.req.prompt_tokens
+        self.sink.finish(seq.req, now_ns)
+
+    def commit(self, plan: StepPlan, now_ns: int) -> None:
+        """Apply a planned step's results at its end time ``now_ns``."""
+        sink = self.sink
+        if plan.decode_seqs:
+            # Every decoding sequence emitted tokens now: one inter-token gap per group, weighted in ticks.
+            adv = self.adv
+            self.ctx_ticks += self.n_decoding * adv
+            self.emitted_ticks += self.n_decoding * adv
+            self.step_index += 1
+            groups = self.groups
+            main = groups[0]
+            for g in groups:
+                if g.count:
+                    sink.itl((now_ns - g.t_ns) * TICKS // adv, g.count * adv)
+                if g is not main:
+                    main.count += g.count
+                    g.count = 0
+                    g.parent = main
+            main.t_ns = now_ns
+            del groups[1:]
+            done = self.finish_at.pop(self.step_index, None)
+            if done:
+                for seq, epoch in done:
+                    if seq.epoch == epoch:
+                        self._leave_decoding(seq)
+                        seq.out_done = seq.req.output_tokens
+                        self._finish(seq, now_ns)
+        for seq, epoch in plan.prefills:
+            if seq.epoch != epoch:
+                continue
+            seq.computed += seq.chunk
+            self.prefill_kv_tokens += seq.chunk
+            self.prefill_tokens_computed += seq.chunk
+            seq.chunk = 0
+            if seq.computed < seq.prompt_len:
+                continue
+            # Prompt done: this step's output is the next answer token.
+            del self.prefilling[seq.rid]
+            self.prefill_kv_tokens -= seq.computed
+            seq.out_done += 1
+            self.emitted_ticks += TICKS
+            if seq.out_done == 1:
+                sink.first_token(seq.req, now_ns)
+            else:
+                sink.itl((now_ns - seq.last_token_ns), TICKS)
+            if seq.out_done >= seq.req.output_tokens:
+                self._finish(seq, now_ns)
+            else:
+                self._join_decoding(seq, now_ns)

@@ -1,0 +1,343 @@
+"""The requests a simulated replica serves: when they arrive and how long they are.
+
+Arrivals are Poisson (independent users), bursty (the same mean rate, with
+gaps more variable than Poisson's) or all at once (an offline benchmark, as
+vLLM's ``benchmark_serving --request-rate inf``). Lengths are fixed, or drawn
+from a long-tailed lognormal; ``"chat"`` is the lognormal fixed in advance from
+the ShareGPT means the vLLM paper publishes (see :data:`CHAT_PROMPT_MEAN_TOKENS`).
+Requests belong to classes (chat, long document, batch job, ...) with a share
+of the traffic and an optional shared system prompt (the prefix that prefix
+caching can reuse).
+
+One seed drives it all, split into fixed-number sub-streams so that changing
+the lengths never moves the arrival times (no ``hash()`` of strings anywhere).
+
+>>> wl = Workload(arrival="poisson", rate_per_s=2.0, requests=3,
+...               classes=(RequestClass(prompt_tokens=100, output_tokens=20),))
+>>> [(r.rid, r.prompt_tokens, r.output_tokens) for r in generate_requests(wl, seed=1, max_model_len=4096)]
+[(0, 100, 20), (1, 100, 20), (2, 100, 20)]
+>>> [r.arrival_ns for r in generate_requests(wl, seed=1, max_model_len=4096)]
+[344089031, 428064933, 545728316]
+"""
+
+from __future__ import annotations
+
+import math
+import random
+from dataclasses import dataclass
+from statistics import NormalDist
+
+from calc.errors import CalcError, check_range
+from calc.units import NS_PER_S
+
+__all__ = [
+    "ARRIVALS",
+    "LENGTH_KINDS",
+    "CHAT_PROMPT_MEAN_TOKENS",
+    "CHAT_OUTPUT_MEAN_TOKENS",
+    "CHAT_LENGTHS_SOURCE",
+    "CHAT_CV",
+    "lognormal_params",
+    "hyperexponential_params",
+    "RequestClass",
+    "Workload",
+    "Request",
+    "substream",
+    "generate_requests",
+]
+
+ARRIVALS = ("poisson", "bursty", "all-at-once")
+LENGTH_KINDS = ("fixed", "chat", "lognormal")
+
+# Published ShareGPT statistics: the vLLM paper's Fig. 11 prints the mean input
+# and output lengths of the ShareGPT requests it serves (Kwon et al., "Efficient
+# Memory Management for Large Language Model Serving with PagedAttention",
+# SOSP 2023, Sec. 6.1, Fig. 11: input 161.31, output 337.99 tokens).
+CHAT_PROMPT_MEAN_TOKENS = 161.31
+CHAT_OUTPUT_MEAN_TOKENS = 337.99
+CHAT_LENGTHS_SOURCE = (
+    "ShareGPT means from Kwon et al. SOSP 2023 (vLLM paper), Fig. 11: input 161.31, output 337.99 tokens; "
+    "lognormal with coefficient of variation 1 (an assumption: the paper gives means only; CV 1 is the "
+    "exponential's, the maximum-entropy spread when only a mean is known), redrawn when prompt + output "
+    "exceed max_model_len, as benchmark scripts drop such ShareGPT pairs"
+)
+# The paper publishes means only. The spread is fixed, before any result was
+# seen, at the coefficient of variation of an exponential distribution (1.0),
+# the maximum-entropy choice for a positive length with a known mean; the
+# lognormal keeps the long right tail chat lengths show.
+CHAT_CV = 1.0
+
+_MAX_TOKENS = 10_000_000
+_MAX_REQUESTS = 10_000_000
+_REDRAWS = 1_000
+
+# Fixed sub-stream numbers: one seed, independent streams per purpose.
+STREAM_ARRIVALS = 1
+STREAM_CLASSES = 2
+STREAM_LENGTHS = 3
+STREAM_PREFIXES = 4
+
+
+def substream(seed: int, stream: int) -> random.Random:
+    """An independent ``random.Random`` for one purpose, derived from the run's seed by integers only.
+
+    Seeding with an int is the same in every CPython (and in Pyodide), unlike
+    seeding with a string's ``hash()``.
+
+    >>> substream(7, 1).random() == substream(7, 1).random()
+    True
+    >>> substream(7, 1).random() == substream(7, 2).random()
+    False
+    """
+    return random.Random(seed * 1_000_003 + stream)
+
+
+def lognormal_params(mean: float, cv: float) -> tuple[float, float]:
+    """``(mu, sigma)`` of the lognormal with this mean and coefficient of variation.
+
+    ``sigma**2 = ln(1 + cv**2)`` and ``mu = ln(mean) - sigma**2 / 2`` (the
+    lognormal's moments; e.g. Johnson, Kotz and Balakrishnan, *Continuous
+    Univariate Distributions*, vol. 1, ch. 14). The median is ``exp(mu)``.
+
+    >>> mu, sigma = lognormal_params(CHAT_OUTPUT_MEAN_TOKENS, CHAT_CV)
+    >>> round(math.exp(mu), 1), round(sigma, 4)
+    (239.0, 0.8326)
+    """
+    mean = check_range("mean_tokens", mean, 1e-9, _MAX_TOKENS)
+    cv = check_range("cv", cv, 0.0, 100.0)
+    sigma2 = math.log1p(cv * cv)
+    return math.log(mean) - sigma2 / 2.0, math.sqrt(sigma2)
+
+
+def hyperexponential_params(rate_per_s: float, burstiness: float) -> tuple[float, float, float]:
+    """Two-phase hyperexponential gaps with mean ``1/rate`` and squared CV ``burstiness``.
+
+    Returns ``(p, rate_a, rate_b)``: a gap is exponential at ``rate_a`` with
+    probability ``p``, else at ``rate_b``. The "balanced means" fit
+    ``p = (1 + sqrt((c2 - 1)/(c2 + 1))) / 2``, ``rate_a = 2 p rate``,
+    ``rate_b = 2 (1 - p) rate`` (Whitt, "Approximating a point process by a
+    renewal process", Operations Research 1982; standard in queueing texts).
+    ``burstiness`` 1 is Poisson; 4 means gaps twice as variable.
+
+    >>> p, a, b = hyperexponential_params(10.0, 4.0)
+    >>> round(p, 4), round(p / a + (1 - p) / b, 6)   # the mean gap stays 1/rate
+    (0.8873, 0.1)
+    """
+    rate = check_range("rate_per_s", rate_per_s, 1e-9, 1e9)
+    c2 = check_range("burstiness", burstiness, 1.0, 1000.0)
+    p = (1.0 + math.sqrt((c2 - 1.0) / (c2 + 1.0))) / 2.0
+    if p >= 1.0:  # only at the top of the range, where the square root rounds to 1
+        p = 1.0 - 1e-12
+    return p, 2.0 * p * rate, 2.0 * (1.0 - p) * rate
+
+
+@dataclass(frozen=True)
+class RequestClass:
+    """One kind of request: its share of traffic, its lengths and its shared system prompt.
+
+    ``lengths`` is ``"fixed"`` (exactly ``prompt_tokens`` in, ``output_tokens``
+    out), ``"lognormal"`` (those two as means, coefficient of variation
+    :data:`CHAT_CV`) or ``"chat"`` (the ShareGPT lognormal of
+    :data:`CHAT_LENGTHS_SOURCE`; ``prompt_tokens``/``output_tokens`` unused).
+    ``prefix_tokens`` of system prompt are put in front of every prompt of the
+    class; ``prefix_variants`` distinct such prompts are drawn uniformly (one
+    per tenant, say), so a prefix cache may have to hold several.
+
+    >>> RequestClass(name="doc", share=0.2, prompt_tokens=8000, output_tokens=300).mean_prompt_tokens()
+    8000.0
+    >>> RequestClass(lengths="chat", prefix_tokens=100).mean_prompt_tokens()
+    261.31
+    """
+
+    name: str = "chat"
+    share: float = 1.0
+    lengths: str = "fixed"
+    prompt_tokens: int = 1024
+    output_tokens: int = 256
+    prefix_tokens: int = 0
+    prefix_variants: int = 1
+
+    def mean_prompt_tokens(self) -> float:
+        """Mean prompt length before redraws, system prompt included (tokens)."""
+        body = CHAT_PROMPT_MEAN_TOKENS if self.lengths == "chat" else float(self.prompt_tokens)
+        return self.prefix_tokens + body
+
+    def mean_output_tokens(self) -> float:
+        """Mean answer length before redraws (tokens).
+
+        >>> RequestClass(lengths="chat").mean_output_tokens()
+        337.99
+        """
+        return CHAT_OUTPUT_MEAN_TOKENS if self.lengths == "chat" else float(self.output_tokens)
+
+
+@dataclass(frozen=True)
+class Workload:
+    """The traffic: arrival process, how many requests (or for how long), and the request classes.
+
+    ``rate_per_s`` is the mean arrival rate (unused for ``all-at-once``);
+    ``duration_s``, when set, stops arrivals at that simulated time even if
+    fewer than ``requests`` have come; ``burstiness`` is the squared
+    coefficient of variation of the gaps for ``bursty`` arrivals.
+
+    >>> Workload().classes[0].prompt_tokens
+    1024
+    """
+
+    arrival: str = "poisson"
+    rate_per_s: float = 10.0
+    requests: int = 1000
+    duration_s: float | None = None
+    burstiness: float = 4.0
+    classes: tuple[RequestClass, ...] = (RequestClass(),)
+
+
+class Request:
+    """One request as the engine sees it (plain slots, for speed).
+
+    ``prompt_tokens`` includes the shared system prompt (``prefix_tokens`` of
+    it, identical for every request with the same ``prefix_key``);
+    ``prefix_key`` is ``-1`` when there is none.
+
+    >>> r = Request(0, 0, 1100, 50, 0, 3, 100)
+    >>> r.prompt_tokens + r.output_tokens
+    1150
+    """
+
+    __slots__ = ("rid", "arrival_ns", "prompt_tokens", "output_tokens", "class_index", "prefix_key", "prefix_tokens")
+
+    def __init__(self, rid, arrival_ns, prompt_tokens, output_tokens, class_index=0, prefix_key=-1, prefix_tokens=0):
+        self.rid = rid
+        self.arrival_ns = arrival_ns
+        self.prompt_tokens = prompt_tokens
+        self.output_tokens = output_tokens
+        self.class_index = class_index
+        self.prefix_key = prefix_key
+        self.prefix_tokens = prefix_tokens
+
+    def __repr__(self):
+        return (f"Request(rid={self.rid}, arrival_ns={self.arrival_ns}, prompt_tokens={self.prompt_tokens}, "
+                f"output_tokens={self.output_tokens}, class_index={self.class_index})")
+
+
+def _arrival_times_ns(workload: Workload, rng: random.Random):
+    """Yield arrival times in integer nanoseconds (non-decreasing), at most ``requests`` of them."""
+    limit_ns = None if workload.duration_s is None else round(workload.duration_s * NS_PER_S)
+    if workload.arrival == "all-at-once":
+        for _ in range(workload.requests):
+            yield 0
+        return
+    log = math.log
+    t_ns = 0
+    if workload.arrival == "poisson":
+        mean_gap_ns = NS_PER_S / workload.rate_per_s
+        for _ in range(workload.requests):
+            t_ns += round(-log(1.0 - rng.random()) * mean_gap_ns)
+            if limit_ns is not None and t_ns > limit_ns:
+                return
+            yield t_ns
+        return
+    p, rate_a, rate_b = hyperexponential_params(workload.rate_per_s, workload.burstiness)
+    gap_a_ns, gap_b_ns = NS_PER_S / rate_a, NS_PER_S / rate_b
+    for _ in range(workload.requests):
+        mean_gap_ns = gap_a_ns if rng.random() < p else gap_b_ns
+        t_ns += round(-log(1.0 - rng.random()) * mean_gap_ns)
+        if limit_ns is not None and t_ns > limit_ns:
+            return
+        yield t_ns
+
+
+class _LengthSampler:
+    """Draws (prompt body, output) token counts for one class; prefix added by the caller."""
+
+    def __init__(self, cls: RequestClass, max_model_len: int):
+        self.kind = cls.lengths
+        self.room = max_model_len - cls.prefix_tokens  # tokens left for body + output
+        if self.kind == "fixed":
+            self.fixed = (cls.prompt_tokens, cls.output_tokens)
+            return
+        mean_p = CHAT_PROMPT_MEAN_TOKENS if self.kind == "chat" else cls.prompt_tokens
+        mean_o = CHAT_OUTPUT_MEAN_TOKENS if self.kind == "chat" else cls.output_tokens
+        self.mu_p, self.sigma_p = lognormal_params(mean_p, CHAT_CV)
+        self.mu_o, self.sigma_o = lognormal_params(mean_o, CHAT_CV)
+
+    def draw(self, rng: random.Random, inv_cdf) -> tuple[int, int]:
+        if self.kind == "fixed":
+            return self.fixed
+        exp = math.exp
+        for _ in range(_REDRAWS):
+            # One uniform per draw through the inverse normal CDF (pure arithmetic in the stdlib).
+            p = max(1, round(exp(self.mu_p + self.sigma_p * inv_cdf(_open_unit(rng)))))
+            o = max(1, round(exp(self.mu_o + self.sigma_o * inv_cdf(_open_unit(rng)))))
+            if p + o <= self.room:
+                return p, o
+        # Practically unreachable (the room is checked to hold the medians); keep the run going.
+        o = max(1, min(o, self.room // 2))
+        return max(1, self.room - o), o
+
+
+def _open_unit(rng: random.Random) -> float:
+    u = rng.random()
+    return u if u > 0.0 else 5e-324
+
+
+def _check_room(cls: RequestClass, max_model_len: int) -> None:
+    need = cls.prefix_tokens + (cls.prompt_tokens + cls.output_tokens if cls.lengths == "fixed" else 2)
+    if need > max_model_len:
+        raise CalcError(
+            f"class {cls.name!r}: prefix_tokens + prompt_tokens + output_tokens = {need} must be at most "
+            f"max_model_len {max_model_len}", "max_model_len")
+
+
+def generate_requests(workload: Workload, seed: int, max_model_len: int) -> list[Request]:
+    """The run's requests, in arrival order, from ``seed`` alone.
+
+    Every request fits ``max_model_len`` (prompt, system prompt included, plus
+    answer); distributed lengths that do not are redrawn. Class and prefix
+    variant are drawn by share from their own sub-streams.
+    Sources: Poisson arrivals as in vLLM's serving benchmark; lengths as in
+    :data:`CHAT_LENGTHS_SOURCE`; bursty gaps per :func:`hyperexponential_params`.
+
+    >>> wl = Workload(arrival="all-at-once", requests=4, classes=(RequestClass(lengths="chat"),))
+    >>> [(r.prompt_tokens, r.output_tokens) for r in generate_requests(wl, seed=3, max_model_len=2048)]
+    [(148, 313), (29, 324), (360, 286), (94, 533)]
+    """
+    seed = check_range("seed", seed, 0, 2**32 - 1, integer=True)
+    max_model_len = check_range("max_model_len", max_model_len, 2, _MAX_TOKENS, integer=True)
+    classes = workload.classes
+    if not classes:
+        raise CalcError("classes must hold at least one request class; got none", "classes")
+    for cls in classes:
+        _check_room(cls, max_model_len)
+    shares = [cls.share for cls in classes]
+    total_share = math.fsum(shares)
+    if total_share <= 0:
+        raise CalcError(f"class shares must add up to more than 0; got {total_share!r}", "share")
+    cumulative, acc = [], 0.0
+    for share in shares:
+        acc += share / total_share
+        cumulative.append(acc)
+    cumulative[-1] = 1.0
+    samplers = [_LengthSampler(cls, max_model_len) for cls in classes]
+
+    r_arrive = substream(seed, STREAM_ARRIVALS)
+    r_class = substream(seed, STREAM_CLASSES)
+    r_len = substream(seed, STREAM_LENGTHS)
+    r_prefix = substream(seed, STREAM_PREFIXES)
+    inv_cdf = NormalDist().inv_cdf
+    single = len(classes) == 1
+    requests = []
+    for rid, t_ns in enumerate(_arrival_times_ns(workload, r_arrive)):
+        ci = 0
+        if not single:
+            u = r_class.random()
+            while cumulative[ci] <= u and ci < len(classes) - 1:
+                ci += 1
+        cls = classes[ci]
+        body, out = samplers[ci].draw(r_len, inv_cdf)
+        key, prefix = -1, cls.prefix_tokens
+        if prefix:
+            variant = r_prefix.randrange(cls.prefix_variants) if cls.prefix_variants > 1 else 0
+            key = ci * 1_000_000 + variant
+        requests.append(Request(rid, t_ns, prefix + body, out, ci, key, prefix))
+    return requests
