@@ -10,6 +10,10 @@ In a page::
     /// drill | kv_cache_arithmetic.kv_bytes_drill
     ///
 
+    /// simulation | reserving_the_maximum.replica
+        set: {allocation: contiguous}
+    ///
+
 ``set`` overrides the defaults of the controls (the build computes the outputs
 for them); ``hide`` keeps a control fixed and out of sight. Text inside the
 block is Markdown shown above the widget. An unknown widget, control or value
@@ -23,7 +27,7 @@ import xml.etree.ElementTree as etree
 from pymdownx.blocks import BlocksExtension
 from pymdownx.blocks.block import Block, type_any, type_integer, type_string_delimiter
 
-from widget_html import render_drill, render_widget
+from widget_html import render_drill, render_simulation, render_widget
 
 
 class _CalcBlock(Block):
@@ -68,7 +72,16 @@ class DrillBlock(_CalcBlock):
         return render_drill(name, self.options["seed"])
 
 
+class SimulationBlock(WidgetBlock):
+    NAME = "simulation"
+
+    def render(self, name: str) -> etree.Element:
+        hide = [h.strip() for h in self.options["hide"]]
+        return render_simulation(name, self.options["set"], hide)
+
+
 class CalcBlocksExtension(BlocksExtension):
     def extendMarkdownBlocks(self, md, block_mgr) -> None:
         block_mgr.register(WidgetBlock, {})
         block_mgr.register(DrillBlock, {})
+        block_mgr.register(SimulationBlock, {})

@@ -153,3 +153,56 @@ def render_drill(name: str, seed: int = 0) -> etree.Element:
     _sub(root, "p", STATIC_NOTE.replace("the controls recompute", "answers are checked"), class_="calc-status",
          data_status="")
     return root
+
+
+SPEED_CHOICES = (("1", "1x"), ("2", "2x"), ("4", "4x"), ("8", "8x"))
+
+
+def render_simulation(name: str, overrides: dict | None = None, hide: list[str] | tuple = ()) -> etree.Element:
+    """A live simulation: controls, play/pause/reset/speed, metrics, charts and the KV block map.
+
+    The build runs the whole scenario once (CPython) and shows where it ends: the
+    final metrics, the full time series and the fullest block map. In the browser
+    the same generator runs in the worker, frame by frame.
+    """
+    spec = framework.describe(name)
+    if spec["kind"] != "stream":
+        raise ValueError(f"{name} is a {spec['kind']}, not a live simulation (stream)")
+    args = {**{c["name"]: c["default"] for c in spec["controls"]}, **(overrides or {})}
+    entry, bound = framework.bind(name, args)
+    result = framework.collect_stream(framework.check_view(frame) for frame in entry.function(**bound))
+    uid = f"w{next(_ids)}"
+    root = etree.Element("div", {
+        "class": "calc-widget calc-sim", "id": uid, "data-widget": name, "data-kind": "simulation",
+        "data-state": "static", "data-budget-ms": str(int(spec["budget_s"] * 1000)),
+    })
+    form = _sub(root, "form", class_="calc-controls", novalidate="novalidate", aria_label=f"Scenario of {name}")
+    for control in spec["controls"]:
+        _control(form, uid, control, args[control["name"]], control["name"] in hide)
+    bar = _sub(form, "div", class_="calc-sim__bar")
+    _sub(bar, "button", "Play", type="button", class_="md-button md-button--primary", data_action="play")
+    _sub(bar, "button", "Pause", type="button", class_="md-button", data_action="pause", disabled="disabled")
+    _sub(bar, "button", "Reset", type="button", class_="md-button", data_action="reset")
+    speed_row = _sub(bar, "span", class_="calc-sim__speed")
+    _sub(speed_row, "label", "Speed", for_=f"{uid}-speed")
+    select = _sub(speed_row, "select", id=f"{uid}-speed", name="__speed")
+    for value, label in SPEED_CHOICES:
+        _sub(select, "option", label, value=value)
+    _sub(bar, "span", f"t = {result.get('t_s', 0):.1f} s simulated", class_="calc-sim__progress", data_sim_progress="")
+    _sub(root, "p", "", class_="calc-error", data_error="", role="alert")
+    _outputs(root, result)
+    if "blockmap" in result:
+        holder = _sub(root, "figure", class_="calc-blockmap")
+        _sub(holder, "canvas", data_blockmap="", role="img", aria_label=result["blockmap"].get("summary", "KV block map"),
+             width="768", height="384")
+        _sub(holder, "script", _figure_json(result["blockmap"]), type="application/json", data_blockmap_initial="")
+        caption = _sub(holder, "figcaption")
+        _sub(caption, "span", result["blockmap"].get("summary", ""), data_blockmap_summary="")
+        legend = _sub(caption, "span", class_="calc-blockmap__legend")
+        for css_class, text in (("used", "holds tokens"), ("reserved", "reserved, empty"), ("free", "free"),
+                                ("cached", "cached prefix")):
+            item = _sub(legend, "span", class_=f"calc-blockmap__key calc-blockmap__key--{css_class}")
+            item.text = AtomicString(text)
+    _sub(root, "p", "The run above was computed when the site was built. Serve the site (make serve) and press "
+                    "Play to watch it unfold in your browser.", class_="calc-status", data_status="")
+    return root

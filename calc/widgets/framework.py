@@ -36,7 +36,7 @@ from calc.units import format_number, round_sig
 
 __all__ = [
     "Choice", "IntRange", "FloatRange", "Text", "Toggle",
-    "widget", "stream", "drill", "view", "output", "table", "call", "describe", "REGISTRY", "Widget",
+    "widget", "stream", "drill", "view", "collect_stream", "output", "table", "call", "describe", "REGISTRY", "Widget",
     "MAX_TEXT_CHARS",
 ]
 
@@ -339,6 +339,47 @@ def view(outputs: Iterable[dict] = (), figures: dict | None = None, tables: dict
     result = {"outputs": {o["key"]: o for o in outputs}, "figures": figures or {}, "tables": tables or {}}
     result.update(extra)
     return result
+
+
+def collect_stream(frames) -> dict:
+    """Fold the frames of a live run into one view: what the page shows once the run has finished.
+
+    Outputs are the last frame's; figures are the first frame's with every trace
+    extended by the points its ``meta`` names (``series`` of each frame, x from
+    the figure's ``x_series``, default ``t_s``); the block map is the fullest one.
+
+    >>> frames = [view(outputs=[output("n", "N", 1)], figures={"q": {"data": [{"meta": "queue", "x": [], "y": []}], "layout": {}}},
+    ...                series={"t_s": [1], "queue": [3]}),
+    ...           view(outputs=[output("n", "N", 2)], series={"t_s": [2], "queue": [5]})]
+    >>> merged = collect_stream(frames)
+    >>> merged["outputs"]["n"]["value"], merged["figures"]["q"]["data"][0]["y"]
+    (2, [3, 5])
+    """
+    merged: dict = {"outputs": {}, "figures": {}, "tables": {}}
+    best_map, best_fill = None, -1
+    for frame in frames:
+        merged["outputs"].update(frame.get("outputs", {}))
+        merged["tables"].update(frame.get("tables", {}))
+        for key, figure in frame.get("figures", {}).items():
+            merged["figures"][key] = json.loads(json.dumps(figure))
+        series = frame.get("series", {})
+        for figure in merged["figures"].values():
+            xs = series.get(figure.get("x_series", "t_s"), [])
+            for trace in figure["data"]:
+                if trace.get("meta") in series:
+                    trace["x"] = list(trace.get("x", [])) + list(xs)
+                    trace["y"] = list(trace.get("y", [])) + list(series[trace["meta"]])
+        blockmap = frame.get("blockmap")
+        if blockmap:
+            fill = blockmap.get("used_blocks", 0) + blockmap.get("reserved_unused_blocks", 0)
+            if fill > best_fill:
+                best_map, best_fill = blockmap, fill
+        for key in ("t_s", "done"):
+            if key in frame:
+                merged[key] = frame[key]
+    if best_map is not None:
+        merged["blockmap"] = best_map
+    return merged
 
 
 def _clean(value, path: str):

@@ -112,7 +112,7 @@ class Visit:
 
     def _route(self, route):
         host = urllib.parse.urlparse(route.request.url).hostname
-        if route.request.url.startswith(("data:", "blob:")) or host == "127.0.0.1":
+        if route.request.url.startswith(("data:", "blob:", "file:")) or host == "127.0.0.1":
             route.continue_()
         else:
             self.external_requests.append(route.request.url)

@@ -117,6 +117,7 @@
       tick(state);
     }
 
+    // Fold a frame into the run's state; charts are redrawn once per tick, not per frame.
     function applyFrame(state, frame) {
       state.frames += 1;
       Object.keys(frame.outputs || {}).forEach(function (key) {
@@ -124,27 +125,34 @@
         if (element) element.textContent = frame.outputs[key].text;
       });
       Object.keys(frame.figures || {}).forEach(function (key) {
-        state.figures[key] = frame.figures[key];
-        var holder = widget.querySelector('[data-chart="' + key + '"]');
-        if (holder) runtime.drawChart(holder, frame.figures[key]);
+        state.figures[key] = JSON.parse(JSON.stringify(frame.figures[key]));
       });
       var series = frame.series || {};
       Object.keys(state.figures).forEach(function (key) {
-        var holder = widget.querySelector('[data-chart="' + key + '"]');
         var figure = state.figures[key];
-        if (!holder || !window.Plotly || !holder.data) return;
-        var xs = [], ys = [], indices = [];
-        figure.data.forEach(function (trace, index) {
+        var xs = series[figure.x_series || "t_s"] || [];
+        figure.data.forEach(function (trace) {
           var points = series[trace.meta];
           if (!points || !points.length) return;
-          xs.push(series[figure.x_series || "t_s"] || []);
-          ys.push(points);
-          indices.push(index);
+          trace.x = (trace.x || []).concat(xs);
+          trace.y = (trace.y || []).concat(points);
         });
-        if (indices.length) window.Plotly.extendTraces(holder, { x: xs, y: ys }, indices);
+        state.dirty = true;
       });
-      if (canvas && frame.blockmap) drawBlockMap(canvas, frame.blockmap);
-      if (progress && typeof frame.t_s === "number") progress.textContent = "t = " + frame.t_s.toFixed(1) + " s simulated";
+      if (frame.blockmap) state.blockmap = frame.blockmap;
+      if (typeof frame.t_s === "number") state.t_s = frame.t_s;
+    }
+
+    function redraw(state) {
+      if (state.dirty) {
+        Object.keys(state.figures).forEach(function (key) {
+          var holder = widget.querySelector('[data-chart="' + key + '"]');
+          if (holder) runtime.drawChart(holder, state.figures[key]);
+        });
+        state.dirty = false;
+      }
+      if (canvas && state.blockmap) { drawBlockMap(canvas, state.blockmap); state.blockmap = null; }
+      if (progress && typeof state.t_s === "number") progress.textContent = "t = " + state.t_s.toFixed(1) + " s simulated";
     }
 
     function tick(state) {
@@ -152,6 +160,7 @@
       if (widget.dataset.simState === "paused") return;
       var perTick = SPEEDS[speed ? speed.value : "1"] || 1;
       for (var i = 0; i < perTick && state.queue.length; i++) applyFrame(state, state.queue.shift());
+      redraw(state);
       if (!state.done && state.queue.length < 8 && !state.waiting) {
         state.waiting = true;
         state.controller.resume();
