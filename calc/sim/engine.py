@@ -1,0 +1,273 @@
+"""One serving replica, stepped by an outer event loop.
+
+A replica is the scheduler (:mod:`calc.sim.scheduler`) plus a clock: an outer
+loop hands it requests (``submit``), asks it to start a step when it is idle
+(``start_step`` returns the step's end time, priced on the roofline, or None
+when there is nothing to do) and tells it when that step ends (``end_step``).
+The same interface drives one replica (:func:`calc.sim.run.simulate`) or many
+behind a router, and the static-batching baseline
+(:mod:`calc.sim.static_batching`) offers it too.
+
+What a dashboard reads off a replica is here as properties: queue depth,
+running batch, KV cache use, GPU-Util as ``nvidia-smi`` reports it (the share
+of time a kernel runs: the fraction of wall time inside a step, which is about
+1 whenever anything runs) and the real compute utilization (FLOPs done over
+peak FLOP/s x time). Source for GPU-Util's meaning: NVIDIA's NVML
+documentation, ``nvmlUtilization_t.gpu``: "percent of time over the past
+sample period during which one or more kernels was executing on the GPU".
+
+>>> from calc.sim.scheduler import SchedulerConfig
+>>> from calc.sim.workload import Request
+>>> fake = lambda new_tokens, kv_tokens_read, attention_token_pairs: 0.02 + 1e-4 * new_tokens
+>>> rep = Replica(SchedulerConfig(max_model_len=4096), kv_cache_blocks=1000, step_time_s=fake)
+>>> rep.submit(Request(0, 0, 100, 4), now_ns=0)
+True
+>>> t = rep.start_step(0); t
+30000000
+>>> while t is not None: rep.end_step(t); t = rep.start_step(t)
+>>> rep.sink.ttft_ns, rep.sink.e2e_ns, rep.gpu_util_reported(rep.now_ns)
+([30000000], [90300000], 1.0)
+"""
+
+from __future__ import annotations
+
+from calc.errors import CalcError
+from calc.sim.kv_blocks import BlockPool
+from calc.sim.metrics import LatencySink
+from calc.sim.scheduler import TICKS, Scheduler, SchedulerConfig
+from calc.sim.speculation import advance_ticks, speculative_step_time_s, tokens_per_decode
+from calc.units import NS_PER_S
+
+__all__ = ["Replica"]
+
+
+class ReplicaClock:
+    """Time accounting shared by every kind of replica: busy time, time integrals, GPU-Util, FLOPs.
+
+    Subclasses keep ``plan`` (the step in flight, or None), ``step_start_ns``,
+    ``step_end_ns`` and call :meth:`_account` whenever their state changes;
+    :meth:`_levels` returns ``(queue, running, used_blocks, token_states)``.
+    """
+
+    def _init_clock(self, *, flops=None, peak_flops_per_s=None, name=0):
+        self.name = name
+        self.flops = flops
+        self.peak_flops_per_s = peak_flops_per_s
+        self.plan = None
+        self.step_start_ns = 0
+        self.step_end_ns = None
+        self.now_ns = 0
+        self.steps = 0
+        self.busy_ns = 0
+        self.sum_new_tokens = 0
+        self.sum_pairs = 0
+        self.sum_draft_tokens = 0
+        self.submitted = 0
+        self._last_ns = 0
+        self.int_queue = 0
+        self.int_running = 0
+        self.int_used_blocks = 0
+        self.int_token_states = 0
+        self.max_queue = 0
+        self.max_running = 0
+
+    @property
+    def busy(self) -> bool:
+        """True while a step is in flight."""
+        return self.plan is not None
+
+    def busy_ns_until(self, t_ns: int) -> int:
+        """Nanoseconds a kernel was running between time 0 and ``t_ns`` (the step in flight counted so far)."""
+        if self.plan is not None and t_ns > self.step_start_ns:
+            return self.busy_ns + min(t_ns, self.step_end_ns) - self.step_start_ns
+        return self.busy_ns
+
+    def gpu_util_reported(self, t_ns: int) -> float:
+        """GPU-Util as ``nvidia-smi`` shows it over ``[0, t_ns]``: the share of time any kernel ran."""
+        return self.busy_ns_until(t_ns) / t_ns if t_ns > 0 else 0.0
+
+    def compute_utilization(self, t_ns: int) -> float | None:
+        """Real compute utilization over ``[0, t_ns]``: FLOPs done / (peak FLOP/s x time); None without a FLOP model.
+
+        Draft-model FLOPs under speculation are priced as ``draft_cost_ratio`` of the target's per token.
+        """
+        if self.flops is None or not self.peak_flops_per_s or t_ns <= 0:
+            return None
+        done = self.flops(self.sum_new_tokens, self.sum_pairs)
+        spec = getattr(self, "speculation", None)
+        if spec is not None:
+            done += spec.draft_cost_ratio * self.flops(self.sum_draft_tokens, 0)
+        return done / (self.peak_flops_per_s * t_ns / NS_PER_S)
+
+    def _account(self, now_ns: int) -> None:
+        dt = now_ns - self._last_ns
+        if dt > 0:
+            queue, running, used, states = self._levels()
+            self.int_queue += queue * dt
+            self.int_running += running * dt
+            self.int_used_blocks += used * dt
+            self.int_token_states += states * dt
+            self._last_ns = now_ns
+        self.now_ns = now_ns
+
+
+class Replica(ReplicaClock):
+    """A vLLM-like replica: continuous batching, paged (or contiguous) KV, optional prefix cache and speculation.
+
+    ``step_time_s(new_tokens=, kv_tokens_read=, attention_token_pairs=)`` gives
+    one forward pass in seconds (normally
+    :meth:`calc.roofline.StepCoefficients.step_time_s`); ``speculation`` a
+    :class:`calc.speculative.SpeculationConfig` or None; ``flops(new_tokens,
+    attention_token_pairs)`` the FLOPs of a step per GPU and ``peak_flops_per_s``
+    one GPU's peak, for the compute utilization (both optional).
+    """
+
+    def __init__(self, config: SchedulerConfig, kv_cache_blocks: int, step_time_s, *, speculation=None,
+                 flops=None, peak_flops_per_s: float | None = None, sink=None, name: int = 0):
+        if config.tokens_per_decode != tokens_per_decode(speculation):
+            raise CalcError(f"tokens_per_decode must be {tokens_per_decode(speculation)} for this speculation "
+                            f"set-up; got {config.tokens_per_decode}", "tokens_per_decode")
+        self.config = config
+        self.pool = BlockPool(kv_cache_blocks, config.block_size)
+        self.speculation = speculation
+        self.adv = advance_ticks(speculation)
+        self.sink = sink if sink is not None else LatencySink(TICKS)
+        self.sched = Scheduler(config, self.pool, advance_ticks=self.adv, sink=self.sink)
+        self.step_time_s = step_time_s
+        self._init_clock(flops=flops, peak_flops_per_s=peak_flops_per_s, name=name)
+
+    # ------------------------------------------------------------- observation
+    @property
+    def queue_depth(self) -> int:
+        """Requests waiting for admission (vLLM's ``num_requests_waiting``)."""
+        return len(self.sched.waiting)
+
+    @property
+    def running(self) -> int:
+        """Requests admitted and not finished: the running batch (``num_requests_running``)."""
+        return len(self.sched.running)
+
+    @property
+    def outstanding(self) -> int:
+        """Requests submitted and not finished (waiting + running), for a least-outstanding router."""
+        return len(self.sched.waiting) + len(self.sched.running)
+
+    @property
+    def kv_used_blocks(self) -> int:
+        """KV blocks held by running requests."""
+        return self.pool.used
+
+    @property
+    def kv_use_fraction(self) -> float:
+        """KV cache use as vLLM reports it (``gpu_cache_usage_perc``): blocks in use over all blocks."""
+        return self.pool.used / self.pool.total_blocks
+
+    @property
+    def emitted_tokens(self) -> int:
+        """Answer tokens emitted so far (whole tokens)."""
+        return self.sched.emitted_ticks // TICKS
+
+    @property
+    def finished(self) -> int:
+        """Requests completed."""
+        return self.sched.finished
+
+    @property
+    def rejected(self) -> int:
+        """Requests refused at arrival (longer than max_model_len or than the whole KV cache)."""
+        return self.sched.rejected
+
+    @property
+    def preemptions(self) -> int:
+        """Times a running request lost its KV blocks and went back to be recomputed."""
+        return self.sched.preemptions
+
+    @property
+    def output_tokens(self) -> int:
+        """Answer tokens of completed requests."""
+        return self.sched.output_tokens
+
+    @property
+    def input_tokens(self) -> int:
+        """Prompt tokens of completed requests."""
+        return self.sched.input_tokens
+
+    @property
+    def prefix_cache_hit_rate(self) -> float | None:
+        """Prefix-cache hit tokens over looked-up prompt tokens; None when caching is off."""
+        cache = self.sched.cache
+        return None if cache is None else cache.hit_rate
+
+    @property
+    def total_blocks(self) -> int:
+        """KV blocks of the replica."""
+        return self.pool.total_blocks
+
+    @property
+    def peak_used_blocks(self) -> int:
+        """Most KV blocks ever in use at once (never above ``total_blocks``)."""
+        return self.pool.peak_used
+
+    def _levels(self) -> tuple:
+        s = self.sched
+        return len(s.waiting), len(s.running), self.pool.used, s.kv_token_states()
+
+    def state_at(self, t_ns: int) -> tuple:
+        """The tuple :class:`calc.sim.metrics.TimeSeries` samples."""
+        s = self.sched
+        return (len(s.waiting), len(s.running), self.pool.used, s.emitted_ticks // TICKS, self.busy_ns_until(t_ns),
+                s.finished, s.preemptions)
+
+    # ----------------------------------------------------------------- driving
+    def submit(self, req, now_ns: int) -> bool:
+        """A request arrives; False if it can never run here (counted as rejected)."""
+        self._account(now_ns)
+        self.submitted += 1
+        ok = self.sched.add(req)
+        q = len(self.sched.waiting)
+        if q > self.max_queue:
+            self.max_queue = q
+        return ok
+
+    def start_step(self, now_ns: int):
+        """Plan and price the next step; return its end time in ns, or None when there is nothing to run."""
+        if self.plan is not None:
+            raise CalcError("start_step called while a step is in flight", "step")
+        self._account(now_ns)
+        plan = self.sched.plan()
+        if plan.empty:
+            return None
+        n = plan.decode_seqs
+        if self.speculation is None:
+            seconds = self.step_time_s(new_tokens=plan.new_tokens, kv_tokens_read=plan.kv_tokens_read,
+                                       attention_token_pairs=plan.attention_token_pairs)
+        else:
+            seconds = speculative_step_time_s(
+                self.step_time_s, self.speculation, decode_seqs=n, decode_kv_tokens=plan.decode_kv_tokens,
+                new_tokens=plan.new_tokens, kv_tokens_read=plan.kv_tokens_read,
+                attention_token_pairs=plan.attention_token_pairs)
+            self.sum_draft_tokens += n * self.speculation.k
+        step_ns = round(seconds * NS_PER_S)
+        if step_ns < 1:
+            step_ns = 1
+        self.plan = plan
+        self.step_start_ns = now_ns
+        self.step_end_ns = now_ns + step_ns
+        self.sum_new_tokens += plan.new_tokens
+        self.sum_pairs += plan.attention_token_pairs
+        r = len(self.sched.running)
+        if r > self.max_running:
+            self.max_running = r
+        return self.step_end_ns
+
+    def end_step(self, now_ns: int) -> None:
+        """The step in flight ends at ``now_ns``: tokens come out, requests finish, blocks return."""
+        plan = self.plan
+        if plan is None:
+            raise CalcError("end_step called with no step in flight", "step")
+        self._account(now_ns)
+        self.sched.commit(plan, now_ns)
+        self.busy_ns += now_ns - self.step_start_ns
+        self.steps += 1
+        self.plan = None
+        self.step_end_ns = None

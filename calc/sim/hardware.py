@@ -1,0 +1,94 @@
+"""What a scenario's model and GPUs give the simulator: KV blocks, step prices, FLOPs, dollars.
+
+The simulator computes no hardware figure of its own. The KV cache comes from
+:func:`calc.memory.kv_capacity` (vLLM's sizing: utilization x memory, less
+weights, workspace and overhead, in blocks), each engine step's time from
+:func:`calc.roofline.step_coefficients` (the roofline calibrated on the
+TensorRT-LLM row of published.md), FLOPs from the same coefficients, and the
+price from the GPU catalog's dated listing unless the scenario gives one (no
+price: cost is reported as null, never a made-up figure).
+
+>>> from calc.sim.scenario import Scenario
+>>> hw = replica_hardware(Scenario())
+>>> hw.kv_cache_blocks, hw.kv_cache_tokens, hw.gpus, hw.price_usd_per_gpu_hour
+(24965, 399440, 4, 3.78)
+>>> round(hw.step_time_s(new_tokens=64, kv_tokens_read=80000, attention_token_pairs=80064) * 1000, 2)
+18.38
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from calc import memory, roofline
+from calc.catalog import get_gpu, get_model
+from calc.errors import CalcError
+
+__all__ = ["ReplicaHardware", "replica_hardware"]
+
+
+@dataclass(frozen=True)
+class ReplicaHardware:
+    """The figures one replica of a scenario runs on.
+
+    ``step_time_s`` is the roofline's bound method; ``flops(new_tokens,
+    attention_token_pairs)`` FLOPs per GPU; ``peak_flops_per_s`` one GPU's dense
+    peak in the compute dtype of the weights.
+    """
+
+    model_name: str
+    gpu_name: str
+    gpus: int
+    kv_cache_blocks: int
+    kv_cache_tokens: int
+    kv_bytes_per_token_per_gpu: int
+    weights_bytes_per_gpu: float
+    coefficients: object
+    peak_flops_per_s: float
+    price_usd_per_gpu_hour: float | None
+    price_source: str | None
+
+    def step_time_s(self, *, new_tokens: int, kv_tokens_read: int, attention_token_pairs: int) -> float:
+        """One engine step in seconds: :meth:`calc.roofline.StepCoefficients.step_time_s`."""
+        return self.coefficients.step_time_s(new_tokens=new_tokens, kv_tokens_read=kv_tokens_read,
+                                             attention_token_pairs=attention_token_pairs)
+
+    def flops(self, new_tokens: int, attention_token_pairs: int) -> float:
+        """FLOPs per GPU for that many new tokens and attention pairs (:meth:`calc.roofline.StepCoefficients.flops`)."""
+        return self.coefficients.flops(new_tokens=new_tokens, attention_token_pairs=attention_token_pairs)
+
+
+def replica_hardware(scenario) -> ReplicaHardware:
+    """Resolve ``scenario``'s model, GPU, precision and memory settings into :class:`ReplicaHardware`.
+
+    ``kv_cache_tokens`` in the scenario overrides the computed capacity (whole
+    blocks). Sources: :func:`calc.memory.kv_capacity`,
+    :func:`calc.roofline.step_coefficients`, the GPU catalog's price.
+    """
+    model = get_model(scenario.model)
+    gpu = get_gpu(scenario.gpu)
+    coef = roofline.step_coefficients(model, gpu, tp=scenario.tp, weights=scenario.weights,
+                                      kv_dtype=scenario.kv_dtype)
+    per_token_gpu = memory.kv_bytes_per_token_per_gpu(model, scenario.tp, scenario.kv_dtype)
+    weights_gpu = memory.weights_bytes_per_gpu(model, scenario.tp, scenario.weights)
+    if scenario.kv_cache_tokens is not None:
+        blocks = scenario.kv_cache_tokens // scenario.block_size
+        if blocks < 1:
+            raise CalcError(f"kv_cache_tokens must hold at least one block of {scenario.block_size} tokens; got "
+                            f"{scenario.kv_cache_tokens}", "kv_cache_tokens")
+    else:
+        cap = memory.kv_capacity(model, gpu, tp=scenario.tp, weights=scenario.weights, kv_dtype=scenario.kv_dtype,
+                                 gpu_memory_utilization=scenario.gpu_memory_utilization,
+                                 block_size=scenario.block_size, memory_basis=scenario.memory_basis)
+        blocks = cap.kv_cache_blocks
+    if scenario.gpu_price_usd_per_hour is not None:
+        price, source = scenario.gpu_price_usd_per_hour, "given in the scenario"
+    elif gpu.price_usd_per_hour is not None:
+        price, source = gpu.price_usd_per_hour, gpu.price_source
+    else:
+        price, source = None, None
+    return ReplicaHardware(
+        model_name=model.name, gpu_name=gpu.name, gpus=scenario.tp, kv_cache_blocks=blocks,
+        kv_cache_tokens=blocks * scenario.block_size, kv_bytes_per_token_per_gpu=per_token_gpu,
+        weights_bytes_per_gpu=weights_gpu, coefficients=coef, peak_flops_per_s=coef.linear_flops_per_s,
+        price_usd_per_gpu_hour=price, price_source=source)

@@ -1,0 +1,234 @@
+"""What a serving dashboard shows, measured on the simulated replica.
+
+Latency: time to first token (TTFT, arrival to the first answer token),
+inter-token latency (ITL, the gap between consecutive answer tokens of one
+request) and end-to-end latency (arrival to the last token), each as p50, p90
+and p99 by the exact nearest-rank rule. ITL is kept as (gap, weight) pairs,
+one per group of tokens that came out together, never one object per token;
+weights are in the scheduler's integer ticks (``TICKS`` per token).
+Over time: queue depth, running batch, KV cache use, output tokens/s and
+GPU-Util as a server reports it, sampled every ``interval`` of simulated
+time into a series of bounded length (when it would grow past ``max_points``
+every other point is dropped and the interval doubles; rates come from
+cumulative counters, so they stay exact over the wider windows).
+Sources: metric definitions as vLLM's ``benchmark_serving`` reports them
+(TTFT, ITL, E2E); nearest-rank percentile (e.g. NIST/SEMATECH e-Handbook,
+"Percentiles", the ``ceil(p/100 * N)``-th smallest value).
+
+>>> nearest_rank([5, 1, 4, 2, 3], 50)
+3
+>>> weighted_nearest_rank([(10, 1), (20, 8), (90, 1)], 99)
+90
+"""
+
+from __future__ import annotations
+
+import math
+
+from calc.errors import CalcError, check_range
+from calc.units import NS_PER_S, round_sig
+
+__all__ = ["PERCENTILES", "nearest_rank", "weighted_nearest_rank", "latency_stats", "LatencySink", "TimeSeries"]
+
+PERCENTILES = (50, 90, 99)
+
+
+def _check_q(q) -> float:
+    return check_range("percentile", q, 0.0, 100.0)
+
+
+def nearest_rank(values, q: float):
+    """The ``q``-th percentile of ``values`` by nearest rank: the ``ceil(q/100 N)``-th smallest (the smallest at 0).
+
+    Source: nearest-rank definition (NIST/SEMATECH e-Handbook of Statistical Methods, "Percentiles").
+
+    >>> nearest_rank([15, 20, 35, 40, 50], 30), nearest_rank([15, 20, 35, 40, 50], 100)
+    (20, 50)
+    """
+    q = _check_q(q)
+    ordered = sorted(values)
+    if not ordered:
+        raise CalcError("percentile of no values: there is nothing to rank", "values")
+    rank = max(1, math.ceil(q / 100.0 * len(ordered)))
+    return ordered[rank - 1]
+
+
+def weighted_nearest_rank(pairs, q: float):
+    """Nearest-rank percentile of ``(value, weight)`` pairs with integer weights.
+
+    The smallest value whose cumulative weight reaches ``q`` percent of the
+    total: the same answer as :func:`nearest_rank` on the list with each value
+    repeated ``weight`` times, without building it. Source: as :func:`nearest_rank`.
+
+    >>> weighted_nearest_rank([(3, 2), (1, 1), (2, 1)], 50)
+    2
+    >>> nearest_rank([1, 2, 3, 3], 50)
+    2
+    """
+    q = _check_q(q)
+    ordered = sorted(pairs)
+    total = 0
+    for _, w in ordered:
+        total += w
+    if total <= 0:
+        raise CalcError("percentile of no values: the weights add up to 0", "values")
+    target = max(1, math.ceil(q * total / 100))  # rank in units of weight
+    cum = 0
+    for value, w in ordered:
+        cum += w
+        if cum >= target:
+            return value
+    return ordered[-1][0]
+
+
+def latency_stats(values_ns, prefix: str) -> dict:
+    """``{prefix_mean_s, prefix_p50_s, prefix_p90_s, prefix_p99_s}`` from integer nanoseconds (None when empty).
+
+    >>> latency_stats([1_000_000, 3_000_000], "ttft")
+    {'ttft_mean_s': 0.002, 'ttft_p50_s': 0.001, 'ttft_p90_s': 0.003, 'ttft_p99_s': 0.003}
+    """
+    out = {}
+    if not values_ns:
+        out[f"{prefix}_mean_s"] = None
+        for q in PERCENTILES:
+            out[f"{prefix}_p{q}_s"] = None
+        return out
+    ordered = sorted(values_ns)
+    n = len(ordered)
+    out[f"{prefix}_mean_s"] = round_sig(sum(ordered) / n / NS_PER_S)  # a sum of ints is exact
+    for q in PERCENTILES:
+        out[f"{prefix}_p{q}_s"] = round_sig(ordered[max(1, math.ceil(q / 100 * n)) - 1] / NS_PER_S)
+    return out
+
+
+class LatencySink:
+    """Collects per-request latencies and ITL from a scheduler (the sink protocol of :mod:`calc.sim.scheduler`).
+
+    ``ticks`` is the weight of one token in ITL pairs. Per request class it
+    keeps TTFT and end-to-end lists too (pools and incidents are per class).
+
+    >>> from calc.sim.workload import Request
+    >>> sink = LatencySink(ticks=1)
+    >>> r = Request(0, 1_000, 10, 3)
+    >>> sink.first_token(r, 5_000); sink.itl(2_000, 2); sink.finish(r, 9_000)
+    >>> sink.ttft_ns, sink.e2e_ns, sink.itl_stats()["itl_p50_s"]
+    ([4000], [8000], 2e-06)
+    """
+
+    def __init__(self, ticks: int):
+        self.ticks = ticks
+        self.ttft_ns: list[int] = []
+        self.e2e_ns: list[int] = []
+        self.ttft_by_class: dict[int, list[int]] = {}
+        self.e2e_by_class: dict[int, list[int]] = {}
+        self.itl_weights: dict[int, int] = {}  # gap in ns -> weight in ticks
+        self.preemptions = 0
+        self.last_finish_ns = 0
+
+    def first_token(self, req, now_ns):
+        """A request's first answer token came out at ``now_ns``."""
+        value = now_ns - req.arrival_ns
+        self.ttft_ns.append(value)
+        lst = self.ttft_by_class.get(req.class_index)
+        if lst is None:
+            self.ttft_by_class[req.class_index] = [value]
+        else:
+            lst.append(value)
+
+    def finish(self, req, now_ns):
+        """A request's last token came out at ``now_ns``."""
+        value = now_ns - req.arrival_ns
+        self.e2e_ns.append(value)
+        lst = self.e2e_by_class.get(req.class_index)
+        if lst is None:
+            self.e2e_by_class[req.class_index] = [value]
+        else:
+            lst.append(value)
+        if now_ns > self.last_finish_ns:
+            self.last_finish_ns = now_ns
+
+    def itl(self, value_ns, weight_ticks):
+        """Tokens worth ``weight_ticks`` came out ``value_ns`` after their sequences' previous token."""
+        w = self.itl_weights
+        w[value_ns] = w.get(value_ns, 0) + weight_ticks
+
+    def preempted(self, req):
+        """A running request lost its KV blocks (to be recomputed)."""
+        self.preemptions += 1
+
+    def itl_stats(self) -> dict:
+        """ITL mean and p50/p90/p99 in seconds, weighted per token (None before any second token)."""
+        pairs = list(self.itl_weights.items())
+        out = {}
+        if not pairs:
+            out["itl_mean_s"] = None
+            for q in PERCENTILES:
+                out[f"itl_p{q}_s"] = None
+            return out
+        total = sum(w for _, w in pairs)
+        out["itl_mean_s"] = round_sig(sum(v * w for v, w in pairs) / total / NS_PER_S)
+        for q in PERCENTILES:
+            out[f"itl_p{q}_s"] = round_sig(weighted_nearest_rank(pairs, q) / NS_PER_S)
+        return out
+
+
+class TimeSeries:
+    """Samples of a replica's state every ``interval_ns`` of simulated time, at most ``max_points`` kept.
+
+    ``sample(t_ns, state)`` is called for each boundary ``t`` in order with
+    ``state`` a tuple ``(queue_depth, running, kv_used_blocks, emitted_tokens,
+    busy_ns, finished, preemptions)`` where the last four are cumulative.
+    ``to_dict(total_blocks)`` gives the chart columns; rates are differences of
+    the cumulative counters between kept points.
+
+    >>> ts = TimeSeries(interval_s=1.0, max_points=4)
+    >>> for i in range(1, 10): ts.advance_to(i * NS_PER_S, lambda t: (1, 1, 5, 100 * t // NS_PER_S, t // 2, 0, 0))
+    >>> ts.to_dict(total_blocks=10)["t_s"], ts.interval_ns // NS_PER_S
+    ([2.0, 4.0, 6.0, 8.0], 2)
+    >>> ts.to_dict(total_blocks=10)["output_tokens_per_s"], ts.to_dict(total_blocks=10)["gpu_util"]
+    ([100.0, 100.0, 100.0, 100.0], [0.5, 0.5, 0.5, 0.5])
+    """
+
+    FIELDS = ("t_s", "queue_depth", "running", "kv_use", "output_tokens_per_s", "gpu_util", "finished",
+              "preemptions")
+
+    def __init__(self, interval_s: float = 1.0, max_points: int = 600):
+        interval_s = check_range("sample_interval_s", interval_s, 0.001, 1e6)
+        self.max_points = check_range("max_points", max_points, 2, 1_000_000, integer=True)
+        self.interval_ns = round(interval_s * NS_PER_S)
+        self.next_ns = self.interval_ns
+        self.points: list[tuple] = []  # (t_ns, *state)
+
+    def advance_to(self, now_ns: int, state_at) -> None:
+        """Sample every boundary up to ``now_ns`` with ``state_at(t_ns)`` (the state before the event at ``now_ns``)."""
+        while self.next_ns <= now_ns:
+            self.sample(self.next_ns, state_at(self.next_ns))
+
+    def sample(self, t_ns: int, state: tuple) -> None:
+        """Record the state at boundary ``t_ns`` (must be the next boundary)."""
+        self.points.append((t_ns,) + tuple(state))
+        self.next_ns = t_ns + self.interval_ns
+        if len(self.points) > self.max_points:
+            # Keep the points on the doubled grid (multiples of the new interval).
+            self.interval_ns *= 2
+            step = self.interval_ns
+            self.points = [p for p in self.points if p[0] % step == 0]
+            last = self.points[-1][0] if self.points else 0
+            self.next_ns = last + step
+
+    def to_dict(self, total_blocks: int) -> dict:
+        """Columns for a chart: times in s, levels as sampled, rates over each window since the previous kept point."""
+        cols = {name: [] for name in self.FIELDS}
+        prev_t, prev_out, prev_busy = 0, 0, 0
+        for t_ns, queue, running, used, emitted, busy, finished, preempt in self.points:
+            dt = t_ns - prev_t
+            cols["t_s"].append(round_sig(t_ns / NS_PER_S))
+            cols["queue_depth"].append(queue)
+            cols["running"].append(running)
+            cols["kv_use"].append(round_sig(used / total_blocks, 4))
+            cols["output_tokens_per_s"].append(round_sig((emitted - prev_out) * NS_PER_S / dt) if dt else 0.0)
+            cols["gpu_util"].append(round_sig(min(1.0, (busy - prev_busy) / dt), 4) if dt else 0.0)
+            cols["finished"].append(finished)
+            cols["preemptions"].append(preempt)
+            prev_t, prev_out, prev_busy = t_ns, emitted, busy
+        return cols
