@@ -247,7 +247,8 @@ class StepCoefficients:
         ``attention_s = max(attention FLOPs / achieved FLOP/s, KV bytes / achieved
         bandwidth)``, ``time_s = gemm_s + attention_s + comm_s + overhead_s``.
         ``compute_s`` and ``memory_s`` are the two roofs summed over both kernels;
-        ``bound`` is ``"compute"`` when ``compute_s >= memory_s``. Source: the
+        ``bound`` is ``"compute"`` when the kernels held by their compute roof take
+        longer than those held by bandwidth. Source: the
         roofline model (Williams et al., CACM 2009) per kernel, with
         :class:`Efficiency` factors.
 
@@ -272,6 +273,9 @@ class StepCoefficients:
         overhead_s = eff.step_overhead_s
         compute_s = linear_compute + attention_compute
         memory_s = weights_s + kv_s
+        # Which roof binds: the time of the kernels held by their compute roof against those held by bandwidth.
+        compute_held = (gemm_s if linear_compute >= weights_s else 0.0) + (attention_s if attention_compute >= kv_s else 0.0)
+        memory_held = gemm_s + attention_s - compute_held
         return {
             "compute_s": compute_s,
             "memory_s": memory_s,
@@ -282,7 +286,7 @@ class StepCoefficients:
             "comm_s": comm_s,
             "overhead_s": overhead_s,
             "time_s": gemm_s + attention_s + comm_s + overhead_s,
-            "bound": "compute" if compute_s >= memory_s else "memory",
+            "bound": "compute" if compute_held > memory_held else "memory",
         }
 
     def comm_s(self, new_tokens: int) -> float:

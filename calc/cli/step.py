@@ -1,0 +1,217 @@
+"""``python -m calc step``: the roofline of one engine step (decode and prefill), TTFT, ITL and tokens/s.
+
+With ``--calibration`` it prints instead the fit of the efficiency factors: the
+TensorRT-LLM row they were fitted on (Llama 3.1 8B FP8, one H100) and the
+held-out published rows, predicted against published.
+
+>>> from calc.cli import main
+>>> main(["step", "--json"])  # doctest: +ELLIPSIS
+{
+...
+  "decode": {
+...
+    "bound": "memory",
+...
+0
+"""
+
+from __future__ import annotations
+
+import argparse
+
+from calc.catalog import GPUS, get_gpu, get_model
+from calc.cli.model import add_model_argument
+from calc.cli.table import format_table
+from calc.memory import KV_DTYPES, WEIGHT_FORMATS
+from calc.roofline import (
+    CALIBRATED, CALIBRATION_SETUP, calibration_report, decode_step, prefill_chunk, ridge_point_flops_per_byte,
+    step_coefficients, ttft_s,
+)
+from calc.units import format_bytes, format_number, round_sig
+
+HELP = "roofline of a decode step and a prefill chunk: FLOPs, bytes, intensity, ridge point, TTFT, ITL, tokens/s"
+
+
+def json_ready(value):
+    """Round every float in ``value`` (dicts, lists, tuples) to 6 significant digits for JSON.
+
+    >>> json_ready({"a": 0.1 + 0.2, "b": [1.23456789, 2]})
+    {'a': 0.3, 'b': [1.23457, 2]}
+    """
+    if isinstance(value, float):
+        return round_sig(value)
+    if isinstance(value, dict):
+        return {k: json_ready(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [json_ready(v) for v in value]
+    return value
+
+
+def add_replica_arguments(parser: argparse.ArgumentParser, *, model: str = "llama-3.1-70b", gpu: str = "h100-sxm-80gb",
+                          tp: int = 4, weights: str = "bf16") -> None:
+    """Add ``--model --gpu --tp --weights --kv-dtype`` (the lesson's replica by default).
+
+    >>> p = argparse.ArgumentParser(); add_replica_arguments(p); a = p.parse_args([])
+    >>> a.model, a.gpu, a.tp, a.weights, a.kv_dtype
+    ('llama-3.1-70b', 'h100-sxm-80gb', 4, 'bf16', 'bf16')
+    """
+    add_model_argument(parser, default=model)
+    parser.add_argument("--gpu", default=gpu, metavar="KEY", help=f"GPU key ({', '.join(sorted(GPUS))}; default {gpu})")
+    parser.add_argument("--tp", type=int, default=tp, help=f"tensor-parallel GPUs per replica (default {tp})")
+    parser.add_argument("--weights", default=weights, choices=WEIGHT_FORMATS, help=f"weight format (default {weights})")
+    parser.add_argument("--kv-dtype", default="bf16", choices=KV_DTYPES, help="KV cache precision (default bf16)")
+
+
+def coefficients_from(args):
+    """The :class:`calc.roofline.StepCoefficients` of the replica named by the parsed arguments.
+
+    >>> p = argparse.ArgumentParser(); add_replica_arguments(p)
+    >>> coefficients_from(p.parse_args([])).tp
+    4
+    """
+    return step_coefficients(get_model(args.model), get_gpu(args.gpu), tp=args.tp, weights=args.weights,
+                             kv_dtype=args.kv_dtype)
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """Options of ``step``.
+
+    >>> p = argparse.ArgumentParser(); add_arguments(p); a = p.parse_args([])
+    >>> a.batch, a.context_tokens, a.prompt_tokens, a.calibration
+    (1, 1152, 1024, False)
+    """
+    add_replica_arguments(parser)
+    parser.add_argument("--batch", type=int, default=1, help="sequences in the decode step (default 1)")
+    parser.add_argument("--context-tokens", type=int, default=1152,
+                        help="context of each decoding sequence (default 1152: a 1,024-token prompt half-way "
+                             "through a 256-token answer)")
+    parser.add_argument("--prompt-tokens", type=int, default=1024, help="prompt prefilled for TTFT (default 1024)")
+    parser.add_argument("--chunk-tokens", type=int, default=None,
+                        help="prefill chunk size (default: the whole prompt in one step)")
+    parser.add_argument("--calibration", action="store_true",
+                        help="show the efficiency fit: the calibration row and the validation rows")
+
+
+def _work(d: dict) -> dict:
+    keys = ("flops", "bytes", "intensity_flops_per_byte", "ridge_flops_per_byte", "bound", "compute_s", "memory_s",
+            "weights_s", "kv_s", "gemm_s", "attention_s", "comm_s", "overhead_s", "time_s")
+    return {k: d[k] for k in keys}
+
+
+def run(args) -> dict:
+    """The step's roofline as JSON-ready data (or the calibration report with ``--calibration``).
+
+    >>> p = argparse.ArgumentParser(); add_arguments(p)
+    >>> r = run(p.parse_args(["--batch", "64"]))
+    >>> r["decode"]["bound"], round(r["decode_tokens_per_s"])
+    ('memory', 3520)
+    """
+    efficiency = {"compute": CALIBRATED.compute, "memory": CALIBRATED.memory,
+                  "step_overhead_s": CALIBRATED.step_overhead_s, "source": CALIBRATED.source}
+    if args.calibration:
+        return json_ready({
+            "mode": "calibration",
+            "efficiency": efficiency,
+            "setup": CALIBRATION_SETUP,
+            "calibration": calibration_report(),
+            "validation": calibration_report(validation=True),
+        })
+    coef = coefficients_from(args)
+    gpu = get_gpu(args.gpu)
+    decode = decode_step(coef, batch=args.batch, context_tokens=args.context_tokens)
+    chunk = args.chunk_tokens or args.prompt_tokens
+    prefill = prefill_chunk(coef, chunk_tokens=min(chunk, args.prompt_tokens))
+    ttft = ttft_s(coef, prompt_tokens=args.prompt_tokens, chunk_tokens=args.chunk_tokens)
+    return json_ready({
+        "mode": "step",
+        "model": coef.model_key,
+        "gpu": coef.gpu_key,
+        "tp": coef.tp,
+        "weights": coef.weights,
+        "kv_dtype": coef.kv_dtype,
+        "compute_dtype": coef.compute_dtype,
+        "efficiency": efficiency,
+        "ridge_flops_per_byte": {d: ridge_point_flops_per_byte(gpu, d) for d in sorted(gpu.flops_per_s)},
+        "batch": args.batch,
+        "context_tokens": args.context_tokens,
+        "prompt_tokens": args.prompt_tokens,
+        "decode": _work(decode),
+        "prefill": {"chunk_tokens": prefill["chunk_tokens"], **_work(prefill)},
+        "ttft_s": ttft,
+        "itl_s": decode["time_s"],
+        "decode_tokens_per_s": args.batch / decode["time_s"],
+    })
+
+
+def flops_text(flops: float) -> str:
+    """FLOPs with a decimal prefix, for tables.
+
+    >>> flops_text(35.5e9), flops_text(3.59e13), flops_text(512)
+    ('35.5 GFLOP', '35.9 TFLOP', '512 FLOP')
+    """
+    for size, name in ((1e15, "PFLOP"), (1e12, "TFLOP"), (1e9, "GFLOP"), (1e6, "MFLOP")):
+        if abs(flops) >= size:
+            return f"{format_number(flops / size)} {name}"
+    return f"{format_number(flops)} FLOP"
+
+
+def _ms(seconds: float) -> str:
+    return f"{format_number(seconds * 1000)} ms"
+
+
+def _render_calibration(result: dict) -> str:
+    eff = result["efficiency"]
+    head = (f"Efficiency factors: compute {eff['compute']}, memory {eff['memory']}, step overhead "
+            f"{_ms(eff['step_overhead_s'])}\n{eff['source']}")
+    rows = []
+    for kind in ("calibration", "validation"):
+        for r in result[kind]:
+            rows.append((kind, r["gpu"], f"{r['input_tokens']}/{r['output_tokens']}", format_number(r["batch"]),
+                         r["bound"], format_number(r["published_tokens_per_s"]),
+                         format_number(round(r["predicted_tokens_per_s"])), f"{r['ratio']:.2f}"))
+    table = format_table(rows, headers=("row", "gpu", "ISL/OSL", "batch", "bound", "published tok/s",
+                                        "predicted tok/s", "ratio"))
+    return f"{head}\n\n{table}"
+
+
+def render(result: dict) -> str:
+    """The step as a table.
+
+    >>> p = argparse.ArgumentParser(); add_arguments(p)
+    >>> print(render(run(p.parse_args([]))))  # doctest: +ELLIPSIS
+    Llama 3.1 70B on 4 x h100-sxm-80gb (bf16 weights, bf16 KV, computing in bf16)
+    ...
+    ITL (decode step)  ...
+    """
+    if result["mode"] == "calibration":
+        return _render_calibration(result)
+    d, p = result["decode"], result["prefill"]
+    model = get_model(result["model"])
+    head = (f"{model.name} on {result['tp']} x {result['gpu']} ({result['weights']} weights, {result['kv_dtype']} KV, "
+            f"computing in {result['compute_dtype']})")
+    rows = [
+        ("FLOPs per GPU", flops_text(d["flops"]), flops_text(p["flops"])),
+        ("HBM bytes per GPU", format_bytes(d["bytes"]), format_bytes(p["bytes"])),
+        ("intensity (FLOP/B)", format_number(d["intensity_flops_per_byte"]), format_number(p["intensity_flops_per_byte"])),
+        ("ridge point (FLOP/B)", format_number(d["ridge_flops_per_byte"]), format_number(p["ridge_flops_per_byte"])),
+        ("bound", d["bound"], p["bound"]),
+        ("matmuls", _ms(d["gemm_s"]), _ms(p["gemm_s"])),
+        ("  weights read", _ms(d["weights_s"]), _ms(p["weights_s"])),
+        ("attention", _ms(d["attention_s"]), _ms(p["attention_s"])),
+        ("  KV read", _ms(d["kv_s"]), _ms(p["kv_s"])),
+        ("TP all-reduce", _ms(d["comm_s"]), _ms(p["comm_s"])),
+        ("step overhead", _ms(d["overhead_s"]), _ms(p["overhead_s"])),
+        ("step time", _ms(d["time_s"]), _ms(p["time_s"])),
+    ]
+    table = format_table(rows, headers=(
+        "per step", f"decode: batch {format_number(result['batch'])} x {format_number(result['context_tokens'])} ctx",
+        f"prefill: {format_number(p['chunk_tokens'])} tokens"))
+    summary = format_table([
+        ("TTFT (idle replica)", _ms(result["ttft_s"])),
+        ("ITL (decode step)", _ms(result["itl_s"])),
+        ("decode tokens/s", format_number(round(result["decode_tokens_per_s"]))),
+    ])
+    eff = result["efficiency"]
+    note = (f"efficiency: compute {eff['compute']}, memory {eff['memory']}, overhead {_ms(eff['step_overhead_s'])} "
+            f"(fitted on the TensorRT-LLM Llama 3.1 8B FP8 H100 row only; see --calibration)")
+    return f"{head}\n{table}\n\n{summary}\n{note}"
