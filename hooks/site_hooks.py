@@ -22,12 +22,19 @@ for path in (PROJECT_DIR, HOOKS_DIR):
 # `mkdocs serve` runs this file again on every rebuild: drop the modules it imported last time, so that an
 # edit to calc or to a hook shows up without restarting the server.
 for _name in list(sys.modules):
-    if _name == "calc" or _name.startswith("calc.") or _name in ("blocks", "facts", "vendor", "widget_html"):
+    if _name == "calc" or _name.startswith("calc.") or _name in ("blocks", "facts", "vendor", "widget_html", "security"):
         del sys.modules[_name]
 
 import blocks  # noqa: E402
 import facts  # noqa: E402
+import security  # noqa: E402
 import vendor  # noqa: E402
+
+COMMAND_VARIABLE = "CALC_MKDOCS_COMMAND"  # survives `mkdocs serve` re-running this file, unlike a global
+
+
+def on_startup(command, dirty=False, **kwargs):
+    os.environ[COMMAND_VARIABLE] = command
 
 
 def on_config(config, **kwargs):
@@ -42,3 +49,6 @@ def on_page_markdown(markdown, page, config, files, **kwargs):
 
 def on_post_build(config, **kwargs):
     vendor.vendor_runtime(PROJECT_DIR, config.site_dir, config.site_url or "")
+    if os.environ.get(COMMAND_VARIABLE) != "serve":  # serve injects a live-reload script into every response
+        security.protect_site(config.site_dir)
+    vendor.write_precache_list(config.site_dir)

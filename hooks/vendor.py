@@ -92,3 +92,30 @@ def vendor_runtime(project_dir: str, site_dir: str, site_url: str = "") -> dict:
     with open(os.path.join(runtime_dir, "manifest.json"), "w", encoding="utf-8") as handle:
         json.dump(manifest, handle, indent=2, sort_keys=True)
     return manifest
+
+
+PRECACHE_SKIP = (".map", ".gz")
+
+
+def write_precache_list(site_dir: str) -> dict:
+    """What the service worker caches on install: every file of the site but source maps, with a version.
+
+    The version is a hash of the files' contents, so any rebuild that changes a byte
+    gives a new cache and the old one is dropped.
+    """
+    entries = []
+    for folder, dirs, files in os.walk(site_dir):
+        dirs.sort()
+        for name in sorted(files):
+            path = os.path.join(folder, name)
+            relative = os.path.relpath(path, site_dir).replace(os.sep, "/")
+            if name.endswith(PRECACHE_SKIP) or relative in ("sw.js", "assets/runtime/precache.json"):
+                continue
+            with open(path, "rb") as handle:
+                entries.append((relative, hashlib.sha256(handle.read()).hexdigest()))
+    version = hashlib.sha256("\n".join(f"{p} {h}" for p, h in entries).encode()).hexdigest()[:16]
+    urls = [relative.removesuffix("index.html") for relative, _ in entries]
+    listing = {"version": version, "urls": urls}
+    with open(os.path.join(site_dir, "assets", "runtime", "precache.json"), "w", encoding="utf-8") as handle:
+        json.dump(listing, handle, indent=0)
+    return listing

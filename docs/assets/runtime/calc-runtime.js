@@ -213,7 +213,7 @@
     loadStyle("vendor/katex/katex.min.css");
     loadScript("vendor/katex/katex.min.js").then(function () {
       nodes.forEach(function (node) {
-        var text = node.textContent.trim();
+        var text = node.textContent.replace(/\u00a0/g, " ").trim();
         var display = node.tagName === "DIV";
         var tex = text.replace(/^\\\[|\\\]$/g, "").replace(/^\\\(|\\\)$/g, "");
         try {
@@ -428,6 +428,13 @@
     });
     if (widgets.length && !runtime.worker && runtime.state !== "error") startWorker();
     setState(runtime.state, runtime.detail); // Material may have swapped the page: mark it again
+  }
+
+  // Offline after the first visit: the service worker at the site's root caches pages and the runtime.
+  if ("serviceWorker" in navigator && /^https?:$/.test(location.protocol)) {
+    navigator.serviceWorker.register(new URL("../sw.js", ASSETS).href).catch(function (error) {
+      console.warn("[calc] offline cache unavailable:", error && error.message);
+    });
   }
 
   runtime.mountAll = mountAll;
