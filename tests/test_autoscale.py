@@ -1,0 +1,61 @@
+"""Autoscaling: scale-up delay, warm headroom, and bad input."""
+
+import math
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from calc.autoscale import load_after_s, replicas_needed, scale_up_delay_s, warm_headroom
+from calc.errors import CalcError
+from calc.memory import weight_bytes
+from calc.catalog import get_model
+
+
+def test_delay_is_pod_start_plus_weights_over_bandwidth():
+    weights = weight_bytes(get_model("llama-3.1-70b")).total_bytes  # 141 GB in bf16
+    assert math.isclose(scale_up_delay_s(pod_start_s=60, weights_bytes=weights, load_bytes_per_s=2e9),
+                        60 + weights / 2e9)
+    assert round(weights / 1e9) == 141
+
+
+def test_headroom_covers_growth_over_the_delay():
+    r = warm_headroom(load_rps=40, growth_per_min=0.10, delay_s=300, replica_capacity_rps=2.5)
+    assert math.isclose(r["load_at_end_rps"], 40 * 1.1 ** 5)
+    assert (r["replicas_now"], r["replicas_at_end"], r["headroom_replicas"]) == (16, 26, 10)
+
+
+def test_no_growth_needs_no_headroom():
+    r = warm_headroom(load_rps=10, growth_per_min=0, delay_s=600, replica_capacity_rps=2)
+    assert r["headroom_replicas"] == 0 and r["headroom_fraction"] == 0
+
+
+@given(load=st.floats(0.01, 1e4), g=st.floats(0, 1), d=st.floats(0, 3600), extra=st.floats(0, 3600),
+       cap=st.floats(0.01, 100))
+def test_longer_delays_need_at_least_as_much_headroom(load, g, d, extra, cap):
+    a = warm_headroom(load_rps=load, growth_per_min=g, delay_s=d, replica_capacity_rps=cap)
+    b = warm_headroom(load_rps=load, growth_per_min=g, delay_s=d + extra, replica_capacity_rps=cap)
+    assert b["headroom_replicas"] >= a["headroom_replicas"] >= 0
+    assert a["replicas_now"] >= 1
+
+
+def test_replicas_needed_rounds_up_exactly():
+    assert replicas_needed(10, 2) == 5
+    assert replicas_needed(10.01, 2) == 6
+    assert load_after_s(10, 0.05, 0) == 10
+
+
+@pytest.mark.parametrize("call, field", [
+    (lambda: scale_up_delay_s(pod_start_s=-1, weights_bytes=1e9, load_bytes_per_s=1e9), "pod_start_s"),
+    (lambda: scale_up_delay_s(pod_start_s=1, weights_bytes=0, load_bytes_per_s=1e9), "weights_bytes"),
+    (lambda: scale_up_delay_s(pod_start_s=1, weights_bytes=1e9, load_bytes_per_s=0), "load_bytes_per_s"),
+    (lambda: warm_headroom(load_rps=-1, growth_per_min=0.1, delay_s=10, replica_capacity_rps=1), "load_rps"),
+    (lambda: warm_headroom(load_rps=1, growth_per_min=-0.1, delay_s=10, replica_capacity_rps=1), "growth_per_min"),
+    (lambda: warm_headroom(load_rps=1, growth_per_min=0.1, delay_s=float("inf"), replica_capacity_rps=1), "delay_s"),
+    (lambda: replicas_needed(1, 0), "replica_capacity_rps"),
+    (lambda: replicas_needed(1, 1, target_utilization=0), "target_utilization"),
+])
+def test_bad_input_names_the_field(call, field):
+    with pytest.raises(CalcError) as err:
+        call()
+    assert err.value.field == field

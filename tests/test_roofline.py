@@ -1,0 +1,212 @@
+"""Roofline: the calibration row within 25%, held-out validation, monotone step times, FLOP/byte counts, bad input."""
+
+import math
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from calc.catalog import MODELS, get_gpu, get_model
+from calc.errors import CalcError
+from calc.memory import kv_bytes_per_token_per_gpu, weight_bytes
+from calc.roofline import (
+    CALIBRATED, CALIBRATION_ROW, CALIBRATION_SETUP, VALIDATION_ROWS, Efficiency, arithmetic_intensity, calibrate,
+    calibration_report, compute_dtype, decode_step, itl_s, max_throughput, prefill_attention_pairs, prefill_chunk,
+    ridge_point_flops_per_byte, steady_state_step, step_coefficients, ttft_s,
+)
+
+H100 = get_gpu("h100-sxm-80gb")
+C70 = step_coefficients("llama-3.1-70b", H100, tp=4)
+C8 = step_coefficients("llama-3.1-8b", H100)
+MIXTRAL = step_coefficients("mixtral-8x7b", H100, tp=2)
+
+
+# ---- calibration: fitted on the TensorRT-LLM row only, reproduced within 25% -------------
+
+def test_calibration_row_is_the_published_one():
+    assert CALIBRATION_ROW == ((128, 128, 28_312), (1000, 1000, 15_220), (2048, 2048, 9_305), (20000, 2000, 1_351))
+    assert (CALIBRATION_SETUP["model"], CALIBRATION_SETUP["gpu"], CALIBRATION_SETUP["weights"]) == (
+        "llama-3.1-8b", "h100-sxm-80gb", "fp8")
+    assert "TensorRT-LLM" in CALIBRATED.source and "only" in CALIBRATED.source
+
+
+def test_calibration_row_reproduced_within_25_percent():
+    report = calibration_report()
+    assert [(r["input_tokens"], r["output_tokens"]) for r in report] == [(i, o) for i, o, _ in CALIBRATION_ROW]
+    for r in report:
+        assert 0.75 <= r["ratio"] <= 1.25, r
+    # In fact the fit is much closer than the bound asks.
+    assert max(abs(math.log(r["ratio"])) for r in report) < 0.06
+
+
+def test_the_fit_reproduces_the_stored_constants():
+    fit = calibrate()
+    e = fit["efficiency"]
+    assert (e.compute, e.memory, e.step_overhead_s) == (CALIBRATED.compute, CALIBRATED.memory, CALIBRATED.step_overhead_s)
+    assert fit["loss"] < 0.01
+
+
+def test_held_out_rows_validate_without_fitting():
+    report = calibration_report(validation=True)
+    assert len(report) == len(VALIDATION_ROWS)
+    assert {r["gpu"] for r in report} == {"h100-sxm-80gb", "h200"}
+    for r in report:
+        assert 0.8 <= r["ratio"] <= 1.2, r
+
+
+def test_calibration_batches_follow_kv_room_and_the_running_cap():
+    by_shape = {(r["input_tokens"], r["output_tokens"]): r for r in calibration_report()}
+    assert by_shape[(128, 128)]["batch"] == 4096  # trtllm-bench's cap binds: 1.06M tokens / 256 > 4,096
+    assert by_shape[(20000, 2000)]["batch"] == 1_064_480 // 22_000
+    assert by_shape[(128, 128)]["bound"] == "compute" and by_shape[(2048, 2048)]["bound"] == "memory"
+
+
+# ---- FLOPs, bytes, intensity, ridge ---------------------------------------------------
+
+def test_flops_per_token_is_two_per_active_parameter_with_the_head():
+    m = MODELS["llama-3.1-8b"]
+    other = m.other_params()
+    expected = 2 * (m.total_params - other["embed_tokens"] - other["norms"])
+    assert C8.flops(new_tokens=1, attention_token_pairs=0) == expected
+    assert C8.attention_flops_per_pair == 4 * 32 * 32 * 128
+
+
+def test_moe_uses_active_params_for_flops_and_touched_experts_for_bytes():
+    mixtral = MODELS["mixtral-8x7b"]
+    per_token = MIXTRAL.linear_flops_per_token * 2  # back to the whole replica
+    head = mixtral.vocab_size * mixtral.hidden_size
+    active_linear = mixtral.active_params - mixtral.other_params()["embed_tokens"] - head - mixtral.other_params()["norms"] - mixtral.other_params()["router"]
+    assert math.isclose(per_token, 2 * (active_linear + head), rel_tol=1e-9)
+    one, many = MIXTRAL.weight_bytes_read(1), MIXTRAL.weight_bytes_read(4096)
+    total = (weight_bytes(mixtral, "bf16").total_bytes - 2 * mixtral.other_params()["embed_tokens"]) / 2
+    assert one < 0.35 * total  # 2 of 8 experts plus attention
+    assert math.isclose(many, total, rel_tol=1e-6)  # every expert touched
+
+
+def test_ridge_points():
+    assert round(ridge_point_flops_per_byte("h100-sxm-80gb", "bf16")) == 295
+    assert round(ridge_point_flops_per_byte("h100-sxm-80gb", "fp8")) == 591
+    assert round(ridge_point_flops_per_byte("a100-80gb", "bf16")) == 153
+
+
+def test_decode_is_memory_bound_and_prefill_compute_bound():
+    d = decode_step(C70, batch=1, context_tokens=1152)
+    p = prefill_chunk(C70, chunk_tokens=1024)
+    assert d["bound"] == "memory" and d["intensity_flops_per_byte"] < 2
+    assert p["bound"] == "compute" and p["intensity_flops_per_byte"] > d["ridge_flops_per_byte"]
+    assert arithmetic_intensity(d["flops"], d["bytes"]) == d["intensity_flops_per_byte"]
+
+
+def test_decode_step_of_the_lesson_replica_reads_its_35_gb():
+    d = decode_step(C70, batch=1, context_tokens=1152)
+    weights_read = d["bytes"] - (1152 + 1) * kv_bytes_per_token_per_gpu(get_model("llama-3.1-70b"), 4)
+    # 35.3 GB per GPU less the input embedding gathered row by row (2 x 128256 x 8192 / 4 bytes).
+    assert round(weights_read / 1e9, 2) == round((35.28e9 - 2 * 128256 * 8192 / 4) / 1e9, 2)
+
+
+def test_prefill_attention_pairs_are_quadratic():
+    assert prefill_attention_pairs(1000) == 1000 * 1001 // 2
+    assert prefill_attention_pairs(2000) > 3.9 * prefill_attention_pairs(1000)
+    assert prefill_attention_pairs(10, sliding_window=4) == 1 + 2 + 3 + 4 * 7
+    # chunking does not change the total
+    assert prefill_attention_pairs(600) == prefill_attention_pairs(300) + prefill_attention_pairs(600, start_tokens=300)
+
+
+def test_compute_dtype_follows_the_weights_and_the_gpu():
+    assert compute_dtype("fp8", H100) == "fp8"
+    assert compute_dtype("int4", H100) == "bf16"
+    assert compute_dtype("nf4", H100) == "bf16"
+    assert compute_dtype("fp8", get_gpu("a100-80gb")) == "bf16"  # no FP8 tensor cores: weight-only
+
+
+def test_fp8_nearly_halves_the_decode_step():
+    bf16 = itl_s(step_coefficients("llama-3.1-8b", H100), batch=1, context_tokens=1024)
+    fp8 = itl_s(step_coefficients("llama-3.1-8b", H100, weights="fp8"), batch=1, context_tokens=1024)
+    assert 1.7 < bf16 / fp8 < 2.0
+
+
+def test_ttft_grows_faster_than_the_prompt_and_chunking_costs_a_little():
+    short, long = ttft_s(C8, prompt_tokens=8192), ttft_s(C8, prompt_tokens=65536)
+    assert long > 8 * short
+    assert ttft_s(C8, prompt_tokens=65536, chunk_tokens=8192) >= long
+
+
+def test_tensor_parallel_adds_all_reduce_and_splits_the_work():
+    d = C70.breakdown(new_tokens=1, kv_tokens_read=1000, attention_token_pairs=1000)
+    assert d["comm_s"] > 0 and C8.comm_s(1) == 0
+    assert C70.allreduces_per_step == 160
+
+
+def test_max_throughput_reports_what_limits_the_batch():
+    c = step_coefficients("llama-3.1-8b", H100, weights="fp8", kv_dtype="fp8")
+    r = max_throughput(c, input_tokens=128, output_tokens=128, kv_capacity_tokens=1_000_000, max_running=256)
+    assert (r["batch"], r["limited_by"]) == (256, "max_running")
+    r = max_throughput(c, input_tokens=2000, output_tokens=2000, kv_capacity_tokens=400_000, max_running=256)
+    assert (r["batch"], r["limited_by"]) == (100, "kv_cache")
+
+
+# ---- properties ----------------------------------------------------------------------
+
+@settings(max_examples=200, deadline=None)
+@given(
+    model=st.sampled_from(sorted(MODELS)),
+    new=st.integers(0, 20_000), kv=st.integers(0, 5_000_000), pairs=st.integers(0, 50_000_000),
+    dn=st.integers(0, 5_000), dk=st.integers(0, 1_000_000), dp=st.integers(0, 10_000_000),
+)
+def test_step_time_never_falls_when_any_argument_grows(model, new, kv, pairs, dn, dk, dp):
+    gpu = "h200" if model in ("deepseek-v3", "llama-3.1-405b") else "h100-sxm-80gb"
+    tp = 8 if model in ("deepseek-v3", "llama-3.1-405b", "qwen2.5-72b", "llama-3.1-70b", "mixtral-8x7b") else 1
+    c = step_coefficients(model, gpu, tp=tp)
+    base = c.step_time_s(new_tokens=new, kv_tokens_read=kv, attention_token_pairs=pairs)
+    assert c.step_time_s(new_tokens=new + dn, kv_tokens_read=kv, attention_token_pairs=pairs) >= base
+    assert c.step_time_s(new_tokens=new, kv_tokens_read=kv + dk, attention_token_pairs=pairs) >= base
+    assert c.step_time_s(new_tokens=new, kv_tokens_read=kv, attention_token_pairs=pairs + dp) >= base
+    assert math.isfinite(base) and base >= 0
+
+
+@settings(max_examples=150, deadline=None)
+@given(batch=st.integers(1, 2048), context=st.integers(1, 200_000), db=st.integers(0, 512), dc=st.integers(0, 50_000))
+def test_decode_step_never_falls_as_batch_or_context_grows(batch, context, db, dc):
+    base = itl_s(C70, batch=batch, context_tokens=context)
+    assert itl_s(C70, batch=batch + db, context_tokens=context) >= base
+    assert itl_s(C70, batch=batch, context_tokens=context + dc) >= base
+
+
+@settings(max_examples=100, deadline=None)
+@given(batch=st.integers(1, 512), isl=st.integers(1, 20_000), osl=st.integers(1, 4_000))
+def test_steady_state_is_finite_and_positive(batch, isl, osl):
+    s = steady_state_step(C8, batch=batch, input_tokens=isl, output_tokens=osl)
+    assert s["time_s"] > 0 and math.isfinite(s["output_tokens_per_s"])
+
+
+# ---- bad input -----------------------------------------------------------------------
+
+@pytest.mark.parametrize("kwargs, field", [
+    ({"new_tokens": -1, "kv_tokens_read": 0, "attention_token_pairs": 0}, "new_tokens"),
+    ({"new_tokens": 1, "kv_tokens_read": 1.5, "attention_token_pairs": 0}, "kv_tokens_read"),
+    ({"new_tokens": 1, "kv_tokens_read": 0, "attention_token_pairs": float("nan")}, "attention_token_pairs"),
+    ({"new_tokens": True, "kv_tokens_read": 0, "attention_token_pairs": 0}, "new_tokens"),
+])
+def test_step_rejects_bad_counts(kwargs, field):
+    with pytest.raises(CalcError) as err:
+        C8.step_time_s(**kwargs)
+    assert err.value.field == field and field in str(err.value)
+
+
+@pytest.mark.parametrize("call, field", [
+    (lambda: step_coefficients("llama-3.1-70b", H100, tp=3), "tp"),
+    (lambda: step_coefficients("llama-3.1-8b", H100, weights="fp4"), "weights"),
+    (lambda: step_coefficients("llama-3.1-8b", H100, kv_dtype="int4"), "kv_dtype"),
+    (lambda: step_coefficients("llama-3.1-8b", "rtx-3090"), "gpu"),
+    (lambda: Efficiency(compute=1.5, memory=0.5, step_overhead_s=0), "compute"),
+    (lambda: decode_step(C8, batch=0, context_tokens=10), "batch"),
+    (lambda: prefill_chunk(C8, chunk_tokens=0), "chunk_tokens"),
+    (lambda: ttft_s(C8, prompt_tokens=-5), "prompt_tokens"),
+    (lambda: arithmetic_intensity(1.0, 0), "bytes_moved"),
+    (lambda: max_throughput(C8, input_tokens=1000, output_tokens=1000, kv_capacity_tokens=100), "kv_capacity_tokens"),
+    (lambda: calibrate(compute_grid=[]), "grid"),
+])
+def test_bad_input_names_the_field(call, field):
+    with pytest.raises(CalcError) as err:
+        call()
+    assert err.value.field == field
