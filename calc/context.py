@@ -83,7 +83,7 @@ def prefill_flops(model, prompt_tokens: int) -> dict:
     """
     model = get_model(model)
     n = check_range("prompt_tokens", prompt_tokens, 1, MAX_TOKENS, integer=True)
-    coef = step_coefficients(model, "h100-sxm-80gb", tp=1)
+    coef = step_coefficients(model, "h100-sxm-80gb", tp=1)  # FLOP counts only: they do not depend on the GPU
     pairs = prefill_attention_pairs(n, sliding_window=model.sliding_window)
     linear = n * coef.linear_flops_per_token
     attention = pairs * coef.attention_flops_per_pair

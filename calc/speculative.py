@@ -23,7 +23,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from calc.errors import CalcError, check_positive, check_range
+from calc.catalog import get_model
+from calc.errors import CalcError, check_range
 
 __all__ = [
     "expected_tokens_per_step",
@@ -202,6 +203,9 @@ def speedup_at_batch(coefficients, *, batch: int, context_tokens: int, config: S
     batch = check_range("batch", batch, 1, MAX_BATCH, integer=True)
     context_tokens = check_range("context_tokens", context_tokens, 1, 10_000_000, integer=True)
     k, v = config.k, config.verify_tokens
+    window = get_model(coefficients.model_key).sliding_window
+    if window:
+        context_tokens = min(context_tokens, window)  # a sliding-window model reads and attends to its window only
     plain = coefficients.step_time_s(
         new_tokens=batch,
         kv_tokens_read=batch * context_tokens,
