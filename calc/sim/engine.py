@@ -208,6 +208,33 @@ class Replica(ReplicaClock):
         """Most KV blocks ever in use at once (never above ``total_blocks``)."""
         return self.pool.peak_used
 
+    def kv_block_map(self, limit: int | None = None) -> dict:
+        """The KV cache as a chart draws it: blocks per running request, in admission order, and the rest.
+
+        ``sequences`` lists ``{"rid", "phase" ("prefill"|"decode"), "blocks" (own), "shared_blocks"
+        (prefix blocks it uses through the cache), "tokens" (KV held)}`` for at most ``limit``
+        requests; ``shared_blocks`` at top level counts cached prefix blocks in use once.
+
+        >>> from calc.sim.scheduler import SchedulerConfig
+        >>> from calc.sim.workload import Request
+        >>> rep = Replica(SchedulerConfig(block_size=16), 100, lambda **k: 0.01)
+        >>> rep.submit(Request(7, 0, 40, 5), 0); t = rep.start_step(0); rep.end_step(t)
+        True
+        >>> m = rep.kv_block_map(); m["sequences"], m["free_blocks"]
+        ([{'rid': 7, 'phase': 'decode', 'blocks': 3, 'shared_blocks': 0, 'tokens': 40}], 97)
+        """
+        s = self.sched
+        rows = []
+        for seq in s.running.values():
+            if limit is not None and len(rows) >= limit:
+                break
+            rows.append({"rid": seq.rid, "phase": "prefill" if seq.rid in s.prefilling else "decode",
+                         "blocks": seq.own_blocks, "shared_blocks": seq.shared_blocks, "tokens": s.seq_kv_tokens(seq)})
+        shared = s.cache.in_use_tokens() // self.pool.block_size if s.cache is not None else 0
+        return {"total_blocks": self.pool.total_blocks, "block_size": self.pool.block_size,
+                "used_blocks": self.pool.used, "free_blocks": self.pool.free,
+                "evictable_blocks": self.pool.evictable, "shared_blocks": shared, "sequences": rows}
+
     def _levels(self) -> tuple:
         s = self.sched
         return len(s.waiting), len(s.running), self.pool.used, s.kv_token_states()

@@ -100,6 +100,11 @@ class PrefixCache:
         entry = self.entries.get(key)
         return entry[0] if entry else 0
 
+    def referenced(self, key: int) -> bool:
+        """True while a running request holds prefix ``key`` (its blocks are then not evictable)."""
+        entry = self.entries.get(key)
+        return bool(entry and entry[1])
+
     def release(self, key: int) -> None:
         """Drop one running reference; unreferenced blocks become evictable (most recently used)."""
         entry = self.entries[key]

@@ -254,6 +254,13 @@ class Scheduler:
         """Requests waiting for admission."""
         return len(self.waiting)
 
+    def seq_kv_tokens(self, seq: Seq) -> int:
+        """Tokens of ``seq`` whose KV is held now (prompt computed so far, plus answer tokens written)."""
+        if seq.rid in self.prefilling or seq.group is None:
+            return seq.computed
+        steps = self.step_index - seq.d0
+        return seq.ctx0 + min(steps * self.adv // TICKS, seq.req.output_tokens - seq.out_done)
+
     def kv_token_states(self) -> int:
         """Tokens whose KV is held now, each shared prefix block counted once."""
         shared = self.cache.in_use_tokens() if self.cache is not None else 0
@@ -387,7 +394,8 @@ class Scheduler:
                 plan.preempted += self.preemptions - before
                 if not ok:
                     continue
-            self.pool.take(need)
+            if not self.pool.take(need):
+                raise RuntimeError("KV block accounting broke: a prefill chunk found no blocks")
             seq.own_blocks += need
             self._schedule_chunk(plan, seq, chunk)
             budget -= chunk
@@ -400,13 +408,15 @@ class Scheduler:
         while self.waiting and budget > 0 and len(self.running) < cfg.max_num_seqs:
             seq = self.waiting[0]
             req = seq.req
-            hit_blocks = prefix_blocks = missing = 0
+            hit_blocks = prefix_blocks = missing = pinned = 0
             if cache is not None and req.prefix_key >= 0:
                 # Whole blocks of the shared prefix only, and never the whole prompt (one token must be computed).
                 prefix_blocks = min(req.prefix_tokens, seq.prompt_len - 1) // size
                 cached = cache.cached_blocks(req.prefix_key)
                 hit_blocks = min(cached, prefix_blocks)
                 missing = prefix_blocks - hit_blocks
+                if prefix_blocks and not cache.referenced(req.prefix_key):
+                    pinned = cached  # evictable now, but this admission takes them out of the evictable pool
             start = hit_blocks * size
             remaining = seq.prompt_len - start
             if cfg.chunked_prefill:
@@ -421,7 +431,7 @@ class Scheduler:
                 own = blocks_for_tokens(start + chunk, size) - prefix_blocks
                 if own < 0:
                     own = 0
-            if missing + own > pool.free + pool.evictable:
+            if missing + own > pool.free + pool.evictable - pinned:
                 break  # head-of-line: later requests wait too (first come, first served)
             self.waiting.popleft()
             if prefix_blocks:
@@ -432,7 +442,8 @@ class Scheduler:
                 self.shared_running_tokens += prefix_blocks * size
             elif cache is not None:
                 cache.query_tokens += seq.prompt_len
-            pool.take(own)
+            if not pool.take(own):
+                raise RuntimeError("KV block accounting broke: an admitted request found no blocks")
             seq.own_blocks = own
             seq.computed = start
             self.prefill_kv_tokens += start

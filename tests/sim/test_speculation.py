@@ -1,0 +1,81 @@
+"""calc.sim.speculation: speculative decoding inside the engine, and where it stops paying.
+
+The drafter is calc.speculative.EAGLE_LIKE (SGLang's EAGLE example shape: 3 draft steps, 16
+candidates verified per sequence; acceptance 0.75 per depth, 2.73 tokens per verify step,
+within the acceptance lengths the EAGLE papers report; draft cost 0.32 of a target step, the
+value that gives the published 1.40x at batch 2). Published: on one H100 with Llama 3.1 8B,
+EAGLE's speed-up falls below 1x from batch 24 (EAGLE-3 paper, SGLang). The engine must put
+its crossing between batch 16 and 48.
+"""
+
+import pytest
+
+from calc.catalog import get_gpu, get_model
+from calc.roofline import step_coefficients
+from calc.sim import Scenario, simulate
+from calc.sim.scheduler import TICKS
+from calc.sim.speculation import advance_ticks, speculative_step_time_s, tokens_per_decode
+from calc.speculative import EAGLE_LIKE, SpeculationConfig, speedup_at_batch
+
+PROMPT, ANSWER = 512, 256
+
+
+def decode_seconds(batch: int, speculation) -> float:
+    """Mean decode time of a request (end-to-end minus first token) at a fixed batch on 8B / one H100."""
+    s = simulate(Scenario.from_dict({
+        "model": "llama-3.1-8b", "tp": 1, "max_num_seqs": batch, "speculation": speculation,
+        "max_num_batched_tokens": max(8192, batch * 16),
+        "workload": {"arrival": "all-at-once", "requests": batch, "prompt_tokens": PROMPT, "output_tokens": ANSWER},
+    })).summary
+    return s["e2e_mean_s"] - s["ttft_mean_s"]
+
+
+@pytest.fixture(scope="module")
+def speedups():
+    return {b: decode_seconds(b, None) / decode_seconds(b, "eagle-like") for b in (1, 8, 16, 24, 32, 48, 64)}
+
+
+def test_speculation_pays_at_small_batch_and_costs_past_saturation(speedups):
+    assert speedups[1] > 1.3
+    assert speedups[16] > 1.0
+    assert speedups[48] < 1.0
+    crossing = min(b for b, s in speedups.items() if s < 1.0)
+    assert 16 < crossing <= 48
+
+
+def test_speedup_falls_as_the_batch_grows(speedups):
+    values = [speedups[b] for b in sorted(speedups)]
+    assert values == sorted(values, reverse=True)
+
+
+def test_engine_agrees_with_the_closed_form_accounting(speedups):
+    coef = step_coefficients(get_model("llama-3.1-8b"), get_gpu("h100-sxm-80gb"))
+    for batch in (8, 32):
+        closed = speedup_at_batch(coef, batch=batch, context_tokens=PROMPT + ANSWER // 2, config=EAGLE_LIKE)["speedup"]
+        assert speedups[batch] == pytest.approx(closed, rel=0.05)
+
+
+def test_tokens_per_step_and_verify_width():
+    assert advance_ticks(None) == TICKS
+    assert advance_ticks(EAGLE_LIKE) / TICKS == pytest.approx(EAGLE_LIKE.tokens_per_step, abs=1 / TICKS)
+    assert tokens_per_decode(EAGLE_LIKE) == EAGLE_LIKE.verify_tokens
+    chain = SpeculationConfig(0.8, 4, 0.05, "chain")
+    assert tokens_per_decode(chain) == 5
+
+
+def test_draft_cost_scales_with_k_and_the_plain_step():
+    step = lambda new_tokens, kv_tokens_read, attention_token_pairs: 0.01 + 1e-6 * kv_tokens_read  # noqa: E731
+    cfg = SpeculationConfig(0.7, 4, 0.25, "test")
+    t = speculative_step_time_s(step, cfg, decode_seqs=10, decode_kv_tokens=5000, new_tokens=50,
+                                kv_tokens_read=5000, attention_token_pairs=0)
+    verify = 0.01 + 1e-6 * (5000 + 10 * 4)
+    plain = 0.01 + 1e-6 * 5000
+    assert t == pytest.approx(verify + 4 * 0.25 * plain)
+
+
+def test_answers_are_the_same_length_with_and_without_speculation():
+    base = {"model": "llama-3.1-8b", "tp": 1, "workload": {"requests": 50, "rate_per_s": 2, "lengths": "chat"}}
+    plain = simulate(Scenario.from_dict(base)).summary
+    spec = simulate(Scenario.from_dict({**base, "speculation": "eagle-like"})).summary
+    assert spec["output_tokens"] == plain["output_tokens"]
+    assert spec["itl_p50_s"] < plain["itl_p50_s"]
