@@ -47,6 +47,12 @@ class ReplicaClock:
     Subclasses keep ``plan`` (the step in flight, or None), ``step_start_ns``,
     ``step_end_ns`` and call :meth:`_account` whenever their state changes;
     :meth:`_levels` returns ``(queue, running, used_blocks, token_states)``.
+    GPU-Util source: NVML ``nvmlUtilization_t.gpu`` (share of time a kernel runs).
+
+    >>> clock = ReplicaClock(); clock._init_clock()
+    >>> clock.busy_ns, clock.plan = 3_000, "a step"; clock.step_start_ns, clock.step_end_ns = 8_000, 12_000
+    >>> clock.busy_ns_until(10_000), clock.gpu_util_reported(10_000)   # 3 us done + 2 us of the step in flight
+    (5000, 0.5)
     """
 
     def _init_clock(self, *, flops=None, peak_flops_per_s=None, name=0):
@@ -120,6 +126,13 @@ class Replica(ReplicaClock):
     :class:`calc.speculative.SpeculationConfig` or None; ``flops(new_tokens,
     attention_token_pairs)`` the FLOPs of a step per GPU and ``peak_flops_per_s``
     one GPU's peak, for the compute utilization (both optional).
+    Source: vLLM's engine loop (schedule, execute the model, update), see :mod:`calc.sim.scheduler`.
+
+    >>> rep = Replica(SchedulerConfig(), kv_cache_blocks=100, step_time_s=lambda **k: 0.01,
+    ...               flops=lambda n, p: 1e12 * n, peak_flops_per_s=1e15)
+    >>> from calc.sim.workload import Request
+    >>> rep.submit(Request(0, 0, 50, 1), 0), rep.start_step(0), rep.compute_utilization(10_000_000)
+    (True, 10000000, 5.0)
     """
 
     def __init__(self, config: SchedulerConfig, kv_cache_blocks: int, step_time_s, *, speculation=None,

@@ -33,7 +33,12 @@ class ReplicaHardware:
 
     ``step_time_s`` is the roofline's bound method; ``flops(new_tokens,
     attention_token_pairs)`` FLOPs per GPU; ``peak_flops_per_s`` one GPU's dense
-    peak in the compute dtype of the weights.
+    peak in the compute dtype of the weights. Sources: see :func:`replica_hardware`.
+
+    >>> from calc.sim.scenario import Scenario
+    >>> hw = replica_hardware(Scenario.from_dict({"model": "llama-3.1-8b", "tp": 1}))
+    >>> hw.peak_flops_per_s, round(hw.flops(1, 0) / 1e9, 2)
+    (989000000000000.0, 15.01)
     """
 
     model_name: str
@@ -64,6 +69,10 @@ def replica_hardware(scenario) -> ReplicaHardware:
     ``kv_cache_tokens`` in the scenario overrides the computed capacity (whole
     blocks). Sources: :func:`calc.memory.kv_capacity`,
     :func:`calc.roofline.step_coefficients`, the GPU catalog's price.
+
+    >>> from calc.sim.scenario import Scenario
+    >>> replica_hardware(Scenario.from_dict({"weights": "fp8"})).kv_cache_tokens   # fp8 weights leave more KV room
+    608256
     """
     model = get_model(scenario.model)
     gpu = get_gpu(scenario.gpu)

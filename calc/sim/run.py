@@ -56,7 +56,11 @@ def build_replica(scenario, hardware, *, step_time_s=None, sink=None, name: int 
 
 @dataclass(frozen=True)
 class Result:
-    """A finished run: ``summary`` (flat JSON-ready dict, plus ``classes``), ``time_series`` and ``scenario``."""
+    """A finished run: ``summary`` (flat JSON-ready dict, plus ``classes``), ``time_series`` and ``scenario``.
+
+    >>> sorted(Result(summary={}, time_series={}, scenario={}).to_dict())
+    ['scenario', 'summary', 'time_series']
+    """
 
     summary: dict
     time_series: dict
@@ -143,6 +147,11 @@ def summarize(sim: Simulation) -> dict:
     window) to the last completion, as vLLM's ``benchmark_serving`` measures.
     Cost per million tokens: replica price per hour / (tokens/s x 3,600) x 1e6
     (:func:`calc.cost.usd_per_million_tokens`); null without a price.
+
+    >>> from calc.sim.scenario import Scenario
+    >>> sim = Simulation(Scenario.from_dict({"workload": {"requests": 3, "arrival": "all-at-once"}})); _ = sim.advance()
+    >>> s = summarize(sim); s["requests_completed"], s["throughput_output_tokens_per_s"], s["kv_token_share"]
+    (3, 184.286, 0.963541)
     """
     sc, rep, sink, hw = sim.scenario, sim.replica, sim.sink, sim.hardware
     end_ns = max(sink.last_finish_ns, 1) if sink.last_finish_ns else max(sim.now_ns, 1)

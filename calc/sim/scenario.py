@@ -62,7 +62,7 @@ from dataclasses import asdict, dataclass, field, fields
 
 from calc.errors import CalcError, check_choice, check_range
 from calc.sim.kv_blocks import ALLOCATIONS
-from calc.sim.workload import ARRIVALS, LENGTH_KINDS, RequestClass, Workload
+from calc.sim.workload import ARRIVALS, LENGTH_KINDS, RequestClass, Workload, check_class_fits
 from calc.speculative import EAGLE_LIKE, SpeculationConfig
 
 __all__ = ["BATCHING", "SPECULATION_PRESETS", "Scenario", "load_scenario", "dump_scenario"]
@@ -184,10 +184,8 @@ class Scenario:
         ...
         calc.errors.CalcError: class 'chat': prefix_tokens + prompt_tokens + output_tokens = 1280 must be at most max_model_len 1000
         """
-        from calc.sim.workload import _check_room  # the workload module owns the rule
-
         for c in self.workload.classes:
-            _check_room(c, self.max_model_len)
+            check_class_fits(c, self.max_model_len)
         self.scheduler_config()  # raises on vLLM's budget rules
         return self
 

@@ -110,7 +110,14 @@ class SchedulerConfig:
 
 
 class Seq:
-    """A request inside the engine: how far its prefill and answer have got, and its blocks."""
+    """A request inside the engine: how far its prefill and answer have got, and its blocks.
+
+    Source: vLLM's ``Request`` state (``num_computed_tokens``, output so far, block table), reduced to counts.
+
+    >>> from calc.sim.workload import Request
+    >>> s = Seq(Request(3, 0, 100, 20)); (s.rid, s.prompt_len, s.computed, s.out_done)
+    (3, 100, 0, 0)
+    """
 
     __slots__ = ("req", "rid", "prompt_len", "computed", "out_done", "own_blocks", "shared_blocks",
                  "d0", "ctx0", "epoch", "group", "last_token_ns", "chunk", "chunk_start", "preemptions")
@@ -151,7 +158,14 @@ class _Group:
 
 
 class StepPlan:
-    """What one engine step computes: its decode batch, its prefill chunks, and the roofline inputs."""
+    """What one engine step computes: its decode batch, its prefill chunks, and the roofline inputs.
+
+    ``new_tokens``, ``kv_tokens_read`` and ``attention_token_pairs`` are the three sums
+    :meth:`calc.roofline.StepCoefficients.step_time_s` prices a step by.
+
+    >>> StepPlan().empty
+    True
+    """
 
     __slots__ = ("decode_seqs", "prefills", "new_tokens", "kv_tokens_read", "attention_token_pairs",
                  "decode_kv_tokens", "preempted")
@@ -177,17 +191,17 @@ class NullSink:
     >>> NullSink().finish(None, 5)
     """
 
-    def first_token(self, req, now_ns):  # noqa: D102 - the sink protocol
-        pass
+    def first_token(self, req, now_ns):
+        """Called when a request's first answer token came out; ignored here."""
 
-    def finish(self, req, now_ns):  # noqa: D102
-        pass
+    def finish(self, req, now_ns):
+        """Called when a request completed; ignored here."""
 
-    def itl(self, value_ns, weight_ticks):  # noqa: D102
-        pass
+    def itl(self, value_ns, weight_ticks):
+        """Called when tokens came out after a gap; ignored here."""
 
-    def preempted(self, req):  # noqa: D102
-        pass
+    def preempted(self, req):
+        """Called when a running request was preempted; ignored here."""
 
 
 class Scheduler:
@@ -199,6 +213,11 @@ class Scheduler:
     step's results when it ends. ``advance_ticks`` is the progress per decode
     step in ticks (``TICKS`` for one token; more under speculation).
     Source: see the module docstring.
+
+    >>> s = Scheduler(SchedulerConfig(max_model_len=1024), BlockPool(50, 16))
+    >>> from calc.sim.workload import Request
+    >>> s.add(Request(0, 0, 900, 200)), s.add(Request(1, 0, 100, 10)), s.rejected   # 1,100 tokens > 50 blocks
+    (False, True, 1)
     """
 
     def __init__(self, config: SchedulerConfig, pool: BlockPool, *, advance_ticks: int = TICKS, sink=None):

@@ -54,6 +54,12 @@ class StaticReplica(ReplicaClock):
 
     ``kv_cache_tokens`` bounds ``batch x (longest prompt + longest answer)``;
     a request longer than ``max_model_len`` or than the whole cache is rejected.
+    Source: see the module docstring (Hugging Face ``generate`` on a padded batch).
+
+    >>> rep = StaticReplica(4, 1000, lambda **k: 0.01, max_model_len=2048)
+    >>> from calc.sim.workload import Request
+    >>> rep.submit(Request(0, 0, 800, 100), 0), rep.submit(Request(1, 0, 900, 200), 0), rep.rejected
+    (True, False, 1)
     """
 
     def __init__(self, batch_size: int, kv_cache_tokens: int, step_time_s, *, max_model_len: int,

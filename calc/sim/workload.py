@@ -43,6 +43,7 @@ __all__ = [
     "Workload",
     "Request",
     "substream",
+    "check_class_fits",
     "generate_requests",
 ]
 
@@ -281,7 +282,17 @@ def _open_unit(rng: random.Random) -> float:
     return u if u > 0.0 else 5e-324
 
 
-def _check_room(cls: RequestClass, max_model_len: int) -> None:
+def check_class_fits(cls: RequestClass, max_model_len: int) -> None:
+    """CalcError (field ``max_model_len``) unless a request of class ``cls`` can fit ``max_model_len`` tokens.
+
+    Fixed lengths must fit as given; distributed ones need room for the prefix and one token each way
+    (longer draws are redrawn). Source: vLLM refuses prompts longer than ``max_model_len``.
+
+    >>> check_class_fits(RequestClass(prompt_tokens=8000, output_tokens=256), 8192)
+    Traceback (most recent call last):
+    ...
+    calc.errors.CalcError: class 'chat': prefix_tokens + prompt_tokens + output_tokens = 8256 must be at most max_model_len 8192
+    """
     need = cls.prefix_tokens + (cls.prompt_tokens + cls.output_tokens if cls.lengths == "fixed" else 2)
     if need > max_model_len:
         raise CalcError(
@@ -308,7 +319,7 @@ def generate_requests(workload: Workload, seed: int, max_model_len: int) -> list
     if not classes:
         raise CalcError("classes must hold at least one request class; got none", "classes")
     for cls in classes:
-        _check_room(cls, max_model_len)
+        check_class_fits(cls, max_model_len)
     shares = [cls.share for cls in classes]
     total_share = math.fsum(shares)
     if total_share <= 0:
