@@ -71,3 +71,53 @@ def bar_chart(title: str, categories: list[str], y_title: str, stacks: dict[str,
         },
         "summary": summary,
     }
+
+
+def scatter_chart(title: str, x_title: str, y_title: str, series: dict[str, dict], *, log_x: bool = False,
+                  log_y: bool = False, diagonal: bool = False, summary: str = "") -> dict:
+    """Points, one trace per named series; optionally the line y = x across the data's range.
+
+    Each series is ``{"x": [...], "y": [...], "text": [...]}`` (``text`` is the hover label of each
+    point) with an optional ``"symbol"`` (a Plotly marker symbol, e.g. ``"diamond-open"``). The
+    diagonal is the "prediction = measurement" line of an accuracy chart, drawn grey and dashed.
+
+    >>> fig = scatter_chart("Predicted against measured", "measured", "predicted",
+    ...                     {"KV": {"x": [1, 10], "y": [1.1, 9.0], "text": ["a", "b"]}}, log_x=True, log_y=True,
+    ...                     diagonal=True)
+    >>> [t["name"] for t in fig["data"]], fig["data"][1]["x"], fig["layout"]["xaxis"]["type"]
+    (['KV', 'prediction = measurement'], [1.0, 10.0], 'log')
+    """
+    data = []
+    lows, highs = [], []
+    for index, (name, points) in enumerate(series.items()):
+        xs = [round_sig(float(x), 6) for x in points["x"]]
+        ys = [round_sig(float(y), 6) for y in points["y"]]
+        trace = {
+            "type": "scatter", "mode": "markers", "name": name, "x": xs, "y": ys,
+            "marker": {"color": PALETTE[index % len(PALETTE)], "size": 9,
+                       "symbol": points.get("symbol", "circle"), "line": {"width": 1}},
+        }
+        if points.get("text"):
+            trace["text"] = [str(t) for t in points["text"]]
+            trace["hovertemplate"] = "%{text}<br>measured %{x:.4g}, predicted %{y:.4g}<extra></extra>"
+        data.append(trace)
+        values = [v for v in xs + ys if v > 0 or not (log_x or log_y)]
+        if values:
+            lows.append(min(values))
+            highs.append(max(values))
+    if diagonal and lows:
+        low, high = min(lows), max(highs)
+        data.append({"type": "scatter", "mode": "lines", "name": "prediction = measurement",
+                     "x": [low, high], "y": [low, high], "hoverinfo": "skip",
+                     "line": {"color": "#999999", "width": 1.5, "dash": "dash"}})
+    return {
+        "data": data,
+        "layout": {
+            "title": {"text": title, "font": {"size": 15}},
+            "xaxis": _axis(x_title, log_x), "yaxis": _axis(y_title, log_y),
+            "legend": {"orientation": "h", "y": -0.25},
+            "margin": {"l": 60, "r": 20, "t": 50, "b": 40},
+            "height": 420,
+        },
+        "summary": summary,
+    }

@@ -1,0 +1,250 @@
+"""Widgets and facts of the page "How accurate are these numbers?" (docs/accuracy.md).
+
+Everything here comes from :mod:`calc.accuracy`: the published measurements, calc's
+prediction for each (made by the same functions the lesson's pages call), the
+relative error, and per kind the median and worst error over the validation set.
+
+>>> facts()["n_measurements"] == str(len(evaluate()))
+True
+>>> your_measurement()["outputs"]["predicted"]["text"]
+'474,416 tokens'
+"""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from calc.accuracy import (
+    KIND_LABELS, KINDS, USER_KINDS, evaluate, kind_summary, load_measurements, median, predict_user, relative_error,
+)
+from calc.catalog import GPUS, MODELS
+from calc.memory import KV_DTYPES, WEIGHT_FORMATS
+from calc.units import format_number
+from calc.widgets.charts import scatter_chart
+from calc.widgets.framework import Choice, FloatRange, IntRange, output, table, view, widget
+
+__all__ = ["accuracy_overview", "your_measurement", "facts", "measurement_table", "percent", "signed_percent"]
+
+KIND_CHOICES = (("all", "All kinds"),) + tuple((kind, KIND_LABELS[kind]) for kind in KINDS)
+USER_KIND_CHOICES = tuple((kind, text) for kind, text in USER_KINDS.items())
+MODEL_CHOICES = tuple((key, model.name) for key, model in MODELS.items())
+GPU_CHOICES = tuple((key, gpu.name) for key, gpu in GPUS.items())
+#: The example filled in for the reader: vLLM 0.19 logged 476,000 tokens of KV cache for Llama 3.1 8B
+#: in bf16 on one H100 at gpu_memory_utilization 0.95 (the llm-d planner sweep, in measurements.json).
+EXAMPLE_ID = "vllm-llama-3.1-8b-bf16-h100-tp1"
+#: Single measurements the page's prose discusses, by the fact-name prefix it uses for them.
+QUOTED = {
+    "paged": "vllm-paper-fig2-paged",
+    "max": "vllm-paper-fig2-max",
+    "break_even": "eagle3-paper-eagle-break-even-batch",
+    "eagle_b64": "eagle3-paper-eagle-batch64",
+    "prefix_hit": "vllm-pr9668-prefix-hit-rate",
+    "prefix_speedup": "vllm-pr9668-prefix-speedup",
+    "sglang_decode": "sglang-llama-3.1-8b-bf16-h100-batch1-decode",
+}
+
+
+def percent(fraction: float) -> str:
+    """An absolute error as a percentage with one decimal ("under 0.1%" below that).
+
+    >>> percent(0.07513), percent(0.00007)
+    ('7.5%', 'under 0.1%')
+    """
+    value = abs(fraction) * 100
+    return "under 0.1%" if value < 0.05 else f"{value:.1f}%"
+
+
+def signed_percent(fraction: float) -> str:
+    """A signed relative error as a percentage with one decimal.
+
+    >>> signed_percent(-0.0123), signed_percent(0.5)
+    ('-1.2%', '+50.0%')
+    """
+    return f"{fraction * 100:+.1f}%"
+
+
+def _value(value: float, unit: str) -> str:
+    if unit == "tokens" or (unit.endswith("tokens/s") and value >= 1000):
+        return f"{round(value):,} {unit}"
+    if unit == "batch":
+        return f"batch {round(value):,}"
+    if unit == "x":
+        return f"{format_number(value)}x"
+    if unit == "%":
+        return f"{format_number(value)}%"
+    return f"{format_number(value)} {unit}".strip()
+
+
+def _cell(text: str) -> str:
+    return str(text).replace("|", "/").replace("\n", " ")
+
+
+def measurement_table() -> str:
+    """Every measurement as a Markdown table: label, kind, role, calc, measured, error, source link.
+
+    The link's title (shown on hover) says where in the source the figure is.
+
+    >>> lines = measurement_table().splitlines()
+    >>> lines[0].startswith("| Measurement | Kind | Role |"), len(lines) == len(evaluate()) + 2
+    (True, True)
+    """
+    rows = ["| Measurement | Kind | Role | calc | Measured | Error | Source |",
+            "| --- | --- | --- | ---: | ---: | ---: | --- |"]
+    for kind in KINDS:
+        for r in evaluate():
+            if r.kind != kind:
+                continue
+            where = _cell(r.source_where).replace('"', "'")
+            link = f'[{_cell(r.source_name)}]({r.source_url} "{where}")'
+            rows.append(f"| {_cell(r.label)} | {KIND_LABELS[kind]} | {r.role} | {_value(r.predicted, r.unit)} | "
+                        f"{_value(r.measured, r.unit)} | {signed_percent(r.error)} | {link} |")
+    return "\n".join(rows)
+
+
+def _summary_rows():
+    summary = kind_summary()
+    results = evaluate()
+    labels = {r.id: r.label for r in results}
+    for kind in KINDS:
+        s = summary[kind]
+        yield [KIND_LABELS[kind], str(s["n"]), str(s["n_calibration"]), percent(s["median_abs_error"]),
+               percent(s["worst_abs_error"]), labels[s["worst_id"]]]
+
+
+@widget
+def accuracy_overview(kind: Annotated[str, Choice(KIND_CHOICES, label="Kind of measurement")] = "all"):
+    """Predicted against measured on log-log axes, with the median and worst error of the validation set."""
+    results = [r for r in evaluate() if kind == "all" or r.kind == kind]
+    valid = [r for r in results if r.role == "validation"]
+    calibration = [r for r in results if r.role == "calibration"]
+    errors = sorted(abs(r.error) for r in valid)
+    mid = len(errors) // 2
+    median_error = errors[mid] if len(errors) % 2 else (errors[mid - 1] + errors[mid]) / 2
+    worst = max(valid, key=lambda r: (abs(r.error), r.id))
+    series = {}
+    for k in KINDS:
+        points = [r for r in valid if r.kind == k]
+        if points:
+            series[KIND_LABELS[k]] = {"x": [r.measured for r in points], "y": [r.predicted for r in points],
+                                      "text": [f"{r.label} ({r.unit})" for r in points]}
+    if calibration:
+        series["Calibration (fitted)"] = {"x": [r.measured for r in calibration],
+                                          "y": [r.predicted for r in calibration],
+                                          "text": [f"{r.label} ({r.unit})" for r in calibration],
+                                          "symbol": "diamond-open"}
+    scope = "all kinds" if kind == "all" else KIND_LABELS[kind].lower()
+    figure = scatter_chart(
+        f"calc against published measurements: {scope}", "measured (each point in its own unit)",
+        "predicted by calc", series, log_x=True, log_y=True, diagonal=True,
+        summary=(f"{len(valid)} validation measurements ({scope}): median error {percent(median_error)}, worst "
+                 f"{percent(worst.error)} ({worst.label}). Points on the dashed line are predicted exactly; "
+                 f"above it calc over-predicts. {len(calibration)} calibration points drawn as open diamonds."),
+    )
+    if kind == "all":
+        detail = table(["Kind", "Validation", "Calibration", "Median error", "Worst error", "Worst case"],
+                       list(_summary_rows()), caption="Errors over the validation measurements of each kind")
+    else:
+        detail = table(["Measurement", "Role", "calc", "Measured", "Error"],
+                       [[r.label, r.role, _value(r.predicted, r.unit), _value(r.measured, r.unit),
+                         signed_percent(r.error)] for r in results],
+                       caption=f"{KIND_LABELS[kind]}: every measurement")
+    return view(
+        outputs=[
+            output("n_validation", "Validation measurements", len(valid)),
+            output("median_abs_error", "Median error", median_error, text=percent(median_error)),
+            output("worst_abs_error", "Worst error", abs(worst.error),
+                   text=f"{percent(worst.error)} ({worst.label})"),
+            output("n_calibration", "Calibration points (not counted)", len(calibration)),
+        ],
+        figures={"predicted_vs_measured": figure},
+        tables={"detail": detail},
+    )
+
+
+def _example() -> dict:
+    return next(r for r in evaluate() if r.id == EXAMPLE_ID).to_dict()
+
+
+@widget
+def your_measurement(
+    kind: Annotated[str, Choice(USER_KIND_CHOICES, label="What you measured")] = "kv_capacity",
+    model: Annotated[str, Choice(MODEL_CHOICES, label="Model")] = "llama-3.1-8b",
+    gpu: Annotated[str, Choice(GPU_CHOICES, label="GPU")] = "h100-sxm-80gb",
+    tp: Annotated[int, IntRange(1, 64, 1, "GPUs", label="Tensor parallel")] = 1,
+    weights: Annotated[str, Choice(WEIGHT_FORMATS, label="Weight precision")] = "bf16",
+    kv_dtype: Annotated[str, Choice(KV_DTYPES, label="KV cache dtype")] = "bf16",
+    input_tokens: Annotated[int, IntRange(1, 1_000_000, 1, "tokens", label="Prompt length",
+                                          help="throughput, decode and speculation")] = 1024,
+    output_tokens: Annotated[int, IntRange(1, 1_000_000, 1, "tokens", label="Answer length",
+                                           help="throughput, decode and speculation")] = 256,
+    gpu_memory_utilization: Annotated[float, FloatRange(0.01, 1.0, 0.01, label="Memory utilization",
+                                                        help="vLLM's gpu_memory_utilization (KV cache)")] = 0.95,
+    batch: Annotated[int, IntRange(1, 4096, 1, "requests", label="Batch",
+                                   help="requests decoding together (decode and speculation)")] = 1,
+    your_figure: Annotated[float, FloatRange(0.0001, 1e12, 0.01, label="Your figure",
+                                             help="in the unit shown under 'calc predicts'")] = 476_000,
+):
+    """A reader's own measurement against calc's prediction for the same set-up, and the error."""
+    result = predict_user(kind, model=model, gpu=gpu, tp=tp, weights=weights, kv_dtype=kv_dtype,
+                          input_tokens=input_tokens, output_tokens=output_tokens,
+                          gpu_memory_utilization=gpu_memory_utilization, batch=batch)
+    unit = result["unit"]
+    error = relative_error(result["predicted"], your_figure)
+    verdict = ("calc over-predicts" if error > 0 else "calc under-predicts") if abs(error) >= 0.0005 else "a match"
+    return view(
+        outputs=[
+            output("predicted", "calc predicts", result["predicted"], unit, text=_value(result["predicted"], unit)),
+            output("measured", "Your figure", your_figure, unit, text=_value(your_figure, unit)),
+            output("error", "Error (calc − yours) / yours", error, text=f"{signed_percent(error)}: {verdict}"),
+            output("assumed", "calc assumed", result["how"]),
+        ],
+    )
+
+
+def facts() -> dict[str, str]:
+    """Numbers quoted in the page's prose, all from :mod:`calc.accuracy`.
+
+    >>> f = facts()
+    >>> f["n_calibration"], f["n_kinds"]
+    ('6', '5')
+    """
+    results = evaluate()
+    summary = kind_summary(results)
+    example = _example()
+    out = {
+        "n_measurements": str(len(results)),
+        "n_validation": str(sum(r.role == "validation" for r in results)),
+        "n_calibration": str(sum(r.role == "calibration" for r in results)),
+        "n_kinds": str(len(KINDS)),
+        "measurement_table": measurement_table(),
+        "example_measured": _value(example["measured"], example["unit"]),
+        "example_predicted": _value(example["predicted"], example["unit"]),
+        "example_error": signed_percent(example["error"]),
+    }
+    labels = {r.id: r.label for r in results}
+    for kind in KINDS:
+        s = summary[kind]
+        out[f"median_{kind}"] = percent(s["median_abs_error"])
+        out[f"worst_{kind}"] = percent(s["worst_abs_error"])
+        out[f"worst_{kind}_label"] = labels[s["worst_id"]]
+        out[f"bias_{kind}"] = signed_percent(s["median_error"])
+        out[f"n_{kind}"] = str(s["n"])
+    kv = summary["kv_capacity"]
+    out["median_kv_capacity_from_log"] = percent(kv["median_abs_error_from_log"])
+    out["n_kv_capacity_from_log"] = str(kv["n_from_log"])
+    by_id = {r.id: r for r in results}
+    for name, mid in QUOTED.items():
+        r = by_id[mid]
+        out[f"{name}_error"] = signed_percent(r.error)
+        out[f"{name}_predicted"] = _value(r.predicted, r.unit)
+        out[f"{name}_measured"] = _value(r.measured, r.unit)
+    inputs = {m["id"]: m["inputs"] for m in load_measurements()}
+    offline = [r for r in results if r.kind == "throughput" and r.role == "validation"
+               and inputs[r.id].get("mode") == "offline_max"]
+    one_gpu_8b = [r for r in offline if inputs[r.id]["model"] == "llama-3.1-8b"]
+    larger = [r for r in offline if inputs[r.id]["model"] != "llama-3.1-8b"]
+    out["median_throughput_8b"] = percent(median([abs(r.error) for r in one_gpu_8b]))
+    out["n_throughput_8b"] = str(len(one_gpu_8b))
+    out["median_throughput_larger"] = percent(median([abs(r.error) for r in larger]))
+    out["n_throughput_larger"] = str(len(larger))
+    return out
