@@ -104,12 +104,15 @@ class Simulation:
     def advance(self, max_events: int | None = None, until_ns: int | None = None) -> bool:
         """Handle events (at most ``max_events``, none after ``until_ns``); True when the run is over."""
         queue, rep, series, reqs = self.queue, self.replica, self.series, self.requests
-        pop, push = queue.pop, queue.push
+        pop, push, peek = queue.pop, queue.push, queue.peek_time
         n_reqs = len(reqs)
         budget = -1 if max_events is None else max_events
         handled = 0
-        while queue._heap and handled != budget:
-            if until_ns is not None and queue._heap[0][0] > until_ns:
+        while len(queue) and handled != budget:
+            if until_ns is not None and peek() > until_ns:
+                # Nothing happens before until_ns: the state holds, so the series can be sampled up to it.
+                if until_ns >= series.next_ns:
+                    series.advance_to(until_ns, rep.state_at)
                 break
             now, kind, _ = pop()
             handled += 1
@@ -128,7 +131,7 @@ class Simulation:
                     push(end, STEP_END, None)
             self.now_ns = now
         self.events += handled
-        return not queue._heap
+        return not len(queue)
 
     def result(self) -> Result:
         """The summary and series of the run so far (call after ``advance()`` returned True for the full run)."""

@@ -8,7 +8,9 @@ candidates). A sequence then advances by ``(1 - a**(k+1)) / (1 - a)`` tokens
 on average (Leviathan et al. 2023, Eq. 1, with ``a`` the acceptance rate). The engine advances every sequence by exactly that mean (kept in
 integer ticks, so runs stay deterministic), rather than drawing each
 sequence's accepted run: the throughput and mean latencies are the same, the
-spread of per-request finishing steps is not modelled.
+spread of per-request finishing steps is not modelled. KV blocks are allocated
+for the accepted tokens only (vLLM also reserves look-ahead slots for the
+candidates during the verify step; a few blocks per sequence, left out here).
 
 The verify step is priced on the roofline with ``verify_tokens`` new tokens
 per sequence: nearly free while the step is memory-bound, that many times a
