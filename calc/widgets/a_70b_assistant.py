@@ -49,13 +49,13 @@ MAX_BARS = 8
 PARAMETER_COUNTS = ("lesson", "exact")
 _LESSON_MODEL = get_model(LESSON_REPLICA["model"])
 _PARAM_LABELS = (
-    ("lesson", f"Rounded to {LESSON_PARAM_DIGITS} digits, as the lesson "
+    ("lesson", f"Rounded, as the lesson "
                f"({format_number(round_sig(_LESSON_MODEL.total_params, LESSON_PARAM_DIGITS) / 1e9)} B for the 70B)"),
-    ("exact", f"Exact, from the shape ({_LESSON_MODEL.total_params:,} for the 70B)"),
+    ("exact", "Exact, from the model's shape"),
 )
 _BASIS_LABELS = (
-    ("marketed", "Datasheet GB, read as 10^9 bytes (the lesson)"),
-    ("runtime", "What nvidia-smi reports, MiB = 2^20 bytes"),
+    ("marketed", "Datasheet: GB × 10⁹ (the lesson)"),
+    ("runtime", "nvidia-smi: MiB × 2²⁰"),
 )
 MODEL_CHOICES = tuple((key, model.name) for key, model in MODELS.items())
 GPU_CHOICES = tuple((key, gpu.name) for key, gpu in GPUS.items())
@@ -129,8 +129,8 @@ def _weights_source(cap: KVCapacity, parameter_count: str) -> str:
 
 def _terms_table(cap: KVCapacity, parameter_count: str) -> dict:
     gpu = get_gpu(cap.gpu_key)
-    where = (f"nvidia-smi: {gpu.memory_bytes_runtime / MiB:,.0f} MiB × 2^20" if cap.memory_basis == "runtime"
-             else f"datasheet {_gb(gpu.memory_bytes_marketed)} GB × 10^9")
+    where = (f"nvidia-smi: {gpu.memory_bytes_runtime / MiB:,.0f} MiB × 2²⁰" if cap.memory_basis == "runtime"
+             else f"datasheet: {_gb(gpu.memory_bytes_marketed)} GB × 10⁹")
     rows = [
         ("GPU memory", cap.total_bytes, where),
         (f"× {format_number(cap.gpu_memory_utilization)} = vLLM's budget", cap.requested_bytes,
@@ -143,9 +143,9 @@ def _terms_table(cap: KVCapacity, parameter_count: str) -> dict:
         ("unclaimed", cap.unclaimed_bytes, "left to other processes (1 − utilization)"),
     ]
     return table(
-        ["Per GPU", "Bytes", "GB (10^9 B)", "GiB (2^30 B)", "From"],
+        ["Per GPU", "Bytes", "GB (10⁹ B)", "GiB (2³⁰ B)", "From"],
         [[name, f"{round(value):,}", _gb(value), _gib(value), source] for name, value, source in rows],
-        caption="Every term on one GPU, in decimal GB and binary GiB.",
+        caption="Every term on one GPU",
     )
 
 
@@ -157,11 +157,12 @@ def _memory_figure(cap: KVCapacity) -> dict:
         "Non-torch overhead": cap.non_torch_bytes, "KV cache": cap.kv_cache_bytes,
         "Unclaimed (1 − utilization)": cap.unclaimed_bytes,
     }
-    summary = (f"Each of the {cap.tp} GPUs: " if cap.tp > 1 else "The one GPU: ") + ", ".join(
+    summary = f"{model.name} on {cap.tp} × {gpu.name}. " + (
+        f"Each of the {cap.tp} GPUs: " if cap.tp > 1 else "The one GPU: ") + ", ".join(
         f"{name.split(' (')[0]} {_gb(value)} GB" for name, value in terms.items()
     ) + f", of {_gb(cap.total_bytes)} GB."
     figure = bar_chart(
-        f"{model.name} on {cap.tp} × {gpu.name}: memory per GPU", list(reversed(bars)), "GB per GPU (10^9 bytes)",
+        "Memory per GPU, GB (10⁹ bytes)", list(reversed(bars)), "",
         {name: [value / GB] * len(bars) for name, value in terms.items()}, horizontal=True, summary=summary,
     )
     for trace in figure["data"]:
@@ -169,9 +170,9 @@ def _memory_figure(cap: KVCapacity) -> dict:
         trace["hovertemplate"] = "%{x:.3~r} GB<extra>" + trace["name"] + "</extra>"
     layout = figure["layout"]
     layout["height"] = 190 + 32 * len(bars)
-    layout["xaxis"]["range"] = [0, round_sig(cap.total_bytes / GB * 1.02, 4)]
-    layout["legend"] = {"orientation": "h", "y": -0.3, "traceorder": "normal"}
-    layout["margin"] = {"l": 70, "r": 20, "t": 50, "b": 40}
+    layout["xaxis"] = {"automargin": True, "range": [0, round_sig(cap.total_bytes / GB * 1.02, 4)]}
+    layout["legend"] = {"orientation": "h", "yanchor": "top", "y": -0.12, "traceorder": "normal"}
+    layout["margin"] = {"l": 60, "r": 20, "t": 50, "b": 30}
     budget = round_sig(cap.requested_bytes / GB, 6)
     layout["shapes"] = [{"type": "line", "x0": budget, "x1": budget, "yref": "paper", "y0": 0, "y1": 1,
                          "line": {"dash": "dot", "width": 1.5, "color": "#757575"}}]
@@ -270,6 +271,11 @@ def tokens_in_flight(
         "x": [length], "y": [round_sig(capacity / length, 6)],
         "marker": {"color": PALETTE[1], "size": 11, "symbol": "diamond"},
     })
+    layout = figure["layout"]
+    layout["xaxis"]["dtick"] = 1  # one label per decade on the log axes
+    layout["yaxis"]["dtick"] = 1
+    layout["legend"] = {"x": 1, "xanchor": "right", "y": 1, "yanchor": "top", "bgcolor": "rgba(0,0,0,0)"}
+    layout["margin"] = {"l": 60, "r": 20, "t": 50, "b": 40}
     return view(
         outputs=[
             output("request_tokens", "Tokens per request", length, "tokens", text=f"{length:,} tokens"),

@@ -59,8 +59,10 @@ def _heads(n: int, kind: str) -> str:
 
 
 def _shape(model, kv_dtype: str) -> str:
-    return (f"{model.layers} layers, {_heads(model.attention_heads, 'attention')}, {_heads(model.kv_heads, 'KV')}, "
-            f"head dim {model.head_dim}, KV cache in {kv_dtype} ({KV_DTYPE_BYTES[kv_dtype]} B per value)")
+    """The model as the question states it: a sentence ending with a full stop."""
+    return (f"{model.name}: {model.layers} layers, {_heads(model.attention_heads, 'attention')}, "
+            f"{_heads(model.kv_heads, 'KV')}, head dim {model.head_dim}; KV cache in {kv_dtype} "
+            f"({KV_DTYPE_BYTES[kv_dtype]} B per value).")
 
 
 def _formula(model, kv_dtype: str) -> str:
@@ -114,7 +116,7 @@ def bytes_per_token_drill(seed: Annotated[int, SEED_CONTROL] = 0):
         heads_note = (f" The {model.attention_heads} attention heads do not enter: only the KV heads are cached, "
                       f"each shared by {model.attention_heads // model.kv_heads} query heads.")
     return _question(
-        f"{model.name}: {_shape(model, kv_dtype)}. How many bytes of KV cache does one token cost?",
+        f"{_shape(model, kv_dtype)} How many bytes of KV cache does one token cost?",
         answer, "bytes", BYTE_TOLERANCE, f"{answer:,} B",
         f"{_formula(model, kv_dtype)} = {_both_units(answer)}.{heads_note}", BYTES_PLACEHOLDER,
     )
@@ -134,19 +136,20 @@ def conversation_drill(seed: Annotated[int, SEED_CONTROL] = 0):
     if seed == 0:
         model, kv_dtype = get_model(WORKED_MODEL), "bf16"
         prompt, answer_tokens = WORKED_CONVERSATION_TOKENS, 0
-        setup = f"A {WORKED_CONVERSATION_TOKENS:,}-token conversation (every turn so far, questions and answers)"
+        setup = (f"A conversation holds {WORKED_CONVERSATION_TOKENS:,} tokens in all, every question and answer so "
+                 f"far. How much KV cache does it take?")
     else:
         model = get_model(rng.choice(DRILL_MODELS))
         kv_dtype = rng.choice(("bf16", "bf16", "fp8"))
         prompt = rng.choice((500, 1_024, 2_000, 3_000, 6_000, 12_000, 30_000))
         answer_tokens = rng.choice((200, 256, 500, 1_000, 2_000))
-        setup = f"A request with a {prompt:,}-token prompt and a {answer_tokens:,}-token answer"
+        setup = (f"A request brings a {prompt:,}-token prompt and gets a {answer_tokens:,}-token answer. How much "
+                 f"KV cache does it hold once the last answer token is generated?")
     tokens = prompt + answer_tokens
     answer = kv_bytes_per_request(model, tokens, kv_dtype)
     per_token = kv_bytes_per_token(model, kv_dtype)
     return _question(
-        f"{setup} on {model.name} ({_shape(model, kv_dtype)}). How much KV cache does it hold "
-        f"once the last token is generated?",
+        f"{_shape(model, kv_dtype)} {setup}",
         answer, "bytes", CONVERSATION_TOLERANCE, f"{answer:,} B",
         f"{_formula(model, kv_dtype)}; × {tokens:,} tokens = {answer:,} B = {_both_units(answer)}, "
         f"held in HBM for as long as the request is in flight.",
@@ -180,11 +183,11 @@ def conversations_fit_drill(seed: Annotated[int, SEED_CONTROL] = 0):
         per_request = kv_bytes_per_request(model, tokens, kv_dtype)
         answer = int(memory // per_request)
     return _question(
-        f"{model.name} ({_shape(model, kv_dtype)}) has {kv_gb} GB (decimal, {kv_gb} × 10^9 bytes) of KV cache. "
+        f"{_shape(model, kv_dtype)} The server has {kv_gb} GB ({kv_gb} × 10⁹ bytes) of KV cache. "
         f"How many conversations of {tokens:,} tokens fit at once?",
         answer, "conversations", COUNT_TOLERANCE, f"{answer:,} conversations",
         f"{_formula(model, kv_dtype)}; × {tokens:,} tokens = {_both_units(per_request)} per conversation. "
-        f"{kv_gb} × 10^9 B / {per_request:,} B = {format_number(memory / per_request)}, rounded down: "
+        f"{kv_gb} × 10⁹ B / {per_request:,} B = {format_number(memory / per_request)}, rounded down: "
         f"{answer:,} conversations. (Read as {kv_gb} GiB, the memory would hold {int(kv_gb * GiB // per_request):,}: "
         f"GiB is {format_number((GiB / GB - 1) * 100, 2)}% larger than GB.)",
         "a number, e.g. 120",
@@ -218,8 +221,8 @@ def per_gpu_drill(seed: Annotated[int, SEED_CONTROL] = 0):
                  f"(each is replicated on {tp // model.kv_heads} GPUs)")
     whole = kv_bytes_per_token(model, kv_dtype)
     return _question(
-        f"{model.name} ({_shape(model, kv_dtype)}) runs with tensor parallel {tp}. How many bytes of KV cache "
-        f"per token does each GPU hold?",
+        f"{_shape(model, kv_dtype)} It runs with tensor parallel {tp}. How many bytes of KV cache per token does "
+        f"each GPU hold?",
         answer, "bytes", BYTE_TOLERANCE, f"{answer:,} B",
         f"{split}: 2 × {model.layers} layers × {heads} × {model.head_dim} × {KV_DTYPE_BYTES[kv_dtype]} B = "
         f"{answer:,} B = {_both_units(answer)} per token per GPU. " + (
