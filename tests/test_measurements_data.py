@@ -1,0 +1,106 @@
+"""The published-measurements data file: every entry sourced, described and figured; calibration as named in calc."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import pytest
+
+from calc import accuracy, roofline, speculative
+from calc.accuracy import KINDS, ROLES, calibration_ids, load_measurements
+from calc.catalog import GPUS, MODELS
+
+MEASUREMENTS = load_measurements()
+BY_ID = {m["id"]: m for m in MEASUREMENTS}
+
+REQUIRED_INPUTS = {
+    "kv_capacity": {"model", "gpu", "tp", "weights", "kv_dtype", "gpu_memory_utilization", "block_size", "engine"},
+    "throughput": {"mode", "model", "gpu", "tp", "weights", "kv_dtype", "engine"},
+    "paged_utilization": {"policy", "mean_prompt_tokens", "mean_output_tokens", "max_model_len", "block_size",
+                          "requests", "seed", "engine"},
+    "speculative": {"mode", "method", "model", "gpu", "tp", "weights", "kv_dtype", "context_tokens", "engine"},
+    "prefix_caching": {"mode", "min_prompt_tokens", "max_prompt_tokens", "repeats", "block_size", "engine"},
+}
+
+
+def test_the_file_is_plain_json_with_an_about_line():
+    with open(accuracy.DATA_PATH, encoding="utf-8") as handle:
+        data = json.load(handle)
+    assert set(data) == {"about", "measurements"}
+    assert "calibration" in data["about"] and "validation" in data["about"]
+
+
+def test_at_least_thirty_measurements_with_unique_ids_and_every_kind():
+    assert len(MEASUREMENTS) >= 30
+    assert len(BY_ID) == len(MEASUREMENTS)
+    assert {m["kind"] for m in MEASUREMENTS} == set(KINDS)
+
+
+@pytest.mark.parametrize("m", MEASUREMENTS, ids=[m["id"] for m in MEASUREMENTS])
+def test_every_entry_has_source_inputs_figure_and_role(m):
+    assert set(m) >= {"id", "kind", "role", "label", "figure", "inputs", "source", "notes"}
+    assert m["kind"] in KINDS and m["role"] in ROLES
+    assert m["label"].strip() and m["notes"].strip()
+    source = m["source"]
+    assert set(source) == {"name", "url", "where", "read"}
+    assert source["url"].startswith("https://") and all(source[k].strip() for k in ("name", "where", "read"))
+    figure = m["figure"]
+    assert isinstance(figure["value"], (int, float)) and figure["value"] > 0 and math.isfinite(figure["value"])
+    assert figure["unit"] and figure["metric"]
+    if "over" in figure:
+        assert figure["over"] > 0 and figure["as_published"], "a ratio keeps both published numbers"
+    assert REQUIRED_INPUTS[m["kind"]] <= set(m["inputs"]), sorted(REQUIRED_INPUTS[m["kind"]] - set(m["inputs"]))
+
+
+@pytest.mark.parametrize("m", MEASUREMENTS, ids=[m["id"] for m in MEASUREMENTS])
+def test_models_and_gpus_are_catalog_keys_or_carry_their_own_spec_and_source(m):
+    x = m["inputs"]
+    model, gpu = x.get("model"), x.get("gpu")
+    if m["kind"] == "prefix_caching":
+        return  # token counts only: the model and GPU are described in words
+    if isinstance(model, dict):
+        assert model["config"] and "config.json" in model["source"]
+    elif model is not None:
+        assert model in MODELS
+    if isinstance(gpu, dict):
+        assert gpu["memory_gib"] > 0 and gpu["source"]
+    elif gpu is not None:
+        assert gpu in GPUS
+
+
+def test_exactly_the_calibration_rows_named_in_calc_are_calibration():
+    marked = {m["id"] for m in MEASUREMENTS if m["role"] == "calibration"}
+    assert marked == calibration_ids()
+
+
+def test_calibration_rows_match_the_figures_calc_fits_on():
+    for isl, osl, tokens_per_s in roofline.CALIBRATION_ROW:
+        m = BY_ID[f"trtllm-llama-3.1-8b-fp8-h100-tp1-{isl}-{osl}"]
+        assert m["figure"]["value"] == tokens_per_s
+        assert m["inputs"]["input_tokens"] == isl and m["inputs"]["output_tokens"] == osl
+    assert BY_ID[accuracy.EAGLE_CALIBRATION_ID]["figure"]["value"] == 1.40
+    assert "1.40x at batch 2" in speculative.EAGLE_LIKE.source
+    assert "1.81x" in accuracy.EAGLE3_LIKE.source
+    assert BY_ID[accuracy.EAGLE3_CALIBRATION_ID]["figure"]["value"] == 1.81
+
+
+def test_calcs_own_validation_rows_are_in_the_data_set_as_validation():
+    for row in roofline.VALIDATION_ROWS:
+        gpu = "h100" if row["gpu"] == "h100-sxm-80gb" else row["gpu"]
+        m = BY_ID[f"trtllm-llama-3.1-8b-fp8-{gpu}-tp1-{row['input_tokens']}-{row['output_tokens']}"]
+        assert m["role"] == "validation" and m["figure"]["value"] == row["tokens_per_s"]
+
+
+def test_kv_logs_cover_several_models_gpus_and_tp_sizes():
+    kv = [m["inputs"] for m in MEASUREMENTS if m["kind"] == "kv_capacity"]
+    models = {json.dumps(x["model"], sort_keys=True) for x in kv}
+    gpus = {json.dumps(x["gpu"], sort_keys=True) for x in kv}
+    assert len(models) >= 3 and len(gpus) >= 3 and {x["tp"] for x in kv} >= {1, 2, 4}
+
+
+def test_throughput_tables_cover_several_models_gpus_tp_and_lengths():
+    rows = [m["inputs"] for m in MEASUREMENTS if m["kind"] == "throughput"]
+    assert len({r["model"] for r in rows}) >= 3 and len({r["gpu"] for r in rows}) >= 2
+    assert len({r["tp"] for r in rows}) >= 3
+    assert len({(r.get("input_tokens"), r.get("output_tokens")) for r in rows}) >= 10
