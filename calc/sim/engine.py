@@ -206,6 +206,11 @@ class Replica(ReplicaClock):
         return self.sched.input_tokens
 
     @property
+    def prefill_tokens_computed(self) -> int:
+        """Prompt tokens the GPU computed: recomputation after preemption included, prefix-cache hits not."""
+        return self.sched.prefill_tokens_computed
+
+    @property
     def prefix_cache_hit_rate(self) -> float | None:
         """Prefix-cache hit tokens over looked-up prompt tokens; None when caching is off."""
         cache = self.sched.cache

@@ -177,6 +177,7 @@ def summarize(sim: Simulation) -> dict:
         "requests_unfinished": len(sim.requests) - completed - rep.rejected,
         "input_tokens": in_tokens,
         "output_tokens": out_tokens,
+        "prefill_tokens_computed": rep.prefill_tokens_computed,
         "duration_s": _r(dur_s),
         "throughput_requests_per_s": _r(completed / dur_s),
         "throughput_input_tokens_per_s": _r(in_tokens / dur_s),

@@ -120,7 +120,7 @@ class Seq:
     """
 
     __slots__ = ("req", "rid", "prompt_len", "computed", "out_done", "own_blocks", "shared_blocks",
-                 "d0", "ctx0", "epoch", "group", "last_token_ns", "chunk", "chunk_start", "preemptions")
+                 "d0", "ctx0", "epoch", "group", "last_token_ns", "chunk", "chunk_start")
 
     def __init__(self, req):
         self.req = req
@@ -137,7 +137,6 @@ class Seq:
         self.last_token_ns = -1
         self.chunk = 0
         self.chunk_start = 0
-        self.preemptions = 0
 
 
 class _Group:
@@ -245,7 +244,7 @@ class Scheduler:
         self.preemptions = 0
         self.output_tokens = 0
         self.input_tokens = 0
-        self.prefill_tokens_computed = 0
+        self.prefill_tokens_computed = 0  # prompt tokens computed, recomputation included, cache hits not
         self.emitted_ticks = 0  # answer tokens emitted, in ticks (exact whole tokens once sequences leave)
 
     # ----------------------------------------------------------------- queueing
@@ -267,11 +266,6 @@ class Scheduler:
     def has_work(self) -> bool:
         """True while anything waits or runs."""
         return bool(self.waiting) or bool(self.running)
-
-    @property
-    def queue_depth(self) -> int:
-        """Requests waiting for admission."""
-        return len(self.waiting)
 
     def seq_kv_tokens(self, seq: Seq) -> int:
         """Tokens of ``seq`` whose KV is held now (prompt computed so far, plus answer tokens written)."""
@@ -320,7 +314,6 @@ class Scheduler:
         seq.computed = 0
         seq.chunk = 0
         self._release(seq)
-        seq.preemptions += 1
         self.preemptions += 1
         self.sink.preempted(seq.req)
         self.waiting.appendleft(seq)

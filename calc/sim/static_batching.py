@@ -130,6 +130,11 @@ class StaticReplica(ReplicaClock):
         return self._emitted
 
     @property
+    def prefill_tokens_computed(self) -> int:
+        """Prompt tokens computed, padding included (every row prefills the batch's longest prompt)."""
+        return self._prefill_tokens
+
+    @property
     def prefix_cache_hit_rate(self):
         """Static batching has no prefix cache: None."""
         return None
@@ -189,6 +194,7 @@ class StaticReplica(ReplicaClock):
             self.plan_index = 0
             b, p = len(self.batch), self.pad_prompt
             plan = _Plan(b * p, 0, b * p * (p + 1) // 2, 0)
+            self._prefill_tokens += b * p
         else:
             j = self.plan_index + 1
             b, ctx = len(self.batch), self.pad_prompt + j - 1
@@ -243,3 +249,4 @@ class StaticReplica(ReplicaClock):
 
     plan_index = 0
     _peak = 0
+    _prefill_tokens = 0

@@ -32,6 +32,9 @@ def test_conservation(name):
         assert s["output_tokens"] == sum(r.output_tokens for r in requests)
         assert s["input_tokens"] == sum(r.prompt_tokens for r in requests)
     assert s["kv_use_peak"] <= 1.0
+    if s["batching"] == "continuous" and not scenario.prefix_caching:
+        # every prompt token computed once, more only when a preempted request recomputes
+        assert (s["prefill_tokens_computed"] == s["input_tokens"]) == (s["preemptions"] == 0)
     assert sum(c["requests_completed"] for c in s["classes"]) == s["requests_completed"]
     assert result["time_series"]["finished"] == sorted(result["time_series"]["finished"])
 
@@ -80,6 +83,8 @@ def test_prefix_caching_raises_the_hit_rate_and_cuts_ttft():
     assert on["prefix_cache_hit_rate"] > 0.8
     assert on["ttft_p50_s"] < off["ttft_p50_s"] / 3
     assert on["output_tokens"] == off["output_tokens"]
+    assert off["prefill_tokens_computed"] == off["input_tokens"]
+    assert on["prefill_tokens_computed"] < 0.3 * off["prefill_tokens_computed"]  # the system prompt is computed once
 
 
 def test_gpu_util_reads_busy_at_low_load_while_compute_is_idle():
