@@ -36,12 +36,12 @@ from calc.sim import Scenario, Simulation
 rows = []
 for n in ${JSON.stringify(requests)}:
     scenario = Scenario.from_dict({"workload": {"requests": n, "rate_per_s": 10}})
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), time.process_time()
     sim = Simulation(scenario)
     sim.advance()
     summary = sim.result().summary
-    wall = time.perf_counter() - t0
-    rows.append({"requests": n, "wall_s": wall, "events": sim.events, "steps": summary["steps"],
+    wall, cpu = time.perf_counter() - t0, time.process_time() - c0
+    rows.append({"requests": n, "wall_s": wall, "cpu_s": cpu, "events": sim.events, "steps": summary["steps"],
                  "requests_completed": summary["requests_completed"],
                  "throughput_output_tokens_per_s": summary["throughput_output_tokens_per_s"]})
 json.dumps({"python": sys.version.split()[0], "rows": rows})
