@@ -58,7 +58,7 @@ class PrefixCache:
     2
     """
 
-    __slots__ = ("pool", "entries", "lru", "hit_tokens", "query_tokens")
+    __slots__ = ("pool", "entries", "lru", "hit_tokens", "query_tokens", "in_use_blocks")
 
     def __init__(self, pool: BlockPool):
         self.pool = pool
@@ -67,6 +67,7 @@ class PrefixCache:
         self.lru: OrderedDict[int, None] = OrderedDict()  # unreferenced keys with cached blocks, oldest first
         self.hit_tokens = 0
         self.query_tokens = 0
+        self.in_use_blocks = 0  # cached blocks of referenced prefixes, kept as a running count
 
     def acquire(self, key: int, prefix_blocks: int) -> int:
         """Reference prefix ``key``; return cached leading blocks (hits), allocating the missing ones.
@@ -81,6 +82,7 @@ class PrefixCache:
         if entry[1] == 0 and entry[0]:
             del self.lru[key]
             pool.evictable -= entry[0]
+            self.in_use_blocks += entry[0]
         entry[1] += 1
         hits = min(entry[0], prefix_blocks)
         missing = prefix_blocks - entry[0]
@@ -88,6 +90,7 @@ class PrefixCache:
             if not pool.take(missing):
                 raise RuntimeError("PrefixCache.acquire called without room for the missing blocks")
             entry[0] = prefix_blocks
+            self.in_use_blocks += missing
         return hits
 
     def missing_blocks(self, key: int, prefix_blocks: int) -> int:
@@ -112,6 +115,7 @@ class PrefixCache:
         if entry[1] == 0 and entry[0]:
             self.lru[key] = None
             self.pool.evictable += entry[0]
+            self.in_use_blocks -= entry[0]
 
     def evict(self, n: int) -> None:
         """Free ``n`` evictable blocks, oldest prefix first, each prefix from its last block back."""
@@ -133,6 +137,5 @@ class PrefixCache:
         return self.hit_tokens / self.query_tokens if self.query_tokens else 0.0
 
     def in_use_tokens(self) -> int:
-        """Token slots of prefix blocks referenced by running requests (each shared block once)."""
-        size = self.pool.block_size
-        return sum(entry[0] * size for entry in self.entries.values() if entry[1] > 0)
+        """Token slots of prefix blocks referenced by running requests (each shared block once); O(1)."""
+        return self.in_use_blocks * self.pool.block_size

@@ -48,3 +48,22 @@ def test_hit_rate_counts_tokens():
     cache = PrefixCache(pool)
     cache.query_tokens, cache.hit_tokens = 400, 300
     assert cache.hit_rate == 0.75
+
+
+def test_in_use_count_matches_a_full_recount():
+    import random
+
+    rng = random.Random(7)
+    pool = BlockPool(200, 16)
+    cache = PrefixCache(pool)
+    held = []
+    for _ in range(2000):
+        if held and rng.random() < 0.5:
+            cache.release(held.pop(rng.randrange(len(held))))
+        else:
+            key, blocks = rng.randrange(12), rng.randint(1, 12)
+            if cache.missing_blocks(key, blocks) <= pool.available - (0 if cache.referenced(key) else cache.cached_blocks(key)):
+                cache.acquire(key, blocks)
+                held.append(key)
+        recount = sum(e[0] for e in cache.entries.values() if e[1] > 0)
+        assert cache.in_use_blocks == recount == pool.used
