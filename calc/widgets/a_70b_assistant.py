@@ -259,7 +259,10 @@ def tokens_in_flight(
         f"Requests that fit in {capacity:,} tokens of KV cache", "tokens per request (prompt + answer)",
         "requests at once", {"requests that fit": (xs, [capacity / x for x in xs])}, log_x=True, log_y=True,
         summary=(f"The replica holds {capacity:,} tokens: {fits:,} requests of {length:,} tokens fit at once; "
-                 f"{requests_in_flight:,} in flight hold {in_flight:,} tokens ({format_number(use * 100)}% of it)."),
+                 + (f"{requests_in_flight:,} in flight hold {in_flight:,} tokens ({format_number(use * 100)}% of it)."
+                    if waiting == 0 else
+                    f"{requests_in_flight:,} in flight would need {in_flight:,} tokens, {format_number(use)} times "
+                    f"what it holds, so {waiting:,} wait in the queue.")),
     )
     figure["data"].append({
         "type": "scatter", "mode": "lines", "name": f"{requests_in_flight:,} requests in flight",
@@ -274,7 +277,8 @@ def tokens_in_flight(
     layout = figure["layout"]
     layout["xaxis"]["dtick"] = 1  # one label per decade on the log axes
     layout["yaxis"]["dtick"] = 1
-    layout["legend"] = {"x": 1, "xanchor": "right", "y": 1, "yanchor": "top", "bgcolor": "rgba(0,0,0,0)"}
+    # The curve falls from top left to bottom right: the bottom left corner is free for the legend.
+    layout["legend"] = {"x": 0.01, "xanchor": "left", "y": 0.01, "yanchor": "bottom", "bgcolor": "rgba(0,0,0,0)"}
     layout["margin"] = {"l": 60, "r": 20, "t": 50, "b": 40}
     return view(
         outputs=[
