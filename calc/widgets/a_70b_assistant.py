@@ -197,7 +197,15 @@ def memory_view(
     request_tokens: Annotated[int, IntRange(1, 10_000_000, 1, "tokens", label="Request length",
                                             help="prompt + answer")] = PROMPT_TOKENS + ANSWER_TOKENS,
 ):
-    """The memory of one replica per GPU: weights, workspace, overhead, KV cache, and what is left unclaimed."""
+    """The memory of one replica per GPU: weights, workspace, overhead, KV cache, and what is left unclaimed.
+
+    Every term comes from :func:`replica_capacity` (vLLM's ``determine_available_memory``);
+    the requests that fit at once are tokens // request length (:func:`calc.allocation.contiguous_max_concurrency`).
+
+    >>> out = memory_view(weights="fp8")["outputs"]
+    >>> out["weights_bytes_per_gpu"]["text"], out["kv_cache_tokens"]["text"], out["max_requests"]["value"]
+    ('17.6 GB', '614,624 tokens', 480)
+    """
     cap = replica_capacity(model, gpu, tp=tp, weights=weights, kv_dtype=kv_dtype,
                            gpu_memory_utilization=gpu_memory_utilization, memory_basis=memory_basis,
                            parameter_count=parameter_count, max_model_len=request_tokens)
@@ -244,7 +252,14 @@ def tokens_in_flight(
     requests_in_flight: Annotated[int, IntRange(1, 100_000, 1, "requests", label="Requests in flight")] = 200,
     memory_basis: Annotated[str, Choice(_BASIS_LABELS, label="GPU memory counted as")] = LESSON_REPLICA["memory_basis"],
 ):
-    """Tokens in flight against the running example's KV cache: how many requests of a given length fit."""
+    """Tokens in flight against the running example's KV cache: how many requests of a given length fit.
+
+    Requests that fit = KV cache tokens // (prompt + answer) (LESSON.md, step 1: the ratio is the concurrency).
+
+    >>> out = tokens_in_flight(requests_in_flight=400)["outputs"]
+    >>> out["requests_that_fit"]["value"], out["waiting"]["value"], out["kv_use"]["text"]
+    (311, 89, '100%, full')
+    """
     cap = replica_capacity(memory_basis=memory_basis)
     model = get_model(cap.model_key)
     capacity = cap.kv_cache_tokens_raw
