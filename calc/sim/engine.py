@@ -38,7 +38,7 @@ from calc.sim.scheduler import TICKS, Scheduler, SchedulerConfig
 from calc.sim.speculation import advance_ticks, speculative_step_time_s, tokens_per_decode
 from calc.units import NS_PER_S
 
-__all__ = ["Replica"]
+__all__ = ["ReplicaClock", "Replica"]
 
 
 class ReplicaClock:
@@ -129,10 +129,10 @@ class Replica(ReplicaClock):
     Source: vLLM's engine loop (schedule, execute the model, update), see :mod:`calc.sim.scheduler`.
 
     >>> rep = Replica(SchedulerConfig(), kv_cache_blocks=100, step_time_s=lambda **k: 0.01,
-    ...               flops=lambda n, p: 1e12 * n, peak_flops_per_s=1e15)
+    ...               flops=lambda n, p: 1e11 * n, peak_flops_per_s=1e15)
     >>> from calc.sim.workload import Request
     >>> rep.submit(Request(0, 0, 50, 1), 0), rep.start_step(0), rep.compute_utilization(10_000_000)
-    (True, 10000000, 5.0)
+    (True, 10000000, 0.5)
     """
 
     def __init__(self, config: SchedulerConfig, kv_cache_blocks: int, step_time_s, *, speculation=None,

@@ -63,11 +63,10 @@ class StaticReplica(ReplicaClock):
     """
 
     def __init__(self, batch_size: int, kv_cache_tokens: int, step_time_s, *, max_model_len: int,
-                 flops=None, peak_flops_per_s: float | None = None, sink=None, name: int = 0, block_size: int = 1):
+                 flops=None, peak_flops_per_s: float | None = None, sink=None, name: int = 0):
         self.batch_size = check_range("static_batch_size", batch_size, 1, 1_000_000, integer=True)
         self.capacity_tokens = check_range("kv_cache_tokens", kv_cache_tokens, 1, 10**12, integer=True)
         self.max_model_len = max_model_len
-        self.block_size = block_size
         self.step_time_s = step_time_s
         self.sink = sink if sink is not None else LatencySink(TICKS)
         self.speculation = None
@@ -83,6 +82,9 @@ class StaticReplica(ReplicaClock):
         self.input_tokens = 0
         self._emitted = 0
         self._last_emit_ns = 0
+        self.plan_index = 0  # decode steps done in the current batch
+        self._peak = 0
+        self._prefill_tokens = 0
         self._init_clock(flops=flops, peak_flops_per_s=peak_flops_per_s, name=name)
 
     # ------------------------------------------------------------- observation
@@ -101,9 +103,10 @@ class StaticReplica(ReplicaClock):
         """Requests submitted and not finished."""
         return len(self.waiting) + len(self.batch)
 
+    # Static batching has no KV blocks: the "block" counts below are tokens (a block of one token).
     @property
     def total_blocks(self) -> int:
-        """KV capacity in tokens (static batching has no blocks; one token is one unit here)."""
+        """KV capacity in tokens."""
         return self.capacity_tokens
 
     def _held_tokens(self) -> int:
@@ -247,6 +250,3 @@ class StaticReplica(ReplicaClock):
         if j + 1 >= self.pad_output:
             self.batch, self.outputs_desc = [], []
 
-    plan_index = 0
-    _peak = 0
-    _prefill_tokens = 0
