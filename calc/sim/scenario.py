@@ -60,7 +60,9 @@ from __future__ import annotations
 import json
 from dataclasses import asdict, dataclass, field, fields
 
+from calc.catalog.gpu import MEMORY_BASES
 from calc.errors import CalcError, check_choice, check_range
+from calc.memory import KV_DTYPES, WEIGHT_FORMATS
 from calc.sim.kv_blocks import ALLOCATIONS
 from calc.sim.workload import ARRIVALS, LENGTH_KINDS, RequestClass, Workload, check_class_fits
 from calc.speculative import EAGLE_LIKE, SpeculationConfig
@@ -69,9 +71,6 @@ __all__ = ["BATCHING", "SPECULATION_PRESETS", "Scenario", "load_scenario", "dump
 
 BATCHING = ("continuous", "static")
 SPECULATION_PRESETS = {"eagle-like": EAGLE_LIKE}
-_WEIGHTS = ("bf16", "fp16", "fp8", "int8", "int4", "nf4")  # as calc.memory.WEIGHT_FORMATS
-_KV_DTYPES = ("bf16", "fp16", "fp8")  # as calc.memory.KV_DTYPES
-_MEMORY_BASES = ("marketed", "runtime")
 _BIG = 10_000_000
 
 
@@ -150,10 +149,10 @@ class Scenario:
             model=text("model", d.model) or d.model,
             gpu=text("gpu", d.gpu) or d.gpu,
             tp=integer("tp", 1, 1024),
-            weights=choice("weights", _WEIGHTS),
-            kv_dtype=choice("kv_dtype", _KV_DTYPES),
+            weights=choice("weights", WEIGHT_FORMATS),
+            kv_dtype=choice("kv_dtype", KV_DTYPES),
             gpu_memory_utilization=number("gpu_memory_utilization", 0.05, 1.0),
-            memory_basis=choice("memory_basis", _MEMORY_BASES),
+            memory_basis=choice("memory_basis", MEMORY_BASES),
             kv_cache_tokens=kv_tokens,
             block_size=integer("block_size", 1, 1024),
             max_model_len=integer("max_model_len", 16, _BIG),
