@@ -67,7 +67,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     a("--prefix-tokens", type=int, help="shared system-prompt tokens before every prompt (default 0)")
     a("--prefix-variants", type=int, help="distinct system prompts (default 1)")
     a("--requests", type=int, help="requests to send (default 1000)")
-    a("--rate", type=_rate, help="arrival rate in requests/s, or inf for all at once (default 10)")
+    a("--rate", type=_rate, help="arrival rate in requests/s, or inf for all at once (default 5)")
     a("--arrival", choices=ARRIVALS, help="poisson (default), bursty or all-at-once")
     a("--burstiness", type=float, help="squared CV of bursty gaps (default 4)")
     a("--duration-s", type=float, help="stop arrivals after this many simulated seconds")

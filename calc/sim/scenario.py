@@ -39,7 +39,7 @@ workload                    (below)
 =========================== =================== ==========================================================
 
 ``workload``: ``arrival`` (poisson, bursty, all-at-once; default poisson),
-``rate_per_s`` (10), ``requests`` (1000), ``duration_s`` (null: no time limit),
+``rate_per_s`` (5: about half of what the lesson's replica sustains), ``requests`` (1000), ``duration_s`` (null: no time limit),
 ``burstiness`` (4: squared coefficient of variation of bursty gaps) and either
 ``classes`` (a list of request classes) or the keys of a single class directly:
 ``name`` ("chat"), ``share`` (1), ``lengths`` (fixed, chat, lognormal),
