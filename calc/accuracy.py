@@ -105,7 +105,7 @@ def _read(path: str) -> tuple:
 def load_measurements(path: str | None = None) -> tuple[dict, ...]:
     """The published measurements (``calc/data/measurements.json``), as read-only data.
 
-    Source: every entry names its own (``source``: name, url, where in it, how it was read).
+    Source: every entry names its own (``source``: a short citation, name, url, where in it, how it was read).
 
     >>> ms = load_measurements()
     >>> ms[0]["id"], ms[0]["figure"]["value"], ms[0]["source"]["where"]
@@ -399,6 +399,7 @@ class Result:
     predicted_from_log: float | None
     error_from_log: float | None
     assumed: str
+    source_cite: str
     source_name: str
     source_url: str
     source_where: str
@@ -471,7 +472,8 @@ def predict(measurement: dict) -> Result:
         unit=unit, measured=measured, predicted=predicted, error=relative_error(predicted, measured),
         predicted_from_log=from_log,
         error_from_log=None if from_log is None else relative_error(from_log, measured),
-        assumed=assumed, source_name=source["name"], source_url=source["url"], source_where=source["where"],
+        assumed=assumed, source_cite=source["cite"], source_name=source["name"], source_url=source["url"],
+        source_where=source["where"],
     )
 
 

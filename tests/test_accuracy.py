@@ -70,7 +70,7 @@ def test_the_page_shows_exactly_these_results():
         assert [row[0] for row in rows] == [r.label for r in expected]
         assert [row[4] for row in rows] == [page.signed_percent(r.error) for r in expected]
         assert shown["outputs"]["median_abs_error"]["text"] == page.percent(summary[kind]["median_abs_error"])
-    table = facts["measurement_table"]
+    table = facts["measurement_tables"]
     for r in evaluate():
         assert r.source_url in table and page.signed_percent(r.error) in table
 

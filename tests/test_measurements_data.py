@@ -43,8 +43,8 @@ def test_every_entry_has_source_inputs_figure_and_role(m):
     assert m["kind"] in KINDS and m["role"] in ROLES
     assert m["label"].strip() and m["notes"].strip()
     source = m["source"]
-    assert set(source) == {"name", "url", "where", "read"}
-    assert source["url"].startswith("https://") and all(source[k].strip() for k in ("name", "where", "read"))
+    assert set(source) == {"cite", "name", "url", "where", "read"}
+    assert source["url"].startswith("https://") and all(source[k].strip() for k in ("cite", "name", "where", "read"))
     figure = m["figure"]
     assert isinstance(figure["value"], (int, float)) and figure["value"] > 0 and math.isfinite(figure["value"])
     assert figure["unit"] and figure["metric"]

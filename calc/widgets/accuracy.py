@@ -23,7 +23,8 @@ from calc.units import format_number
 from calc.widgets.charts import scatter_chart
 from calc.widgets.framework import Choice, FloatRange, IntRange, output, table, view, widget
 
-__all__ = ["accuracy_overview", "your_measurement", "facts", "measurement_table", "percent", "signed_percent"]
+__all__ = ["accuracy_overview", "your_measurement", "facts", "measurement_table", "measurement_tables", "percent",
+           "signed_percent"]
 
 KIND_CHOICES = (("all", "All kinds"),) + tuple((kind, KIND_LABELS[kind]) for kind in KINDS)
 USER_KIND_CHOICES = tuple((kind, text) for kind, text in USER_KINDS.items())
@@ -79,26 +80,54 @@ def _cell(text: str) -> str:
     return str(text).replace("|", "/").replace("\n", " ")
 
 
-def measurement_table() -> str:
-    """Every measurement as a Markdown table: label, kind, role, calc, measured, error, source link.
+#: The unit each kind's table states in its header, and how a figure in that unit is written.
+TABLE_UNITS = {
+    "kv_capacity": "tokens of KV cache",
+    "throughput": "output tokens/s",
+    "paged_utilization": "% of KV memory holding tokens",
+    "speculative": "speed-up, or the batch where it falls below 1x",
+    "prefix_caching": "hit rate, or speed-up",
+}
+
+
+def _compact(value: float, unit: str) -> str:
+    if unit in ("tokens", "output tokens/s"):
+        return f"{round(value):,}" if value >= 1000 else format_number(value)
+    return _value(value, unit)
+
+
+def measurement_table(kind: str) -> str:
+    """The measurements of one kind as a Markdown table: label, role, calc, measured, error, source link.
 
     The link's title (shown on hover) says where in the source the figure is.
 
-    >>> lines = measurement_table().splitlines()
-    >>> lines[0].startswith("| Measurement | Kind | Role |"), len(lines) == len(evaluate()) + 2
-    (True, True)
+    >>> lines = measurement_table("paged_utilization").splitlines()
+    >>> lines[0], lines[2].split(" | ")[2:5]
+    ('| Measurement | Role | calc | Measured | Error | Source |', ['24.1%', '20.4%', '+18.1%'])
     """
-    rows = ["| Measurement | Kind | Role | calc | Measured | Error | Source |",
-            "| --- | --- | --- | ---: | ---: | ---: | --- |"]
-    for kind in KINDS:
-        for r in evaluate():
-            if r.kind != kind:
-                continue
-            where = _cell(r.source_where).replace('"', "'")
-            link = f'[{_cell(r.source_name)}]({r.source_url} "{where}")'
-            rows.append(f"| {_cell(r.label)} | {KIND_LABELS[kind]} | {r.role} | {_value(r.predicted, r.unit)} | "
-                        f"{_value(r.measured, r.unit)} | {signed_percent(r.error)} | {link} |")
+    rows = ["| Measurement | Role | calc | Measured | Error | Source |",
+            "| --- | --- | ---: | ---: | ---: | --- |"]
+    for r in evaluate():
+        if r.kind != kind:
+            continue
+        where = _cell(r.source_where).replace('"', "'")
+        link = f'[{_cell(r.source_cite)}]({r.source_url} "{_cell(r.source_name)}: {where}")'
+        rows.append(f"| {_cell(r.label)} | {r.role} | {_compact(r.predicted, r.unit)} | "
+                    f"{_compact(r.measured, r.unit)} | {signed_percent(r.error)} | {link} |")
     return "\n".join(rows)
+
+
+def measurement_tables() -> str:
+    """Every measurement, one Markdown table per kind under its own heading, with the unit stated.
+
+    >>> text = measurement_tables()
+    >>> text.count("### "), sum(line.startswith("| ") for line in text.splitlines()) == len(evaluate()) + 2 * len(KINDS)
+    (5, True)
+    """
+    parts = []
+    for kind in KINDS:
+        parts.append(f"### {KIND_LABELS[kind]}\n\nFigures in {TABLE_UNITS[kind]}.\n\n{measurement_table(kind)}")
+    return "\n\n".join(parts)
 
 
 def _summary_rows():
@@ -216,7 +245,7 @@ def facts() -> dict[str, str]:
         "n_validation": str(sum(r.role == "validation" for r in results)),
         "n_calibration": str(sum(r.role == "calibration" for r in results)),
         "n_kinds": str(len(KINDS)),
-        "measurement_table": measurement_table(),
+        "measurement_tables": measurement_tables(),
         "example_measured": _value(example["measured"], example["unit"]),
         "example_predicted": _value(example["predicted"], example["unit"]),
         "example_error": signed_percent(example["error"]),

@@ -115,9 +115,9 @@ def scatter_chart(title: str, x_title: str, y_title: str, series: dict[str, dict
         "layout": {
             "title": {"text": title, "font": {"size": 15}},
             "xaxis": _axis(x_title, log_x), "yaxis": _axis(y_title, log_y),
-            "legend": {"orientation": "h", "y": -0.25},
-            "margin": {"l": 60, "r": 20, "t": 50, "b": 40},
-            "height": 420,
+            "legend": {"orientation": "h", "x": 0, "xanchor": "left", "y": -0.26, "yanchor": "top"},
+            "margin": {"l": 60, "r": 20, "t": 50, "b": 190},
+            "height": 560,
         },
         "summary": summary,
     }
