@@ -37,6 +37,7 @@ EXAMPLE_ID = "vllm-llama-3.1-8b-bf16-h100-tp1"
 QUOTED = {
     "paged": "vllm-paper-fig2-paged",
     "max": "vllm-paper-fig2-max",
+    "pow2": "vllm-paper-fig2-pow2",
     "break_even": "eagle3-paper-eagle-break-even-batch",
     "eagle_b64": "eagle3-paper-eagle-batch64",
     "prefix_hit": "vllm-pr9668-prefix-hit-rate",
