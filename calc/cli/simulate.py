@@ -55,6 +55,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     """
     a = parser.add_argument
     a("--scenario", metavar="FILE", help="a scenario JSON file (schema: calc.sim.scenario); flags override it")
+    a("--preset", metavar="NAME", help="a lesson step's scenario (calc.sim.presets), e.g. step19-incident-p99; "
+                                       "flags override it; 'list' lists them")
     a("--model", help="catalog key or config.json path (default llama-3.1-70b)")
     a("--gpu", help="catalog key (default h100-sxm-80gb)")
     a("--tp", type=int, help="GPUs per replica, tensor parallel (default 4)")
@@ -137,6 +139,10 @@ def run(args) -> dict:
     >>> run(ns)["requests_completed"]
     5
     """
+    if getattr(args, "preset", None):  # a lesson preset, possibly a fleet: calc.sim.presets runs it
+        from calc.sim.presets import run_cli
+
+        return run_cli(args)
     result = simulate(scenario_from_args(args))
     out = dict(result.summary)
     if getattr(args, "series", False):
@@ -161,6 +167,9 @@ def render(result: dict) -> str:
     TTFT p50 / p90 / p99 ...
     """
     r = result
+    if "presets" in r:  # --preset list
+        return format_table([(p["name"], str(p["lesson_step"]), p["description"][:90]) for p in r["presets"]],
+                            headers=("preset", "step", "what it shows"))
     pct = lambda v: "-" if v is None else f"{format_number(100 * v)}%"  # noqa: E731
     num = lambda v: "-" if v is None else format_number(v)  # noqa: E731
     rows = [
@@ -196,4 +205,9 @@ def render(result: dict) -> str:
         lines.append(format_table(
             [(c["name"], f"{c['requests_completed']:,}", _s(c["ttft_p50_s"]), _s(c["ttft_p99_s"]), _s(c["e2e_p99_s"]))
              for c in r["classes"]], headers=("class", "completed", "TTFT p50", "TTFT p99", "E2E p99")))
+    if len(r.get("pools", ())) > 1 or r.get("replicas_max", 1) > 1:  # a fleet (--preset): replicas, pools, scaling
+        from calc.sim.presets import render_fleet
+
+        lines.append("")
+        lines.append(render_fleet(r))
     return "\n".join(lines)
