@@ -82,6 +82,10 @@ def _r(value, digits: int = 6):
 class Phase:
     """A stretch of traffic: ``duration_s`` long, the rate going linearly from ``rate_per_s`` to ``end_rate_per_s``.
 
+    ``shares`` (optional) replaces the request classes' shares during the
+    phase, as ``((class name, share), ...)``: the same rate with another mix
+    (more long documents, say); classes not named get no traffic then.
+
     >>> Phase(60, 2, 10).requests_expected()
     360.0
     """
@@ -89,6 +93,7 @@ class Phase:
     duration_s: float
     rate_per_s: float
     end_rate_per_s: float | None = None
+    shares: tuple | None = None
 
     @property
     def end_rate(self) -> float:
@@ -148,16 +153,25 @@ class FleetConfig:
                 raise CalcError(f"{where} must be an object with duration_s, rate_per_s, end_rate_per_s; got {ph!r}",
                                 where)
             for key in ph:
-                if key not in ("duration_s", "rate_per_s", "end_rate_per_s"):
+                if key not in ("duration_s", "rate_per_s", "end_rate_per_s", "shares"):
                     raise CalcError(f"unknown key {key!r} in {where}; allowed: duration_s, end_rate_per_s, "
-                                    "rate_per_s", key)
+                                    "rate_per_s, shares", key)
             if "duration_s" not in ph or "rate_per_s" not in ph:
                 raise CalcError(f"{where} needs duration_s and rate_per_s", where)
             end = ph.get("end_rate_per_s")
+            shares = ph.get("shares")
+            if shares is not None:
+                if not isinstance(shares, dict) or not shares:
+                    raise CalcError(f"{where}.shares must map request class names to shares; got {shares!r}",
+                                    f"{where}.shares")
+                shares = tuple((str(k), check_range(f"{where}.shares.{k}", v, 0.0, 1e6)) for k, v in shares.items())
+                if not sum(v for _, v in shares) > 0:
+                    raise CalcError(f"{where}.shares must add up to more than 0", f"{where}.shares")
             phases.append(Phase(
                 duration_s=check_range(f"{where}.duration_s", ph["duration_s"], 0.001, 1e7),
                 rate_per_s=check_range(f"{where}.rate_per_s", ph["rate_per_s"], 0.0, 1e6),
-                end_rate_per_s=None if end is None else check_range(f"{where}.end_rate_per_s", end, 0.0, 1e6)))
+                end_rate_per_s=None if end is None else check_range(f"{where}.end_rate_per_s", end, 0.0, 1e6),
+                shares=shares))
         if phases and not sum(p.requests_expected() for p in phases) > 0:
             raise CalcError("fleet.traffic: the phases carry no traffic (every rate is 0)", "fleet.traffic")
         window = check_range("fleet.percentile_window_s", data.get("percentile_window_s", 10.0), 0.001, 1e6)
@@ -165,9 +179,13 @@ class FleetConfig:
 
     def to_dict(self) -> dict:
         """JSON-ready data, in the ``pools`` form."""
-        return {"pools": [p.to_dict() for p in self.pools],
-                "traffic": [{"duration_s": p.duration_s, "rate_per_s": p.rate_per_s, "end_rate_per_s": p.end_rate}
-                            for p in self.traffic],
+        traffic = []
+        for p in self.traffic:
+            row = {"duration_s": p.duration_s, "rate_per_s": p.rate_per_s, "end_rate_per_s": p.end_rate}
+            if p.shares is not None:
+                row["shares"] = dict(p.shares)
+            traffic.append(row)
+        return {"pools": [p.to_dict() for p in self.pools], "traffic": traffic,
                 "percentile_window_s": self.percentile_window_s}
 
 
@@ -202,6 +220,12 @@ class FleetScenario:
         if self.fleet.traffic and sc.workload.arrival == "all-at-once":
             raise CalcError("fleet.traffic needs workload.arrival poisson or bursty; got 'all-at-once'",
                             "workload.arrival")
+        names = [c.name for c in sc.workload.classes]
+        for i, ph in enumerate(self.fleet.traffic):
+            for cname, _ in ph.shares or ():
+                if cname not in names:
+                    raise CalcError(f"fleet.traffic[{i}].shares names request class {cname!r}, which the workload "
+                                    f"does not have; classes: {', '.join(names)}", f"fleet.traffic[{i}].shares")
         return self
 
     @property
@@ -289,11 +313,32 @@ def fleet_requests(fs: FleetScenario) -> list:
     phases = fs.fleet.traffic
     if not phases:
         return generate_requests(sc.workload, sc.seed, sc.max_model_len)
-    total = math.fsum(p.requests_expected() for p in phases)
-    wl = dataclasses.replace(sc.workload, rate_per_s=1.0, duration_s=total)
-    reqs = generate_requests(wl, sc.seed, sc.max_model_len)
-    for r in reqs:
-        r.arrival_ns = round(_rescale(phases, r.arrival_ns / NS_PER_S) * NS_PER_S)
+    if all(p.shares is None for p in phases):
+        total = math.fsum(p.requests_expected() for p in phases)
+        wl = dataclasses.replace(sc.workload, rate_per_s=1.0, duration_s=total)
+        reqs = generate_requests(wl, sc.seed, sc.max_model_len)
+        for r in reqs:
+            r.arrival_ns = round(_rescale(phases, r.arrival_ns / NS_PER_S) * NS_PER_S)
+        return reqs
+    # A mix that changes between phases: each phase is drawn on its own (its own seed, derived by integers
+    # only), rescaled into its time slot, and the requests are numbered again in arrival order.
+    reqs = []
+    start_s = 0.0
+    for i, ph in enumerate(phases):
+        area = ph.requests_expected()
+        classes = sc.workload.classes
+        if ph.shares is not None:
+            given = dict(ph.shares)
+            classes = tuple(dataclasses.replace(c, share=given.get(c.name, 0.0)) for c in classes)
+        if area > 0 and len(reqs) < sc.workload.requests:
+            wl = dataclasses.replace(sc.workload, rate_per_s=1.0, duration_s=area, classes=classes,
+                                     requests=sc.workload.requests - len(reqs))
+            seed = (sc.seed * 1_000_003 + 7_919 * (i + 1)) % 2**32
+            for r in generate_requests(wl, seed, sc.max_model_len):
+                r.arrival_ns = round((start_s + _rescale((ph,), r.arrival_ns / NS_PER_S)) * NS_PER_S)
+                r.rid = len(reqs)
+                reqs.append(r)
+        start_s += ph.duration_s
     return reqs
 
 
