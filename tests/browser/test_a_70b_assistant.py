@@ -11,10 +11,12 @@ PAGE = "lesson/01-a-70b-assistant/"
 VIEW = '[data-widget="a_70b_assistant.memory_view"]'
 FLIGHT = '[data-widget="a_70b_assistant.tokens_in_flight"]'
 READY_TIMEOUT_MS = 90_000
+STEP_TIMEOUT_MS = 60_000  # one recompute; generous because CI machines run several browsers at once
 
 
 def open_live(visit):
     page = visit.page
+    page.set_default_timeout(STEP_TIMEOUT_MS)
     page.goto(visit.url(PAGE))
     page.wait_for_selector("html[data-pyodide=ready]", timeout=READY_TIMEOUT_MS)
     page.wait_for_selector(f'{VIEW}[data-state="live"]')

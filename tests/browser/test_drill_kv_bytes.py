@@ -8,6 +8,7 @@ pytestmark = [pytest.mark.browser, pytest.mark.site, pytest.mark.xdist_group("br
 
 PAGE = "lesson/03-drill-kv-bytes/"
 READY_TIMEOUT_MS = 90_000
+STEP_TIMEOUT_MS = 60_000  # one recompute; generous because CI machines run several browsers at once
 DRILLS = ["bytes_per_token_drill", "conversation_drill", "conversations_fit_drill", "per_gpu_drill",
           "fp8_capacity_drill"]
 
@@ -18,6 +19,7 @@ def sel(name):
 
 def open_live(visit):
     page = visit.page
+    page.set_default_timeout(STEP_TIMEOUT_MS)
     page.goto(visit.url(PAGE))
     page.wait_for_selector("html[data-pyodide=ready]", timeout=READY_TIMEOUT_MS)
     for name in DRILLS:
