@@ -31,8 +31,9 @@ def _sub(parent: etree.Element, tag: str, text: str | None = None, **attrs) -> e
 
 
 def _figure_json(figure: dict) -> str:
-    # "</" would end the script element early; JSON allows the escaped slash.
-    return json.dumps(figure, separators=(",", ":"), sort_keys=True).replace("</", "<\\/")
+    # Carried in a data attribute, not a <script type="application/json">: Material's instant navigation
+    # re-inserts a restored page's script elements without their type, and would run the JSON as code.
+    return json.dumps(figure, separators=(",", ":"), sort_keys=True)
 
 
 def _control(form: etree.Element, uid: str, spec: dict, value, hidden: bool) -> None:
@@ -83,8 +84,7 @@ def _outputs(root: etree.Element, result: dict) -> None:
         holder = _sub(root, "figure", class_="calc-chart")
         title = figure.get("layout", {}).get("title", {})
         title_text = title.get("text", "") if isinstance(title, dict) else str(title)
-        _sub(holder, "div", data_chart=key, role="img", aria_label=title_text or key)
-        _sub(holder, "script", _figure_json(figure), type="application/json", data_figure=key)
+        _sub(holder, "div", data_chart=key, data_figure=_figure_json(figure), role="img", aria_label=title_text or key)
         summary = figure.get("summary")
         if summary:
             _sub(holder, "figcaption", summary, data_chart_summary=key)
@@ -193,9 +193,8 @@ def render_simulation(name: str, overrides: dict | None = None, hide: list[str] 
     _outputs(root, result)
     if "blockmap" in result:
         holder = _sub(root, "figure", class_="calc-blockmap")
-        _sub(holder, "canvas", data_blockmap="", role="img", aria_label=result["blockmap"].get("summary", "KV block map"),
-             width="768", height="384")
-        _sub(holder, "script", _figure_json(result["blockmap"]), type="application/json", data_blockmap_initial="")
+        _sub(holder, "canvas", data_blockmap=_figure_json(result["blockmap"]), role="img",
+             aria_label=result["blockmap"].get("summary", "KV block map"), width="768", height="384")
         caption = _sub(holder, "figcaption")
         _sub(caption, "span", result["blockmap"].get("summary", ""), data_blockmap_summary="")
         legend = _sub(caption, "span", class_="calc-blockmap__legend")

@@ -71,6 +71,7 @@ def test_worker_survives_instant_navigation(visit):
     page.goto(visit.url(PAGE))
     wait_ready(page)
     page.evaluate("() => { window.__sameDocument = true; }")
+    page.wait_for_load_state("networkidle")
     page.click("a.md-footer__link--next")
     page.wait_for_url("**/03-drill-kv-bytes/")
     page.go_back()

@@ -34,6 +34,7 @@ def test_pages_carry_a_policy_and_break_none_of_it(visit):
     assert "script-src 'self' 'wasm-unsafe-eval' 'sha256-" in policy and "unsafe-eval'" not in policy.replace("wasm-unsafe-eval", "")
     page.wait_for_selector("html[data-pyodide=ready]", timeout=90_000)
     change_and_expect(page, "qwen2.5-72b")
+    page.wait_for_load_state("networkidle")
     page.click("a.md-footer__link--next")
     page.wait_for_url("**/03-drill-kv-bytes/")
     page.go_back()

@@ -80,8 +80,8 @@ def test_every_prerendered_widget_shows_what_calc_computes():
             assert shown is not None, f"{relative}: output {key} missing"
             assert shown.get_text() == item["text"], f"{relative}: {element['data-widget']} output {key}"
         for key, figure in expected["figures"].items():
-            script = element.select_one(f'script[data-figure="{key}"]')
-            assert json.loads(script.string) == figure, f"{relative}: figure {key}"
+            holder = element.select_one(f'[data-chart="{key}"]')
+            assert json.loads(holder["data-figure"]) == figure, f"{relative}: figure {key}"
         checked += 1
     assert checked >= 1
 

@@ -207,8 +207,13 @@
     return loaded[path];
   }
 
+  // Each formula is rendered once: mountAll runs again when a later script adds a mounter.
   function renderMath(container) {
-    var nodes = container.querySelectorAll(".arithmatex");
+    var nodes = Array.prototype.filter.call(container.querySelectorAll(".arithmatex"), function (node) {
+      if (node.dataset.mathRendered) return false;
+      node.dataset.mathRendered = "1";
+      return true;
+    });
     if (!nodes.length) return;
     loadStyle("vendor/katex/katex.min.css");
     loadScript("vendor/katex/katex.min.js").then(function () {
@@ -225,20 +230,39 @@
 
   // ---- charts -------------------------------------------------------------------------------
 
+  // Plotly parses rgb() and hex, not every CSS colour Material uses (hsla with "deg"): let the
+  // browser resolve a custom property to rgb() through a probe element.
+  function cssColour(property, fallback) {
+    var probe = document.createElement("span");
+    probe.style.color = "var(" + property + ")";
+    probe.style.display = "none";
+    document.body.appendChild(probe);
+    var colour = getComputedStyle(probe).color;
+    probe.remove();
+    return colour || fallback;
+  }
+
   function chartTheme(layout) {
-    var style = getComputedStyle(document.body);
-    var fg = style.getPropertyValue("--md-default-fg-color").trim() || "#333";
-    var grid = style.getPropertyValue("--md-default-fg-color--lightest").trim() || "#ddd";
+    var fg = cssColour("--md-default-fg-color", "#333");
+    var grid = cssColour("--md-default-fg-color--lightest", "#ddd");
     var themed = JSON.parse(JSON.stringify(layout || {}));
     themed.paper_bgcolor = "rgba(0,0,0,0)";
     themed.plot_bgcolor = "rgba(0,0,0,0)";
     themed.font = Object.assign({ family: "inherit", size: 13 }, themed.font || {}, { color: fg });
-    ["xaxis", "yaxis", "yaxis2"].forEach(function (axis) {
-      if (themed[axis] || axis !== "yaxis2") {
-        themed[axis] = Object.assign({ gridcolor: grid, zerolinecolor: grid, linecolor: grid }, themed[axis] || {});
+    if (themed.title && typeof themed.title === "object") {
+      themed.title = Object.assign({}, themed.title, { font: Object.assign({}, themed.title.font || {}, { color: fg }) });
+    }
+    themed.legend = Object.assign({}, themed.legend || {}, { font: { color: fg } });
+    Object.keys(themed).forEach(function (key) {
+      if (/^[xy]axis\d*$/.test(key)) {
+        themed[key] = Object.assign({ gridcolor: grid, zerolinecolor: grid, linecolor: grid }, themed[key]);
       }
     });
+    ["xaxis", "yaxis"].forEach(function (axis) {
+      if (!themed[axis]) themed[axis] = { gridcolor: grid, zerolinecolor: grid, linecolor: grid };
+    });
     themed.autosize = true;
+    delete themed.width;
     return themed;
   }
 
@@ -249,15 +273,20 @@
     return loadScript("vendor/plotly/plotly-basic.min.js").then(function () {
       var plot = holder.dataset.drawn ? window.Plotly.react : window.Plotly.newPlot;
       holder.dataset.drawn = "1";
-      return plot(holder, figure.data, chartTheme(figure.layout), plotConfig);
+      return plot(holder, figure.data, chartTheme(figure.layout), plotConfig).then(function () {
+        // Drawn before the column had its final width (fonts, sidebars): fit it once laid out.
+        if (!holder.dataset.fitted) {
+          holder.dataset.fitted = "1";
+          requestAnimationFrame(function () { window.Plotly.Plots.resize(holder); });
+        }
+      });
     });
   }
 
   function drawPrerenderedCharts(container) {
-    container.querySelectorAll("[data-chart]").forEach(function (holder) {
-      var source = holder.parentNode.querySelector('script[data-figure="' + holder.dataset.chart + '"]');
-      if (!source || holder.dataset.drawn) return;
-      try { drawChart(holder, JSON.parse(source.textContent)); } catch (error) { /* keep the caption */ }
+    container.querySelectorAll("[data-chart][data-figure]").forEach(function (holder) {
+      if (holder.dataset.drawn) return;
+      try { drawChart(holder, JSON.parse(holder.dataset.figure)); } catch (error) { /* keep the caption */ }
     });
   }
 

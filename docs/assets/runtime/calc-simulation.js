@@ -71,9 +71,8 @@
     var progress = widget.querySelector("[data-sim-progress]");
     var run = null; // {controller, figures, queue, timer}
 
-    var initialMap = widget.querySelector('script[data-blockmap-initial]');
-    if (initialMap && canvas) {
-      try { drawBlockMap(canvas, JSON.parse(initialMap.textContent)); } catch (error) { /* keep empty */ }
+    if (canvas && canvas.dataset.blockmap) {
+      try { drawBlockMap(canvas, JSON.parse(canvas.dataset.blockmap)); } catch (error) { /* keep it empty */ }
     }
 
     function formArgs() {
