@@ -181,7 +181,7 @@ class FleetConfig:
         """JSON-ready data, in the ``pools`` form."""
         traffic = []
         for p in self.traffic:
-            row = {"duration_s": p.duration_s, "rate_per_s": p.rate_per_s, "end_rate_per_s": p.end_rate}
+            row = {"duration_s": p.duration_s, "rate_per_s": p.rate_per_s, "end_rate_per_s": p.end_rate_per_s}
             if p.shares is not None:
                 row["shares"] = dict(p.shares)
             traffic.append(row)
@@ -247,7 +247,10 @@ class FleetScenario:
         fl = data["fleet"]
         if fleet:
             if "pools" not in fleet and any(k in fleet for k in ("replicas", "router", "autoscaler")):
-                fl = {k: v for k, v in fl.items() if k != "pools"}
+                # The single-pool form: start from the one pool there is (if one), change what is given.
+                pools = fl.pop("pools")
+                if len(pools) == 1:
+                    fl.update({k: pools[0][k] for k in ("replicas", "router", "autoscaler")})
             fl.update(fleet)
         out["fleet"] = fl
         return FleetScenario.from_dict(out)
@@ -859,6 +862,7 @@ class Fleet:
             "requests_unfinished": n_requests - completed - rejected,
             "input_tokens": in_tokens,
             "output_tokens": out_tokens,
+            "prefill_tokens_computed": sum(r.prefill_tokens_computed for r in reps),
             "duration_s": _r(dur_s),
             "throughput_requests_per_s": _r(completed / dur_s),
             "throughput_input_tokens_per_s": _r(in_tokens / dur_s),

@@ -59,15 +59,20 @@ def _runs_paged(rep) -> tuple[list, int, int]:
     kv_tokens = sched.seq_kv_tokens
     for seq in sched.running.values():
         letter = _LETTERS[seq.rid % 16]
+        tokens = kv_tokens(seq)
         if seq.shared_blocks and cache is not None:
             key = seq.req.prefix_key
             if key not in shown_prefix:
+                # Shown once, with the oldest request holding it; blocks still being prefilled are promises.
                 shown_prefix.add(key)
                 n = cache.cached_blocks(key)
-                if n:
-                    runs.append((letter, n))
-                    held += n
-        tokens = kv_tokens(seq)
+                written = min(n, tokens // size)
+                if written:
+                    runs.append((letter, written))
+                if n - written:
+                    runs.append((_RESERVED[seq.rid % 16], n - written))
+                held += written
+                reserved += n - written
         with_tokens = -(-tokens // size) - seq.shared_blocks
         own = seq.own_blocks
         with_tokens = 0 if with_tokens < 0 else (own if with_tokens > own else with_tokens)
