@@ -45,6 +45,7 @@ from __future__ import annotations
 
 import bisect
 import dataclasses
+import itertools
 import math
 from dataclasses import dataclass, field
 
@@ -53,7 +54,7 @@ from calc.errors import CalcError, check_range
 from calc.sim.autoscaler import Autoscaler, AutoscalerConfig, scale_up_delay_ns
 from calc.sim.events import CONTROL, STEP_END, EventQueue
 from calc.sim.hardware import replica_hardware
-from calc.sim.metrics import LatencySink, latency_stats, weighted_nearest_rank
+from calc.sim.metrics import PERCENTILES, LatencySink, latency_stats, weighted_nearest_rank
 from calc.sim.pools import PoolSpec
 from calc.sim.router import ROUTERS, class_routes, make_router
 from calc.sim.run import build_replica
@@ -346,16 +347,132 @@ def fleet_requests(fs: FleetScenario) -> list:
 
 
 # ------------------------------------------------------------------------------------------------ metrics
+class RankedInts:
+    """A growing multiset of integers (with integer weights) that answers exact nearest-rank percentiles fast.
+
+    Values land in a small unsorted buffer; once it holds more than an eighth of
+    the sorted part it is merged in (amortized O(1) per value; the merge is a
+    C-level sort of two sorted runs). A query counts weight at or below a value
+    by bisection in both parts, so it costs O(log^2 n), never a full sort: a
+    live run can show exact percentiles every frame. Answers equal
+    :func:`calc.sim.metrics.latency_stats` / :meth:`~calc.sim.metrics.LatencySink.itl_stats`
+    on the same values (the same rank rule, the same float expressions).
+    Source: nearest-rank percentiles as in :mod:`calc.sim.metrics`; the
+    buffer-and-merge scheme is the log-structured merge idea (O'Neil et al.,
+    "The log-structured merge-tree", Acta Informatica 1996), with two levels.
+
+    >>> r = RankedInts()
+    >>> for v in (50, 10, 40, 20, 30): r.add(v)
+    >>> r.rank_value(r.count_target(50)), r.rank_value(r.count_target(100)), r.total_value
+    (30, 50, 150)
+    """
+
+    __slots__ = ("vals", "wts", "cum", "buf_v", "buf_w", "count", "total_weight", "total_value", "_buf_run")
+
+    def __init__(self):
+        self.vals: list[int] = []
+        self.wts: list[int] = []
+        self.cum: list[int] = [0]
+        self.buf_v: list[int] = []
+        self.buf_w: list[int] = []
+        self.count = 0
+        self.total_weight = 0
+        self.total_value = 0  # sum of value x weight (exact integer)
+        self._buf_run = None  # the buffer sorted, while it has not grown
+
+    def add(self, value: int, weight: int = 1) -> None:
+        """Add ``value`` with ``weight``."""
+        self.buf_v.append(value)
+        self.buf_w.append(weight)
+        self.count += 1
+        self.total_weight += weight
+        self.total_value += value * weight
+
+    def _runs(self):
+        buf = self.buf_v
+        if len(buf) > 64 and len(buf) * 16 > len(self.vals):
+            pairs = sorted(zip(self.vals + buf, self.wts + self.buf_w))
+            self.vals = [v for v, _ in pairs]
+            self.wts = [w for _, w in pairs]
+            self.cum = [0, *itertools.accumulate(self.wts)]
+            self.buf_v, self.buf_w = [], []
+            self._buf_run = None
+            return ((self.vals, self.cum),)
+        if not buf:
+            return ((self.vals, self.cum),)
+        run = self._buf_run
+        if run is None or run[2] != len(buf):
+            pairs = sorted(zip(buf, self.buf_w))
+            run = self._buf_run = ([v for v, _ in pairs], [0, *itertools.accumulate(w for _, w in pairs)], len(buf))
+        return ((self.vals, self.cum), run[:2])
+
+    def count_target(self, q: float) -> int:
+        """Rank (in count) of the ``q``-th percentile, as :func:`calc.sim.metrics.latency_stats` computes it."""
+        return max(1, math.ceil(q / 100 * self.count))
+
+    def weight_target(self, q: float) -> int:
+        """Rank (in weight) of the ``q``-th percentile, as :func:`calc.sim.metrics.weighted_nearest_rank` computes it."""
+        return max(1, math.ceil(q * self.total_weight / 100))
+
+    def rank_value(self, target: int, others=()) -> int:
+        """The smallest value whose cumulative weight (here and in ``others``) reaches ``target``."""
+        return rank_value([run for r in (self, *others) for run in r._runs()], target)
+
+
+def rank_value(runs, target: int) -> int:
+    """Smallest value ``x`` over sorted ``runs`` of ``(values, cumulative weights)`` with weight at or below ``x`` >= target.
+
+    >>> rank_value([([1, 5, 9], [0, 1, 2, 3]), ([2, 3], [0, 4, 5])], 6)   # weights: 1:1, 2:4, 3:1, 5:1, 9:1
+    3
+    """
+    def weight_upto(x):
+        return sum(cum[bisect.bisect_right(vals, x)] for vals, cum in runs)
+
+    best = None
+    for vals, _ in runs:
+        lo, hi = 0, len(vals)
+        while lo < hi:
+            mid = (lo + hi) // 2
+            if weight_upto(vals[mid]) >= target:
+                hi = mid
+            else:
+                lo = mid + 1
+        if lo < len(vals) and (best is None or vals[lo] < best):
+            best = vals[lo]
+    if best is None:
+        raise CalcError("percentile of no values: there is nothing to rank", "values")
+    return best
+
+
+def ranked_stats(parts, prefix: str, *, mean: bool = True) -> dict:
+    """``latency_stats`` of the union of :class:`RankedInts` ``parts`` (integer ns in, seconds out), without sorting.
+
+    >>> r = RankedInts(); r.add(1_000_000); r.add(3_000_000)
+    >>> ranked_stats([r], "ttft") == latency_stats([1_000_000, 3_000_000], "ttft")
+    True
+    """
+    n = sum(p.count for p in parts)
+    out = {}
+    if mean:
+        out[f"{prefix}_mean_s"] = round_sig(sum(p.total_value for p in parts) / n / NS_PER_S) if n else None
+    runs = [run for p in parts for run in p._runs()] if n else None
+    for q in PERCENTILES:
+        out[f"{prefix}_p{q}_s"] = round_sig(rank_value(runs, max(1, math.ceil(q / 100 * n))) / NS_PER_S) \
+            if n else None
+    return out
+
+
 class WindowSink(LatencySink):
-    """A :class:`~calc.sim.metrics.LatencySink` that also keeps when each TTFT and ITL came, for trailing windows.
+    """A :class:`~calc.sim.metrics.LatencySink` that also keeps when each TTFT and ITL came, for trailing windows,
+    and ranked copies of every latency (overall and per class) so that a summary never sorts them again.
 
     The fleet sets ``now_ns`` before each step ends (the scheduler reports an
     inter-token gap without its time).
 
     >>> from calc.sim.workload import Request
     >>> s = WindowSink(1); s.now_ns = 7; s.itl(3, 2); s.first_token(Request(0, 1, 5, 5), 9)
-    >>> s.itl_t, s.ttft_t
-    ([7], [9])
+    >>> s.itl_t, s.ttft_t, s.itl_stats() == LatencySink.itl_stats(s)
+    ([7], [9], True)
     """
 
     def __init__(self, ticks: int):
@@ -365,19 +482,56 @@ class WindowSink(LatencySink):
         self.itl_t: list[int] = []
         self.itl_v: list[int] = []
         self.itl_w: list[int] = []
+        self.ttft_rank = RankedInts()
+        self.e2e_rank = RankedInts()
+        self.itl_rank = RankedInts()
+        self.ttft_rank_by_class: dict[int, RankedInts] = {}
+        self.e2e_rank_by_class: dict[int, RankedInts] = {}
 
     def first_token(self, req, now_ns):
-        """Record the TTFT (as the base sink) and its time."""
+        """Record the TTFT (as the base sink), its time and its rank."""
         super().first_token(req, now_ns)
         self.ttft_t.append(now_ns)
+        value = now_ns - req.arrival_ns
+        self.ttft_rank.add(value)
+        r = self.ttft_rank_by_class.get(req.class_index)
+        if r is None:
+            r = self.ttft_rank_by_class[req.class_index] = RankedInts()
+        r.add(value)
+
+    def finish(self, req, now_ns):
+        """Record the end-to-end latency (as the base sink) and its rank."""
+        super().finish(req, now_ns)
+        value = now_ns - req.arrival_ns
+        self.e2e_rank.add(value)
+        r = self.e2e_rank_by_class.get(req.class_index)
+        if r is None:
+            r = self.e2e_rank_by_class[req.class_index] = RankedInts()
+        r.add(value)
 
     def itl(self, value_ns, weight_ticks):
-        """Record the gap (as the base sink) with the current time."""
+        """Record the gap (as the base sink) with the current time and its rank."""
         w = self.itl_weights
         w[value_ns] = w.get(value_ns, 0) + weight_ticks
         self.itl_t.append(self.now_ns)
         self.itl_v.append(value_ns)
         self.itl_w.append(weight_ticks)
+        self.itl_rank.add(value_ns, weight_ticks)
+
+    def itl_stats(self) -> dict:
+        """As :meth:`calc.sim.metrics.LatencySink.itl_stats`, from the ranked copy (no sort of every gap)."""
+        r = self.itl_rank
+        out = {}
+        if not r.count:
+            out["itl_mean_s"] = None
+            for q in PERCENTILES:
+                out[f"itl_p{q}_s"] = None
+            return out
+        out["itl_mean_s"] = round_sig(r.total_value / r.total_weight / NS_PER_S)
+        runs = r._runs()
+        for q in PERCENTILES:
+            out[f"itl_p{q}_s"] = round_sig(rank_value(runs, r.weight_target(q)) / NS_PER_S)
+        return out
 
 
 class _Member:
@@ -478,6 +632,8 @@ class Fleet:
         self.hardware = hardware if hardware is not None else replica_hardware(sc)
         self.step_time_s = step_time_s
         self.requests = fleet_requests(fs)
+        self._prompt_tokens = sum(r.prompt_tokens for r in self.requests)  # integers: exact
+        self._output_tokens = sum(r.output_tokens for r in self.requests)
         self.sink = WindowSink(TICKS)
         self.routes = class_routes([c.name for c in sc.workload.classes], [p.classes for p in fs.fleet.pools])
         self.queue = EventQueue()
@@ -869,9 +1025,9 @@ class Fleet:
             "throughput_output_tokens_per_s": _r(out_tps),
             "throughput_total_tokens_per_s": _r(total_tps),
         }
-        summary.update(latency_stats(sink.ttft_ns, "ttft"))
+        summary.update(ranked_stats([sink.ttft_rank], "ttft"))
         summary.update(sink.itl_stats())
-        summary.update(latency_stats(sink.e2e_ns, "e2e"))
+        summary.update(ranked_stats([sink.e2e_rank], "e2e"))
         hit = query = 0
         has_cache = False
         for r in reps:
@@ -910,12 +1066,12 @@ class Fleet:
         summary["gpu_price_usd_per_hour"] = price
         summary["gpu_price_source"] = hw.price_source
         classes = []
+        empty = RankedInts()
         for i, cls in enumerate(sc.workload.classes):
-            ttft = sink.ttft_by_class.get(i, [])
-            e2e = sink.e2e_by_class.get(i, [])
-            row = {"name": cls.name, "requests_completed": len(e2e)}
-            row.update({k: v for k, v in latency_stats(ttft, "ttft").items() if k != "ttft_mean_s"})
-            row.update({k: v for k, v in latency_stats(e2e, "e2e").items() if k != "e2e_mean_s"})
+            e2e = sink.e2e_rank_by_class.get(i, empty)
+            row = {"name": cls.name, "requests_completed": e2e.count}
+            row.update(ranked_stats([sink.ttft_rank_by_class.get(i, empty)], "ttft", mean=False))
+            row.update(ranked_stats([e2e], "e2e", mean=False))
             classes.append(row)
         summary["classes"] = classes
         # The fleet's own figures.
@@ -923,10 +1079,8 @@ class Fleet:
         replica_hours = billed / NS_PER_S / SECONDS_PER_HOUR
         summary.update({
             "arrival_rate_per_s": _r(n_requests * NS_PER_S / last_arrival) if last_arrival else None,
-            "prompt_tokens_mean": _r(math.fsum(r.prompt_tokens for r in self.requests) / n_requests)
-            if n_requests else None,
-            "output_tokens_mean": _r(math.fsum(r.output_tokens for r in self.requests) / n_requests)
-            if n_requests else None,
+            "prompt_tokens_mean": _r(self._prompt_tokens / n_requests) if n_requests else None,
+            "output_tokens_mean": _r(self._output_tokens / n_requests) if n_requests else None,
             "replicas_initial": sum(p.spec.replicas for p in self.pools),
             "replicas_max": self._replicas_max(end_ns),
             "replicas_final": sum(1 for m in self.members if m.removed_ns is None and m.ready_ns <= end_ns),
@@ -955,11 +1109,9 @@ class Fleet:
         return best
 
     def _pool_summary(self, pool: _Pool, end_ns: int) -> dict:
-        ttft, e2e = [], []
         class_ids = [i for i, p in enumerate(self.routes) if p == pool.index]
-        for i in class_ids:
-            ttft.extend(self.sink.ttft_by_class.get(i, []))
-            e2e.extend(self.sink.e2e_by_class.get(i, []))
+        ttft = [self.sink.ttft_rank_by_class[i] for i in class_ids if i in self.sink.ttft_rank_by_class]
+        e2e = [self.sink.e2e_rank_by_class[i] for i in class_ids if i in self.sink.e2e_rank_by_class]
         billed = busy = exposure = 0
         for m in pool.members:
             end = end_ns if m.removed_ns is None or m.removed_ns > end_ns else m.removed_ns
@@ -980,8 +1132,8 @@ class Fleet:
             "gpu_util_reported": _r(busy / exposure) if exposure else 0.0,
             "preemptions": sum(r.preemptions for r in reps),
         }
-        row.update({k: v for k, v in latency_stats(ttft, "ttft").items() if k != "ttft_mean_s"})
-        row.update({k: v for k, v in latency_stats(e2e, "e2e").items() if k != "e2e_mean_s"})
+        row.update(ranked_stats(ttft, "ttft", mean=False))
+        row.update(ranked_stats(e2e, "e2e", mean=False))
         return row
 
 

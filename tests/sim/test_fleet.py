@@ -5,9 +5,13 @@ import json
 import math
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from calc.errors import CalcError
-from calc.sim.fleet import SERIES_KEYS, Fleet, FleetScenario, fleet_requests, simulate_fleet
+from calc.sim.fleet import (SERIES_KEYS, Fleet, FleetScenario, RankedInts, fleet_requests, ranked_stats,
+                            simulate_fleet)
+from calc.sim.metrics import latency_stats, weighted_nearest_rank
 from calc.sim.run import simulate
 from calc.sim.scenario import Scenario
 from calc.units import NS_PER_S
@@ -147,3 +151,27 @@ def test_fleet_scenario_errors_and_round_trip():
     assert FleetScenario.from_dict(fs.to_dict()) == fs
     assert fs.replace(fleet={"replicas": 3}).fleet.pools[0].replicas == 3
     assert fs.replace(tp=8).scenario.tp == 8
+
+
+@given(values=st.lists(st.tuples(st.integers(0, 10**12), st.integers(1, 70000)), min_size=1, max_size=400),
+       cut=st.integers(0, 400))
+@settings(max_examples=80, deadline=None)
+def test_ranked_ints_match_the_sorting_percentiles(values, cut):
+    # Queried part-way (an unmerged buffer) and at the end: always the nearest-rank answers of calc.sim.metrics.
+    r, w = RankedInts(), RankedInts()
+    for i, (v, wt) in enumerate(values):
+        r.add(v)
+        w.add(v, wt)
+        if i == cut:
+            assert ranked_stats([r], "x") == latency_stats([x for x, _ in values[:i + 1]], "x")
+    assert ranked_stats([r], "x") == latency_stats([x for x, _ in values], "x")
+    for q in (0, 50, 90, 99, 100):
+        assert w.rank_value(w.weight_target(q)) == weighted_nearest_rank(values, q)
+    half = len(values) // 2
+    a, b = RankedInts(), RankedInts()
+    for v, _ in values[:half]:
+        a.add(v)
+    for v, _ in values[half:]:
+        b.add(v)
+    assert ranked_stats([a, b], "x", mean=False) == {k: v for k, v in latency_stats([x for x, _ in values], "x").items()
+                                                    if k != "x_mean_s"}
