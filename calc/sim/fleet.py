@@ -411,7 +411,7 @@ class RankedInts:
         return max(1, math.ceil(q / 100 * self.count))
 
     def weight_target(self, q: float) -> int:
-        """Rank (in weight) of the ``q``-th percentile, as :func:`calc.sim.metrics.weighted_nearest_rank` computes it."""
+        """Rank (in weight) of the ``q``-th percentile, as :func:`calc.sim.metrics.weighted_nearest_rank` has it."""
         return max(1, math.ceil(q * self.total_weight / 100))
 
     def rank_value(self, target: int, others=()) -> int:
@@ -420,7 +420,7 @@ class RankedInts:
 
 
 def rank_value(runs, target: int) -> int:
-    """Smallest value ``x`` over sorted ``runs`` of ``(values, cumulative weights)`` with weight at or below ``x`` >= target.
+    """The smallest ``x`` in sorted ``runs`` of ``(values, cumulative weights)`` whose weight up to ``x`` reaches target.
 
     >>> rank_value([([1, 5, 9], [0, 1, 2, 3]), ([2, 3], [0, 4, 5])], 6)   # weights: 1:1, 2:4, 3:1, 5:1, 9:1
     3
@@ -598,7 +598,12 @@ def _nice_interval_ns(min_ns: int) -> int:
 # --------------------------------------------------------------------------------------------------- fleet
 @dataclass(frozen=True)
 class FleetResult:
-    """A finished fleet run: ``summary``, ``time_series`` (columns :data:`SERIES_KEYS`) and ``scenario``."""
+    """A finished fleet run: ``summary``, ``time_series`` (columns :data:`SERIES_KEYS`) and ``scenario``.
+
+    >>> r = simulate_fleet(Scenario.from_dict({"workload": {"requests": 10, "rate_per_s": 5}}))
+    >>> sorted(r.to_dict()), r.time_series["t_s"][:2]
+    (['scenario', 'summary', 'time_series'], [1.0, 2.0])
+    """
 
     summary: dict
     time_series: dict

@@ -113,7 +113,7 @@ def load(name: str):
 
 
 def run(name: str) -> FleetResult:
-    """Run the preset to the end (a single replica as a fleet of one: the same numbers as :func:`calc.sim.run.simulate`).
+    """Run the preset to the end (one replica runs as a fleet of one: the numbers of :func:`calc.sim.run.simulate`).
 
     >>> run("step12-prefix-caching").summary["prefix_cache_hit_rate"] > 0.5
     True

@@ -77,7 +77,8 @@ def test_step04_contiguous_reservation_caps_concurrency_and_wastes_memory():
 
 def test_step06_twice_the_traffic_saturates_the_replica():
     base, twice = result("step05-paged").summary, result("step06-twice-the-traffic").summary
-    assert presets.load("step06-twice-the-traffic").workload.rate_per_s == 2 * presets.load("step05-paged").workload.rate_per_s
+    rate = presets.load("step05-paged").workload.rate_per_s
+    assert presets.load("step06-twice-the-traffic").workload.rate_per_s == 2 * rate
     assert twice["running_max"] == 256 and twice["queue_depth_max"] > 100
     assert twice["itl_p50_s"] > 1.3 * base["itl_p50_s"]  # a bigger batch: more KV read per step
     assert twice["ttft_p99_s"] > 10 * base["ttft_p99_s"]
@@ -179,8 +180,9 @@ out = {}
 for name in json.loads(%r):
     res = presets.run(name)
     series = json.dumps(res.time_series, sort_keys=True)
-    out[name] = json.dumps({"summary": res.summary, "series_points": len(res.time_series["t_s"]),
-                            "series_sha256": hashlib.sha256(series.encode()).hexdigest()}, indent=1, sort_keys=True) + "\n"
+    golden = {"summary": res.summary, "series_points": len(res.time_series["t_s"]),
+              "series_sha256": hashlib.sha256(series.encode()).hexdigest()}
+    out[name] = json.dumps(golden, indent=1, sort_keys=True) + "\n"
 frames = list(live_frames(presets.load("step05-paged"), frame_interval_s=10))
 out["live"] = json.dumps(frames[-1]["summary"], sort_keys=True)
 print(json.dumps(out))

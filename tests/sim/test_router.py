@@ -61,7 +61,8 @@ def test_class_routes():
 
 
 def _run(router, **workload):
-    fs = FleetScenario.from_dict({"max_model_len": 32768, "seed": 1, "workload": dict({"rate_per_s": 6, "requests": 300}, **workload),
+    fs = FleetScenario.from_dict({"max_model_len": 32768, "seed": 1,
+                                  "workload": dict({"rate_per_s": 6, "requests": 300}, **workload),
                                   "fleet": {"replicas": 3, "router": router}})
     fleet = Fleet(fs)
     fleet.run()
