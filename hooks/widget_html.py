@@ -89,7 +89,7 @@ def _outputs(root: etree.Element, result: dict) -> None:
         if summary:
             _sub(holder, "figcaption", summary, data_chart_summary=key)
     for key, item in result["tables"].items():
-        wrapper = _sub(root, "div", class_="calc-table md-typeset__table")
+        wrapper = _sub(root, "div", class_="calc-table")  # Material wraps the table itself in a scroller
         table = _sub(wrapper, "table", data_table=key)
         if item.get("caption"):
             _sub(table, "caption", item["caption"])

@@ -40,9 +40,9 @@ def line_chart(title: str, x_title: str, y_title: str, series: dict[str, tuple[l
         "layout": {
             "title": {"text": title, "font": {"size": 15}},
             "xaxis": _axis(x_title, log_x), "yaxis": _axis(y_title, log_y),
-            "legend": {"orientation": "h", "y": -0.25},
-            "margin": {"l": 60, "r": 20, "t": 50, "b": 40},
-            "height": 360,
+            "legend": {"orientation": "h", "y": -0.3, "yanchor": "top", "x": 0},
+            "margin": {"l": 60, "r": 20, "t": 50, "b": 60},
+            "height": 380,
         },
         "summary": summary,
     }
