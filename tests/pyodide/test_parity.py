@@ -38,6 +38,15 @@ for name in allowed_names():
     entry = framework.REGISTRY[name]
     if entry.kind == "widget":
         out[name] = json.loads(handle(json.dumps({"id": 1, "op": "call", "fn": name, "args": {}})))
+    elif entry.kind == "stream":
+        started = json.loads(handle(json.dumps({"id": 1, "op": "stream_start", "fn": name, "args": {}})))
+        frames = []
+        while started["ok"]:
+            step = json.loads(handle(json.dumps({"id": 2, "op": "stream_next", "stream": started["result"]["stream"], "frames": 50})))
+            frames.extend(step["result"]["frames"])
+            if step["result"]["done"]:
+                break
+        out[name] = {"ok": started["ok"], "frames": frames}
     elif entry.kind == "drill":
         for seed in (0, 1, 2, 3, 99):
             out[f"{name}#{seed}"] = json.loads(handle(json.dumps({"id": 1, "op": "drill", "fn": name, "args": {"seed": seed}})))

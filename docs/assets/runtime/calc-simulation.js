@@ -100,7 +100,7 @@
       stopRun();
       showError("");
       var figures = {};
-      var state = { queue: [], done: false, figures: figures, frames: 0 };
+      var state = { queue: [], done: false, figures: figures, frames: 0, drawn: {} };
       run = state;
       widget.dataset.state = "computing";
       state.controller = runtime.stream(widget.dataset.widget, formArgs(), function (frames, error, done) {
@@ -125,6 +125,7 @@
       });
       Object.keys(frame.figures || {}).forEach(function (key) {
         state.figures[key] = JSON.parse(JSON.stringify(frame.figures[key]));
+        delete state.drawn[key];
       });
       var series = frame.series || {};
       Object.keys(state.figures).forEach(function (key) {
@@ -142,15 +143,54 @@
       if (typeof frame.t_s === "number") state.t_s = frame.t_s;
     }
 
-    function redraw(state) {
-      if (state.dirty) {
-        Object.keys(state.figures).forEach(function (key) {
-          var holder = widget.querySelector('[data-chart="' + key + '"]');
-          if (holder) runtime.drawChart(holder, state.figures[key]);
-        });
-        state.dirty = false;
+    // Charts are brought up to date at most every CHART_MS, each in a task of its own and by
+    // appending the new points (Plotly.extendTraces), so no task holds the main thread for long.
+    var CHART_MS = 480;
+    function updateChart(state, key) {
+      var holder = widget.querySelector('[data-chart="' + key + '"]');
+      var figure = state.figures[key];
+      if (!holder || !figure) return;
+      var drawn = state.drawn[key];
+      if (!drawn || !window.Plotly || !holder.data) {
+        state.drawn[key] = figure.data.map(function (trace) { return (trace.y || []).length; });
+        if (window.Plotly && holder.data && holder.data.length === figure.data.length) {
+          // The build's chart is already on the page: swap its points rather than rebuild it.
+          window.Plotly.restyle(holder, {
+            x: figure.data.map(function (t) { return t.x; }), y: figure.data.map(function (t) { return t.y; }),
+          });
+          holder.__figure = figure;
+        } else {
+          runtime.drawChart(holder, figure);
+        }
+        return;
       }
-      if (canvas && state.blockmap) { drawBlockMap(canvas, state.blockmap); state.blockmap = null; }
+      var xs = [], ys = [], indices = [];
+      figure.data.forEach(function (trace, index) {
+        var have = drawn[index] || 0;
+        if ((trace.y || []).length > have) {
+          xs.push(trace.x.slice(have));
+          ys.push(trace.y.slice(have));
+          indices.push(index);
+          drawn[index] = trace.y.length;
+        }
+      });
+      if (indices.length) window.Plotly.extendTraces(holder, { x: xs, y: ys }, indices);
+    }
+
+    function redraw(state, force) {
+      var now = performance.now();
+      if (state.dirty && (force || now - (state.chartsAt || 0) >= CHART_MS)) {
+        state.chartsAt = now;
+        state.dirty = false;
+        Object.keys(state.figures).forEach(function (key) {
+          setTimeout(function () { if (run === state) updateChart(state, key); }, 0);
+        });
+      }
+      if (canvas && state.blockmap) {
+        var map = state.blockmap;
+        state.blockmap = null;
+        setTimeout(function () { if (run === state) drawBlockMap(canvas, map); }, 0);
+      }
       if (progress && typeof state.t_s === "number") progress.textContent = "t = " + state.t_s.toFixed(1) + " s simulated";
     }
 
@@ -159,7 +199,7 @@
       if (widget.dataset.simState === "paused") return;
       var perTick = SPEEDS[speed ? speed.value : "1"] || 1;
       for (var i = 0; i < perTick && state.queue.length; i++) applyFrame(state, state.queue.shift());
-      redraw(state);
+      redraw(state, state.done && !state.queue.length);
       if (!state.done && state.queue.length < 8 && !state.waiting) {
         state.waiting = true;
         state.controller.resume();
