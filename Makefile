@@ -16,7 +16,7 @@ help:
 	@echo "make serve   build the site and serve it at $(SITE_URL) (rebuilds on every edit)"
 	@echo "make test    run every test: calc, doctests, the site, Pyodide parity, headless Chromium"
 	@echo "make build   build the site into site/"
-	@echo "make bench   benchmarks (simulator; prints figures, writes bench-results/)"
+	@echo "make bench   benchmarks: the simulator and the site in Chromium (prints figures, writes bench-results/)"
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -58,8 +58,11 @@ test: build chromium
 test-fast: setup
 	$(BIN)/python -m pytest -q -m "not site and not browser and not pyodide" $(PYTEST_ARGS)
 
-bench: setup
-	@if [ -f bench/bench_sim.py ]; then $(BIN)/python bench/bench_sim.py; else echo "no benchmarks yet"; fi
+# Benchmarks print figures and write bench-results/*.json; they measure, they do not assert.
+bench: export SITE_URL := http://127.0.0.1:8766/
+bench: setup chromium
+	$(BIN)/python bench/bench_sim.py
+	$(BIN)/python bench/bench_site.py
 
 # Re-resolve the Python pins from requirements.in in a throwaway venv.
 lock:

@@ -1,0 +1,248 @@
+"""Benchmark of the built site as its readers feel it, in headless Chromium on 127.0.0.1.
+
+Figures (targets of issue 11 on the 2-core development machine in brackets):
+
+* cold load to ``data-pyodide=ready`` on a lesson page, fresh browser context each time [2.5 s];
+* navigation (instant) to the first live recompute on another page;
+* widget recompute latency, p50 and p95 over every widget of every page [p95 50 ms];
+* the longest main-thread task while a simulation plays [50 ms];
+* bytes of the first lesson page, gzip-compressed, with and without the Pyodide runtime [1 MB without];
+* ``mkdocs build`` time.
+
+Prints a table and writes bench-results/site.json. Not a test: it measures, it does not assert.
+
+    .venv/bin/python bench/bench_site.py [--runs N] [--no-build]
+"""
+
+from __future__ import annotations
+
+import argparse
+import gzip
+import json
+import os
+import statistics
+import subprocess
+import sys
+import time
+import urllib.parse
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+SITE = os.path.join(ROOT, "site")
+sys.path.insert(0, ROOT)
+
+from tests.browser.conftest import CHROMIUM_FLAGS, SiteServer, built_site_url  # noqa: E402
+
+FIRST_PAGE = "lesson/01-a-70b-assistant/"
+SECOND_PAGE = "lesson/02-kv-cache-arithmetic/"
+RUNTIME_PREFIXES = ("assets/vendor/pyodide/", "assets/runtime/calc-")
+
+
+def percentile(values, q):
+    ordered = sorted(values)
+    if not ordered:
+        return None
+    rank = max(0, min(len(ordered) - 1, round(q / 100 * (len(ordered) - 1))))
+    return ordered[rank]
+
+
+def timed_build() -> float:
+    started = time.perf_counter()
+    subprocess.run([os.path.join(ROOT, ".venv", "bin", "mkdocs"), "build", "--strict", "-q"], cwd=ROOT, check=True,
+                   env={**os.environ, "NO_MKDOCS_2_WARNING": "1"})
+    return time.perf_counter() - started
+
+
+def pages_with_widgets() -> list[str]:
+    found = []
+    for folder, _, files in os.walk(SITE):
+        if "index.html" in files:
+            with open(os.path.join(folder, "index.html"), encoding="utf-8") as handle:
+                if 'data-kind="widget"' in handle.read():
+                    found.append(os.path.relpath(folder, SITE).replace(os.sep, "/").strip(".") + "/")
+    return sorted(p.lstrip("/") for p in found)
+
+
+def new_context(browser):
+    context = browser.new_context(service_workers="block")
+    blocked = []
+    context.route("**/*", lambda route: route.continue_() if urllib.parse.urlparse(route.request.url).hostname
+                  in ("127.0.0.1", None) else (blocked.append(route.request.url), route.abort()))
+    return context, blocked
+
+
+def cold_ready_ms(browser, url: str) -> float:
+    context, _ = new_context(browser)
+    page = context.new_page()
+    page.goto(url)
+    page.wait_for_selector("html[data-pyodide=ready]", timeout=120_000)
+    ready = page.evaluate("() => window.calcRuntime.readyAt")
+    context.close()
+    return ready
+
+
+def first_page_bytes(browser, url: str) -> dict:
+    """gzip size of every file the first page loads, split into runtime (Pyodide, calc) and the rest."""
+    context, _ = new_context(browser)
+    page = context.new_page()
+    paths = []
+    page.on("request", lambda request: paths.append(urllib.parse.urlparse(request.url).path))
+    page.goto(url)
+    page.wait_for_selector("html[data-pyodide=ready]", timeout=120_000)
+    page.wait_for_timeout(1000)
+    context.close()
+    totals = {"runtime": 0, "page": 0}
+    for path in set(paths):
+        relative = path.lstrip("/")
+        local = os.path.join(SITE, relative, "index.html") if relative.endswith("/") or not relative else \
+            os.path.join(SITE, relative)
+        if not os.path.isfile(local):
+            continue
+        with open(local, "rb") as handle:
+            size = len(gzip.compress(handle.read(), 6))
+        totals["runtime" if relative.startswith(RUNTIME_PREFIXES) else "page"] += size
+    return totals
+
+
+CHANGE_ONE_CONTROL = """
+(widget) => {
+  const controls = [...widget.querySelectorAll('form select, form input[type=number]')]
+      .filter(c => c.offsetParent !== null && !c.name.startsWith('__'));
+  for (const control of controls) {
+    if (control.tagName === 'SELECT') {
+      if (control.options.length < 2) continue;
+      control.selectedIndex = (control.selectedIndex + 1) % control.options.length;
+    } else {
+      const step = Number(control.step) || 1, max = Number(control.max), value = Number(control.value);
+      const next = value + step <= max ? value + step : value - step;
+      control.value = String(next);
+    }
+    control.dispatchEvent(new Event('change', {bubbles: true}));
+    return true;
+  }
+  return false;
+}
+"""
+
+
+def recompute_latencies(browser, base: str, pages: list[str]) -> list[float]:
+    """For each widget: change one control, time until the widget is live again (worker call + redraw)."""
+    context, _ = new_context(browser)
+    page = context.new_page()
+    latencies = []
+    for path in pages:
+        page.goto(base + path)
+        page.wait_for_selector("html[data-pyodide=ready]", timeout=120_000)
+        count = page.locator('[data-kind="widget"]').count()
+        for index in range(count):
+            widget = page.locator('[data-kind="widget"]').nth(index)
+            widget.scroll_into_view_if_needed()
+            handle = widget.element_handle()
+            page.evaluate("(w) => { w.__t0 = performance.now(); w.__done = null;"
+                          " const mo = new MutationObserver(() => { if (w.dataset.state !== 'computing' && w.__t0"
+                          " && w.__seenComputing) { w.__done = performance.now() - w.__t0; mo.disconnect(); }"
+                          " if (w.dataset.state === 'computing') w.__seenComputing = true; });"
+                          " w.__seenComputing = false; mo.observe(w, {attributes: true, attributeFilter: ['data-state']}); }",
+                          handle)
+            if not page.evaluate(CHANGE_ONE_CONTROL, handle):
+                continue
+            try:
+                page.wait_for_function("(w) => w.__done !== null", arg=handle, timeout=30_000)
+            except Exception:  # a widget that did not answer in 30 s is reported as such
+                latencies.append(30_000.0)
+                continue
+            latencies.append(page.evaluate("(w) => w.__done", handle))
+    context.close()
+    return latencies
+
+
+def navigation_to_live_ms(browser, base: str) -> float:
+    context, _ = new_context(browser)
+    page = context.new_page()
+    page.goto(base + FIRST_PAGE)
+    page.wait_for_selector("html[data-pyodide=ready]", timeout=120_000)
+    page.wait_for_load_state("networkidle")
+    started = time.perf_counter()
+    page.click("a.md-footer__link--next")
+    page.wait_for_url(f"**/{SECOND_PAGE}")
+    widget = page.locator('[data-kind="widget"]').first
+    widget.wait_for()
+    handle = widget.element_handle()
+    page.evaluate(CHANGE_ONE_CONTROL, handle)
+    page.wait_for_function("(w) => w.dataset.state === 'live'", arg=handle)
+    elapsed = (time.perf_counter() - started) * 1000
+    context.close()
+    return elapsed
+
+
+def simulation_long_tasks(browser, base: str) -> float | None:
+    context, _ = new_context(browser)
+    page = context.new_page()
+    page.goto(base + "lesson/22-playground/")
+    page.wait_for_selector("html[data-pyodide=ready]", timeout=120_000)
+    sim = page.locator('[data-widget="simulation.replica"]')
+    if not sim.count():
+        context.close()
+        return None
+    page.evaluate("() => { window.__long = []; new PerformanceObserver(l => l.getEntries().forEach(e =>"
+                  " window.__long.push(e.duration))).observe({type: 'longtask'}); }")
+    sim.locator('[data-action="play"]').click()
+    page.wait_for_function("() => document.querySelector('[data-widget=\"simulation.replica\"]').dataset.simState"
+                           " === 'done'", timeout=180_000)
+    longest = page.evaluate("() => Math.max(0, ...window.__long)")
+    context.close()
+    return longest
+
+
+def main() -> int:
+    from playwright.sync_api import sync_playwright
+
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--runs", type=int, default=3, help="cold loads to time (median reported)")
+    parser.add_argument("--no-build", action="store_true", help="use site/ as it is")
+    args = parser.parse_args()
+
+    results: dict = {}
+    if not args.no_build:
+        results["build_s"] = timed_build()
+    server = SiteServer(built_site_url())
+    server.start()
+    try:
+        with sync_playwright() as playwright:
+            browser = playwright.chromium.launch(executable_path=os.environ.get("CHROMIUM_PATH", "/usr/bin/chromium"),
+                                                 args=CHROMIUM_FLAGS)
+            colds = [cold_ready_ms(browser, server.url + FIRST_PAGE) for _ in range(args.runs)]
+            results["cold_ready_ms"] = {"median": statistics.median(colds), "runs": colds}
+            results["navigation_to_live_ms"] = navigation_to_live_ms(browser, server.url)
+            latencies = recompute_latencies(browser, server.url, pages_with_widgets())
+            results["recompute_ms"] = {"widgets": len(latencies), "p50": percentile(latencies, 50),
+                                       "p95": percentile(latencies, 95), "max": max(latencies, default=None)}
+            results["simulation_longest_task_ms"] = simulation_long_tasks(browser, server.url)
+            results["first_page_gzip_bytes"] = first_page_bytes(browser, server.url + FIRST_PAGE)
+            browser.close()
+    finally:
+        server.stop()
+
+    page_bytes = results["first_page_gzip_bytes"]
+    rows = [
+        ("mkdocs build", f"{results['build_s']:.1f} s" if "build_s" in results else "skipped", ""),
+        ("cold load to Python ready", f"{results['cold_ready_ms']['median']:.0f} ms", "target 2,500 ms"),
+        ("navigation to first live recompute", f"{results['navigation_to_live_ms']:.0f} ms", ""),
+        ("widget recompute p50", f"{results['recompute_ms']['p50']:.0f} ms", f"{results['recompute_ms']['widgets']} widgets"),
+        ("widget recompute p95", f"{results['recompute_ms']['p95']:.0f} ms", "target 50 ms"),
+        ("longest main-thread task, simulation",
+         "n/a" if results["simulation_longest_task_ms"] is None else f"{results['simulation_longest_task_ms']:.0f} ms",
+         "target 50 ms"),
+        ("first page, gzip, without runtime", f"{page_bytes['page'] / 1e6:.2f} MB", "target 1 MB"),
+        ("first page, gzip, with runtime", f"{(page_bytes['page'] + page_bytes['runtime']) / 1e6:.2f} MB", ""),
+    ]
+    width = max(len(r[0]) for r in rows)
+    for name, value, note in rows:
+        print(f"{name.ljust(width)}  {value.rjust(10)}  {note}")
+    os.makedirs(os.path.join(ROOT, "bench-results"), exist_ok=True)
+    with open(os.path.join(ROOT, "bench-results", "site.json"), "w", encoding="utf-8") as handle:
+        json.dump(results, handle, indent=2)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
