@@ -122,7 +122,6 @@ def gpu_memory(gpu: Annotated[str, Choice(tuple((k, g.name) for k, g in GPUS.ite
                    text=f"{100 * (runtime / marketed - 1):+.1f}% ({format_bytes(runtime - marketed)})"
                    if runtime >= marketed else
                    f"{100 * (runtime / marketed - 1):+.1f}% (-{format_bytes(marketed - runtime)})"),
-            output("source", "Reading from", chosen.memory_runtime_source),
         ],
         tables={"all_gpus": table(
             ["GPU", "datasheet", "driver reading", "driver against datasheet"],
