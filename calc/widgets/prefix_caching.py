@@ -1,0 +1,344 @@
+"""Widgets and facts of step 12, "Prefix caching" (docs/lesson/12-prefix-caching.md).
+
+With automatic prefix caching the engine keys each full KV block by its tokens and
+every token before it, so a new prompt reuses the cached blocks of its longest
+*leading* run of tokens identical to an earlier prompt (:mod:`calc.prefix`). The
+system prompt of step 11 is then computed once and every later request prefills
+only its own part. The order of the prompt decides what can hit:
+
+    hit tokens = floor(min(identical leading tokens, prompt - 1) / block) x block
+    hit rate   = hit tokens / prompt tokens
+
+>>> r = layout_hit("stable-first")
+>>> r["hit_tokens"], round(r["hit_rate"], 3)
+(2496, 0.708)
+>>> layout_hit("variable-first")["hit_tokens"], layout_hit("timestamp-first")["hit_tokens"]
+(0, 0)
+"""
+
+from __future__ import annotations
+
+import copy
+from typing import Annotated
+
+from calc.errors import CalcError, check_choice, check_range
+from calc.prefix import hit_tokens_for_layout
+from calc.sim import presets
+from calc.sim.fleet import simulate_fleet
+from calc.units import format_number
+from calc.widgets.charts import PALETTE, bar_chart
+from calc.widgets.framework import Choice, FloatRange, IntRange, output, stream, table, view, widget
+from calc.widgets.simulation import scenario_for, simulation_views
+from calc.widgets.system_prompt import (
+    ANSWER_TOKENS, BLOCK_TOKENS, MAX_SYSTEM_PROMPT_TOKENS, QUESTION_TOKENS, RATE_PER_S, SYSTEM_PROMPT_TOKENS,
+    prefill_time_s, replica_ceiling,
+)
+from calc.widgets.system_prompt import PRESET as BEFORE_PRESET
+from calc.widgets.system_prompt import scenario as before_scenario
+
+__all__ = ["PRESET", "LAYOUTS", "TIMESTAMP_TOKENS", "layout_parts", "layout_hit", "prompt_layout", "before_after",
+           "replica", "scenario", "facts"]
+
+#: The simulator's scenario of this step: step 11's traffic with prefix caching on.
+PRESET = "step12-prefix-caching"
+#: A line such as "Today is Tuesday, 12 May 2026, 14:03 UTC." is about this many tokens.
+TIMESTAMP_TOKENS = 16
+#: Requests in the prefill-saved total (a round number: the first request is the cold miss).
+REQUESTS = 1_000
+
+LAYOUTS = (
+    ("stable-first", "System prompt first, question last"),
+    ("variable-first", "Question first, system prompt last"),
+    ("timestamp-first", "Timestamp line above the system prompt"),
+    ("timestamp-after", "System prompt, then timestamp, then question"),
+)
+_SHORT = {"stable-first": "system prompt → question", "variable-first": "question → system prompt",
+          "timestamp-first": "timestamp → system prompt → question",
+          "timestamp-after": "system prompt → timestamp → question"}
+_LAYOUT_KEYS = tuple(key for key, _ in LAYOUTS)
+BLOCK_CHOICES = tuple((str(n), f"{n} (vLLM's default)" if n == BLOCK_TOKENS else str(n)) for n in (8, 16, 32, 64, 128))
+
+
+def layout_parts(layout: str, system_prompt_tokens: int = SYSTEM_PROMPT_TOKENS,
+                 question_tokens: int = QUESTION_TOKENS, timestamp_tokens: int = TIMESTAMP_TOKENS) -> list[tuple]:
+    """The prompt's parts in order, each ``(name, "stable" | "variable", tokens)``.
+
+    Stable parts are identical in every request (the system prompt); variable
+    parts differ (the user's question, a timestamp). Source: the layouts the
+    page compares; prompt-caching guides advise static content first and
+    dynamic content last (vLLM "Automatic Prefix Caching"; OpenAI "Prompt caching").
+
+    >>> layout_parts("timestamp-first")
+    [('Timestamp line', 'variable', 16), ('System prompt', 'stable', 2500), ('Question', 'variable', 1024)]
+    """
+    check_choice("layout", layout, _LAYOUT_KEYS)
+    system = ("System prompt", "stable", system_prompt_tokens)
+    question = ("Question", "variable", question_tokens)
+    stamp = ("Timestamp line", "variable", timestamp_tokens)
+    return {
+        "stable-first": [system, question],
+        "variable-first": [question, system],
+        "timestamp-first": [stamp, system, question],
+        "timestamp-after": [system, stamp, question],
+    }[layout]
+
+
+def layout_hit(layout: str, system_prompt_tokens: int = SYSTEM_PROMPT_TOKENS, question_tokens: int = QUESTION_TOKENS,
+               timestamp_tokens: int = TIMESTAMP_TOKENS, block_size_tokens: int = BLOCK_TOKENS) -> dict:
+    """Warm-cache hit of one prompt laid out as ``layout``, with the hit split over its parts.
+
+    :func:`calc.prefix.hit_tokens_for_layout` gives the hit tokens (whole
+    blocks of the leading identical run, never the last prompt token); the
+    hit covers the prompt's first ``hit_tokens`` tokens, so each part's share
+    follows from its position. Source: :mod:`calc.prefix`.
+
+    >>> r = layout_hit("timestamp-after")
+    >>> r["hit_tokens"], [p["hit_tokens"] for p in r["parts"]]
+    (2496, [2496, 0, 0])
+    """
+    parts = layout_parts(layout, system_prompt_tokens, question_tokens, timestamp_tokens)
+    result = hit_tokens_for_layout([(kind, tokens) for _, kind, tokens in parts], block_size_tokens)
+    start = 0
+    split = []
+    for name, kind, tokens in parts:
+        hit = max(0, min(tokens, result["hit_tokens"] - start))
+        split.append({"name": name, "kind": kind, "tokens": tokens, "hit_tokens": hit})
+        start += tokens
+    result.update(layout=layout, parts=split)
+    return result
+
+
+@widget
+def prompt_layout(
+    layout: Annotated[str, Choice(LAYOUTS, label="Prompt layout")] = "stable-first",
+    system_prompt_tokens: Annotated[int, IntRange(0, MAX_SYSTEM_PROMPT_TOKENS, 100, "tokens",
+                                                  label="System prompt")] = SYSTEM_PROMPT_TOKENS,
+    question_tokens: Annotated[int, IntRange(1, 6_000, 64, "tokens", label="Question and history")] = QUESTION_TOKENS,
+    timestamp_tokens: Annotated[int, IntRange(1, 200, 1, "tokens", label="Timestamp line",
+                                              help="used by the two timestamp layouts")] = TIMESTAMP_TOKENS,
+    block_size_tokens: Annotated[str, Choice(BLOCK_CHOICES, label="KV block size (tokens)")] = str(BLOCK_TOKENS),
+):
+    """Hit rate and prefill saved for one prompt layout, and all four layouts side by side."""
+    block_size_tokens = int(block_size_tokens)
+    if system_prompt_tokens + question_tokens + timestamp_tokens + ANSWER_TOKENS > 8_192:
+        raise CalcError(f"system_prompt_tokens + question_tokens + timestamp_tokens + the {ANSWER_TOKENS}-token answer "
+                        f"must stay within 8,192 tokens (max_model_len); got {system_prompt_tokens:,} + "
+                        f"{question_tokens:,} + {timestamp_tokens:,}", "system_prompt_tokens")
+    chosen = layout_hit(layout, system_prompt_tokens, question_tokens, timestamp_tokens, block_size_tokens)
+    prompt = chosen["prompt_tokens"]
+    hit = chosen["hit_tokens"]
+    cold_s = prefill_time_s(prompt)
+    warm_s = prefill_time_s(prompt, hit)
+    without = REQUESTS * prompt
+    with_cache = prompt + (REQUESTS - 1) * (prompt - hit)
+
+    categories, cached, computed = [], [], []
+    for key, _ in LAYOUTS:
+        r = layout_hit(key, system_prompt_tokens, question_tokens, timestamp_tokens, block_size_tokens)
+        categories.append(("▶ " if key == layout else "") + _SHORT[key])
+        cached.append(r["hit_tokens"])
+        computed.append(r["computed_tokens"])
+    figure = bar_chart(
+        "Tokens of one warm request: from the cache or prefilled", categories, "tokens",
+        {"served from the prefix cache": cached, "prefilled": computed}, horizontal=True,
+        summary="; ".join(f"{c.lstrip('▶ ')}: {h:,} tokens from the cache, {n:,} prefilled"
+                          for c, h, n in zip(categories, cached, computed)) + ".",
+    )
+    figure["data"][0]["marker"]["color"] = PALETTE[2]
+    figure["data"][1]["marker"]["color"] = PALETTE[5]
+    figure["layout"]["yaxis"]["autorange"] = "reversed"
+    figure["layout"]["height"] = 320
+    figure["layout"]["margin"]["l"] = 20
+    rows = [[i + 1, part["name"], "same in every request" if part["kind"] == "stable" else "differs per request",
+             f"{part['tokens']:,}", f"{part['hit_tokens']:,}"] for i, part in enumerate(chosen["parts"])]
+    return view(
+        outputs=[
+            output("prompt_tokens", "Prompt", prompt, "tokens", text=f"{prompt:,} tokens"),
+            output("hit_tokens", "Served from the cache (warm)", hit, "tokens",
+                   text=f"{hit:,} tokens ({hit // block_size_tokens:,} blocks of {block_size_tokens})"),
+            output("hit_rate", "Hit rate", chosen["hit_rate"], "", text=f"{chosen['hit_rate'] * 100:.1f}%"),
+            output("computed_tokens", "Prefilled per request", chosen["computed_tokens"], "tokens",
+                   text=f"{chosen['computed_tokens']:,} tokens"),
+            output("ttft_s", "Prefill on an idle replica", warm_s, "s",
+                   text=f"{warm_s * 1000:,.0f} ms (cold: {cold_s * 1000:,.0f} ms)"),
+            output("saved_fraction", f"Prefill saved over {REQUESTS:,} requests", (without - with_cache) / without, "",
+                   text=f"{(without - with_cache) / without * 100:.1f}% ({without - with_cache:,} of {without:,} tokens)"),
+        ],
+        figures={"layouts": figure},
+        tables={"parts": table(["#", "Part", "Kind", "Tokens", "From the cache"], rows,
+                               caption=f"The prompt in order: {_SHORT[layout]}")},
+    )
+
+
+def _run(data: dict) -> dict:
+    return simulate_fleet(data).summary
+
+
+@widget(budget_s=10.0)
+def before_after(
+    rate_per_s: Annotated[float, FloatRange(1, 10, 0.5, "requests/s", label="Arrival rate")] = RATE_PER_S,
+    system_prompt_tokens: Annotated[int, IntRange(0, MAX_SYSTEM_PROMPT_TOKENS, 100, "tokens",
+                                                  label="System prompt")] = SYSTEM_PROMPT_TOKENS,
+):
+    """The same traffic simulated twice: the system prompt prefilled every time, then with prefix caching on."""
+    before = _run(before_scenario(system_prompt_tokens=system_prompt_tokens, rate_per_s=rate_per_s,
+                                  prefix_caching="off"))
+    after = _run(before_scenario(system_prompt_tokens=system_prompt_tokens, rate_per_s=rate_per_s,
+                                 prefix_caching="on"))
+
+    def seconds(v):
+        return f"{format_number(v)} s"
+
+    def ratio(a, b, better_low=True):
+        if not a or not b:
+            return "–"
+        r = a / b if better_low else b / a
+        return f"{format_number(r)}× {'lower' if better_low else 'higher'}" if r >= 1 else f"{format_number(1 / r)}× worse"
+
+    rows = [
+        ["TTFT p50", seconds(before["ttft_p50_s"]), seconds(after["ttft_p50_s"]),
+         ratio(before["ttft_p50_s"], after["ttft_p50_s"])],
+        ["TTFT p99", seconds(before["ttft_p99_s"]), seconds(after["ttft_p99_s"]),
+         ratio(before["ttft_p99_s"], after["ttft_p99_s"])],
+        ["ITL p99", seconds(before["itl_p99_s"]), seconds(after["itl_p99_s"]),
+         ratio(before["itl_p99_s"], after["itl_p99_s"])],
+        ["Output tokens/s", f"{before['throughput_output_tokens_per_s']:,.0f}",
+         f"{after['throughput_output_tokens_per_s']:,.0f}",
+         ratio(before["throughput_output_tokens_per_s"], after["throughput_output_tokens_per_s"], better_low=False)],
+        ["Requests/s served", format_number(before["throughput_requests_per_s"]),
+         format_number(after["throughput_requests_per_s"]),
+         ratio(before["throughput_requests_per_s"], after["throughput_requests_per_s"], better_low=False)],
+        ["Prompt tokens prefilled", f"{before['prefill_tokens_computed']:,}", f"{after['prefill_tokens_computed']:,}",
+         ratio(before["prefill_tokens_computed"], after["prefill_tokens_computed"])],
+        ["Longest queue", f"{before['queue_depth_max']:,}", f"{after['queue_depth_max']:,}", ""],
+        ["Peak KV cache use", f"{before['kv_use_peak'] * 100:.0f}%", f"{after['kv_use_peak'] * 100:.0f}%", ""],
+        ["Prefix cache hit rate", "off", f"{(after['prefix_cache_hit_rate'] or 0) * 100:.1f}%", ""],
+    ]
+    keeps_up = after["throughput_requests_per_s"] >= 0.95 * after["arrival_rate_per_s"]
+    return view(
+        outputs=[
+            output("ttft_p99_before_s", "TTFT p99, prefilled every time", before["ttft_p99_s"], "s",
+                   text=seconds(before["ttft_p99_s"])),
+            output("ttft_p99_after_s", "TTFT p99, prefix caching on", after["ttft_p99_s"], "s",
+                   text=seconds(after["ttft_p99_s"])),
+            output("throughput_before", "Output tokens/s before", before["throughput_output_tokens_per_s"],
+                   "tokens/s", text=f"{before['throughput_output_tokens_per_s']:,.0f} tokens/s"),
+            output("throughput_after", "Output tokens/s after", after["throughput_output_tokens_per_s"],
+                   "tokens/s", text=f"{after['throughput_output_tokens_per_s']:,.0f} tokens/s"),
+            output("hit_rate", "Prefix cache hit rate", after["prefix_cache_hit_rate"] or 0, "",
+                   text=f"{(after['prefix_cache_hit_rate'] or 0) * 100:.1f}%"),
+            output("verdict", "With the cache", "keeps up" if keeps_up else "falls behind",
+                   text=("keeps up with the traffic" if keeps_up else
+                         "still falls behind: the replica needs more capacity, not only the cache")),
+        ],
+        tables={"compare": table(["", "Prefilled every time", "Prefix caching on", "Change"], rows,
+                                 caption=f"{before['requests_total']:,} requests at {format_number(rate_per_s)}/s, "
+                                         f"{system_prompt_tokens:,}-token system prompt")},
+    )
+
+
+def scenario(*, layout: str = "stable-first", prefix_caching: str = "on",
+             system_prompt_tokens: int = SYSTEM_PROMPT_TOKENS, rate_per_s: float = RATE_PER_S) -> dict:
+    """The preset ``step12-prefix-caching`` with the page's knobs, as a scenario dict.
+
+    The simulator caches one shared prefix per request class, so a layout
+    enters it as its *leading identical run* (that is all a cache can ever
+    reuse) followed by a part unique to each request: a question placed first,
+    or a timestamp above the system prompt, leaves no shared prefix at all.
+
+    >>> s = scenario(layout="variable-first")
+    >>> c = s["workload"]["classes"][0]; c["prefix_tokens"], c["prompt_tokens"], s["prefix_caching"]
+    (0, 3524, True)
+    >>> scenario()["workload"]["classes"][0]["prefix_tokens"]
+    2500
+    """
+    check_choice("layout", layout, _LAYOUT_KEYS)
+    check_range("system_prompt_tokens", system_prompt_tokens, 0, MAX_SYSTEM_PROMPT_TOKENS, integer=True)
+    data = scenario_for(PRESET, rate_per_s=rate_per_s, prefix_caching=prefix_caching)
+    for request_class in data["workload"]["classes"]:
+        question = request_class["prompt_tokens"]
+        parts = layout_parts(layout, system_prompt_tokens, question)
+        r = hit_tokens_for_layout([(kind, tokens) for _, kind, tokens in parts], BLOCK_TOKENS)
+        shared = r["leading_identical_tokens"]
+        request_class["prefix_tokens"] = shared
+        request_class["prompt_tokens"] = r["prompt_tokens"] - shared
+    return copy.deepcopy(data)
+
+
+@stream(budget_s=4.0)
+def replica(
+    layout: Annotated[str, Choice(LAYOUTS, label="Prompt layout")] = "stable-first",
+    prefix_caching: Annotated[str, Choice((("on", "on"), ("off", "off")), label="Prefix caching")] = "on",
+    system_prompt_tokens: Annotated[int, IntRange(0, MAX_SYSTEM_PROMPT_TOKENS, 100, "tokens",
+                                                  label="System prompt")] = SYSTEM_PROMPT_TOKENS,
+    rate_per_s: Annotated[float, FloatRange(0.5, 10, 0.5, "requests/s", label="Arrival rate")] = RATE_PER_S,
+    frame_interval_s: Annotated[float, FloatRange(0.5, 120, 0.5, "s", label="Simulated seconds per frame")] = 5.0,
+):
+    """Step 11's traffic with prefix caching, live; change the layout and watch the hit rate go."""
+    yield from simulation_views(scenario(layout=layout, prefix_caching=prefix_caching,
+                                         system_prompt_tokens=system_prompt_tokens, rate_per_s=rate_per_s),
+                                frame_interval_s)
+
+
+def facts() -> dict[str, str]:
+    """Numbers quoted in the page's prose, computed here so the page cannot drift from calc.
+
+    >>> f = facts()
+    >>> f["hit_tokens"], f["hit_rate_pct"], f["after_ttft_p99_s"], f["before_ttft_p99_s"]
+    ('2,496', '70.8%', '0.322 s', '40.2 s')
+    """
+    stable = layout_hit("stable-first")
+    prompt = stable["prompt_tokens"]
+    hit = stable["hit_tokens"]
+    before = presets.run(BEFORE_PRESET).summary
+    after = presets.run(PRESET).summary
+    cold_s = prefill_time_s(prompt)
+    warm_s = prefill_time_s(prompt, hit)
+    ceiling_before = replica_ceiling(SYSTEM_PROMPT_TOKENS)["requests_per_s"]
+    ceiling_after = replica_ceiling(SYSTEM_PROMPT_TOKENS, cached=True)["requests_per_s"]
+    uneven = SYSTEM_PROMPT_TOKENS + 10  # a system prompt that ends 10 tokens into a block
+    stamp_first = layout_hit("timestamp-first")
+    stamp_after = layout_hit("timestamp-after")
+    uneven_hit = layout_hit("stable-first", system_prompt_tokens=uneven)["hit_tokens"]
+    return {
+        "system_prompt_tokens": f"{SYSTEM_PROMPT_TOKENS:,}",
+        "question_tokens": f"{QUESTION_TOKENS:,}",
+        "rate": format_number(RATE_PER_S),
+        "requests": f"{after['requests_total']:,}",
+        "block_size": f"{BLOCK_TOKENS}",
+        "prompt_tokens": f"{prompt:,}",
+        "hit_tokens": f"{hit:,}",
+        "hit_blocks": f"{hit // BLOCK_TOKENS:,}",
+        "missed_prefix_tokens": f"{SYSTEM_PROMPT_TOKENS - hit:,}",
+        "computed_tokens": f"{stable['computed_tokens']:,}",
+        "hit_rate_pct": f"{stable['hit_rate'] * 100:.1f}%",
+        "timestamp_tokens": f"{TIMESTAMP_TOKENS}",
+        "cold_ms": f"{cold_s * 1000:,.0f} ms",
+        "warm_ms": f"{warm_s * 1000:,.0f} ms",
+        "ceiling_before_rps": format_number(ceiling_before),
+        "ceiling_after_rps": format_number(ceiling_after),
+        "before_ttft_p50_s": f"{format_number(before['ttft_p50_s'])} s",
+        "before_ttft_p99_s": f"{format_number(before['ttft_p99_s'])} s",
+        "after_ttft_p50_s": f"{format_number(after['ttft_p50_s'])} s",
+        "after_ttft_p99_s": f"{format_number(after['ttft_p99_s'])} s",
+        "ttft_p99_ratio": f"{before['ttft_p99_s'] / after['ttft_p99_s']:,.0f}",
+        "before_tokens_per_s": f"{before['throughput_output_tokens_per_s']:,.0f}",
+        "after_tokens_per_s": f"{after['throughput_output_tokens_per_s']:,.0f}",
+        "before_rps": format_number(before["throughput_requests_per_s"]),
+        "after_rps": format_number(after["throughput_requests_per_s"]),
+        "arrival_rps": format_number(after["arrival_rate_per_s"]),
+        "before_prefilled": f"{before['prefill_tokens_computed']:,}",
+        "after_prefilled": f"{after['prefill_tokens_computed']:,}",
+        "sim_hit_rate_pct": f"{after['prefix_cache_hit_rate'] * 100:.1f}%",
+        "after_kv_peak_pct": f"{after['kv_use_peak'] * 100:.0f}%",
+        "before_kv_peak_pct": f"{before['kv_use_peak'] * 100:.0f}%",
+        "stamp_first_hit_pct": f"{stamp_first['hit_rate'] * 100:.0f}%",
+        "stamp_first_computed": f"{stamp_first['computed_tokens']:,}",
+        "stamp_first_ms": f"{prefill_time_s(stamp_first['prompt_tokens'], stamp_first['hit_tokens']) * 1000:,.0f} ms",
+        "stamp_after_hit_pct": f"{stamp_after['hit_rate'] * 100:.1f}%",
+        "stamp_after_computed": f"{stamp_after['computed_tokens']:,}",
+        "stamp_after_ms": f"{prefill_time_s(stamp_after['prompt_tokens'], stamp_after['hit_tokens']) * 1000:,.0f} ms",
+        "uneven_prefix_tokens": f"{uneven:,}",
+        "uneven_hit_tokens": f"{uneven_hit:,}",
+        "uneven_missed_tokens": f"{uneven - uneven_hit:,}",
+    }
