@@ -1,0 +1,525 @@
+"""Widgets and facts of step 18, "Disaggregation and multi-node" (docs/lesson/18-disaggregation.md).
+
+Two ideas, each a widget:
+
+* :func:`pool_sizing`: prefill and decode have different bottlenecks (prefill
+  is compute-bound, decode memory-bound), so a fleet can run them in separate
+  pools and size each for its own work: the prefill pool for the prompt tokens
+  arriving per second, the decode pool for the answer tokens at a latency
+  target. A replica that does both stalls every decoding sequence whenever a
+  prefill chunk lands in its step.
+* :func:`tp_or_pp`: a model too big for one server is split across servers.
+  Tensor parallelism (TP) all-reduces twice per layer on every step; pipeline
+  parallelism (PP) sends one activation hop per stage and leaves stages idle
+  while the pipeline fills. Inside a server NVLink makes TP cheap; between
+  servers the network makes PP the better split.
+
+Every number comes from :mod:`calc.roofline` (step times), :mod:`calc.parallel`
+(all-reduce, bubble, pipeline time), :mod:`calc.memory` (KV capacity) and
+:mod:`calc.cost` (the largest batch that meets a latency target).
+
+>>> view = pool_sizing()
+>>> view["outputs"]["prefill_replicas"]["value"], view["outputs"]["decode_replicas"]["value"]
+(2, 1)
+>>> tp_or_pp()["outputs"]["itl_tp_s"]["text"], tp_or_pp()["outputs"]["itl_pp_s"]["text"]
+('60.1 ms', '49.9 ms')
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from typing import Annotated
+
+from calc.catalog import get_gpu, get_model
+from calc.cost import sustained_at_latency
+from calc.errors import CalcError, check_range
+from calc.memory import (
+    allowed_tp, kv_bytes_per_token, kv_bytes_per_token_per_gpu, kv_capacity, lesson_kv_capacity, weights_bytes_per_gpu,
+)
+from calc.parallel import allreduce_time_s, pipeline_bubble_fraction, pipeline_step_time_s
+from calc.roofline import (
+    ACTIVATION_BYTES, decode_step, prefill_attention_pairs, prefill_chunk, ridge_point_flops_per_byte,
+    steady_state_step, step_coefficients,
+)
+from calc.units import GB, format_bytes, format_number
+from calc.widgets.charts import bar_chart, line_chart
+from calc.widgets.framework import Choice, FloatRange, IntRange, output, table, view, widget
+
+__all__ = [
+    "MODEL", "GPU", "TP", "MAX_NUM_SEQS", "NIC_BYTES_PER_S", "NIC_SOURCE", "INTER_SERVER_LATENCY_S",
+    "INTER_SERVER_LATENCY_SOURCE", "DISTSERVE", "colocated_batch", "mixed_step_s", "pool_sizing",
+    "split_layouts", "tp_or_pp", "facts",
+]
+
+# The running example (LESSON.md): Llama 3.1 70B in bf16, TP 4, on H100 SXM 80GB.
+MODEL, GPU, TP = "llama-3.1-70b", "h100-sxm-80gb", 4
+MAX_NUM_SEQS = 256  # vLLM's default cap on running sequences (engine arguments)
+
+#: Bandwidth between servers, per GPU, one direction: an NDR InfiniBand NIC (400 Gb/s) per GPU, as in a
+#: DGX H100 (eight ConnectX-7, one per GPU).
+NIC_BYTES_PER_S = 48 * GB
+NIC_SOURCE = ("400 Gb/s NDR InfiniBand, one ConnectX-7 NIC per GPU (NVIDIA DGX H100 user guide, network modules); "
+              "46-48 GB/s per NIC is what NCCL reaches (NCCL maintainer in NVIDIA/nccl-tests issue 290, 2025-03-03)")
+#: Fixed time of one small collective between two servers (kernel, NIC and switch). An order of magnitude,
+#: not a fit: about 19-20 us measured for 8-128 B all-reduces across two nodes (NVIDIA/nccl-tests issue 150,
+#: A100 + HDR), and NCCL's own tuning model prints about 25 us for a 128 B all-reduce on an H100 cluster
+#: (NVIDIA/nccl issue 1453). Used for every transfer between servers, pipeline hops included.
+INTER_SERVER_LATENCY_S = 25e-6
+INTER_SERVER_LATENCY_SOURCE = ("about 20 us measured across two nodes (NVIDIA/nccl-tests issue 150); about 25 us in "
+                               "NCCL's tuning model for an H100 cluster (NVIDIA/nccl issue 1453)")
+#: A published result for disaggregated serving (not reproduced here): DistServe (Zhong et al., OSDI 2024)
+#: serves up to 7.4x more requests, or meets 12.6x tighter latency targets, than co-located systems on its
+#: workloads (OPT-13B to 175B; chat, code, summarisation).
+DISTSERVE = {"more_requests": 7.4, "tighter_slo": 12.6,
+             "source": "Zhong et al., DistServe, OSDI 2024 (arXiv 2401.09670), abstract"}
+
+CHUNK_POINTS = (0, 256, 512, 1024, 2048, 4096, 8192, 16384)
+
+
+def _coefficients():
+    return step_coefficients(get_model(MODEL), get_gpu(GPU), tp=TP)
+
+
+# --------------------------------------------------------------------------------------- prefill and decode pools
+def mixed_step_s(coefficients, *, batch: int, context_tokens: int, chunk_tokens: int) -> float:
+    """Seconds of one engine step that decodes ``batch`` sequences and prefills a ``chunk_tokens`` chunk.
+
+    Every decoding sequence waits for the whole step, so this is the
+    inter-token latency of everyone in the batch while the chunk runs.
+    Source: :meth:`calc.roofline.StepCoefficients.step_time_s` (decode tokens
+    and prefill tokens in one step, as vLLM's chunked prefill schedules them).
+
+    >>> c = step_coefficients(get_model(MODEL), get_gpu(GPU), tp=TP)
+    >>> round(mixed_step_s(c, batch=64, context_tokens=1152, chunk_tokens=0) * 1000, 1)
+    18.2
+    >>> round(mixed_step_s(c, batch=64, context_tokens=1152, chunk_tokens=8192) * 1000)
+    686
+    """
+    batch = check_range("batch", batch, 0, 10**6, integer=True)
+    ctx = check_range("context_tokens", context_tokens, 1, 10**8, integer=True)
+    chunk = check_range("chunk_tokens", chunk_tokens, 0, 10**7, integer=True)
+    if batch + chunk == 0:
+        return 0.0
+    return coefficients.step_time_s(new_tokens=batch + chunk, kv_tokens_read=batch * ctx + chunk,
+                                    attention_token_pairs=batch * ctx + prefill_attention_pairs(chunk))
+
+
+def colocated_batch(coefficients, *, input_tokens: int, output_tokens: int, itl_target_s: float,
+                    max_batch: int) -> dict | None:
+    """The largest batch a replica doing prefill and decode can run with its average step under the target.
+
+    In steady state each step carries the batch's decode tokens plus, on
+    average, ``batch x input / output`` prefill tokens
+    (:func:`calc.roofline.steady_state_step`). Returns that step (with
+    ``output_tokens_per_s``), or None when even one sequence misses the target.
+
+    >>> c = step_coefficients(get_model(MODEL), get_gpu(GPU), tp=TP)
+    >>> r = colocated_batch(c, input_tokens=1024, output_tokens=256, itl_target_s=0.05, max_batch=256)
+    >>> r["batch"], round(r["output_tokens_per_s"])
+    (113, 2275)
+    """
+    def step(b):
+        return steady_state_step(coefficients, batch=b, input_tokens=input_tokens, output_tokens=output_tokens)
+
+    if step(1)["time_s"] > itl_target_s:
+        return None
+    if step(max_batch)["time_s"] <= itl_target_s:
+        return step(max_batch)
+    low, high = 1, max_batch
+    while high - low > 1:
+        mid = (low + high) // 2
+        if step(mid)["time_s"] <= itl_target_s:
+            low = mid
+        else:
+            high = mid
+    return step(low)
+
+
+def _prefill_s(coefficients, prompt_tokens: int, chunk_tokens: int) -> tuple[float, float]:
+    """(seconds, seconds of all-reduce) to prefill a prompt chunk by chunk."""
+    times, comms, done = [], [], 0
+    while done < prompt_tokens:
+        n = min(chunk_tokens, prompt_tokens - done)
+        d = prefill_chunk(coefficients, chunk_tokens=n, context_before_tokens=done)
+        times.append(d["time_s"])
+        comms.append(d["comm_s"])
+        done += n
+    return math.fsum(times), math.fsum(comms)
+
+
+def _ms(seconds: float) -> str:
+    return f"{format_number(seconds * 1000)} ms"
+
+
+def _replicas(n: int) -> str:
+    return f"{n} replica" + ("" if n == 1 else "s")
+
+
+@widget
+def pool_sizing(
+    rate_per_s: Annotated[float, FloatRange(0.1, 500, 0.1, "requests/s", label="Requests per second")] = 10.0,
+    prompt_tokens: Annotated[int, IntRange(1, 100_000, 64, "tokens", label="Prompt")] = 1024,
+    output_tokens: Annotated[int, IntRange(1, 16_384, 16, "tokens", label="Answer")] = 256,
+    itl_target_ms: Annotated[float, FloatRange(5, 1000, 1, "ms", label="Inter-token latency target")] = 50.0,
+    busy_max: Annotated[float, FloatRange(0.1, 1.0, 0.05, label="Busiest share allowed per pool",
+                                          help="headroom for bursts, the same for every pool")] = 0.7,
+    chunk_tokens: Annotated[int, IntRange(256, 65_536, 256, "tokens", label="Prefill chunk per step",
+                                          help="max_num_batched_tokens")] = 8192,
+    link_gb_per_s: Annotated[float, FloatRange(1, 1000, 1, "GB/s", label="Network between pools, per GPU")] = 48.0,
+):
+    """Prefill and decode pools sized separately for the running example, against one pool doing both."""
+    rate = rate_per_s
+    itl_target = itl_target_ms / 1000
+    coef = _coefficients()
+    model = get_model(MODEL)
+    cap = lesson_kv_capacity()
+    per_request = prompt_tokens + output_tokens
+    fit = cap.kv_cache_tokens // per_request
+    if fit < 1:
+        raise CalcError(f"prompt_tokens + output_tokens must fit the replica's {cap.kv_cache_tokens:,} KV tokens; "
+                        f"got {per_request:,}", "prompt_tokens")
+    max_batch = min(MAX_NUM_SEQS, fit)
+    context = prompt_tokens + output_tokens // 2  # a decoding sequence is on average half-way through its answer
+
+    # Prefill pool: one prompt after another, compute-bound.
+    prefill_s, _ = _prefill_s(coef, prompt_tokens, min(chunk_tokens, prompt_tokens))
+    prefill_replicas = max(1, math.ceil(rate * prefill_s / busy_max))
+    prefill_busy_now = rate * prefill_s / prefill_replicas
+    # Decode pool: the largest batch that meets the ITL target, memory-bound.
+    decode = sustained_at_latency(coef, context_tokens=context, itl_target_s=itl_target, max_batch=max_batch)
+    if decode["batch"] == 0:
+        raise CalcError(f"itl_target_ms must be at least {format_number(decode['itl_s'] * 1000)} ms, one sequence's "
+                        f"decode step on this replica; got {format_number(itl_target_ms)}", "itl_target_ms")
+    limited = {"latency": "the ITL target", "max_batch": "KV room" if fit < MAX_NUM_SEQS else "max_num_seqs"}
+    decode_replicas = max(1, math.ceil(rate * output_tokens / (decode["tokens_per_s"] * busy_max)))
+    # One pool doing both.
+    both = colocated_batch(coef, input_tokens=prompt_tokens, output_tokens=output_tokens, itl_target_s=itl_target,
+                           max_batch=max_batch)
+    both_replicas = (None if both is None else
+                     max(1, math.ceil(rate * output_tokens / (both["output_tokens_per_s"] * busy_max))))
+    stall_batch = both["batch"] if both else decode["batch"]
+    # When prompts pile up, the scheduler fills a step's whole token budget with prefill.
+    stall = mixed_step_s(coef, batch=stall_batch, context_tokens=context, chunk_tokens=chunk_tokens)
+    # The prompt's KV moves from the prefill replica to a decode replica, each GPU over its own link.
+    kv_bytes = prompt_tokens * kv_bytes_per_token(model)
+    transfer_s = kv_bytes / (TP * link_gb_per_s * GB)
+    prefill_d = prefill_chunk(coef, chunk_tokens=min(chunk_tokens, prompt_tokens))
+    decode_d = decode_step(coef, batch=decode["batch"], context_tokens=context)
+    ridge = ridge_point_flops_per_byte(GPU, coef.compute_dtype)
+
+    gpus_split = TP * (prefill_replicas + decode_replicas)
+    gpus_both = None if both_replicas is None else TP * both_replicas
+    figure = bar_chart(
+        "GPUs for the same traffic", ["one pool doing both", "prefill pool + decode pool"], "GPUs",
+        {"prefill and decode": [gpus_both or 0, 0], "prefill": [0, TP * prefill_replicas],
+         "decode": [0, TP * decode_replicas]},
+        summary=(f"One pool: {'cannot meet the target' if gpus_both is None else f'{gpus_both} GPUs'}; "
+                 f"separate pools: {TP * prefill_replicas} GPUs for prefill and {TP * decode_replicas} for decode."),
+    )
+    batch_for_chart = stall_batch
+    series = {
+        f"a step decoding {batch_for_chart} sequences": (
+            list(CHUNK_POINTS),
+            [mixed_step_s(coef, batch=batch_for_chart, context_tokens=context, chunk_tokens=c) * 1000
+             for c in CHUNK_POINTS]),
+        "ITL target": (list(CHUNK_POINTS), [itl_target_ms] * len(CHUNK_POINTS)),
+    }
+    stall_figure = line_chart(
+        "Every decoding sequence waits for the prefill in its step", "prefill tokens in the step",
+        "step time = ITL (ms)", series, markers=True,
+        summary=(f"A step decoding {batch_for_chart} sequences takes {_ms(series[next(iter(series))][1][0] / 1000)} "
+                 f"alone and {_ms(stall)} with {chunk_tokens:,} prefill tokens in it."),
+    )
+    both_text = ("cannot meet the target on average" if both is None else
+                 f"{_replicas(both_replicas)} (batch {both['batch']}, {_ms(both['time_s'])} per step on average)")
+    return view(
+        outputs=[
+            output("prefill_s", "Prefill of one prompt", prefill_s, "s", text=_ms(prefill_s)),
+            output("prefill_replicas", "Prefill pool", prefill_replicas, "replicas",
+                   text=f"{_replicas(prefill_replicas)}, each busy {prefill_busy_now * 100:.0f}%"),
+            output("decode_batch", "Decode batch at the target", decode["batch"], "sequences",
+                   text=f"{decode['batch']} sequences, {_ms(decode['itl_s'])} per token "
+                        f"(limited by {limited[decode['limited_by']]})"),
+            output("decode_replicas", "Decode pool", decode_replicas, "replicas",
+                   text=f"{_replicas(decode_replicas)} ({format_number(round(decode['tokens_per_s']))} tokens/s each)"),
+            output("gpus_split", "GPUs, separate pools", gpus_split, "GPUs"),
+            output("colocated_replicas", "One pool doing both", both_replicas or 0, "replicas", text=both_text),
+            output("stall_s", "One pool: ITL of a step full of prefill", stall, "s",
+                   text=f"{_ms(stall)} for all {stall_batch} sequences in the batch"),
+            output("kv_transfer", "KV handed from prefill to decode", kv_bytes, "B",
+                   text=f"{format_bytes(kv_bytes)} per request, {_ms(transfer_s)} over {TP} × "
+                        f"{format_number(link_gb_per_s)} GB/s"),
+            output("kv_network", "Network between the pools", rate * kv_bytes, "B/s",
+                   text=f"{format_bytes(rate * kv_bytes)}/s"),
+            output("intensity", "Arithmetic intensity (FLOP per byte)",
+                   prefill_d["intensity_flops_per_byte"], "FLOP/B",
+                   text=f"prefill {format_number(round(prefill_d['intensity_flops_per_byte']))}, decode "
+                        f"{format_number(decode_d['intensity_flops_per_byte'])}; ridge point {format_number(round(ridge))}"),
+        ],
+        figures={"gpus": figure, "stall": stall_figure},
+    )
+
+
+# --------------------------------------------------------------------------------------- TP or PP across servers
+MODEL_CHOICES = (("llama-3.1-405b", "Llama 3.1 405B"), ("llama-3.1-70b", "Llama 3.1 70B"),
+                 ("qwen2.5-72b", "Qwen2.5 72B"))
+
+
+def _stage_layers(model, stages: int) -> int:
+    return -(-model.layers // stages)
+
+
+def split_layouts(model_key: str = "llama-3.1-405b", *, weights: str = "bf16", servers: int = 2,
+                  gpus_per_server: int = 8, batch: int = 64, prompt_tokens: int = 8192, chunk_tokens: int = 2048,
+                  inter_server_bytes_per_s: float = NIC_BYTES_PER_S,
+                  inter_server_latency_s: float = INTER_SERVER_LATENCY_S) -> dict:
+    """The same GPUs split two ways: TP across every GPU, or TP inside each server and PP across servers.
+
+    **TP across servers** (``tp = servers x gpus_per_server``): each step's
+    all-reduces (two per layer, ``tokens x hidden x 2`` bytes each) run as a ring
+    whose slowest links are the network: :func:`calc.parallel.allreduce_time_s`
+    at ``inter_server_bytes_per_s`` and ``inter_server_latency_s``.
+
+    **TP in a server, PP across** (``tp = gpus_per_server``, ``pp = servers``):
+    all-reduces stay on NVLink; each stage holds ``ceil(layers / pp)`` layers (the
+    embedding and LM head, on the first and last stage, are left out of the
+    split). A decode token crosses every stage in turn,
+    ``pp x (stage time + hop)`` (:func:`calc.parallel.pipeline_step_time_s` with one
+    micro-batch), while ``pp`` micro-batches of ``batch / pp`` sequences keep every
+    stage busy (vLLM runs one per stage). A prompt flows through as
+    ``ceil(prompt / chunk)`` chunks, ``(m + pp - 1) x (stage + hop)``, idle a share
+    ``(pp - 1) / (m + pp - 1)`` of the time (:func:`calc.parallel.pipeline_bubble_fraction`).
+
+    Decoding sequences hold ``prompt_tokens`` of context. Returns both layouts'
+    numbers; ``tp`` is None (with ``tp_error``) when the TP size is not possible.
+    Sources: Megatron-LM (Shoeybi et al. 2019) for TP's all-reduces; GPipe
+    (Huang et al. 2019) for the pipeline schedule; vLLM's distributed serving
+    guide ("tensor parallel size = GPUs per node, pipeline parallel size =
+    nodes"); :data:`NIC_SOURCE`, :data:`INTER_SERVER_LATENCY_SOURCE`.
+
+    >>> r = split_layouts()
+    >>> r["tp"]["tp"], r["pp"]["tp"], r["pp"]["pp"], round(r["pp"]["bubble"], 2)
+    (16, 8, 2, 0.2)
+    >>> r["pp"]["kv_tokens"] > 1.9 * r["tp"]["kv_tokens"]
+    True
+    """
+    model = get_model(model_key)
+    gpu = get_gpu(GPU)
+    servers = check_range("servers", servers, 1, 16, integer=True)
+    per_server = check_range("gpus_per_server", gpus_per_server, 1, 16, integer=True)
+    if per_server not in allowed_tp(model, 64):
+        raise CalcError(f"gpus_per_server must be a tensor-parallel size {model.name} allows: one of "
+                        f"{', '.join(str(t) for t in allowed_tp(model, 16))}; got {per_server}", "gpus_per_server")
+    batch = check_range("batch", batch, 1, 100_000, integer=True)
+    prompt = check_range("prompt_tokens", prompt_tokens, 1, 10_000_000, integer=True)
+    chunk = check_range("chunk_tokens", chunk_tokens, 1, 10_000_000, integer=True)
+    link = check_range("inter_server_bytes_per_s", inter_server_bytes_per_s, 1e6, 1e13)
+    latency = check_range("inter_server_latency_s", inter_server_latency_s, 0.0, 0.01)
+    gpus = servers * per_server
+    total_weights = weights_bytes_per_gpu(model, 1, weights)
+    weights_per_gpu = total_weights / gpus
+    hop_bytes = model.hidden_size * ACTIVATION_BYTES  # per token crossing a stage boundary
+    chunks = -(-prompt // chunk)
+    out = {"model": model.name, "gpus": gpus, "weights_bytes_per_gpu": weights_per_gpu, "tp_error": None}
+
+    # Memory: both layouts hold the same weights per GPU; the KV per token per GPU differs.
+    try:
+        base = kv_capacity(model, gpu, tp=per_server, weights=weights, weights_bytes=weights_per_gpu)
+    except CalcError as error:
+        raise CalcError(f"servers: {model.name} in {weights} does not fit on {servers} × {per_server} "
+                        f"{gpu.name}: {error}", "servers") from None
+    stage_layers = _stage_layers(model, servers)
+    pp_token_bytes = kv_bytes_per_token_per_gpu(model, per_server) * stage_layers // model.layers
+
+    # TP inside a server, PP across servers.
+    coef = step_coefficients(model, gpu, tp=per_server, weights=weights)
+    full = decode_step(coef, batch=-(-batch // servers), context_tokens=prompt)
+    stage_s = full["time_s"] / servers
+    hop_s = (latency + -(-batch // servers) * hop_bytes / link) if servers > 1 else 0.0
+    itl_pp = pipeline_step_time_s(stage_s, servers, 1, hop_s=hop_s)
+    prefill_full_s, prefill_comm_s = _prefill_s(coef, prompt, chunk)
+    chunk_stage_s = prefill_full_s / chunks / servers
+    chunk_hop_s = (latency + min(chunk, prompt) * hop_bytes / link) if servers > 1 else 0.0
+    ttft_pp = pipeline_step_time_s(chunk_stage_s, servers, chunks, hop_s=chunk_hop_s)
+    out["pp"] = {
+        "tp": per_server, "pp": servers, "stage_layers": stage_layers,
+        "kv_bytes_per_token_per_gpu": pp_token_bytes, "kv_tokens": int(base.kv_cache_bytes // pp_token_bytes),
+        "itl_s": itl_pp, "tokens_per_s": batch / itl_pp,
+        "decode_parts_s": {"math and memory": full["time_s"] - full["comm_s"], "all-reduce in a server": full["comm_s"],
+                           "all-reduce across servers": 0.0, "pipeline hops": servers * hop_s},
+        "ttft_s": ttft_pp, "bubble": pipeline_bubble_fraction(servers, chunks),
+        "prefill_parts_s": {
+            "math and memory": chunks * chunk_stage_s * (1 - prefill_comm_s / prefill_full_s),
+            "all-reduce in a server": chunks * chunk_stage_s * prefill_comm_s / prefill_full_s,
+            "all-reduce across servers": 0.0,
+            "pipeline fill and drain": (servers - 1) * chunk_stage_s,
+            "pipeline hops": (chunks + servers - 1) * chunk_hop_s},
+    }
+
+    # TP across every GPU.
+    if gpus not in allowed_tp(model, max(64, gpus)):
+        out["tp"] = None
+        out["tp_error"] = (f"TP {gpus} is not possible: it must divide the {model.attention_heads} attention heads "
+                           f"(and fit the {model.kv_heads} KV heads)")
+        return out
+    coef_tp = step_coefficients(model, gpu, tp=gpus, weights=weights)
+    if servers > 1:
+        coef_tp = dataclasses.replace(coef_tp, interconnect_bytes_per_s=link, allreduce_latency_s=latency)
+    d = decode_step(coef_tp, batch=batch, context_tokens=prompt)
+    ttft_tp, ttft_comm = _prefill_s(coef_tp, prompt, chunk)
+    tp_token_bytes = kv_bytes_per_token_per_gpu(model, gpus)
+    where = "all-reduce across servers" if servers > 1 else "all-reduce in a server"
+    decode_parts = {"math and memory": d["time_s"] - d["comm_s"], "all-reduce in a server": 0.0,
+                    "all-reduce across servers": 0.0, "pipeline hops": 0.0}
+    decode_parts[where] = d["comm_s"]
+    prefill_parts = {"math and memory": ttft_tp - ttft_comm, "all-reduce in a server": 0.0,
+                     "all-reduce across servers": 0.0, "pipeline fill and drain": 0.0, "pipeline hops": 0.0}
+    prefill_parts[where] = ttft_comm
+    out["tp"] = {
+        "tp": gpus, "pp": 1, "kv_bytes_per_token_per_gpu": tp_token_bytes,
+        "kv_tokens": int(base.kv_cache_bytes // tp_token_bytes), "itl_s": d["time_s"],
+        "tokens_per_s": batch / d["time_s"], "decode_parts_s": decode_parts, "ttft_s": ttft_tp, "bubble": 0.0,
+        "prefill_parts_s": prefill_parts,
+        "allreduce_s": allreduce_time_s(batch * hop_bytes, gpus, coef_tp.interconnect_bytes_per_s,
+                                        latency_s=coef_tp.allreduce_latency_s),
+        "allreduces_per_step": coef_tp.allreduces_per_step,
+    }
+    return out
+
+
+def _name(layout: dict) -> str:
+    return f"TP {layout['tp']}" if layout["pp"] == 1 else f"TP {layout['tp']} × PP {layout['pp']}"
+
+
+@widget
+def tp_or_pp(
+    model: Annotated[str, Choice(MODEL_CHOICES, label="Model")] = "llama-3.1-405b",
+    weights: Annotated[str, Choice(("bf16", "fp8"), label="Weight precision")] = "bf16",
+    servers: Annotated[int, IntRange(1, 4, label="Servers")] = 2,
+    gpus_per_server: Annotated[int, IntRange(1, 8, label="H100s per server")] = 8,
+    batch: Annotated[int, IntRange(1, 1024, label="Sequences decoding")] = 64,
+    prompt_tokens: Annotated[int, IntRange(256, 131_072, 256, "tokens", label="Prompt (context)")] = 8192,
+    chunk_tokens: Annotated[int, IntRange(256, 32_768, 256, "tokens", label="Prefill chunk")] = 2048,
+    link_gb_per_s: Annotated[float, FloatRange(1, 900, 1, "GB/s", label="Between servers, per GPU")] = 48.0,
+    latency_us: Annotated[float, FloatRange(0, 1000, 1, "µs", label="Between servers, per transfer",
+                                            help="fixed time of one collective or hop (an assumption)")] = 25.0,
+):
+    """A model split across servers two ways: TP across all GPUs against TP inside a server and PP across."""
+    r = split_layouts(model, weights=weights, servers=servers, gpus_per_server=gpus_per_server, batch=batch,
+                      prompt_tokens=prompt_tokens, chunk_tokens=chunk_tokens,
+                      inter_server_bytes_per_s=link_gb_per_s * GB, inter_server_latency_s=latency_us * 1e-6)
+    pp, tp = r["pp"], r["tp"]
+    if servers == 1:  # one server: both layouts are plain TP inside it
+        layouts = [(f"{_name(pp)} in one server", pp)]
+    else:
+        layouts = [(f"{_name(tp)} across servers", tp)] if tp else []
+        layouts.append((f"{_name(pp)}: pipeline across servers", pp))
+    names = [name for name, _ in layouts]
+
+    def row(label, fn):
+        return [label] + [fn(layout) for _, layout in layouts]
+
+    rows = [
+        row("KV cache per GPU per token", lambda l: f"{l['kv_bytes_per_token_per_gpu']:,} B"),
+        row("KV cache (tokens)", lambda l: f"{l['kv_tokens']:,}"),
+        row(f"Time per output token ({batch} sequences)", lambda l: _ms(l["itl_s"])),
+        row("Decode tokens/s", lambda l: format_number(round(l["tokens_per_s"]))),
+        row(f"Prefill of {prompt_tokens:,} tokens", lambda l: _ms(l["ttft_s"])),
+        row("Pipeline idle share in that prefill", lambda l: f"{l['bubble'] * 100:.0f}%"),
+    ]
+    decode_keys = ("math and memory", "all-reduce in a server", "all-reduce across servers", "pipeline hops")
+    prefill_keys = ("math and memory", "all-reduce in a server", "all-reduce across servers",
+                    "pipeline fill and drain", "pipeline hops")
+    decode_fig = bar_chart(f"One output token, {batch} sequences decoding", names, "ms",
+                           {k: [l["decode_parts_s"][k] * 1000 for _, l in layouts] for k in decode_keys},
+                           horizontal=True,
+                           summary="; ".join(f"{n}: {_ms(l['itl_s'])}" for n, l in layouts) + ".")
+    prefill_fig = bar_chart(f"Prefill of one {prompt_tokens:,}-token prompt", names, "ms",
+                            {k: [l["prefill_parts_s"][k] * 1000 for _, l in layouts] for k in prefill_keys},
+                            horizontal=True,
+                            summary="; ".join(f"{n}: {_ms(l['ttft_s'])}" for n, l in layouts) + ".")
+    for fig in (decode_fig, prefill_fig):
+        fig["layout"]["height"] = 300
+        fig["layout"]["legend"] = {"orientation": "h", "y": -0.35, "yanchor": "top", "x": 0}
+        fig["layout"]["margin"] = {"l": 20, "r": 20, "t": 50, "b": 40}
+
+    na = "not possible"
+    outputs = [
+        output("weights_per_gpu", "Weights per GPU (both layouts)", r["weights_bytes_per_gpu"], "B",
+               text=format_bytes(r["weights_bytes_per_gpu"])),
+        output("itl_tp_s", "Time per output token, TP across all", tp["itl_s"] if tp else 0, "s",
+               text=_ms(tp["itl_s"]) if tp else na),
+        output("itl_pp_s", "Time per output token, TP × PP", pp["itl_s"], "s", text=_ms(pp["itl_s"])),
+        output("ttft_tp_s", "Prefill, TP across all", tp["ttft_s"] if tp else 0, "s",
+               text=_ms(tp["ttft_s"]) if tp else na),
+        output("ttft_pp_s", "Prefill, TP × PP", pp["ttft_s"], "s", text=_ms(pp["ttft_s"])),
+        output("kv_tp", "KV tokens, TP across all", tp["kv_tokens"] if tp else 0, "tokens",
+               text=f"{tp['kv_tokens']:,}" if tp else na),
+        output("kv_pp", "KV tokens, TP × PP", pp["kv_tokens"], "tokens", text=f"{pp['kv_tokens']:,}"),
+    ]
+    if r["tp_error"]:
+        outputs.append(output("note", "Note", r["tp_error"]))
+    return view(outputs=outputs, figures={"decode": decode_fig, "prefill": prefill_fig},
+                tables={"layouts": table(["", *names], rows)})
+
+
+# --------------------------------------------------------------------------------------- facts
+def facts() -> dict[str, str]:
+    """Numbers quoted in the page's prose, from the widgets' defaults and calc.
+
+    >>> f = facts()
+    >>> f["prefill_intensity"], f["ridge"], f["allreduces_405b"], f["stall_8192_ms"]
+    ('1,029', '295', '252', '681')
+    """
+    coef = _coefficients()
+    model = get_model(MODEL)
+    sizing = pool_sizing()["outputs"]
+    decode_1 = decode_step(coef, batch=1, context_tokens=1152)
+    prefill_1024 = prefill_chunk(coef, chunk_tokens=1024)
+    big = get_model("llama-3.1-405b")
+    split = split_layouts()
+    tp16, pp2 = split["tp"], split["pp"]
+    kv_request = 1024 * kv_bytes_per_token(model)
+    one_link = allreduce_time_s(64 * big.hidden_size * ACTIVATION_BYTES, 16, NIC_BYTES_PER_S,
+                                latency_s=INTER_SERVER_LATENCY_S)
+    nvlink = allreduce_time_s(64 * big.hidden_size * ACTIVATION_BYTES, 8, get_gpu(GPU).interconnect_bytes_per_s)
+    return {
+        "prefill_intensity": format_number(round(prefill_1024["intensity_flops_per_byte"])),
+        "decode_intensity": format_number(decode_1["intensity_flops_per_byte"]),
+        "ridge": format_number(round(ridge_point_flops_per_byte(GPU, "bf16"))),
+        "prefill_1024_ms": format_number(round(prefill_1024["time_s"] * 1000)),
+        "decode_1_ms": format_number(decode_1["time_s"] * 1000),
+        "stall_8192_ms": format_number(round(prefill_chunk(coef, chunk_tokens=8192)["time_s"] * 1000)),
+        "sizing_prefill": sizing["prefill_replicas"]["text"],
+        "sizing_decode": sizing["decode_replicas"]["text"],
+        "sizing_decode_batch": sizing["decode_batch"]["text"],
+        "sizing_both": sizing["colocated_replicas"]["text"],
+        "sizing_stall": sizing["stall_s"]["text"],
+        "sizing_gpus_split": str(sizing["gpus_split"]["value"]),
+        "sizing_gpus_both": str(TP * sizing["colocated_replicas"]["value"]),
+        "kv_request": format_bytes(kv_request),
+        "kv_request_ms": format_number(kv_request / (TP * NIC_BYTES_PER_S) * 1000),
+        "nic_gb": format_number(NIC_BYTES_PER_S / GB),
+        "nvlink_gb": format_number(get_gpu(GPU).interconnect_bytes_per_s / GB),
+        "latency_us": format_number(INTER_SERVER_LATENCY_S * 1e6),
+        "distserve_requests": f"{DISTSERVE['more_requests']:g}",
+        "distserve_slo": f"{DISTSERVE['tighter_slo']:g}",
+        "weights_405b": format_bytes(weights_bytes_per_gpu(big, 1)),
+        "weights_405b_16": format_bytes(split["weights_bytes_per_gpu"]),
+        "allreduces_405b": str(2 * big.layers),
+        "allreduce_msg_64": format_bytes(64 * big.hidden_size * ACTIVATION_BYTES),
+        "allreduce_ib_us": format_number(one_link * 1e6),
+        "allreduce_nvlink_us": format_number(nvlink * 1e6),
+        "tp16_itl": _ms(tp16["itl_s"]),
+        "pp2_itl": _ms(pp2["itl_s"]),
+        "tp16_comm": _ms(tp16["decode_parts_s"]["all-reduce across servers"]),
+        "tp16_ttft": _ms(tp16["ttft_s"]),
+        "pp2_ttft": _ms(pp2["ttft_s"]),
+        "tp16_kv": f"{tp16['kv_tokens']:,}",
+        "pp2_kv": f"{pp2['kv_tokens']:,}",
+        "pp2_bubble": f"{pp2['bubble'] * 100:.0f}%",
+        "pp2_chunks": str(-(-8192 // 2048)),
+        "tp16_tokens_per_s": format_number(round(tp16["tokens_per_s"])),
+        "pp2_tokens_per_s": format_number(round(pp2["tokens_per_s"])),
+    }

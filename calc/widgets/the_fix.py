@@ -1,0 +1,227 @@
+"""Widgets and facts of step 20, "The fix" (docs/lesson/20-the-fix.md).
+
+The incident's traffic (step 19) served two ways: one shared pool of replicas
+that takes every request, or three pools by request class (short chat, long
+documents, batch jobs), each with its own engine limits and replica count; the
+documents' pool also scales on its own queue. The preset ``step20-pools`` is the
+pooled layout; :func:`fix_scenario` builds either layout with the reader's sizes.
+
+Pools are not free: the preset runs six replicas where the incident had three.
+:func:`comparison` therefore also runs one shared pool with the same six
+replicas, so the page can say what the split buys beyond the extra GPUs.
+
+>>> s = fix_scenario(layout="shared", shared_replicas=4)
+>>> s["fleet"]["replicas"], "pools" in s["fleet"]
+(4, False)
+>>> [p["replicas"] for p in fix_scenario()["fleet"]["pools"]]
+[2, 3, 1]
+"""
+
+from __future__ import annotations
+
+import copy
+import functools
+from typing import Annotated
+
+from calc.errors import check_choice, check_range
+from calc.memory import lesson_kv_capacity
+from calc.roofline import prefill_chunk, step_coefficients
+from calc.sim import presets
+from calc.sim.fleet import FleetScenario, simulate_fleet
+from calc.units import format_number, round_sig
+from calc.widgets.framework import Choice, IntRange, stream
+from calc.widgets.incident_p99_ttft import (
+    DOCUMENT_SHARE, FRAME, PANELS, REPLICAS_PANEL, SEED, SURGE_PHASE, dashboard_views, incident_scenario,
+    prefill_tokens_per_s, prompt_statistics,
+)
+
+__all__ = ["PRESET", "LAYOUTS", "fix_scenario", "fleet", "fix_run", "COMPARED", "comparison", "facts"]
+
+PRESET = "step20-pools"
+LAYOUTS = (("pools", "three pools: chat, documents, batch"), ("shared", "one shared pool"))
+DOCUMENT_HEADROOM_REPLICAS = 2  # the documents' autoscaler may add this many replicas (the preset: 3 up to 5)
+
+
+def _pool(data: dict, name: str) -> dict:
+    return next(p for p in data["fleet"]["pools"] if p["name"] == name)
+
+
+def fix_scenario(*, layout: str = "pools", shared_replicas: int = 3, chat_replicas: int = 2,
+                 document_replicas: int = 3, batch_replicas: int = 1, chat_chunk_tokens: int = 2048,
+                 document_share: float = 0.1, seed: int = 3) -> dict:
+    """The incident's traffic on the chosen layout, as a scenario dict.
+
+    ``shared``: the incident's fleet (:func:`~calc.widgets.incident_p99_ttft.incident_scenario`)
+    with ``shared_replicas`` replicas. ``pools``: the preset ``step20-pools`` with
+    the reader's replica counts; the chat pool's prefill chunk
+    (``max_num_batched_tokens``) is ``chat_chunk_tokens``; the documents' pool
+    scales on its queue from ``document_replicas`` up to two more. Source: the
+    presets ``step19-incident-p99`` and ``step20-pools`` (the lesson's steps 19-20).
+
+    >>> pools = fix_scenario(document_replicas=1, chat_chunk_tokens=4096)["fleet"]["pools"]
+    >>> pools[0]["max_num_batched_tokens"], pools[1]["autoscaler"]["min_replicas"], pools[1]["autoscaler"]["max_replicas"]
+    (4096, 1, 3)
+    >>> fix_scenario(layout="both")
+    Traceback (most recent call last):
+    ...
+    calc.errors.CalcError: layout must be one of pools, shared; got 'both'
+    """
+    check_choice("layout", layout, tuple(key for key, _ in LAYOUTS))
+    if layout == "shared":
+        return incident_scenario(seed=seed, document_share=document_share,
+                                 replicas=check_range("shared_replicas", shared_replicas, 1, 16, integer=True))
+    data = copy.deepcopy(presets.load_data(PRESET))
+    for meta_key in ("lesson_step", "title"):
+        data.pop(meta_key, None)
+    data["seed"] = check_range("seed", seed, 0, 2**31 - 1, integer=True)
+    # The same surge mix as the incident's page, from the same function.
+    data["fleet"]["traffic"] = incident_scenario(document_share=document_share)["fleet"]["traffic"]
+    chat = _pool(data, "chat")
+    chat["replicas"] = check_range("chat_replicas", chat_replicas, 1, 16, integer=True)
+    chat["max_num_batched_tokens"] = check_range("chat_chunk_tokens", chat_chunk_tokens, 256, 65_536, integer=True)
+    docs = _pool(data, "documents")
+    docs["replicas"] = check_range("document_replicas", document_replicas, 1, 16, integer=True)
+    docs["autoscaler"]["min_replicas"] = docs["replicas"]
+    docs["autoscaler"]["max_replicas"] = docs["replicas"] + DOCUMENT_HEADROOM_REPLICAS
+    _pool(data, "batch")["replicas"] = check_range("batch_replicas", batch_replicas, 1, 16, integer=True)
+    return data
+
+
+@stream(budget_s=4.0)
+def fleet(
+    layout: Annotated[str, Choice(LAYOUTS, label="Layout")] = "pools",
+    shared_replicas: Annotated[int, IntRange(1, 12, label="Shared pool: replicas",
+                                             help="used when the layout is one shared pool")] = 3,
+    chat_replicas: Annotated[int, IntRange(1, 8, label="Chat pool: replicas", help="used with three pools")] = 2,
+    chat_chunk_tokens: Annotated[int, IntRange(256, 16_384, 256, "tokens", label="Chat pool: prefill chunk",
+                                               help="max_num_batched_tokens of the chat pool")] = 2048,
+    document_replicas: Annotated[int, IntRange(1, 8, label="Documents pool: warm replicas",
+                                               help="scales on its queue up to two more")] = 3,
+    batch_replicas: Annotated[int, IntRange(1, 4, label="Batch pool: replicas")] = 1,
+    document_share: Annotated[float, DOCUMENT_SHARE] = 0.1,
+    seed: Annotated[int, SEED] = 3,
+    frame_interval_s: Annotated[float, FRAME] = 5.0,
+):
+    """The incident's traffic on one shared pool or on three pools: the dashboard, per-class TTFT and the bill."""
+    scenario = fix_scenario(layout=layout, shared_replicas=shared_replicas, chat_replicas=chat_replicas,
+                            document_replicas=document_replicas, batch_replicas=batch_replicas,
+                            chat_chunk_tokens=chat_chunk_tokens, document_share=document_share, seed=seed)
+    yield from dashboard_views(scenario, frame_interval_s, panels=PANELS + (REPLICAS_PANEL,), costs=True)
+
+
+@functools.lru_cache(maxsize=16)
+def fix_run(layout: str = "pools", shared_replicas: int = 3):
+    """A layout run to its end with the page's other defaults (cached): its summary.
+
+    >>> fix_run("shared", 3)["ttft_p99_s"] == presets.run("step19-incident-p99").summary["ttft_p99_s"]
+    True
+    """
+    return simulate_fleet(FleetScenario.from_dict(fix_scenario(layout=layout, shared_replicas=shared_replicas))).summary
+
+
+#: The layouts the page compares: (key, label, layout, shared replicas).
+COMPARED = (
+    ("shared3", "One pool, 3 replicas (the incident)", "shared", 3),
+    ("shared4", "One pool, 4 replicas", "shared", 4),
+    ("shared6", "One pool, 6 replicas", "shared", 6),
+    ("pools", "Three pools, 2 + 3 + 1 replicas", "pools", 3),
+)
+
+
+def comparison() -> list[dict]:
+    """Each compared layout's headline numbers: latency overall and per class, preemptions, replica-hours, cost.
+
+    >>> rows = comparison()
+    >>> [r["key"] for r in rows], rows[-1]["replicas"], rows[-1]["preemptions"]
+    (['shared3', 'shared4', 'shared6', 'pools'], 6, 0)
+    """
+    rows = []
+    for key, label, layout, replicas in COMPARED:
+        s = fix_run(layout, replicas)
+        by_class = {c["name"]: c for c in s["classes"]}
+        rows.append({
+            "key": key, "label": label, "replicas": s["replicas_max"], "replica_hours": s["replica_hours"],
+            "cost_usd": s["cost_usd"], "usd_per_million_output": s["cost_usd_per_million_output_tokens"],
+            "ttft_p99_s": s["ttft_p99_s"], "chat_ttft_p99_s": by_class["chat"]["ttft_p99_s"],
+            "document_ttft_p99_s": by_class["document"]["ttft_p99_s"],
+            "batch_ttft_p99_s": by_class["batch"]["ttft_p99_s"], "itl_p99_s": s["itl_p99_s"],
+            "preemptions": s["preemptions"], "queue_depth_max": s["queue_depth_max"],
+            "pools": {p["name"]: p for p in s["pools"]},
+        })
+    return rows
+
+
+def _seconds(value) -> str:
+    return "n/a" if value is None else f"{format_number(value)} s"
+
+
+def facts() -> dict[str, str]:
+    """Numbers quoted in the page's prose: the compared layouts, the pools' limits and what sizes them.
+
+    >>> f = facts()
+    >>> f["pools_replicas"], f["shared3_replicas"], f["pools_preemptions"], f["chat_kv_fit"], f["doc_kv_fit"]
+    ('6', '3', '0', '312', '24')
+    """
+    rows = {r["key"]: r for r in comparison()}
+    out: dict[str, str] = {}
+    for key, row in rows.items():
+        out[f"{key}_replicas"] = str(row["replicas"])
+        out[f"{key}_replica_hours"] = format_number(row["replica_hours"])
+        out[f"{key}_cost"] = f"${row['cost_usd']:,.2f}"
+        out[f"{key}_per_million"] = f"${row['usd_per_million_output']:,.2f}"
+        for metric in ("ttft_p99_s", "chat_ttft_p99_s", "document_ttft_p99_s", "batch_ttft_p99_s", "itl_p99_s"):
+            out[f"{key}_{metric[:-2]}"] = _seconds(row[metric])
+        out[f"{key}_preemptions"] = format_number(row["preemptions"])
+        out[f"{key}_queue_max"] = format_number(row["queue_depth_max"])
+    pools = rows["pools"]["pools"]
+    data = fix_scenario()
+    chat, docs, batch = _pool(data, "chat"), _pool(data, "documents"), _pool(data, "batch")
+    classes = {c["name"]: c for c in data["workload"]["classes"]}
+    cap = lesson_kv_capacity()
+    st = prompt_statistics()
+    surge = data["fleet"]["traffic"][SURGE_PHASE]
+    rate = surge["rate_per_s"]
+    doc_rate = rate * surge["shares"]["document"]
+    chat_rate = rate * surge["shares"]["chat"]
+    coef = step_coefficients("llama-3.1-70b", "h100-sxm-80gb", tp=4)
+    scheduler_chunk = presets.load("step19-incident-p99").scenario.max_num_batched_tokens
+    chunk_chat_s = prefill_chunk(coef, chunk_tokens=chat["max_num_batched_tokens"])["time_s"]
+    chunk_default_s = prefill_chunk(coef, chunk_tokens=scheduler_chunk)["time_s"]
+    per_replica = prefill_tokens_per_s()
+    per_replica_doc = prefill_tokens_per_s(prompt_tokens=round(st["document"]))
+    doc_tokens = classes["document"]["prompt_tokens"] + classes["document"]["output_tokens"]
+    chat_tokens = classes["chat"]["prompt_tokens"] + classes["chat"]["output_tokens"]
+    shared6, pooled = rows["shared6"], rows["pools"]
+    out.update({
+        "ratio_hours": format_number(pooled["replica_hours"] / rows["shared3"]["replica_hours"], 2),
+        "chat_pool_replicas": str(chat["replicas"]),
+        "chat_chunk": f"{chat['max_num_batched_tokens']:,}",
+        "default_chunk": f"{scheduler_chunk:,}",
+        "chunk_chat_ms": format_number(round(chunk_chat_s * 1000)),
+        "chunk_default_ms": format_number(round(chunk_default_s * 1000)),
+        "doc_pool_replicas": str(docs["replicas"]),
+        "doc_pool_max": str(docs["autoscaler"]["max_replicas"]),
+        "doc_pool_seqs": str(docs["max_num_seqs"]),
+        "doc_pool_chunk": f"{docs['max_num_batched_tokens']:,}",
+        "doc_pool_signal": docs["autoscaler"]["signal"].replace("_", " "),
+        "doc_pool_gpu_util": f"{pools['documents']['gpu_util_reported'] * 100:.0f}%",
+        "doc_pool_hours": format_number(pools["documents"]["replica_hours"]),
+        "chat_pool_gpu_util": f"{pools['chat']['gpu_util_reported'] * 100:.0f}%",
+        "batch_pool_replicas": str(batch["replicas"]),
+        "batch_pool_seqs": str(batch["max_num_seqs"]),
+        "kv_tokens": f"{cap.kv_cache_tokens:,}",
+        "chat_tokens": f"{chat_tokens:,}",
+        "doc_tokens": f"{doc_tokens:,}",
+        "chat_kv_fit": str(cap.kv_cache_tokens // chat_tokens),
+        "doc_kv_fit": str(cap.kv_cache_tokens // doc_tokens),
+        "doc_rate": format_number(doc_rate),
+        "chat_rate": format_number(chat_rate),
+        "doc_prompt_measured": format_number(round(st["document"])),
+        "chat_prompt_measured": format_number(round(st["chat"])),
+        "prefill_per_replica": format_number(round(per_replica)),
+        "prefill_per_replica_doc": format_number(round(per_replica_doc)),
+        "doc_prefill_replicas": format_number(round_sig(doc_rate * st["document"] / per_replica_doc, 3)),
+        "chat_prefill_replicas": format_number(round_sig(chat_rate * st["chat"] / per_replica, 3)),
+        "chat_gain_vs_shared6": format_number(shared6["chat_ttft_p99_s"] / pooled["chat_ttft_p99_s"], 2),
+    })
+    return out
