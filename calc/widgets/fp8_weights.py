@@ -1,0 +1,341 @@
+"""Widgets and facts of step 7, "Quantize the weights to fp8" (docs/lesson/07-fp8-weights.md).
+
+Halving the bytes per weight does two things to the running example (Llama 3.1
+70B on four H100s, TP 4):
+
+* the weights of each GPU shrink, and vLLM hands the freed memory to the KV
+  cache (``vllm/v1/worker/gpu_worker.py``, ``determine_available_memory``, via
+  :func:`calc.memory.lesson_kv_capacity`);
+* a small-batch decode step, which is bound by reading the weights from HBM,
+  takes nearly half the time (the roofline of :mod:`calc.roofline`).
+
+Weights are counted tensor by tensor here (:func:`calc.memory.weight_bytes`: the
+fp8 checkpoint keeps its embeddings and LM head in 16 bits and adds one scale per
+output channel), so the bf16 replica holds 399,452 tokens, step 1's exact figure.
+
+>>> before, after = capacity("bf16"), capacity("fp8")
+>>> before.kv_cache_tokens_raw, after.kv_cache_tokens_raw
+(399452, 608266)
+>>> round(decode_ms("bf16"), 1), round(decode_ms("fp8"), 1)
+(15.3, 8.6)
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import Annotated
+
+from calc.catalog import get_gpu, get_model
+from calc.memory import LESSON_REPLICA, WEIGHT_BITS, WEIGHT_FORMATS, KVCapacity, lesson_kv_capacity, weight_bytes
+from calc.roofline import StepCoefficients, decode_step, step_coefficients, ttft_s
+from calc.sim import presets
+from calc.sim.fleet import simulate_fleet
+from calc.sim.scenario import Scenario
+from calc.units import GB, format_number, round_sig
+from calc.widgets.a_70b_assistant import ANSWER_TOKENS, PROMPT_TOKENS
+from calc.widgets.charts import PALETTE, bar_chart, line_chart
+from calc.widgets.framework import Choice, FloatRange, IntRange, output, stream, table, view, widget
+from calc.widgets.simulation import scenario_for, simulation_views
+
+__all__ = ["capacity", "coefficients", "decode_ms", "memory_before_after", "step_before_after", "twice_the_traffic",
+           "sim_summary", "facts", "BEFORE", "AFTER", "REQUEST_TOKENS", "DECODE_CONTEXT_TOKENS", "SIM_PRESET"]
+
+#: The running example's weights (bf16) and this step's change (fp8).
+BEFORE = LESSON_REPLICA["weights"]
+AFTER = "fp8"
+#: An average request holds its 1,024-token prompt and 256-token answer at its end (LESSON.md).
+REQUEST_TOKENS = PROMPT_TOKENS + ANSWER_TOKENS
+#: A decoding request is on average half-way through its answer: 1,024 + 128 tokens of context.
+DECODE_CONTEXT_TOKENS = PROMPT_TOKENS + ANSWER_TOKENS // 2
+#: Step 6's saturated replica, the scenario this step replays with fewer bytes per weight.
+SIM_PRESET = "step06-twice-the-traffic"
+SIM_RATE_PER_S = float(presets.load_data(SIM_PRESET)["workload"]["rate_per_s"])
+BATCH_POINTS = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512)
+
+_NOTES = {"bf16": "the checkpoint as trained", "fp16": "16-bit, same bytes", "fp8": "8-bit float, W8A8",
+          "int8": "8-bit integer, W8A8", "int4": "4-bit, W4A16", "nf4": "4-bit NormalFloat"}
+FORMAT_CHOICES = tuple((fmt, f"{fmt} ({WEIGHT_BITS[fmt]} bits: {_NOTES[fmt]})") for fmt in WEIGHT_FORMATS)
+_TERM_COLOURS = (("Weights", PALETTE[0]), ("Activation workspace", PALETTE[1]), ("Non-torch overhead", PALETTE[3]),
+                 ("KV cache", PALETTE[2]), ("Unclaimed (1 − utilization)", "#9e9e9e"))
+
+
+def capacity(weights: str = AFTER) -> KVCapacity:
+    """The running example's KV sizing with ``weights`` in another format (every tensor counted).
+
+    Source: :func:`calc.memory.lesson_kv_capacity` (vLLM's ``determine_available_memory``),
+    weights from :func:`calc.memory.weight_bytes` (16-bit embeddings and head, per-channel scales).
+
+    >>> round(capacity("fp8").weights_bytes / 1e9, 2), round(capacity("fp8").kv_cache_bytes / 1e9, 1)
+    (18.17, 49.8)
+    """
+    return lesson_kv_capacity(weights=weights)
+
+
+def coefficients(weights: str = AFTER) -> StepCoefficients:
+    """The roofline of one GPU of the running example with ``weights`` (fp8 computes on FP8 tensor cores).
+
+    Source: :func:`calc.roofline.step_coefficients`.
+
+    >>> coefficients("fp8").compute_dtype, coefficients("int4").compute_dtype
+    ('fp8', 'bf16')
+    """
+    r = LESSON_REPLICA
+    return step_coefficients(r["model"], r["gpu"], tp=r["tp"], weights=weights, kv_dtype=r["kv_dtype"])
+
+
+def decode_ms(weights: str = AFTER, batch: int = 1, context_tokens: int = DECODE_CONTEXT_TOKENS) -> float:
+    """Milliseconds of one decode step of ``batch`` sequences at ``context_tokens`` on the running example.
+
+    Source: :func:`calc.roofline.decode_step`.
+
+    >>> round(decode_ms("bf16", batch=256), 1), round(decode_ms("fp8", batch=256), 1)
+    (31.0, 22.1)
+    """
+    return decode_step(coefficients(weights), batch=batch, context_tokens=context_tokens)["time_s"] * 1000
+
+
+def _gb(n_bytes: float) -> str:
+    return f"{format_number(n_bytes / GB)} GB"
+
+
+def _pct(ratio: float) -> str:
+    return f"{ratio * 100 - 100:+.0f}%"
+
+
+def _terms(cap: KVCapacity) -> list[float]:
+    return [cap.weights_bytes, cap.activation_bytes, cap.non_torch_bytes, cap.kv_cache_bytes, cap.unclaimed_bytes]
+
+
+@widget
+def memory_before_after(
+    weights: Annotated[str, Choice(FORMAT_CHOICES, label="Weights after")] = AFTER,
+):
+    """One GPU of the running example with bf16 weights and with ``weights``: where the freed memory goes.
+
+    KV cache per GPU = 90% of 80 GB - weights - workspace - overhead; tokens = that /
+    81,920 B per token per GPU (:func:`calc.memory.kv_capacity`, vLLM's sizing).
+
+    >>> out = memory_before_after()["outputs"]
+    >>> out["weights_after"]["text"], out["kv_tokens_after"]["text"], out["kv_gain"]["text"]
+    ('18.2 GB', '608,266 tokens', '+52%')
+    """
+    before, after = capacity(BEFORE), capacity(weights)
+    requests_before = before.kv_cache_tokens_raw // REQUEST_TOKENS
+    requests_after = after.kv_cache_tokens_raw // REQUEST_TOKENS
+    freed = before.weights_bytes - after.weights_bytes
+    labels = [f"{weights} (after)", f"{BEFORE} (before)"]
+    stacks = {name: [a / GB, b / GB] for (name, _), a, b in zip(_TERM_COLOURS, _terms(after), _terms(before))}
+    figure = bar_chart(
+        "One GPU of the replica, GB (10⁹ bytes)", labels, "", stacks, horizontal=True,
+        summary=(f"Per GPU: {BEFORE} weights {_gb(before.weights_bytes)} leave {_gb(before.kv_cache_bytes)} of KV cache "
+                 f"({before.kv_cache_tokens_raw:,} tokens for the replica); {weights} weights {_gb(after.weights_bytes)} "
+                 f"leave {_gb(after.kv_cache_bytes)} ({after.kv_cache_tokens_raw:,} tokens)."),
+    )
+    for trace, (name, colour) in zip(figure["data"], _TERM_COLOURS):
+        trace["marker"]["color"] = colour
+        trace["hovertemplate"] = "%{x:.3~r} GB<extra>" + name + "</extra>"
+    layout = figure["layout"]
+    layout["height"] = 300
+    layout["xaxis"] = {"automargin": True, "range": [0, round_sig(before.total_bytes / GB * 1.02, 4)]}
+    layout["legend"] = {"orientation": "h", "yanchor": "top", "y": -0.15, "traceorder": "normal"}
+    layout["margin"] = {"l": 60, "r": 20, "t": 50, "b": 30}
+    rows = [[name, _gb(b), _gb(a), f"{(a - b) / GB:+.2f} GB"]
+            for (name, _), b, a in zip(_TERM_COLOURS, _terms(before), _terms(after))]
+    rows.append(["KV cache, replica", f"{before.kv_cache_tokens_raw:,} tokens", f"{after.kv_cache_tokens_raw:,} tokens",
+                 _pct(after.kv_cache_tokens_raw / before.kv_cache_tokens_raw)])
+    return view(
+        outputs=[
+            output("weights_before", f"Weights per GPU, {BEFORE}", round(before.weights_bytes), "B",
+                   text=_gb(before.weights_bytes)),
+            output("weights_after", f"Weights per GPU, {weights}", round(after.weights_bytes), "B",
+                   text=_gb(after.weights_bytes)),
+            output("freed", "Freed per GPU", round(freed), "B", text=_gb(freed)),
+            output("kv_tokens_before", f"KV cache, {BEFORE}", before.kv_cache_tokens_raw, "tokens",
+                   text=f"{before.kv_cache_tokens_raw:,} tokens"),
+            output("kv_tokens_after", f"KV cache, {weights}", after.kv_cache_tokens_raw, "tokens",
+                   text=f"{after.kv_cache_tokens_raw:,} tokens"),
+            output("kv_gain", "More KV cache", after.kv_cache_tokens_raw / before.kv_cache_tokens_raw, "",
+                   text=_pct(after.kv_cache_tokens_raw / before.kv_cache_tokens_raw)),
+            output("requests_before", f"{REQUEST_TOKENS:,}-token requests at once, {BEFORE}", requests_before,
+                   "requests", text=f"{requests_before:,}"),
+            output("requests_after", f"{REQUEST_TOKENS:,}-token requests at once, {weights}", requests_after,
+                   "requests", text=f"{requests_after:,}"),
+        ],
+        figures={"memory": figure},
+        tables={"terms": table(["Per GPU", BEFORE, weights, "Change"], rows, caption="Every term, before and after")},
+    )
+
+
+def _ms(seconds: float) -> str:
+    return f"{format_number(seconds * 1000)} ms"
+
+
+@widget
+def step_before_after(
+    weights: Annotated[str, Choice(FORMAT_CHOICES, label="Weights after")] = AFTER,
+    batch: Annotated[int, IntRange(1, 1024, 1, "sequences", label="Decode batch")] = 1,
+    context_tokens: Annotated[int, IntRange(1, 131_072, 64, "tokens", label="Context per sequence",
+                                            help="1,152 = the prompt and half the answer")] = DECODE_CONTEXT_TOKENS,
+):
+    """One decode step of the running example before (bf16) and after (``weights``): what it reads and how long it takes.
+
+    Step = max(matmul FLOPs, weight bytes) + max(attention FLOPs, KV bytes) +
+    all-reduce, each against the achieved roof (:func:`calc.roofline.decode_step`,
+    Williams et al., "Roofline", CACM 2009).
+
+    >>> out = step_before_after()["outputs"]
+    >>> out["step_before"]["text"], out["step_after"]["text"], out["speedup"]["text"]
+    ('15.3 ms', '8.58 ms', '1.78x')
+    """
+    b = decode_step(coefficients(BEFORE), batch=batch, context_tokens=context_tokens)
+    a = decode_step(coefficients(weights), batch=batch, context_tokens=context_tokens)
+    ttft_b = ttft_s(coefficients(BEFORE), prompt_tokens=PROMPT_TOKENS)
+    ttft_a = ttft_s(coefficients(weights), prompt_tokens=PROMPT_TOKENS)
+    parts = (("Weights: read and multiply", "gemm_s"), ("KV cache: attention", "attention_s"),
+             ("All-reduce between the 4 GPUs", "comm_s"), ("Fixed step overhead", "overhead_s"))
+    stacks = {name: [a[key] * 1000, b[key] * 1000] for name, key in parts if a[key] or b[key]}
+    breakdown = bar_chart(
+        f"One decode step, batch {batch:,}, ms", [f"{weights} (after)", f"{BEFORE} (before)"], "", stacks,
+        horizontal=True,
+        summary=(f"Batch {batch:,} at {context_tokens:,} tokens of context: {BEFORE} {_ms(b['time_s'])} "
+                 f"({b['bound']}-bound), {weights} {_ms(a['time_s'])} ({a['bound']}-bound)."),
+    )
+    breakdown["layout"].update(height=260, margin={"l": 60, "r": 20, "t": 50, "b": 30},
+                               legend={"orientation": "h", "yanchor": "top", "y": -0.2, "traceorder": "normal"})
+    for trace in breakdown["data"]:
+        trace["hovertemplate"] = "%{x:.3~r} ms<extra>" + trace["name"] + "</extra>"
+    xs = sorted(set(BATCH_POINTS) | {batch})
+    series = {f"{BEFORE} (before)": (xs, [decode_ms(BEFORE, x, context_tokens) for x in xs])}
+    if weights != BEFORE:
+        series[f"{weights} (after)"] = (xs, [decode_ms(weights, x, context_tokens) for x in xs])
+    curve = line_chart(
+        "Decode step time against batch", "sequences in the batch", "ms per step", series, log_x=True,
+        summary=(f"At {context_tokens:,} tokens of context the {BEFORE} step grows from {_ms(series[f'{BEFORE} (before)'][1][0] / 1000)} "
+                 f"at batch 1 to {_ms(series[f'{BEFORE} (before)'][1][-1] / 1000)} at batch {xs[-1]:,}."),
+    )
+    curve["data"].append({"type": "scatter", "mode": "markers", "name": f"batch {batch:,}",
+                          "x": [batch, batch], "y": [round_sig(b["time_s"] * 1000), round_sig(a["time_s"] * 1000)],
+                          "marker": {"color": PALETTE[5], "size": 10, "symbol": "diamond"}})
+    curve["layout"]["xaxis"]["dtick"] = 1
+    curve["layout"]["yaxis"]["rangemode"] = "tozero"
+    speedup = b["time_s"] / a["time_s"]
+    read_b, read_a = coefficients(BEFORE).weight_bytes_read(batch), coefficients(weights).weight_bytes_read(batch)
+    return view(
+        outputs=[
+            output("step_before", f"Decode step, {BEFORE}", b["time_s"], "s", text=_ms(b["time_s"])),
+            output("step_after", f"Decode step, {weights}", a["time_s"], "s", text=_ms(a["time_s"])),
+            output("speedup", "Step time, before / after", speedup, "", text=f"{format_number(speedup)}x"),
+            output("tokens_per_s_before", f"Output tokens/s, {BEFORE}", batch / b["time_s"], "tokens/s",
+                   text=f"{format_number(batch / b['time_s'])} tokens/s"),
+            output("tokens_per_s_after", f"Output tokens/s, {weights}", batch / a["time_s"], "tokens/s",
+                   text=f"{format_number(batch / a['time_s'])} tokens/s"),
+            output("bound", "Bound by", f"{b['bound']} → {a['bound']}", ""),
+            output("weights_read", "Weights read per step, each GPU", round(read_a), "B",
+                   text=f"{_gb(read_b)} → {_gb(read_a)}"),
+            output("ttft", f"Prefill of a {PROMPT_TOKENS:,}-token prompt", ttft_a, "s",
+                   text=f"{_ms(ttft_b)} → {_ms(ttft_a)}"),
+        ],
+        figures={"breakdown": breakdown, "vs_batch": curve},
+    )
+
+
+@stream(budget_s=4.0)
+def twice_the_traffic(
+    weights: Annotated[str, Choice(FORMAT_CHOICES, label="Weights")] = AFTER,
+    rate_per_s: Annotated[float, FloatRange(0.5, 100, 0.5, "requests/s", label="Arrival rate")] = SIM_RATE_PER_S,
+    frame_interval_s: Annotated[float, FloatRange(0.5, 120, 0.5, "s", label="Simulated seconds per frame")] = 5.0,
+):
+    """Step 6's saturated replica replayed with ``weights``: queue, batch, KV cache and latency, live.
+
+    The scenario is the preset ``step06-twice-the-traffic`` (:mod:`calc.sim.presets`) with its
+    weight format changed; the simulator prices every step on the roofline.
+    """
+    yield from simulation_views(_scenario(weights, rate_per_s), frame_interval_s)
+
+
+def _scenario(weights: str, rate_per_s: float) -> dict:
+    data = scenario_for(SIM_PRESET, rate_per_s=rate_per_s)
+    data["weights"] = weights
+    return data
+
+
+@functools.lru_cache(maxsize=8)
+def sim_summary(weights: str = AFTER, rate_per_s: float = SIM_RATE_PER_S) -> dict:
+    """The finished run of :func:`twice_the_traffic` (the numbers its metrics panel ends on).
+
+    Source: :func:`calc.sim.fleet.simulate_fleet` on the step-6 preset with ``weights``.
+
+    >>> s = sim_summary("fp8")
+    >>> s["requests_completed"], s["ttft_p99_s"] < sim_summary("bf16")["ttft_p99_s"] / 10
+    (1200, True)
+    """
+    return simulate_fleet(Scenario.from_dict(_scenario(weights, rate_per_s))).summary
+
+
+def facts() -> dict[str, str]:
+    """Numbers quoted in the step's prose, computed from calc.
+
+    >>> f = facts()
+    >>> f["weights_before"], f["weights_after"], f["kv_tokens_before"], f["kv_tokens_after"], f["step_after"]
+    ('35.3 GB', '18.2 GB', '399,452', '608,266', '8.58 ms')
+    """
+    model, gpu = get_model(LESSON_REPLICA["model"]), get_gpu(LESSON_REPLICA["gpu"])
+    before, after = capacity(BEFORE), capacity(AFTER)
+    wb_before, wb_after = weight_bytes(model, BEFORE), weight_bytes(model, AFTER)
+    step_b, step_a = decode_ms(BEFORE), decode_ms(AFTER)
+    d_b = decode_step(coefficients(BEFORE), batch=1, context_tokens=DECODE_CONTEXT_TOKENS)
+    d_a = decode_step(coefficients(AFTER), batch=1, context_tokens=DECODE_CONTEXT_TOKENS)
+    sim_b, sim_a = sim_summary(BEFORE), sim_summary(AFTER)
+    sat = sim_b["running_max"]  # step 6's saturated batch: vLLM's cap on running sequences
+    ttft_b = ttft_s(coefficients(BEFORE), prompt_tokens=PROMPT_TOKENS)
+    ttft_a = ttft_s(coefficients(AFTER), prompt_tokens=PROMPT_TOKENS)
+    requests_b = before.kv_cache_tokens_raw // REQUEST_TOKENS
+    requests_a = after.kv_cache_tokens_raw // REQUEST_TOKENS
+    return {
+        "model": model.name,
+        "gpu": gpu.name,
+        "tp": str(LESSON_REPLICA["tp"]),
+        "params_exact": f"{model.total_params:,}",
+        "weights_before": _gb(before.weights_bytes),
+        "weights_after": _gb(after.weights_bytes),
+        "weights_total_before": _gb(wb_before.total_bytes),
+        "weights_total_after": _gb(wb_after.total_bytes),
+        "fp8_payload": _gb(wb_after.payload_bytes),
+        "fp8_scales": f"{format_number(wb_after.scale_bytes / 1e6)} MB",
+        "fp8_unquantized": _gb(wb_after.unquantized_bytes),
+        "effective_bits_after": format_number(wb_after.total_bytes * 8 / model.total_params),
+        "freed_per_gpu": _gb(before.weights_bytes - after.weights_bytes),
+        "kv_per_gpu_before": _gb(before.kv_cache_bytes),
+        "kv_per_gpu_after": _gb(after.kv_cache_bytes),
+        "kv_tokens_before": f"{before.kv_cache_tokens_raw:,}",
+        "kv_tokens_after": f"{after.kv_cache_tokens_raw:,}",
+        "kv_gain_pct": _pct(after.kv_cache_tokens_raw / before.kv_cache_tokens_raw),
+        "kv_per_token_gpu": f"{before.kv_bytes_per_token_per_gpu:,} bytes",
+        "request_tokens": f"{REQUEST_TOKENS:,}",
+        "decode_context": f"{DECODE_CONTEXT_TOKENS:,}",
+        "requests_before": f"{requests_b:,}",
+        "requests_after": f"{requests_a:,}",
+        "step_before": f"{format_number(step_b)} ms",
+        "step_after": f"{format_number(step_a)} ms",
+        "step_ratio": f"{format_number(step_b / step_a)}x",
+        "step_share": f"{format_number(step_a / step_b * 100, 2)}%",
+        "weights_s_before": f"{format_number(d_b['weights_s'] * 1000)} ms",
+        "weights_s_after": f"{format_number(d_a['weights_s'] * 1000)} ms",
+        "comm_ms": f"{format_number(d_b['comm_s'] * 1000)} ms",
+        "kv_ms": f"{format_number(d_b['kv_s'] * 1000, 2)} ms",
+        "sat_batch": f"{sat:,}",
+        "step_sat_before": f"{format_number(decode_ms(BEFORE, sat))} ms",
+        "step_sat_after": f"{format_number(decode_ms(AFTER, sat))} ms",
+        "ttft_before": f"{format_number(ttft_b * 1000)} ms",
+        "ttft_after": f"{format_number(ttft_a * 1000)} ms",
+        "sim_rate": format_number(SIM_RATE_PER_S),
+        "sim_ttft_p99_before": f"{format_number(sim_b['ttft_p99_s'])} s",
+        "sim_ttft_p99_after": f"{format_number(sim_a['ttft_p99_s'])} s",
+        "sim_queue_max_before": f"{sim_b['queue_depth_max']:,}",
+        "sim_queue_max_after": f"{sim_a['queue_depth_max']:,}",
+        "sim_tokens_per_s_before": f"{format_number(sim_b['throughput_output_tokens_per_s'])}",
+        "sim_tokens_per_s_after": f"{format_number(sim_a['throughput_output_tokens_per_s'])}",
+        "sim_kv_peak_after": f"{format_number(sim_a['kv_use_peak'] * 100, 2)}%",
+        "sim_cost_before": f"${sim_b['cost_usd_per_million_output_tokens']:,.2f}",
+        "sim_cost_after": f"${sim_a['cost_usd_per_million_output_tokens']:,.2f}",
+    }

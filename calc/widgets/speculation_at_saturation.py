@@ -1,0 +1,254 @@
+"""Widgets and facts of step 10, "Break it: speculation at saturation" (docs/lesson/10-speculation-at-saturation.md).
+
+Speculation spends compute a memory-bound step leaves idle. As the batch grows
+the verify step, which computes ``verify_tokens`` positions for every sequence,
+turns compute-bound, and each rejected candidate costs full price: the speed-up
+falls below 1x (:func:`calc.speculative.speedup_at_batch`,
+:func:`calc.speculative.break_even_batch`). Published for comparison: EAGLE on
+Llama 3.1 8B, one H100, SGLang, below 1x from batch 24 (:data:`PUBLISHED_EAGLE`).
+
+>>> break_even("llama-3.1-8b"), break_even("llama-3.1-70b")
+(23, 21)
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+from typing import Annotated
+
+from calc.catalog import get_gpu, get_model
+from calc.memory import LESSON_REPLICA
+from calc.roofline import step_coefficients
+from calc.sim import presets
+from calc.sim.fleet import simulate_fleet
+from calc.sim.scenario import Scenario
+from calc.speculative import EAGLE_LIKE, SpeculationConfig, break_even_batch, speedup_at_batch, speedup_curve
+from calc.units import format_number, round_sig
+from calc.widgets.charts import PALETTE, line_chart
+from calc.widgets.framework import FloatRange, IntRange, output, table, view, widget
+from calc.widgets.simulation import scenario_for
+
+__all__ = ["PUBLISHED_EAGLE", "REPLICAS", "coefficients", "break_even", "speedup_vs_batch", "saturation_summary",
+           "facts", "SIM_PRESET"]
+
+#: Published speed-ups of EAGLE (the first version) on Llama 3.1 8B Instruct, one H100, SGLang, by batch size.
+PUBLISHED_EAGLE = {
+    "points": ((2, 1.40), (64, 0.99)),
+    "below_one_from_batch": 24,
+    "source": "Li et al. 2025, 'EAGLE-3: Scaling up Inference Acceleration of Large Language Models via "
+              "Training-Time Test', arXiv 2503.01840 (SGLang, 1x H100, Llama 3.1 8B; EAGLE-1 row)",
+}
+#: The two replicas on the chart: the published set-up (8B on one H100) and the running example (70B on four).
+REPLICAS = (
+    ("llama-3.1-8b", 1, "Llama 3.1 8B, 1 × H100 (the published set-up)"),
+    (LESSON_REPLICA["model"], LESSON_REPLICA["tp"], "Llama 3.1 70B, 4 × H100 (the running example)"),
+)
+#: Short prompts, as in the chat benchmarks the published figures come from (EAGLE_LIKE is calibrated at 512).
+CONTEXT_TOKENS = 512
+BATCH_POINTS = (1, 2, 4, 8, 12, 16, 20, 24, 28, 32, 48, 64, 96, 128, 192, 256)
+SIM_PRESET = "step10-speculation-at-saturation"
+#: The running example at step 5's traffic, the page's second example of speculation at a full batch.
+LESSON_PRESET = "step05-paged"
+
+
+def coefficients(model: str):
+    """The roofline of one GPU of ``model``'s replica on the chart (bf16 weights and KV).
+
+    Source: :func:`calc.roofline.step_coefficients`.
+
+    >>> coefficients("llama-3.1-70b").tp
+    4
+    """
+    tp = dict((m, t) for m, t, _ in REPLICAS)[model]
+    return step_coefficients(model, LESSON_REPLICA["gpu"], tp=tp)
+
+
+def break_even(model: str, config: SpeculationConfig = EAGLE_LIKE, context_tokens: int = CONTEXT_TOKENS):
+    """The smallest batch where speculation on ``model``'s replica is slower than none (None: never up to 4,096).
+
+    Source: :func:`calc.speculative.break_even_batch`.
+
+    >>> break_even("llama-3.1-8b", context_tokens=4096)
+    34
+    """
+    return break_even_batch(coefficients(model), context_tokens=context_tokens, config=config)
+
+
+def _config(acceptance: float, k: int, draft_cost_ratio: float, verify_tokens: int) -> SpeculationConfig:
+    return SpeculationConfig(acceptance, k, draft_cost_ratio, source="chosen on the page",
+                             verify_tokens=max(verify_tokens, k + 1))
+
+
+def _ms(seconds: float) -> str:
+    return f"{format_number(seconds * 1000)} ms"
+
+
+@widget
+def speedup_vs_batch(
+    acceptance: Annotated[float, FloatRange(0.0, 0.99, 0.01, label="Acceptance rate a",
+                                            help="per drafted depth")] = EAGLE_LIKE.acceptance,
+    k: Annotated[int, IntRange(1, 16, 1, "tokens", label="Draft depth k")] = EAGLE_LIKE.k,
+    verify_tokens: Annotated[int, IntRange(2, 64, 1, "tokens", label="Tokens verified per sequence",
+                                           help="k + 1 for a chain; more for a tree of candidates")] = EAGLE_LIKE.verify_tokens,
+    draft_cost_ratio: Annotated[float, FloatRange(0.0, 1.0, 0.01, label="Draft cost c",
+                                                  help="one draft step / one target step")] = EAGLE_LIKE.draft_cost_ratio,
+    batch: Annotated[int, IntRange(1, 1024, 1, "sequences", label="Batch for the breakdown")] = 64,
+    context_tokens: Annotated[int, IntRange(1, 131_072, 64, "tokens", label="Context per sequence")] = CONTEXT_TOKENS,
+):
+    """Speed-up of speculative decoding against batch size, on the 8B published set-up and on the running example.
+
+    Per batch: speed-up = tokens per verify step x plain step / (verify step + k
+    draft steps), every step on the roofline (:func:`calc.speculative.speedup_curve`);
+    the break-even batch from :func:`calc.speculative.break_even_batch`. Published
+    points: :data:`PUBLISHED_EAGLE`.
+
+    >>> out = speedup_vs_batch()["outputs"]
+    >>> out["break_even_8b"]["text"], out["break_even_70b"]["text"], out["speedup_8b_batch_2"]["text"]
+    ('23', '21', '1.39x')
+    """
+    config = _config(acceptance, k, draft_cost_ratio, verify_tokens)
+    xs = sorted(set(BATCH_POINTS) | {batch})
+    series, evens = {}, {}
+    for model, _, label in REPLICAS:
+        rows = speedup_curve(coefficients(model), batches=xs, context_tokens=context_tokens, config=config)
+        series[label] = (xs, [r["speedup"] for r in rows])
+        evens[model] = break_even(model, config, context_tokens)
+    figure = line_chart(
+        "Speed-up of speculative decoding against batch size", "sequences in the batch", "speed-up (x)", series,
+        log_x=True, markers=True,
+        summary=(f"Tokens per verify step {format_number(config.tokens_per_step)}. Speculation stops paying at batch "
+                 + " and ".join(f"{'never (up to 4,096)' if evens[m] is None else format_number(evens[m])} ({label.split(',')[0]})"
+                                for m, _, label in REPLICAS)
+                 + f"; published for EAGLE on the 8B: below 1x from batch {PUBLISHED_EAGLE['below_one_from_batch']}."),
+    )
+    (xp, yp) = zip(*PUBLISHED_EAGLE["points"])
+    figure["data"].append({"type": "scatter", "mode": "markers", "name": "published, EAGLE on the 8B",
+                           "x": list(xp), "y": list(yp),
+                           "marker": {"color": PALETTE[5], "size": 11, "symbol": "diamond-open", "line": {"width": 2}}})
+    figure["data"].append({"type": "scatter", "mode": "lines", "name": "1x: no gain", "x": [xs[0], xs[-1]], "y": [1, 1],
+                           "hoverinfo": "skip", "line": {"color": "#999999", "width": 1.5, "dash": "dot"}})
+    below = PUBLISHED_EAGLE["below_one_from_batch"]
+    layout = figure["layout"]
+    layout["xaxis"]["dtick"] = 1
+    layout["yaxis"]["rangemode"] = "tozero"
+    layout["shapes"] = [{"type": "line", "x0": below, "x1": below, "yref": "paper", "y0": 0, "y1": 1,
+                         "line": {"dash": "dash", "width": 1, "color": PALETTE[5]}}]
+    # On a log axis an annotation's x is log10 of the value.
+    layout["annotations"] = [{"x": round_sig(math.log10(below), 6), "xref": "x", "y": 1, "yref": "paper", "yanchor": "bottom", "xanchor": "left",
+                              "showarrow": False, "font": {"size": 11},
+                              "text": f"published: below 1x from batch {below}"}]
+    b8 = speedup_at_batch(coefficients(REPLICAS[0][0]), batch=batch, context_tokens=context_tokens, config=config)
+    b70 = speedup_at_batch(coefficients(REPLICAS[1][0]), batch=batch, context_tokens=context_tokens, config=config)
+    rows = []
+    for label, b in ((REPLICAS[0][2], b8), (REPLICAS[1][2], b70)):
+        rows.append([label.split(" (")[0], _ms(b["plain_step_s"]), _ms(b["verify_step_s"]), _ms(b["draft_steps_s"]),
+                     format_number(b["tokens_per_verify_step"]), f"{format_number(b['plain_tokens_per_s'])}",
+                     f"{format_number(b['speculative_tokens_per_s'])}", f"{format_number(b['speedup'])}x"])
+    at2 = speedup_at_batch(coefficients(REPLICAS[0][0]), batch=2, context_tokens=context_tokens, config=config)
+    at64 = speedup_at_batch(coefficients(REPLICAS[0][0]), batch=64, context_tokens=context_tokens, config=config)
+
+    def even_text(value):
+        return "never (up to 4,096)" if value is None else f"{value:,}"
+
+    return view(
+        outputs=[
+            output("tokens_per_step", "Tokens per verify step", config.tokens_per_step, "tokens",
+                   text=format_number(config.tokens_per_step)),
+            output("break_even_8b", "Below 1x from batch, 8B on 1 H100", evens[REPLICAS[0][0]] or 0, "sequences",
+                   text=even_text(evens[REPLICAS[0][0]])),
+            output("break_even_70b", "Below 1x from batch, 70B on 4 H100", evens[REPLICAS[1][0]] or 0, "sequences",
+                   text=even_text(evens[REPLICAS[1][0]])),
+            output("speedup_8b_batch_2", "8B speed-up at batch 2", at2["speedup"], "", text=f"{format_number(at2['speedup'])}x"),
+            output("speedup_8b_batch_64", "8B speed-up at batch 64", at64["speedup"], "",
+                   text=f"{format_number(at64['speedup'])}x"),
+            output("speedup_at_batch", f"Speed-up at batch {batch:,}, 8B / 70B", b8["speedup"], "",
+                   text=f"{format_number(b8['speedup'])}x / {format_number(b70['speedup'])}x"),
+        ],
+        figures={"vs_batch": figure},
+        tables={"cycle": table(
+            ["Replica", "Plain step", "Verify step", f"{k} draft steps", "Tokens per verify", "Tokens/s without",
+             "Tokens/s with", "Speed-up"], rows,
+            caption=f"One speculation cycle at batch {batch:,}, {context_tokens:,} tokens of context")},
+    )
+
+
+@functools.lru_cache(maxsize=8)
+def saturation_summary(speculation: str = "eagle-like", preset: str = SIM_PRESET, rate_per_s: float = 0) -> dict:
+    """The finished run of a preset with speculation on (``eagle-like``) or ``off`` (0 keeps the preset's rate).
+
+    Source: :func:`calc.sim.fleet.simulate_fleet` on :mod:`calc.sim.presets`.
+
+    >>> on, off = saturation_summary("eagle-like"), saturation_summary("off")
+    >>> on["throughput_output_tokens_per_s"] < off["throughput_output_tokens_per_s"]
+    True
+    """
+    return simulate_fleet(Scenario.from_dict(scenario_for(preset, rate_per_s=rate_per_s, speculation=speculation))).summary
+
+
+def facts() -> dict[str, str]:
+    """Numbers quoted in the step's prose, computed from calc.
+
+    >>> f = facts()
+    >>> f["break_even_8b"], f["published_below"], f["sim_tokens_on"], f["sim_tokens_off"]
+    ('23', '24', '2,866', '4,789')
+    """
+    c8 = coefficients(REPLICAS[0][0])
+    at = {b: speedup_at_batch(c8, batch=b, context_tokens=CONTEXT_TOKENS) for b in (1, 2, 64, 256)}
+    on, off = saturation_summary("eagle-like"), saturation_summary("off")
+    rate = presets.load_data(SIM_PRESET)["workload"]["rate_per_s"]
+    low_rate = 5.0
+    low_on, low_off = saturation_summary("eagle-like", rate_per_s=low_rate), saturation_summary("off", rate_per_s=low_rate)
+    lesson_rate = presets.load_data(LESSON_PRESET)["workload"]["rate_per_s"]
+    l_on, l_off = saturation_summary("eagle-like", LESSON_PRESET), saturation_summary("off", LESSON_PRESET)
+    gpu = get_gpu(LESSON_REPLICA["gpu"])
+    return {
+        "model_8b": get_model(REPLICAS[0][0]).name,
+        "model_70b": get_model(REPLICAS[1][0]).name,
+        "gpu": gpu.name,
+        "context": f"{CONTEXT_TOKENS:,}",
+        "eagle_k": str(EAGLE_LIKE.k),
+        "eagle_verify": str(EAGLE_LIKE.verify_tokens),
+        "eagle_acceptance": f"{EAGLE_LIKE.acceptance:g}",
+        "eagle_cost": f"{EAGLE_LIKE.draft_cost_ratio:g}",
+        "eagle_tokens": format_number(EAGLE_LIKE.tokens_per_step),
+        "break_even_8b": str(break_even(REPLICAS[0][0])),
+        "break_even_70b": str(break_even(REPLICAS[1][0])),
+        "published_below": str(PUBLISHED_EAGLE["below_one_from_batch"]),
+        "published_batch_2": f"{PUBLISHED_EAGLE['points'][0][1]:.2f}x",
+        "published_batch_64": f"{PUBLISHED_EAGLE['points'][1][1]:.2f}x",
+        "calc_batch_1": f"{format_number(at[1]['speedup'])}x",
+        "calc_batch_2": f"{format_number(at[2]['speedup'])}x",
+        "calc_batch_64": f"{format_number(at[64]['speedup'])}x",
+        "calc_batch_256": f"{format_number(at[256]['speedup'])}x",
+        "plain_64": _ms(at[64]["plain_step_s"]),
+        "verify_64": _ms(at[64]["verify_step_s"]),
+        "plain_1": _ms(at[1]["plain_step_s"]),
+        "verify_1": _ms(at[1]["verify_step_s"]),
+        "ridge": format_number(gpu.ridge_point_flops_per_byte("bf16")),
+        "verify_tokens_64": f"{64 * EAGLE_LIKE.verify_tokens:,}",
+        "sim_rate": format_number(rate),
+        "sim_batch_on": format_number(on["running_mean"]),
+        "sim_batch_off": format_number(off["running_mean"]),
+        "sim_tokens_on": format_number(on["throughput_output_tokens_per_s"]),
+        "sim_tokens_off": format_number(off["throughput_output_tokens_per_s"]),
+        "sim_ttft_p99_on": f"{format_number(on['ttft_p99_s'])} s",
+        "sim_ttft_p99_off": f"{format_number(off['ttft_p99_s'])} s",
+        "sim_itl_on": f"{format_number(on['itl_p50_s'] * 1000)} ms",
+        "sim_itl_off": f"{format_number(off['itl_p50_s'] * 1000)} ms",
+        "sim_queue_on": f"{on['queue_depth_max']:,}",
+        "sim_queue_off": f"{off['queue_depth_max']:,}",
+        "sim_compute_on": f"{on['compute_utilization'] * 100:.0f}%",
+        "sim_compute_off": f"{off['compute_utilization'] * 100:.0f}%",
+        "sim_cost_on": f"${on['cost_usd_per_million_output_tokens']:,.2f}",
+        "sim_cost_off": f"${off['cost_usd_per_million_output_tokens']:,.2f}",
+        "low_rate": format_number(low_rate),
+        "low_itl_on": f"{format_number(low_on['itl_p50_s'] * 1000)} ms",
+        "low_itl_off": f"{format_number(low_off['itl_p50_s'] * 1000)} ms",
+        "low_batch_off": format_number(low_off["running_mean"]),
+        "lesson_rate": format_number(lesson_rate),
+        "lesson_ttft_p99_on": f"{format_number(l_on['ttft_p99_s'])} s",
+        "lesson_ttft_p99_off": f"{format_number(l_off['ttft_p99_s'])} s",
+        "lesson_batch_off": format_number(l_off["running_mean"]),
+        "lesson_batch_on": format_number(l_on["running_mean"]),
+    }

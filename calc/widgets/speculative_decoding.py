@@ -1,0 +1,294 @@
+"""Widgets and facts of step 9, "Speculative decoding" (docs/lesson/09-speculative-decoding.md).
+
+A small draft model guesses ``k`` tokens; the target checks them all in one
+forward pass, keeps the longest accepted run and adds one token of its own. With
+acceptance ``a`` per drafted token (Leviathan et al. 2023, Eq. 1):
+
+    expected tokens per target step = (1 - a**(k+1)) / (1 - a)
+    speed-up = that / (k c + 1),    c = draft step time / target step time
+
+The output distribution is the target's, exactly: a drafted token ``x`` is kept
+with probability min(1, p(x) / q(x)), and on rejection the target samples from
+the normalised max(0, p - q) (Leviathan et al. 2023, Theorem 3.5; Chen et al. 2023).
+
+>>> round(tokens_per_step(0.7, 4), 2), round(draft_cost_ratio("llama-3.2-1b"), 3)
+(2.77, 0.064)
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+from typing import Annotated
+
+from calc.catalog import get_model
+from calc.memory import LESSON_REPLICA
+from calc.roofline import decode_step, step_coefficients
+from calc.sim.fleet import simulate_fleet
+from calc.sim.scenario import Scenario
+from calc.speculative import EAGLE_LIKE, SpeculationConfig, expected_tokens_per_step, speedup, speedup_at_batch
+from calc.units import format_number, round_sig
+from calc.widgets.charts import PALETTE, bar_chart, line_chart
+from calc.widgets.fp8_weights import DECODE_CONTEXT_TOKENS
+from calc.widgets.framework import Choice, FloatRange, IntRange, output, table, view, widget
+from calc.widgets.simulation import scenario_for
+
+__all__ = ["tokens_per_step", "draft_cost_ratio", "best_k", "gain", "same_distribution", "emitted_distribution",
+           "light_load_summary", "facts", "DRAFTS", "WORDS", "TARGET_P", "OTHER_P"]
+
+#: Draft models that share Llama 3.1's tokenizer (128,256 tokens), each run on one GPU of the replica.
+DRAFTS = (("llama-3.2-1b", "Llama 3.2 1B"), ("llama-3.2-3b", "Llama 3.2 3B"), ("llama-3.1-8b", "Llama 3.1 8B"))
+DRAFT_TP = 1
+#: Defaults of the controls: an illustrative acceptance and draft length (inputs, measured per task in practice).
+ACCEPTANCE, K = 0.7, 4
+ACCEPTANCE_CURVES = (0.5, 0.7, 0.9)
+MAX_K = 16
+#: The light load of the live simulation: the running example at a quarter of step 5's traffic.
+SIM_PRESET, SIM_RATE_PER_S = "step05-paged", 2.0
+
+# A toy next-token distribution (five words) for the distribution demo; OTHER_P is a draft that
+# ranks the words the wrong way round. Illustrative numbers, not measurements.
+WORDS = ("the", "a", "our", "this", "your")
+TARGET_P = (0.45, 0.25, 0.15, 0.10, 0.05)
+OTHER_P = tuple(reversed(TARGET_P))
+
+
+def _target():
+    r = LESSON_REPLICA
+    return step_coefficients(r["model"], r["gpu"], tp=r["tp"], weights=r["weights"], kv_dtype=r["kv_dtype"])
+
+
+def tokens_per_step(acceptance: float, k: int) -> float:
+    """Expected tokens per target step: ``(1 - a**(k+1)) / (1 - a)`` (Leviathan et al. 2023, Eq. 1).
+
+    >>> round(tokens_per_step(0.8, 4), 4)
+    3.3616
+    """
+    return expected_tokens_per_step(acceptance, k)
+
+
+def draft_cost_ratio(draft: str = DRAFTS[0][0], batch: int = 1, context_tokens: int = DECODE_CONTEXT_TOKENS) -> float:
+    """``c``: one draft step over one target step of the running example, both on the roofline.
+
+    The draft runs on one H100 of the replica; the target is Llama 3.1 70B on four
+    (TP 4). Source: :func:`calc.roofline.decode_step` for both.
+
+    >>> round(draft_cost_ratio("llama-3.1-8b"), 2)
+    0.39
+    """
+    r = LESSON_REPLICA
+    draft_coef = step_coefficients(get_model(draft), r["gpu"], tp=DRAFT_TP, weights=r["weights"], kv_dtype=r["kv_dtype"])
+    d = decode_step(draft_coef, batch=batch, context_tokens=context_tokens)["time_s"]
+    t = decode_step(_target(), batch=batch, context_tokens=context_tokens)["time_s"]
+    return d / t
+
+
+def best_k(acceptance: float, cost_ratio: float, max_k: int = MAX_K) -> int:
+    """The draft length that maximises :func:`calc.speculative.speedup` (the memory-bound speed-up).
+
+    >>> best_k(0.7, 0.064), best_k(0.9, 0.064), best_k(0.5, 0.39)
+    (5, 12, 1)
+    """
+    return max(range(1, max_k + 1), key=lambda k: (speedup(acceptance, k, cost_ratio), -k))
+
+
+@widget
+def gain(
+    acceptance: Annotated[float, FloatRange(0.0, 0.99, 0.01, label="Acceptance rate a",
+                                            help="chance the target keeps a drafted token")] = ACCEPTANCE,
+    k: Annotated[int, IntRange(1, MAX_K, 1, "tokens", label="Drafted tokens k")] = K,
+    draft: Annotated[str, Choice(DRAFTS, label="Draft model")] = DRAFTS[0][0],
+    batch: Annotated[int, IntRange(1, 1024, 1, "sequences", label="Decode batch")] = 1,
+):
+    """Tokens per target step and the speed-up of speculative decoding on the running example.
+
+    Formula speed-up ``(1 - a**(k+1)) / ((1 - a)(k c + 1))`` (Leviathan et al. 2023);
+    the roofline speed-up also prices the verify step's ``k + 1`` tokens per
+    sequence (:func:`calc.speculative.speedup_at_batch`).
+
+    >>> out = gain()["outputs"]
+    >>> out["tokens_per_step"]["text"], out["speedup_formula"]["text"], out["speedup_roofline"]["text"]
+    ('2.77', '2.2x', '2.2x')
+    """
+    c = draft_cost_ratio(draft, batch)
+    expected = tokens_per_step(acceptance, k)
+    formula = speedup(acceptance, k, c)
+    config = SpeculationConfig(acceptance, k, c, source=f"{draft} draft on one H100, c from calc.roofline")
+    roof = speedup_at_batch(_target(), batch=batch, context_tokens=DECODE_CONTEXT_TOKENS, config=config)
+    top = best_k(acceptance, c)
+    ks = list(range(1, MAX_K + 1))
+    curves = sorted(set(ACCEPTANCE_CURVES) | {round(acceptance, 2)})
+    name = dict(DRAFTS)[draft]
+    tokens_chart = line_chart(
+        "Tokens per target step", "drafted tokens k", "tokens per step",
+        {f"a = {a:g}": (ks, [tokens_per_step(a, x) for x in ks]) for a in curves}, markers=True,
+        summary=(f"At a = {acceptance:g}, k = {k}: {format_number(expected)} tokens per target step; "
+                 f"the ceiling 1 / (1 - a) is {format_number(1 / (1 - acceptance))}."),
+    )
+    tokens_chart["data"].append({"type": "scatter", "mode": "lines", "name": "k + 1 (every guess kept)",
+                                 "x": ks, "y": [x + 1 for x in ks], "hoverinfo": "skip",
+                                 "line": {"color": "#999999", "width": 1.5, "dash": "dash"}})
+    speed_chart = line_chart(
+        f"Speed-up with a {name} draft (c = {format_number(c)})", "drafted tokens k", "speed-up (x)",
+        {f"a = {a:g}": (ks, [speedup(a, x, c) for x in ks]) for a in curves}, markers=True,
+        summary=(f"With c = {format_number(c)}, a = {acceptance:g}: {format_number(formula)}x at k = {k}, "
+                 f"best k = {top} ({format_number(speedup(acceptance, top, c))}x)."),
+    )
+    speed_chart["data"].append({"type": "scatter", "mode": "lines", "name": "1x (no gain)", "x": [1, MAX_K],
+                                "y": [1, 1], "hoverinfo": "skip",
+                                "line": {"color": "#999999", "width": 1.5, "dash": "dot"}})
+    for chart in (tokens_chart, speed_chart):
+        chart["data"].append({"type": "scatter", "mode": "markers", "name": f"a = {acceptance:g}, k = {k}",
+                              "x": [k], "y": [round_sig(expected if chart is tokens_chart else formula)],
+                              "marker": {"color": PALETTE[5], "size": 11, "symbol": "diamond"}})
+        chart["layout"]["yaxis"]["rangemode"] = "tozero"
+    plain_ms = roof["plain_step_s"] * 1000
+    per_token_ms = plain_ms / roof["speedup"]
+    return view(
+        outputs=[
+            output("tokens_per_step", "Tokens per target step", expected, "tokens", text=format_number(expected)),
+            output("draft_cost_ratio", "Draft cost c (draft step / target step)", c, "", text=format_number(c)),
+            output("speedup_formula", "Speed-up, formula", formula, "", text=f"{format_number(formula)}x"),
+            output("speedup_roofline", f"Speed-up on the roofline, batch {batch:,}", roof["speedup"], "",
+                   text=f"{format_number(roof['speedup'])}x"),
+            output("itl", "Time per output token", per_token_ms / 1000, "s",
+                   text=f"{format_number(plain_ms)} ms → {format_number(per_token_ms)} ms"),
+            output("best_k", "Best k at this a and c", top, "tokens",
+                   text=f"{top} ({format_number(speedup(acceptance, top, c))}x)"),
+        ],
+        figures={"tokens": tokens_chart, "speedup": speed_chart},
+    )
+
+
+def emitted_distribution(target_p, draft_q) -> list[float]:
+    """What speculative sampling emits for one position: ``min(p, q) + (1 - a) * max(0, p - q) / sum(max(0, p - q))``.
+
+    A draft token ``x ~ q`` is kept with probability ``min(1, p(x) / q(x))``, which
+    contributes ``min(p(x), q(x))``; a rejection (probability ``1 - a``, with
+    ``a = sum(min(p, q))``) resamples from the leftover ``max(0, p - q)``. The sum
+    is ``p``: the output distribution is the target's. Source: Leviathan et al. 2023,
+    Theorem 3.5 and Definition 3.2 (``a = sum min(p, q)``).
+
+    >>> [round(x, 10) for x in emitted_distribution([0.5, 0.3, 0.2], [0.2, 0.3, 0.5])]
+    [0.5, 0.3, 0.2]
+    """
+    kept = [min(p, q) for p, q in zip(target_p, draft_q)]
+    acceptance = math.fsum(kept)
+    leftover = [max(0.0, p - q) for p, q in zip(target_p, draft_q)]
+    total = math.fsum(leftover)
+    if total <= 0:  # the draft is the target: every token is kept
+        return list(kept)
+    return [k_ + (1 - acceptance) * r / total for k_, r in zip(kept, leftover)]
+
+
+@widget
+def same_distribution(
+    mismatch: Annotated[float, FloatRange(0.0, 1.0, 0.05, label="Draft mismatch",
+                                          help="0: the draft predicts like the target; 1: the other way round")] = 0.5,
+):
+    """A five-word next-token distribution: the target's, a draft's, and what speculative sampling emits.
+
+    The draft is ``(1 - m) p + m r``, with ``r`` the target's probabilities in reverse
+    order. Acceptance ``a = sum(min(p, q))``; emitted = :func:`emitted_distribution`.
+    Source: Leviathan et al. 2023 (Theorem 3.5).
+
+    >>> out = same_distribution()["outputs"]
+    >>> out["acceptance"]["text"], out["max_difference"]["text"]
+    ('72%', '0')
+    """
+    q = [(1 - mismatch) * p + mismatch * r for p, r in zip(TARGET_P, OTHER_P)]
+    acceptance = math.fsum(min(p, x) for p, x in zip(TARGET_P, q))
+    emitted = emitted_distribution(TARGET_P, q)
+    difference = max(abs(e - p) for e, p in zip(emitted, TARGET_P))
+    difference = 0.0 if difference < 1e-12 else difference  # float rounding, not a real difference
+    figure = bar_chart(
+        "Next-token probabilities", list(WORDS), "probability",
+        {"target p": list(TARGET_P), "draft q": q, "emitted": emitted},
+        summary=(f"Draft mismatch {mismatch:g}: the target keeps {acceptance * 100:.0f}% of drafted tokens, and the "
+                 f"emitted probabilities equal the target's ({', '.join(f'{w} {p:g}' for w, p in zip(WORDS, TARGET_P))})."),
+    )
+    figure["layout"]["barmode"] = "group"
+    figure["layout"]["height"] = 320
+    figure["data"][2]["marker"] = {"color": PALETTE[2], "pattern": {"shape": "/"}}
+    rows = [[w, f"{p:.3f}", f"{x:.3f}", f"{min(p, x):.3f}", f"{e - min(p, x):.3f}", f"{e:.3f}"]
+            for w, p, x, e in zip(WORDS, TARGET_P, q, emitted)]
+    return view(
+        outputs=[
+            output("acceptance", "Acceptance a = Σ min(p, q)", acceptance, "", text=f"{acceptance * 100:.0f}%"),
+            output("tokens_per_step", f"Tokens per target step at k = {K}", tokens_per_step(min(acceptance, 0.99), K),
+                   "tokens", text=format_number(tokens_per_step(min(acceptance, 0.99), K))),
+            output("max_difference", "Largest |emitted − target|", difference, "", text=format_number(difference)),
+        ],
+        figures={"distribution": figure},
+        tables={"mix": table(["Word", "Target p", "Draft q", "Kept draft: min(p, q)", "From rejections",
+                              "Emitted"], rows, caption="Where each emitted probability comes from")},
+    )
+
+
+@functools.lru_cache(maxsize=4)
+def light_load_summary(speculation: str = "eagle-like") -> dict:
+    """The finished run of the page's simulation: the running example at 2 requests/s, speculation on or off.
+
+    Source: :func:`calc.sim.fleet.simulate_fleet` on the step-5 preset with the rate and speculation changed.
+
+    >>> on, off = light_load_summary("eagle-like"), light_load_summary("off")
+    >>> on["itl_p50_s"] < off["itl_p50_s"]
+    True
+    """
+    return simulate_fleet(Scenario.from_dict(scenario_for(SIM_PRESET, rate_per_s=SIM_RATE_PER_S,
+                                                          speculation=speculation))).summary
+
+
+def facts() -> dict[str, str]:
+    """Numbers quoted in the step's prose, computed from calc.
+
+    >>> f = facts()
+    >>> f["tokens_default"], f["speedup_default"], f["quiz_tokens"], f["eagle_tokens"]
+    ('2.77', '2.2x', '2.31', '2.73')
+    """
+    c = draft_cost_ratio()
+    target = _target()
+    plain = decode_step(target, batch=1, context_tokens=DECODE_CONTEXT_TOKENS)["time_s"]
+    draft_step = c * plain
+    on, off = light_load_summary("eagle-like"), light_load_summary("off")
+    top = best_k(ACCEPTANCE, c)
+    quiz_a, quiz_k = 0.6, 4
+    return {
+        "model": get_model(LESSON_REPLICA["model"]).name,
+        "draft": dict(DRAFTS)[DRAFTS[0][0]],
+        "acceptance": f"{ACCEPTANCE:g}",
+        "k": str(K),
+        "k_plus_1": str(K + 1),
+        "tokens_default": format_number(tokens_per_step(ACCEPTANCE, K)),
+        "tokens_ceiling": format_number(1 / (1 - ACCEPTANCE)),
+        "tokens_max": str(K + 1),
+        "cost_ratio": format_number(c),
+        "target_step": f"{format_number(plain * 1000)} ms",
+        "draft_step": f"{format_number(draft_step * 1000)} ms",
+        "cycle": f"{format_number((plain + K * draft_step) * 1000)} ms",
+        "speedup_default": f"{format_number(speedup(ACCEPTANCE, K, c))}x",
+        "per_token_after": f"{format_number(plain / speedup(ACCEPTANCE, K, c) * 1000)} ms",
+        "best_k": str(top),
+        "best_speedup": f"{format_number(speedup(ACCEPTANCE, top, c))}x",
+        "quiz_a": f"{quiz_a:g}",
+        "quiz_k": str(quiz_k),
+        "quiz_k_plus_1": str(quiz_k + 1),
+        "quiz_tokens": format_number(tokens_per_step(quiz_a, quiz_k)),
+        "quiz_speedup": f"{format_number(speedup(quiz_a, quiz_k, c))}x",
+        "quiz_a0_speedup": f"{format_number(speedup(0.0, quiz_k, c))}x",
+        "eagle_k": str(EAGLE_LIKE.k),
+        "eagle_verify": str(EAGLE_LIKE.verify_tokens),
+        "eagle_acceptance": f"{EAGLE_LIKE.acceptance:g}",
+        "eagle_tokens": format_number(EAGLE_LIKE.tokens_per_step),
+        "eagle_cost_ratio": format_number(EAGLE_LIKE.draft_cost_ratio),
+        "eagle_speedup": f"{format_number(speedup(EAGLE_LIKE.acceptance, EAGLE_LIKE.k, EAGLE_LIKE.draft_cost_ratio))}x",
+        "sim_rate": format_number(SIM_RATE_PER_S),
+        "sim_itl_on": f"{format_number(on['itl_p50_s'] * 1000)} ms",
+        "sim_itl_off": f"{format_number(off['itl_p50_s'] * 1000)} ms",
+        "sim_e2e_on": f"{format_number(on['e2e_p50_s'])} s",
+        "sim_e2e_off": f"{format_number(off['e2e_p50_s'])} s",
+        "sim_batch_on": format_number(on["running_mean"]),
+        "sim_batch_off": format_number(off["running_mean"]),
+        "sim_compute_on": f"{on['compute_utilization'] * 100:.0f}%",
+        "sim_compute_off": f"{off['compute_utilization'] * 100:.0f}%",
+    }
