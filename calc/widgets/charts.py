@@ -121,3 +121,68 @@ def scatter_chart(title: str, x_title: str, y_title: str, series: dict[str, dict
         },
         "summary": summary,
     }
+
+
+def roofline_chart(title: str, peak_flops_per_s: float, peak_bytes_per_s: float, points: list[dict], *,
+                   achieved: tuple[float, float] | None = None, summary: str = "") -> dict:
+    """A log-log roofline: attainable FLOP/s against arithmetic intensity, with kernels as points.
+
+    The roof is ``min(peak FLOP/s, intensity x peak bandwidth)``: a bandwidth slope
+    up to the ridge point (peak FLOP/s / peak bytes/s), flat beyond. ``achieved``
+    (compute, memory efficiency) adds the same roof scaled by those factors, dashed.
+    Each point is ``{"name", "x" (FLOP/byte), "y" (FLOP/s), "symbol"?, "text"?}``; the
+    y axis is in TFLOP/s. Source: Williams, Waterman and Patterson, "Roofline: an
+    insightful visual performance model", CACM 2009.
+
+    >>> fig = roofline_chart("H100", 989e12, 3.35e12, [{"name": "decode", "x": 1.0, "y": 2.5e12}])
+    >>> [t["name"] for t in fig["data"]], fig["data"][0]["x"][1], fig["data"][0]["y"][1]
+    (['roof (datasheet)', 'decode'], 295.224, 989.0)
+    """
+    import math
+
+    ridge = peak_flops_per_s / peak_bytes_per_s
+    xs = [p["x"] for p in points if p["x"] > 0]
+    low = min([ridge / 1000.0] + [x / 3.0 for x in xs])
+    high = max([ridge * 20.0] + [x * 3.0 for x in xs])
+
+    def roof(flops: float, bandwidth: float) -> tuple[list, list]:
+        knee = flops / bandwidth
+        return ([round_sig(low, 6), round_sig(knee, 6), round_sig(high, 6)],
+                [round_sig(low * bandwidth / 1e12, 6), round_sig(flops / 1e12, 6), round_sig(flops / 1e12, 6)])
+
+    x, y = roof(peak_flops_per_s, peak_bytes_per_s)
+    data = [{"type": "scatter", "mode": "lines", "name": "roof (datasheet)", "x": x, "y": y,
+             "line": {"color": "#757575", "width": 2.5}, "hoverinfo": "skip"}]
+    if achieved:
+        compute, memory = achieved
+        x, y = roof(peak_flops_per_s * compute, peak_bytes_per_s * memory)
+        data.append({"type": "scatter", "mode": "lines", "name": "roof at achieved efficiency", "x": x, "y": y,
+                     "line": {"color": "#757575", "width": 1.5, "dash": "dash"}, "hoverinfo": "skip"})
+    for index, point in enumerate(points):
+        trace = {"type": "scatter", "mode": "markers", "name": point["name"],
+                 "x": [round_sig(float(point["x"]), 6)], "y": [round_sig(float(point["y"]) / 1e12, 6)],
+                 "marker": {"color": PALETTE[index % len(PALETTE)], "size": 13,
+                            "symbol": point.get("symbol", "circle"), "line": {"width": 1.5}}}
+        trace["hovertemplate"] = (point.get("text") or point["name"]) + \
+            "<br>%{x:.3~r} FLOP/byte, %{y:.3~r} TFLOP/s<extra></extra>"
+        data.append(trace)
+    r = round_sig(ridge, 6)
+    return {
+        "data": data,
+        "layout": {
+            "title": {"text": title, "font": {"size": 15}},
+            "xaxis": {**_axis("arithmetic intensity (FLOP per byte from HBM)", True), "dtick": 1},
+            "yaxis": {**_axis("FLOP/s per GPU (TFLOP/s)", True), "dtick": 1},
+            # On log axes Plotly places shapes and annotations in log10 units.
+            "shapes": [{"type": "line", "x0": round_sig(math.log10(r), 6), "x1": round_sig(math.log10(r), 6),
+                        "yref": "paper", "y0": 0, "y1": 1,
+                        "line": {"dash": "dot", "width": 1.5, "color": "#9e9e9e"}}],
+            "annotations": [{"x": round_sig(math.log10(r), 6), "y": 0.02, "yref": "paper", "xanchor": "left",
+                             "yanchor": "bottom", "showarrow": False, "font": {"size": 11},
+                             "text": f" ridge {r:,.0f} FLOP/B"}],
+            "legend": {"orientation": "h", "y": -0.22, "yanchor": "top", "x": 0},
+            "margin": {"l": 60, "r": 20, "t": 50, "b": 60},
+            "height": 460,
+        },
+        "summary": summary,
+    }

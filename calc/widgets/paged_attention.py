@@ -1,0 +1,443 @@
+"""Widgets and facts of step 5, "Paged attention" (docs/lesson/05-paged-attention.md).
+
+PagedAttention stores a sequence's KV cache in fixed blocks of ``block_size``
+tokens, found through a block table, and takes a new block only when the last
+one is full. A sequence then holds
+
+    blocks = ceil((prompt + tokens generated so far) / block_size)
+
+and wastes at most ``block_size - 1`` token slots, in its last block. Source:
+Kwon et al., "Efficient Memory Management for Large Language Model Serving with
+PagedAttention", SOSP 2023, section 4 (arXiv 2309.06180).
+
+>>> allocation_shares()["outputs"]["paged_share"]["text"]
+'98.5% (measured 96.3%)'
+>>> facts()["paged_requests"], facts()["waste_bound_tokens"]
+('311', '15')
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import Annotated
+
+from calc.accuracy import token_state_percent
+from calc.allocation import POLICIES, concurrency, contiguous_max_concurrency, paged_waste_bound_tokens, reserved_tokens
+from calc.catalog import get_model
+from calc.errors import CalcError
+from calc.memory import LESSON_REPLICA, kv_bytes_per_token
+from calc.sim import presets
+from calc.sim.fleet import Fleet
+from calc.sim.live import MAX_EVENTS_PER_FRAME, block_map
+from calc.units import NS_PER_S, format_bytes, format_number, round_sig
+from calc.widgets.charts import PALETTE, bar_chart
+from calc.widgets.framework import Choice, FloatRange, IntRange, output, stream, view, widget
+from calc.widgets.reserving_the_maximum import (
+    ANSWER_TOKENS, BREAK_PRESET, FIX_PRESET, MAX_MODEL_LEN, PROMPT_TOKENS, lesson_capacity_tokens, preset_summary,
+    published_share,
+)
+from calc.widgets.simulation import scenario_for
+
+__all__ = ["allocation_shares", "side_by_side", "side_by_side_scenarios", "facts", "POLICY_LABELS",
+           "SATURATION_PRESET"]
+
+#: The policies of the vLLM paper's Fig. 2, in calc's names (calc.allocation.POLICIES).
+POLICY_LABELS = {
+    "max": "Reserve the maximum (Orca Max)",
+    "pow2": "Reserve a power of two (Orca Pow2)",
+    "oracle": "Reserve the true length (Orca Oracle)",
+    "paged": "Paged blocks (vLLM)",
+}
+#: The measurement of each policy in calc/data/measurements.json (vLLM paper, Fig. 2).
+PUBLISHED_IDS = {p: f"vllm-paper-fig2-{p}" for p in POLICIES}
+#: The paper's ShareGPT request means (Fig. 11), as recorded with the Fig. 2 measurements.
+SHAREGPT_PROMPT_TOKENS = 161.31
+SHAREGPT_OUTPUT_TOKENS = 337.99
+WORKLOADS = (("sharegpt", "ShareGPT-like, as in the paper"), ("lesson", "The running example (1,024 + 256)"))
+SATURATION_PRESET = "step06-twice-the-traffic"
+#: Values the page's "Try this" asks the reader to enter.
+BIG_BLOCK = 256
+LONG_MAX_LEN = 32_768
+_LESSON_TOKENS = lesson_capacity_tokens()
+
+
+def _pct(fraction: float) -> str:
+    return f"{format_number(fraction * 100)}%"
+
+
+def _workload_requests(workload: str, max_model_len: int):
+    if workload == "lesson":
+        if PROMPT_TOKENS + ANSWER_TOKENS > max_model_len:
+            raise CalcError(f"max_model_len must hold the running example's {PROMPT_TOKENS + ANSWER_TOKENS:,} tokens; "
+                            f"got {max_model_len:,}", "max_model_len")
+        return [(PROMPT_TOKENS, ANSWER_TOKENS)]
+    from calc.allocation import sharegpt_like_requests
+
+    return sharegpt_like_requests(2000, seed=0, mean_prompt_tokens=SHAREGPT_PROMPT_TOKENS,
+                                  mean_output_tokens=SHAREGPT_OUTPUT_TOKENS, max_model_len=max_model_len)
+
+
+@widget
+def allocation_shares(
+    workload: Annotated[str, Choice(WORKLOADS, label="Requests")] = "sharegpt",
+    max_model_len: Annotated[int, IntRange(512, 131_072, 512, "tokens", label="Max length",
+                                           help="what contiguous allocation reserves")] = 2_048,
+    block_size: Annotated[int, IntRange(1, 256, 1, "tokens", label="Block size", help="vLLM's default is 16")] = 16,
+):
+    """Share of reserved KV memory holding token states per allocation policy: calc against the vLLM paper.
+
+    calc: :func:`calc.allocation.token_state_fraction` averaged over each request's
+    life (reservation and the last block's slack; no external fragmentation, so
+    its contiguous shares are upper bounds). Published: the vLLM paper's Fig. 2,
+    read from ``calc/data/measurements.json``. Requests at once: the lesson's
+    KV cache over each policy's peak reservation (:func:`calc.allocation.concurrency`).
+
+    >>> out = allocation_shares(workload="lesson", max_model_len=8192)["outputs"]
+    >>> out["max_share"]["text"], out["paged_share"]["text"], out["paged_requests"]["value"]
+    ('14.1% (measured 20.4%)', '99.4% (measured 96.3%)', 311)
+    """
+    requests = _workload_requests(workload, max_model_len)
+    shares, published, fits = {}, {}, {}
+    for policy in POLICIES:
+        if workload == "sharegpt":
+            shares[policy] = token_state_percent(policy, mean_prompt_tokens=SHAREGPT_PROMPT_TOKENS,
+                                                 mean_output_tokens=SHAREGPT_OUTPUT_TOKENS,
+                                                 max_model_len=max_model_len, block_size=block_size) / 100
+        else:
+            from calc.allocation import token_state_fraction
+
+            shares[policy] = token_state_fraction(requests, policy, max_model_len=max_model_len, block_size=block_size)
+        published[policy] = published_share(PUBLISHED_IDS[policy])[0] / 100
+        fits[policy] = concurrency(_LESSON_TOKENS, requests, policy, max_model_len=max_model_len, block_size=block_size)
+    cite = published_share(PUBLISHED_IDS["paged"])[1]
+    paper_len = published_share(PUBLISHED_IDS["paged"])[2]
+    labels = [POLICY_LABELS[p] for p in POLICIES]
+    figure = bar_chart(
+        "Share of reserved KV memory that holds tokens", labels, "share holding tokens",
+        {"calc, these requests": [shares[p] for p in POLICIES],
+         f"measured ({cite}, ShareGPT, max {paper_len:,})": [published[p] for p in POLICIES]},
+        summary=("calc for these requests: " + ", ".join(f"{POLICY_LABELS[p]} {_pct(shares[p])}" for p in POLICIES)
+                 + f". Measured in the {cite}: " + ", ".join(f"{_pct(published[p])}" for p in POLICIES) + "."),
+    )
+    layout = figure["layout"]
+    layout["barmode"] = "group"
+    layout["yaxis"]["tickformat"] = ".0%"
+    layout["yaxis"]["range"] = [0, 1.05]
+    layout["xaxis"]["tickangle"] = 0
+    layout["legend"] = {"orientation": "h", "yanchor": "top", "y": -0.3, "x": 0}
+    layout["margin"] = {"l": 60, "r": 20, "t": 50, "b": 60}
+    layout["height"] = 400
+    figure["data"][1]["marker"]["color"] = PALETTE[7]
+    for trace in figure["data"]:
+        trace["hovertemplate"] = "%{y:.1%}<extra>" + trace["name"] + "</extra>"
+    outs = []
+    for policy in POLICIES:
+        outs.append(output(f"{policy}_share", f"Holding tokens: {POLICY_LABELS[policy]}", shares[policy], "",
+                           text=f"{_pct(shares[policy])} (measured {_pct(published[policy])})"))
+    for policy in POLICIES:
+        outs.append(output(f"{policy}_requests", f"Requests at once in {_LESSON_TOKENS:,} tokens: "
+                           f"{POLICY_LABELS[policy]}", fits[policy], "requests", text=f"{fits[policy]:,}"))
+    per_token = kv_bytes_per_token(get_model(LESSON_REPLICA["model"]), LESSON_REPLICA["kv_dtype"])
+    bound = paged_waste_bound_tokens(block_size)
+    outs.append(output("waste_bound", "Most a sequence wastes, paged", bound, "tokens",
+                       text=f"{bound:,} tokens ({format_bytes(bound * per_token)} on the 70B)"))
+    return view(outputs=outs, figures={"shares": figure})
+
+
+# --- both allocations in one live run --------------------------------------------------------------------
+
+SIDES = (("c", "contiguous", "reserve the maximum"), ("p", "paged", "paged blocks"))
+_CHARTS = (
+    ("queue", "Requests waiting in the queue", "requests", None, [("queue_depth", "")]),
+    ("running", "Requests running (the batch)", "requests", None, [("running", "")]),
+    ("kv", "KV cache: reserved, and holding tokens", "share of the KV cache", ".0%",
+     [("kv_use_fraction", "reserved"), ("kv_token_fraction", "holding tokens")]),
+    ("ttft", "TTFT p99 (trailing window)", "seconds", None, [("ttft_p99_s", "")]),
+)
+_PANEL = (
+    ("requests_completed", "Requests done"),
+    ("running_max", "Largest batch"),
+    ("queue_depth_max", "Longest queue"),
+    ("ttft_p99_s", "TTFT p99"),
+    ("kv_token_share", "KV memory holding tokens"),
+    ("throughput_output_tokens_per_s", "Output tokens/s"),
+    ("compute_utilization", "Compute utilization"),
+)
+BLOCKMAP_COLS = 64  # per side; the two maps sit side by side with a gap of GAP_COLS
+GAP_COLS = 2
+
+
+def side_by_side_scenarios(rate_per_s: float = 8, max_model_len: int = MAX_MODEL_LEN, block_size: int = 16,
+                           max_num_seqs: int = 256) -> dict[str, dict]:
+    """The step-05 preset's scenario twice, once per allocation, with the page's overrides.
+
+    >>> s = side_by_side_scenarios(max_model_len=16384)
+    >>> s["contiguous"]["allocation"], s["paged"]["allocation"], s["paged"]["max_model_len"]
+    ('contiguous', 'paged', 16384)
+    """
+    out = {}
+    for _, allocation, _ in SIDES:
+        data = scenario_for(FIX_PRESET, rate_per_s=rate_per_s, allocation=allocation, max_num_seqs=max_num_seqs)
+        data["max_model_len"] = max_model_len
+        data["block_size"] = block_size
+        out[allocation] = data
+    return out
+
+
+def _figures() -> dict:
+    figures = {}
+    for key, title, y_title, tick_format, traces in _CHARTS:
+        data = []
+        for side_index, (prefix, _, side_label) in enumerate(SIDES):
+            for trace_index, (series, suffix) in enumerate(traces):
+                data.append({
+                    "type": "scatter", "mode": "lines", "name": side_label + (f": {suffix}" if suffix else ""),
+                    "meta": f"{prefix}_{series}", "x": [], "y": [],
+                    "line": {"color": PALETTE[1] if prefix == "c" else PALETTE[0], "width": 2,
+                             "dash": "dot" if trace_index else "solid"},
+                })
+        yaxis = {"title": {"text": y_title}, "automargin": True, "rangemode": "tozero"}
+        if tick_format:
+            yaxis["tickformat"] = tick_format
+        figures[key] = {
+            "data": data,
+            "layout": {"title": {"text": title, "font": {"size": 14}},
+                       "xaxis": {"title": {"text": "simulated time (s)"}, "automargin": True},
+                       "yaxis": yaxis, "legend": {"orientation": "h", "y": -0.3, "yanchor": "top", "x": 0},
+                       "margin": {"l": 60, "r": 20, "t": 40, "b": 50}, "height": 300},
+            "x_series": "t_s",
+            "summary": f"{title} against simulated time: reserve the maximum (orange) and paged blocks (blue), "
+                       f"the same requests.",
+        }
+    return figures
+
+
+def _metric_text(key: str, value) -> str:
+    if value is None:
+        return "n/a"
+    if key in ("kv_token_share",):
+        return f"{value * 100:.1f}%"
+    if key == "compute_utilization":
+        return f"{value * 100:.0f}%"
+    if key == "ttft_p99_s":
+        return f"{format_number(value)} s"
+    if key == "throughput_output_tokens_per_s":
+        return f"{format_number(value)} tokens/s"
+    return f"{value:,}"
+
+
+def _panel(summaries: dict) -> list[dict]:
+    panel = []
+    for key, label in _PANEL:
+        for prefix, allocation, side_label in SIDES:
+            summary = summaries[allocation]
+            value = summary.get(key)
+            text = _metric_text(key, value)
+            if key == "requests_completed":
+                text = f"{summary.get('requests_completed', 0):,} of {summary.get('requests_total', 0):,}"
+            panel.append(output(f"{prefix}_{key}", f"{label}, {side_label}", value if value is not None else 0,
+                                "", text=text))
+    return panel
+
+
+def _paired_map(maps: dict) -> dict:
+    left, right = maps["contiguous"], maps["paged"]
+    rows = max(left["rows"], right["rows"])
+    width = BLOCKMAP_COLS
+    lines = []
+    for r in range(rows):
+        a = left["cells"][r * width:(r + 1) * width].ljust(width, ".")
+        b = right["cells"][r * width:(r + 1) * width].ljust(width, ".")
+        lines.append(a + " " * GAP_COLS + b)
+    summary = f"Left, reserve the maximum: {left['summary']}. Right, paged blocks: {right['summary']}."
+    return {"cols": 2 * width + GAP_COLS, "rows": rows, "cells": "".join(lines),
+            "blocks_total": left["blocks_total"] + right["blocks_total"], "blocks_per_cell": left["blocks_per_cell"],
+            "used_blocks": left["used_blocks"] + right["used_blocks"],
+            "reserved_unused_blocks": left["reserved_unused_blocks"] + right["reserved_unused_blocks"],
+            "summary": summary}
+
+
+def _lockstep_frames(scenarios: dict, frame_interval_s: float, max_events: int = MAX_EVENTS_PER_FRAME):
+    """Run both scenarios in step, frame by frame, with their series on one time axis.
+
+    Both runs share their arrivals (same workload and seed), so their sample
+    grids are the same; a run that has finished contributes an idle replica
+    (nothing queued, running or held) until the other one finishes.
+    """
+    fleets = {name: Fleet(data) for name, data in scenarios.items()}
+    intervals = {f.interval_ns for f in fleets.values()}
+    if len(intervals) != 1:  # pragma: no cover - same arrivals give the same grid
+        raise CalcError("both allocations must sample on the same time grid; got different intervals", "scenario")
+    frame_ns = round(frame_interval_s * NS_PER_S)
+    target = frame_ns
+    sent = 0
+    per_run = max(1, max_events // len(fleets))
+    while True:
+        reached = True
+        for fleet in fleets.values():
+            if fleet.done:
+                continue
+            fleet.advance(max_events=per_run, until_ns=target)
+            if fleet.done:
+                continue
+            nxt = fleet.next_event_ns()
+            if nxt is not None and nxt >= target:
+                fleet.sample_until(target)
+            else:
+                reached = False
+        done = all(f.done for f in fleets.values())
+        running = [f for f in fleets.values() if not f.done]
+        lengths = {name: len(f.series["t_s"]) for name, f in fleets.items()}
+        upto = min(len(f.series["t_s"]) for f in running) if running else max(lengths.values())
+        longest = max(fleets.values(), key=lambda f: len(f.series["t_s"]))
+        points = {"t_s": longest.series["t_s"][sent:upto]}
+        for prefix, allocation, _ in SIDES:
+            series = fleets[allocation].series
+            have = lengths[allocation]
+            for key in ("queue_depth", "running", "kv_use_fraction", "ttft_p99_s"):
+                values = series[key][sent:min(upto, have)]
+                idle = None if key == "ttft_p99_s" else 0
+                points[f"{prefix}_{key}"] = values + [idle] * (upto - max(sent, min(upto, have)))
+            use = series["kv_use_fraction"][sent:min(upto, have)]
+            waste = series["kv_waste_fraction"][sent:min(upto, have)]
+            # the series' waste is a share of the reserved slots; tokens held as a share of the whole cache:
+            held = [round_sig(u * (1.0 - w), 4) for u, w in zip(use, waste)]
+            points[f"{prefix}_kv_token_fraction"] = held + [0] * (upto - max(sent, min(upto, have)))
+        sent = max(sent, upto)
+        if reached:
+            t_ns = target
+            target += frame_ns
+        else:
+            t_ns = min(f.now_ns for f in running) if running else max(f.now_ns for f in fleets.values())
+        if done:
+            t_ns = max(f.now_ns for f in fleets.values())
+        summaries = {name: f.summary() for name, f in fleets.items()}
+        maps = {name: block_map(f.members[0].rep, BLOCKMAP_COLS, 64) for name, f in fleets.items()}
+        yield {"t_s": round(t_ns / NS_PER_S, 6), "done": done, "points": points, "summaries": summaries,
+               "blockmap": _paired_map(maps)}
+        if done:
+            return
+
+
+@stream(budget_s=4.0)
+def side_by_side(
+    rate_per_s: Annotated[float, FloatRange(0.5, 64, 0.5, "requests/s", label="Arrival rate")] = 8,
+    max_model_len: Annotated[int, IntRange(2_048, 131_072, 1_024, "tokens", label="Max length",
+                                           help="what contiguous allocation reserves")] = MAX_MODEL_LEN,
+    block_size: Annotated[int, IntRange(1, 256, 1, "tokens", label="Block size")] = 16,
+    max_num_seqs: Annotated[int, IntRange(1, 1_024, 1, "requests", label="Max running requests",
+                                          help="vLLM's max_num_seqs")] = 256,
+    frame_interval_s: Annotated[float, FloatRange(0.5, 120, 0.5, "s", label="Simulated seconds per frame")] = 5.0,
+):
+    """The same traffic on two copies of the replica: contiguous reservation against paged blocks, live.
+
+    Charts put both runs on one time axis; the block map shows the two KV caches
+    side by side (left: reserve the maximum, right: paged). Source: :mod:`calc.sim`
+    (the step-05 preset), :func:`calc.sim.live.block_map`.
+
+    >>> frames = list(side_by_side(frame_interval_s=60))
+    >>> frames[-1]["done"], frames[-1]["outputs"]["c_running_max"]["value"], frames[-1]["outputs"]["p_running_max"]["value"]
+    (True, 48, 130)
+    """
+    scenarios = side_by_side_scenarios(rate_per_s, max_model_len, block_size, max_num_seqs)
+    first = True
+    for frame in _lockstep_frames(scenarios, frame_interval_s):
+        extra = {"figures": _figures()} if first else {}
+        first = False
+        yield view(outputs=_panel(frame["summaries"]), series=frame["points"], blockmap=frame["blockmap"],
+                   t_s=frame["t_s"], done=frame["done"], **extra)
+
+
+@functools.lru_cache(maxsize=1)
+def _side_by_side_final() -> dict:
+    from calc.widgets.framework import check_view, collect_stream
+
+    return collect_stream(check_view(v) for v in side_by_side())
+
+
+def facts() -> dict[str, str]:
+    """Numbers quoted in the step's prose, computed from calc and the simulator.
+
+    >>> f = facts()
+    >>> f["paged_requests"], f["contiguous_requests"], f["paged_share_published"], f["waste_published"]
+    ('311', '48', '96.3%', '3.7%')
+    """
+    model = get_model(LESSON_REPLICA["model"])
+    per_token = kv_bytes_per_token(model, LESSON_REPLICA["kv_dtype"])
+    request = [(PROMPT_TOKENS, ANSWER_TOKENS)]
+    length = PROMPT_TOKENS + ANSWER_TOKENS
+    paged = concurrency(_LESSON_TOKENS, request, "paged", max_model_len=MAX_MODEL_LEN)
+    contiguous = contiguous_max_concurrency(_LESSON_TOKENS, MAX_MODEL_LEN)
+    bound = paged_waste_bound_tokens(16)
+    paged_run, broken, saturated = preset_summary(FIX_PRESET), preset_summary(BREAK_PRESET), \
+        preset_summary(SATURATION_PRESET)
+    published = {p: published_share(PUBLISHED_IDS[p])[0] for p in POLICIES}
+    cite = published_share(PUBLISHED_IDS["paged"])[1]
+    ours = {p: token_state_percent(p, mean_prompt_tokens=SHAREGPT_PROMPT_TOKENS,
+                                   mean_output_tokens=SHAREGPT_OUTPUT_TOKENS) for p in POLICIES}
+    quiz_prompt, quiz_generated, block = 1_000, 37, 16
+    quiz_slots = reserved_tokens(quiz_prompt, ANSWER_TOKENS, "paged", max_model_len=MAX_MODEL_LEN, block_size=block,
+                                 generated_tokens=quiz_generated)
+    quiz_tokens = quiz_prompt + quiz_generated
+    little = paged_run["throughput_requests_per_s"] * paged_run["e2e_mean_s"]
+    final = _side_by_side_final()
+    big = allocation_shares(block_size=BIG_BLOCK)["outputs"]
+    small = allocation_shares()["outputs"]
+    return {
+        "kv_tokens": f"{_LESSON_TOKENS:,}",
+        "request_tokens": f"{length:,}",
+        "max_model_len": f"{MAX_MODEL_LEN:,}",
+        "blocks_per_request": f"{-(-length // 16):,}",
+        "paged_requests": f"{paged:,}",
+        "contiguous_requests": f"{contiguous:,}",
+        "paged_gain": format_number(paged / contiguous),
+        "waste_bound_tokens": f"{bound:,}",
+        "waste_bound_bytes": format_bytes(bound * per_token),
+        "contiguous_promise_bytes": format_bytes((MAX_MODEL_LEN - length) * per_token),
+        "kv_per_token": f"{per_token:,} bytes",
+        "max_share_published": f"{format_number(published['max'])}%",
+        "pow2_share_published": f"{format_number(published['pow2'])}%",
+        "oracle_share_published": f"{format_number(published['oracle'])}%",
+        "paged_share_published": f"{format_number(published['paged'])}%",
+        "waste_published": f"{format_number(100 - published['paged'])}%",
+        "published_cite": cite,
+        "max_share_calc": f"{format_number(ours['max'])}%",
+        "oracle_share_calc": f"{format_number(ours['oracle'])}%",
+        "paged_share_calc": f"{format_number(ours['paged'])}%",
+        "sim_rate": format_number(presets.load_data(FIX_PRESET)["workload"]["rate_per_s"]),
+        "sim_running_max": f"{paged_run['running_max']:,}",
+        "sim_running_mean": format_number(paged_run["running_mean"]),
+        "sim_queue_max": f"{paged_run['queue_depth_max']:,}",
+        "sim_ttft_p99": f"{format_number(paged_run['ttft_p99_s'])} s",
+        "sim_token_share": f"{paged_run['kv_token_share'] * 100:.1f}%",
+        "sim_kv_use_peak": _pct(paged_run["kv_use_peak"]),
+        "sim_compute_util": f"{paged_run['compute_utilization'] * 100:.0f}%",
+        "sim_throughput": f"{format_number(paged_run['throughput_output_tokens_per_s'])} tokens/s",
+        "sim_requests_per_s": format_number(paged_run["throughput_requests_per_s"]),
+        "sim_e2e_mean": f"{format_number(paged_run['e2e_mean_s'])} s",
+        "little_batch": format_number(little),
+        "broken_ttft_p99": f"{format_number(broken['ttft_p99_s'])} s",
+        "broken_running_max": f"{broken['running_max']:,}",
+        "broken_throughput": f"{format_number(broken['throughput_output_tokens_per_s'])} tokens/s",
+        "broken_token_share": f"{broken['kv_token_share'] * 100:.1f}%",
+        "broken_compute_util": f"{broken['compute_utilization'] * 100:.0f}%",
+        "side_c_ttft_p99": final["outputs"]["c_ttft_p99_s"]["text"],
+        "side_p_ttft_p99": final["outputs"]["p_ttft_p99_s"]["text"],
+        "saturated_rate": format_number(presets.load_data(SATURATION_PRESET)["workload"]["rate_per_s"]),
+        "saturated_running_max": f"{saturated['running_max']:,}",
+        "saturated_kv_use_peak": _pct(saturated["kv_use_peak"]),
+        "saturated_queue_max": f"{saturated['queue_depth_max']:,}",
+        "quiz_prompt": f"{quiz_prompt:,}",
+        "quiz_generated": f"{quiz_generated:,}",
+        "quiz_tokens": f"{quiz_tokens:,}",
+        "quiz_blocks": f"{quiz_slots // block:,}",
+        "quiz_slots": f"{quiz_slots:,}",
+        "quiz_empty": f"{quiz_slots - quiz_tokens:,}",
+        "quiz_block": f"{block}",
+        "big_block": f"{BIG_BLOCK}",
+        "big_block_bound": f"{paged_waste_bound_tokens(BIG_BLOCK):,}",
+        "big_block_share": _pct(big["paged_share"]["value"]),
+        "small_block_share": _pct(small["paged_share"]["value"]),
+        "long_max_len": f"{LONG_MAX_LEN}",
+        "long_max_len_slabs": f"{contiguous_max_concurrency(preset_summary(BREAK_PRESET)['kv_cache_tokens'], LONG_MAX_LEN):,}",
+    }
