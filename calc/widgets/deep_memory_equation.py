@@ -1,0 +1,236 @@
+"""Widgets and facts of the deep dive "The GPU memory equation" (docs/deep-dives/memory-equation.md).
+
+The workshop's equation (seeds/003): what one GPU must hold is fixed weights,
+a KV cache that grows with every user and every token of context, and some
+overhead:
+
+    GPU memory = weights + users x context x KV bytes per token + overhead
+
+Mistral-7B in bf16 (the workshop's example): 14.5 GB of weights and 131 KB of
+KV per token. Weights from :func:`calc.memory.weight_bytes`, KV per token from
+:func:`calc.memory.kv_bytes_per_token`; the overhead defaults to the activation
+workspace and non-PyTorch memory :mod:`calc.memory` assumes for one GPU.
+
+>>> b = memory_budget("mistral-7b", "l4", users=16, context_tokens=4096)
+>>> round(b["weights_bytes"] / 1e9, 1), b["kv_bytes_per_token"], b["max_users"]
+(14.5, 131072, 12)
+>>> facts()["weights_bf16"], facts()["kv_per_token_kb"]
+('14.5 GB', '131 KB')
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Annotated
+
+from calc.catalog import GPUS, MODELS, get_gpu, get_model
+from calc.errors import CalcError, check_range
+from calc.memory import (
+    ACTIVATION_WORKSPACE_BYTES, KV_DTYPES, NON_TORCH_BASE_BYTES, WEIGHT_FORMATS, kv_bytes_per_token,
+    kv_tokens_per_request, weight_bytes,
+)
+from calc.units import GB, format_bytes, format_number
+from calc.widgets.charts import PALETTE, bar_chart, line_chart
+from calc.widgets.framework import Choice, FloatRange, IntRange, Toggle, output, view, widget
+
+__all__ = ["memory_budget", "memory_curve", "budget", "facts", "WORKSHOP_MODEL", "DEFAULT_OVERHEAD_BYTES"]
+
+#: The workshop's model (seeds/003: "Mistral-7B with 16-bit precision takes 14.5 GB ... 131 KB per token").
+WORKSHOP_MODEL = "mistral-7b"
+#: Overhead on one GPU when none is measured: :data:`calc.memory.ACTIVATION_WORKSPACE_BYTES` (vLLM's profiled
+#: activation peak, assumed) + :data:`calc.memory.NON_TORCH_BASE_BYTES` (CUDA context and libraries, one GPU).
+DEFAULT_OVERHEAD_BYTES = ACTIVATION_WORKSPACE_BYTES + NON_TORCH_BASE_BYTES
+#: Contexts drawn on the chart, tokens (a chat turn, the lesson's 4K conversation, 8K and a long document).
+CURVE_CONTEXTS = (1_024, 4_096, 8_192, 32_768)
+#: The example GPUs: a 24 GB inference card and the running example's 80 GB H100.
+SMALL_GPU, BIG_GPU = "l4", "h100-sxm-80gb"
+EXAMPLE_USERS, EXAMPLE_CONTEXT = 16, 4_096
+QUIZ_CONTEXT = 8_192
+
+MODEL_CHOICES = tuple((key, model.name) for key, model in MODELS.items())
+GPU_CHOICES = tuple((key, gpu.name) for key, gpu in GPUS.items())
+
+
+def _kv_tokens(model, context_tokens: int, honour_window: bool) -> int:
+    return kv_tokens_per_request(model, context_tokens) if honour_window else context_tokens
+
+
+def memory_budget(model, gpu, *, users: int, context_tokens: int, weights: str = "bf16", kv_dtype: str = "bf16",
+                  overhead_bytes: float = DEFAULT_OVERHEAD_BYTES, honour_window: bool = False) -> dict:
+    """Every term of the memory equation for ``users`` requests of ``context_tokens`` on one GPU of type ``gpu``.
+
+    ``total = weights + users x KV tokens per request x KV bytes per token + overhead``.
+    ``max_users`` is how many requests of this context fit beside the weights and
+    overhead; ``max_context_tokens`` how long each of ``users`` requests may grow.
+    With ``honour_window`` a sliding-window model (Mistral-7B: 4,096) keeps at most
+    its window per request, as an engine that frees out-of-window blocks does.
+    GPU memory is the datasheet's decimal figure. Source: the workshop's equation
+    (seeds/003); :func:`calc.memory.weight_bytes`, :func:`calc.memory.kv_bytes_per_token`.
+
+    >>> b = memory_budget("mistral-7b", "h100-sxm-80gb", users=100, context_tokens=4096)
+    >>> round(b["kv_bytes"] / 1e9, 1), b["fits"], b["max_users"]
+    (53.7, True, 116)
+    >>> memory_budget("mistral-7b", "l4", users=1, context_tokens=10_000, honour_window=True)["kv_tokens_per_user"]
+    4096
+    """
+    model, gpu = get_model(model), get_gpu(gpu)
+    users = check_range("users", users, 0, 10_000_000, integer=True)
+    context_tokens = check_range("context_tokens", context_tokens, 1, 100_000_000, integer=True)
+    overhead = float(check_range("overhead_bytes", overhead_bytes, 0, 10**15))
+    w = weight_bytes(model, weights).total_bytes
+    per_token = kv_bytes_per_token(model, kv_dtype)
+    kv_tokens = _kv_tokens(model, context_tokens, honour_window)
+    per_user = kv_tokens * per_token
+    kv = users * per_user
+    capacity = gpu.memory_bytes("marketed")
+    room = capacity - w - overhead
+    total = math.fsum([w, kv, overhead])
+    return {
+        "model": model.name, "gpu": gpu.name, "users": users, "context_tokens": context_tokens,
+        "weights_bytes": w, "kv_bytes_per_token": per_token, "kv_tokens_per_user": kv_tokens,
+        "kv_bytes_per_user": per_user, "kv_bytes": kv, "overhead_bytes": overhead, "total_bytes": total,
+        "gpu_bytes": capacity, "free_bytes": capacity - total, "fits": total <= capacity,
+        "kv_room_bytes": max(room, 0.0),
+        "max_users": int(room // per_user) if room > 0 else 0,
+        "max_context_tokens": int(room // (users * per_token)) if room > 0 and users else None,
+        "kv_equals_weights_tokens": int(w // per_token),
+    }
+
+
+def memory_curve(model, *, contexts, users_points, weights: str = "bf16", kv_dtype: str = "bf16",
+                 overhead_bytes: float = DEFAULT_OVERHEAD_BYTES, honour_window: bool = False) -> dict[int, list[float]]:
+    """Total memory (bytes) at each number of users in ``users_points``, one list per context in ``contexts``.
+
+    Linear in users, with a slope set by the context: the workshop's "memory grows
+    with every user and every token". Source: :func:`memory_budget`'s equation.
+
+    >>> curve = memory_curve("mistral-7b", contexts=[1024], users_points=[0, 10])
+    >>> [round(v / 1e9, 2) for v in curve[1024]]
+    [17.48, 18.83]
+    """
+    model = get_model(model)
+    w = weight_bytes(model, weights).total_bytes
+    per_token = kv_bytes_per_token(model, kv_dtype)
+    out = {}
+    for context in contexts:
+        per_user = _kv_tokens(model, context, honour_window) * per_token
+        out[context] = [math.fsum([w, u * per_user, overhead_bytes]) for u in users_points]
+    return out
+
+
+def _users_axis(limit: int) -> list[int]:
+    top = max(8, limit)
+    step = max(1, math.ceil(top / 16))
+    return list(range(0, top + step, step))
+
+
+@widget
+def budget(
+    model: Annotated[str, Choice(MODEL_CHOICES, label="Model")] = WORKSHOP_MODEL,
+    weights: Annotated[str, Choice(WEIGHT_FORMATS, label="Weights")] = "bf16",
+    kv_dtype: Annotated[str, Choice(KV_DTYPES, label="KV cache dtype")] = "bf16",
+    gpu: Annotated[str, Choice(GPU_CHOICES, label="GPU")] = SMALL_GPU,
+    users: Annotated[int, IntRange(0, 100_000, 1, "requests", label="Concurrent users")] = EXAMPLE_USERS,
+    context_tokens: Annotated[int, IntRange(1, 10_000_000, 256, "tokens", label="Context per user")] = EXAMPLE_CONTEXT,
+    overhead_gb: Annotated[float, FloatRange(0, 100, 0.5, "GB", label="Overhead",
+                                             help="activation workspace + CUDA context and libraries")]
+    = DEFAULT_OVERHEAD_BYTES / GB,
+    honour_window: Annotated[bool, Toggle(label="Free KV outside a sliding window (Mistral: 4,096 tokens)")] = False,
+):
+    """The memory equation on one GPU: weights + users × context × KV per token + overhead."""
+    b = memory_budget(model, gpu, users=users, context_tokens=context_tokens, weights=weights, kv_dtype=kv_dtype,
+                      overhead_bytes=overhead_gb * GB, honour_window=honour_window)
+    gb = lambda n: n / GB  # noqa: E731 - chart values in decimal GB
+    axis = _users_axis(2 * max(users, b["max_users"]))
+    contexts = sorted(set(CURVE_CONTEXTS) | {context_tokens})
+    curve = memory_curve(model, contexts=contexts, users_points=axis, weights=weights, kv_dtype=kv_dtype,
+                         overhead_bytes=overhead_gb * GB, honour_window=honour_window)
+    series = {f"{c:,} tokens each": (axis, [gb(v) for v in curve[c]]) for c in contexts}
+    series[f"{b['gpu']} memory"] = (axis, [gb(b["gpu_bytes"])] * len(axis))
+    growth = line_chart(
+        f"{b['model']} on one {b['gpu']}: memory against users", "concurrent users", "GPU memory needed (GB)",
+        series, summary=(f"Memory needed grows in a straight line with users, steeper for longer contexts; the "
+                         f"flat line is the GPU's {format_bytes(b['gpu_bytes'])}. At {context_tokens:,} tokens "
+                         f"each, {b['max_users']:,} users fit."))
+    growth["data"][-1]["line"] = {"color": "#757575", "width": 2, "dash": "dash"}
+    free = max(b["free_bytes"], 0.0)
+    stacks = {"Weights": [gb(b["weights_bytes"])], "KV cache": [gb(b["kv_bytes"])],
+              "Overhead": [gb(b["overhead_bytes"])], "Free": [gb(free)]}
+    parts = bar_chart(f"{users:,} users × {context_tokens:,} tokens", ["this load"], "GB", stacks, horizontal=True,
+                      summary=(f"Weights {format_bytes(b['weights_bytes'])}, KV cache {format_bytes(b['kv_bytes'])}, "
+                               f"overhead {format_bytes(b['overhead_bytes'])} against "
+                               f"{format_bytes(b['gpu_bytes'])} of GPU memory."))
+    parts["data"][3]["marker"] = {"color": "#bdbdbd"}
+    parts["layout"]["height"] = 220
+    parts["layout"]["shapes"] = [{"type": "line", "x0": gb(b["gpu_bytes"]), "x1": gb(b["gpu_bytes"]), "yref": "paper",
+                                  "y0": 0, "y1": 1, "line": {"dash": "dot", "width": 2, "color": PALETTE[5]}}]
+    verdict = (f"fits, {format_bytes(b['free_bytes'])} free" if b["fits"]
+               else f"does not fit: {format_bytes(-b['free_bytes'])} short")
+    return view(
+        outputs=[
+            output("weights_bytes", "Weights", b["weights_bytes"], "B", text=format_bytes(b["weights_bytes"])),
+            output("kv_bytes_per_token", "KV per token", b["kv_bytes_per_token"], "B",
+                   text=f"{b['kv_bytes_per_token']:,} B ({format_bytes(b['kv_bytes_per_token'])})"),
+            output("kv_bytes", f"KV cache, {users:,} × {b['kv_tokens_per_user']:,} tokens", b["kv_bytes"], "B",
+                   text=format_bytes(b["kv_bytes"])),
+            output("total_bytes", "Needed", b["total_bytes"], "B", text=format_bytes(b["total_bytes"])),
+            output("verdict", f"On one {b['gpu']} ({format_bytes(b['gpu_bytes'])})", b["free_bytes"], "B",
+                   text=verdict),
+            output("max_users", f"Users that fit at {context_tokens:,} tokens", b["max_users"], "users",
+                   text=f"{b['max_users']:,}"),
+            output("max_context_tokens", f"Context each of {users:,} users may reach", b["max_context_tokens"] or 0,
+                   "tokens", text="any (no users)" if b["max_context_tokens"] is None
+                   else f"{b['max_context_tokens']:,} tokens"),
+            output("kv_equals_weights_tokens", "Tokens in flight at which KV outweighs the weights",
+                   b["kv_equals_weights_tokens"], "tokens", text=f"{b['kv_equals_weights_tokens']:,} tokens"),
+        ],
+        figures={"growth": growth, "parts": parts},
+    )
+
+
+def facts() -> dict[str, str]:
+    """Numbers quoted in the page's prose (the notebook prints the same, computed on its own).
+
+    >>> f = facts()
+    >>> f["kv_per_token"], f["users_small_gpu"], f["users_big_gpu"]
+    ('131,072 bytes', '12', '116')
+    """
+    model = get_model(WORKSHOP_MODEL)
+    w = weight_bytes(model, "bf16").total_bytes
+    per_token = kv_bytes_per_token(model, "bf16")
+    small = memory_budget(model, SMALL_GPU, users=EXAMPLE_USERS, context_tokens=EXAMPLE_CONTEXT)
+    big = memory_budget(model, BIG_GPU, users=EXAMPLE_USERS, context_tokens=EXAMPLE_CONTEXT)
+    quiz = memory_budget(model, BIG_GPU, users=1, context_tokens=QUIZ_CONTEXT)
+    long_kv = CURVE_CONTEXTS[-1] * per_token
+    return {
+        "model_name": model.name,
+        "params_b": format_number(model.total_params / 1e9),
+        "weights_bf16": format_bytes(w),
+        "layers": str(model.layers),
+        "kv_heads": str(model.kv_heads),
+        "head_dim": str(model.head_dim),
+        "kv_per_token": f"{per_token:,} bytes",
+        "kv_per_token_kb": format_bytes(per_token),
+        "overhead": format_bytes(DEFAULT_OVERHEAD_BYTES),
+        "example_users": f"{EXAMPLE_USERS:,}",
+        "example_context": f"{EXAMPLE_CONTEXT:,}",
+        "kv_per_user": format_bytes(small["kv_bytes_per_user"]),
+        "example_kv": format_bytes(small["kv_bytes"]),
+        "example_total": format_bytes(small["total_bytes"]),
+        "small_gpu": small["gpu"],
+        "small_gpu_memory": format_bytes(small["gpu_bytes"]),
+        "small_gpu_short": format_bytes(-small["free_bytes"]) if not small["fits"] else "0 B",
+        "users_small_gpu": f"{small['max_users']:,}",
+        "big_gpu": big["gpu"],
+        "users_big_gpu": f"{big['max_users']:,}",
+        "kv_equals_weights_tokens": f"{small['kv_equals_weights_tokens']:,}",
+        "kv_equals_weights_users": f"{math.ceil(small['kv_equals_weights_tokens'] / EXAMPLE_CONTEXT):,}",
+        "long_context": f"{CURVE_CONTEXTS[-1]:,}",
+        "long_kv": format_bytes(long_kv),
+        "long_kv_share": f"{long_kv / w:.0%}",
+        "window": f"{model.sliding_window:,}",
+        "quiz_context": f"{QUIZ_CONTEXT:,}",
+        "quiz_room": format_bytes(quiz["kv_room_bytes"]),
+        "quiz_kv_per_user": format_bytes(quiz["kv_bytes_per_user"]),
+        "quiz_users": f"{quiz['max_users']:,}",
+    }

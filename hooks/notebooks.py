@@ -1,0 +1,243 @@
+"""MkDocs hook for the deep dives' notebooks (rendered and executed by mkdocs-jupyter).
+
+mkdocs-jupyter turns each jupytext ``.py`` under ``docs/deep-dives/notebooks/``
+into a page and executes it at build (``allow_errors: false``: a failing cell
+fails the build). nbconvert's template still carries three things that would
+load from a CDN or break the site's Content-Security-Policy, and half a
+megabyte of inline CSS per page. This hook:
+
+* ``on_page_content``: strips the MathJax loader (an empty ``<script src>``)
+  and its config, and the Mermaid module that imports from cdnjs; moves the
+  inline ``<style>`` blocks into one shared stylesheet under
+  ``assets/notebooks/`` (every notebook page uses the same CSS); adds a bar
+  with the downloads and the deep-dive page the notebook belongs to; and fails
+  the build if anything in the notebook still points off the site;
+* ``on_post_build``: writes that stylesheet and, next to each notebook's page,
+  the notebook as ``.ipynb`` (jupytext conversion of the ``.py`` source, no
+  outputs: run it yourself after ``pip install -e .``);
+* ``on_pre_build``: empties mkdocs-jupyter's cache when ``calc`` changed (its
+  cache key is the notebook's text only, so a change in ``calc`` would
+  otherwise serve stale outputs under ``make serve``).
+
+Listed before ``site_hooks.py`` in ``mkdocs.yml``, so the files written here
+are in place when the site hooks add the CSP and the offline cache's list.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import posixpath
+import re
+
+NOTEBOOK_DIR = "deep-dives/notebooks/"
+CSS_DIR = "assets/notebooks"
+PROJECT_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+CACHE_STAMP = "calc-sources.sha256"
+
+_EMPTY_SCRIPT = re.compile(r"<script\s+src=\"\"\s*>\s*</script>", re.IGNORECASE)
+_SCRIPT = re.compile(r"<script(?P<attrs>[^>]*)>(?P<body>.*?)</script>", re.DOTALL | re.IGNORECASE)
+_STYLE = re.compile(r"<style[^>]*>(?P<body>.*?)</style>", re.DOTALL | re.IGNORECASE)
+_COMMENTS = re.compile(r"<!-- (?:Load mathjax|MathJax configuration|End of mathjax configuration|"
+                       r"End of mermaid configuration) -->")
+_REMOTE = re.compile(r"<(?:script|img|iframe|link|source|video|audio)\b[^>]*\b(?:src|href)=[\"'](?:https?:)?//",
+                     re.IGNORECASE)
+
+# Dark mode: nbconvert's light JupyterLab theme, re-pointed at Material's palette variables.
+DARK_CSS = """
+/* calc: notebook cells follow Material's light/dark palette */
+.jupyter-wrapper { --jp-layout-color0: transparent; --jp-layout-color1: transparent;
+  --jp-cell-editor-background: var(--md-code-bg-color); --jp-cell-editor-border-color: var(--md-default-fg-color--lightest);
+  --jp-content-font-color0: var(--md-default-fg-color); --jp-content-font-color1: var(--md-default-fg-color);
+  --jp-ui-font-color1: var(--md-default-fg-color); --jp-mirror-editor-variable-color: var(--md-code-fg-color);
+  --jp-rendermime-table-row-background: transparent; --jp-rendermime-table-row-hover-background: var(--md-code-bg-color); }
+.jupyter-wrapper .jp-OutputArea-output pre, .jupyter-wrapper .jp-RenderedText pre { color: var(--md-default-fg-color);
+  white-space: pre; overflow-x: auto; }
+.jupyter-wrapper .jp-OutputArea-output, .jupyter-wrapper .jp-InputArea-editor { overflow-x: auto; }
+.jupyter-wrapper .highlight-ipynb { background: var(--md-code-bg-color) !important; color: var(--md-code-fg-color); }
+[data-md-color-scheme="slate"] .jupyter-wrapper .highlight-ipynb span { filter: brightness(1.6); }
+.calc-notebook-bar { display: flex; flex-wrap: wrap; gap: .4rem 1rem; align-items: center; font-size: .75rem;
+  margin: 0 0 1rem; padding: .4rem .6rem; border-left: .2rem solid var(--md-accent-fg-color);
+  background: var(--md-code-bg-color); }
+"""
+
+
+def is_notebook(src_uri: str) -> bool:
+    """True for a notebook page of the deep dives (a jupytext ``.py`` under ``deep-dives/notebooks/``).
+
+    >>> is_notebook("deep-dives/notebooks/memory-equation.py"), is_notebook("deep-dives/memory-equation.md")
+    (True, False)
+    """
+    return src_uri.replace("\\", "/").startswith(NOTEBOOK_DIR) and src_uri.endswith(".py")
+
+
+def deep_dive_page(src_uri: str) -> str:
+    """The deep-dive page a notebook belongs to: the same name, one folder up.
+
+    >>> deep_dive_page("deep-dives/notebooks/roofline.py")
+    'deep-dives/roofline.md'
+    """
+    name = posixpath.basename(src_uri.replace("\\", "/")).removesuffix(".py")
+    return posixpath.join(posixpath.dirname(NOTEBOOK_DIR.rstrip("/")), f"{name}.md")
+
+
+def strip_cdn(html: str) -> str:
+    """Remove nbconvert's MathJax loader and config and its Mermaid module (both fetch from a CDN).
+
+    >>> page = ('<script src=""> </script><script type="text/x-mathjax-config">init()</script>'
+    ...         '<script type="module">import("https://cdnjs.cloudflare.com/x/mermaid.mjs")</script>'
+    ...         '<script>copy()</script>')
+    >>> strip_cdn(page)
+    '<script>copy()</script>'
+    """
+    html = _EMPTY_SCRIPT.sub("", html)
+
+    def drop(match: re.Match) -> str:
+        attrs, body = match.group("attrs").lower(), match.group("body")
+        if "text/x-mathjax-config" in attrs or ("module" in attrs and "mermaid" in body):
+            return ""
+        return match.group(0)
+
+    html = _SCRIPT.sub(drop, html)
+    return _COMMENTS.sub("", html)
+
+
+def extract_styles(html: str) -> tuple[str, str]:
+    """Take the inline ``<style>`` blocks out of ``html``: (html without them, their CSS joined).
+
+    >>> extract_styles('<style type="text/css">a{b:c}</style><p>x</p><style>d{e:f}</style>')
+    ('<p>x</p>', 'a{b:c}\\nd{e:f}')
+    """
+    blocks = [m.group("body").strip() for m in _STYLE.finditer(html)]
+    return _STYLE.sub("", html), "\n".join(blocks)
+
+
+def remote_references(html: str) -> list[str]:
+    """Elements that would fetch from another origin (the build refuses a notebook page with any).
+
+    >>> remote_references('<img src="https://example.org/a.png"><a href="https://example.org">ok</a>')
+    ['<img src="https://']
+    """
+    return [m.group(0) for m in _REMOTE.finditer(html)]
+
+
+def css_name(css: str) -> str:
+    """The shared stylesheet's file name: its content hash, so a changed template gives a new file.
+
+    >>> css_name("a{b:c}")
+    'notebook-d1c45455844a.css'
+    """
+    return f"notebook-{hashlib.sha256(css.encode('utf-8')).hexdigest()[:12]}.css"
+
+
+def calc_digest(project_dir: str = PROJECT_DIR) -> str:
+    """SHA-256 over ``calc``'s .py and .json sources (path and bytes, sorted): what a notebook's outputs depend on."""
+    digest = hashlib.sha256()
+    package = os.path.join(project_dir, "calc")
+    for folder, dirs, files in os.walk(package):
+        dirs[:] = sorted(d for d in dirs if d != "__pycache__")
+        for name in sorted(files):
+            if name.endswith((".py", ".json")):
+                path = os.path.join(folder, name)
+                digest.update(os.path.relpath(path, project_dir).replace(os.sep, "/").encode())
+                with open(path, "rb") as handle:
+                    digest.update(handle.read())
+    return digest.hexdigest()
+
+
+# --------------------------------------------------------------------------- MkDocs events
+
+_state: dict = {"css": {}, "notebooks": []}
+COMMAND_VARIABLE = "CALC_NOTEBOOKS_COMMAND"  # survives `mkdocs serve` reloading this file for each rebuild
+
+
+def _jupyter_plugin(config):
+    return config.plugins.get("mkdocs-jupyter")
+
+
+def on_startup(command, dirty=False, **kwargs):
+    os.environ[COMMAND_VARIABLE] = command
+
+
+def on_config(config, **kwargs):
+    # `mkdocs build` executes every notebook; `mkdocs serve` reuses outputs while neither notebook nor calc changed.
+    plugin = _jupyter_plugin(config)
+    if plugin is not None and os.environ.get(COMMAND_VARIABLE) == "serve":
+        plugin.config["cache"] = True
+    return config
+
+
+def on_pre_build(config, **kwargs):
+    _state["css"] = {}
+    _state["notebooks"] = []
+    plugin = _jupyter_plugin(config)
+    settings = dict(plugin.config) if plugin is not None else {}
+    if not settings.get("cache"):
+        return
+    cache_dir = settings.get("cache_dir") or ".cache/mkdocs-jupyter"
+    os.makedirs(cache_dir, exist_ok=True)
+    stamp_path = os.path.join(cache_dir, CACHE_STAMP)
+    digest = calc_digest()
+    old = open(stamp_path, encoding="utf-8").read().strip() if os.path.exists(stamp_path) else ""
+    if old != digest:
+        for name in os.listdir(cache_dir):
+            if name.endswith(".json"):
+                os.remove(os.path.join(cache_dir, name))
+        with open(stamp_path, "w", encoding="utf-8") as handle:
+            handle.write(digest + "\n")
+
+
+def on_page_content(html, page, config, files, **kwargs):
+    src_uri = page.file.src_uri
+    if not is_notebook(src_uri):
+        return html
+    from mkdocs.utils import get_relative_url
+
+    html = strip_cdn(html)
+    html, css = extract_styles(html)
+    name = css_name(css)
+    _state["css"][name] = css
+    offenders = remote_references(html)
+    if offenders:
+        raise ValueError(f"{src_uri}: the rendered notebook still loads from another origin: {offenders[:3]}")
+    stem = posixpath.basename(src_uri).removesuffix(".py")
+    _state["notebooks"].append((page.file.abs_src_path, os.path.dirname(page.file.abs_dest_path), stem))
+    here = page.file.url
+    css_url = get_relative_url(f"{CSS_DIR}/{name}", here)
+    target = files.get_file_from_path(deep_dive_page(src_uri))
+    back = (f'<a href="{get_relative_url(target.url, here)}">Back to the page: {page_title(target)}</a>'
+            if target is not None else "")
+    bar = (f'<p class="calc-notebook-bar" data-notebook-downloads="">'
+           f'<span>Executed when the site was built, against this version of <code>calc</code>.</span>'
+           f'<a href="{stem}.ipynb" download="">Download the notebook (.ipynb)</a>'
+           f'<a href="{stem}.py" download="">Download the jupytext source (.py)</a>{back}</p>')
+    return f'<link rel="stylesheet" href="{css_url}">\n{bar}\n{html}'
+
+
+def page_title(file) -> str:
+    """The title a deep-dive page shows in the nav (the file's page, if MkDocs has made it), else its name.
+
+    >>> class F:  # a stand-in for mkdocs.structure.files.File
+    ...     page = None
+    ...     src_uri = "deep-dives/roofline.md"
+    >>> page_title(F())
+    'roofline'
+    """
+    page = getattr(file, "page", None)
+    if page is not None and getattr(page, "title", None):
+        return str(page.title)
+    return posixpath.basename(file.src_uri).removesuffix(".md").replace("-", " ")
+
+
+def on_post_build(config, **kwargs):
+    import jupytext
+
+    css_dir = os.path.join(config.site_dir, *CSS_DIR.split("/"))
+    os.makedirs(css_dir, exist_ok=True)
+    for name, css in _state["css"].items():
+        with open(os.path.join(css_dir, name), "w", encoding="utf-8") as handle:
+            handle.write(css + "\n" + DARK_CSS)
+    for source, dest_dir, stem in _state["notebooks"]:
+        notebook = jupytext.read(source)
+        os.makedirs(dest_dir, exist_ok=True)
+        jupytext.write(notebook, os.path.join(dest_dir, f"{stem}.ipynb"), fmt="ipynb")
