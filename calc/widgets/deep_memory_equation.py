@@ -13,7 +13,7 @@ workspace and non-PyTorch memory :mod:`calc.memory` assumes for one GPU.
 
 >>> b = memory_budget("mistral-7b", "l4", users=16, context_tokens=4096)
 >>> round(b["weights_bytes"] / 1e9, 1), b["kv_bytes_per_token"], b["max_users"]
-(14.5, 131072, 12)
+(14.5, 131072, 7)
 >>> facts()["weights_bf16"], facts()["kv_per_token_kb"]
 ('14.5 GB', '131 KB')
 """
@@ -40,6 +40,8 @@ WORKSHOP_MODEL = "mistral-7b"
 #: Overhead on one GPU when none is measured: :data:`calc.memory.ACTIVATION_WORKSPACE_BYTES` (vLLM's profiled
 #: activation peak, assumed) + :data:`calc.memory.NON_TORCH_BASE_BYTES` (CUDA context and libraries, one GPU).
 DEFAULT_OVERHEAD_BYTES = ACTIVATION_WORKSPACE_BYTES + NON_TORCH_BASE_BYTES
+#: The share of each GPU the engine takes (vLLM's default ``gpu_memory_utilization``, as in :mod:`calc.memory`).
+UTILIZATION = 0.9
 #: Contexts drawn on the chart, tokens (a chat turn, the lesson's 4K conversation, 8K and a long document).
 CURVE_CONTEXTS = (1_024, 4_096, 8_192, 32_768)
 #: The example GPUs: a 24 GB inference card and the running example's 80 GB H100.
@@ -56,20 +58,26 @@ def _kv_tokens(model, context_tokens: int, honour_window: bool) -> int:
 
 
 def memory_budget(model, gpu, *, users: int, context_tokens: int, weights: str = "bf16", kv_dtype: str = "bf16",
-                  overhead_bytes: float = DEFAULT_OVERHEAD_BYTES, honour_window: bool = False) -> dict:
+                  overhead_bytes: float = DEFAULT_OVERHEAD_BYTES, gpu_memory_utilization: float = UTILIZATION,
+                  honour_window: bool = False) -> dict:
     """Every term of the memory equation for ``users`` requests of ``context_tokens`` on one GPU of type ``gpu``.
 
-    ``total = weights + users x KV tokens per request x KV bytes per token + overhead``.
-    ``max_users`` is how many requests of this context fit beside the weights and
-    overhead; ``max_context_tokens`` how long each of ``users`` requests may grow.
-    With ``honour_window`` a sliding-window model (Mistral-7B: 4,096) keeps at most
-    its window per request, as an engine that frees out-of-window blocks does.
-    GPU memory is the datasheet's decimal figure. Source: the workshop's equation
-    (seeds/003); :func:`calc.memory.weight_bytes`, :func:`calc.memory.kv_bytes_per_token`.
+    ``total = weights + users x KV tokens per request x KV bytes per token + overhead``,
+    against ``usable = GPU memory x gpu_memory_utilization`` (the share the engine
+    takes: vLLM's default 0.9; 1.0 is the whole card). ``max_users`` is how many
+    requests of this context fit beside the weights and overhead;
+    ``max_context_tokens`` how long each of ``users`` requests may grow. With
+    ``honour_window`` a sliding-window model (Mistral-7B: 4,096) keeps at most its
+    window per request, as an engine that frees out-of-window blocks does. GPU
+    memory is the datasheet's decimal figure. Source: the workshop's equation
+    (seeds/003); :func:`calc.memory.weight_bytes`, :func:`calc.memory.kv_bytes_per_token`;
+    the utilization as in :func:`calc.memory.kv_capacity`.
 
     >>> b = memory_budget("mistral-7b", "h100-sxm-80gb", users=100, context_tokens=4096)
     >>> round(b["kv_bytes"] / 1e9, 1), b["fits"], b["max_users"]
-    (53.7, True, 116)
+    (53.7, True, 101)
+    >>> memory_budget("mistral-7b", "h100-sxm-80gb", users=1, context_tokens=4096, gpu_memory_utilization=1.0)["max_users"]
+    116
     >>> memory_budget("mistral-7b", "l4", users=1, context_tokens=10_000, honour_window=True)["kv_tokens_per_user"]
     4096
     """
@@ -77,19 +85,22 @@ def memory_budget(model, gpu, *, users: int, context_tokens: int, weights: str =
     users = check_range("users", users, 0, 10_000_000, integer=True)
     context_tokens = check_range("context_tokens", context_tokens, 1, 100_000_000, integer=True)
     overhead = float(check_range("overhead_bytes", overhead_bytes, 0, 10**15))
+    utilization = float(check_range("gpu_memory_utilization", gpu_memory_utilization, 0.01, 1.0))
     w = weight_bytes(model, weights).total_bytes
     per_token = kv_bytes_per_token(model, kv_dtype)
     kv_tokens = _kv_tokens(model, context_tokens, honour_window)
     per_user = kv_tokens * per_token
     kv = users * per_user
     capacity = gpu.memory_bytes("marketed")
-    room = capacity - w - overhead
+    usable = capacity * utilization
+    room = usable - w - overhead
     total = math.fsum([w, kv, overhead])
     return {
         "model": model.name, "gpu": gpu.name, "users": users, "context_tokens": context_tokens,
         "weights_bytes": w, "kv_bytes_per_token": per_token, "kv_tokens_per_user": kv_tokens,
         "kv_bytes_per_user": per_user, "kv_bytes": kv, "overhead_bytes": overhead, "total_bytes": total,
-        "gpu_bytes": capacity, "free_bytes": capacity - total, "fits": total <= capacity,
+        "gpu_bytes": capacity, "usable_bytes": usable, "gpu_memory_utilization": utilization,
+        "free_bytes": usable - total, "fits": total <= usable,
         "kv_room_bytes": max(room, 0.0),
         "max_users": int(room // per_user) if room > 0 else 0,
         "max_context_tokens": int(room // (users * per_token)) if room > 0 and users else None,
@@ -135,22 +146,27 @@ def budget(
     overhead_gb: Annotated[float, FloatRange(0, 100, 0.5, "GB", label="Overhead",
                                              help="activation workspace + CUDA context and libraries")]
     = DEFAULT_OVERHEAD_BYTES / GB,
+    gpu_memory_utilization: Annotated[float, FloatRange(0.05, 1.0, 0.01, label="Share of the GPU the engine takes",
+                                                        help="vLLM's gpu_memory_utilization; 1.0 is the whole card")]
+    = UTILIZATION,
     honour_window: Annotated[bool, Toggle(label="Free KV outside a sliding window (Mistral: 4,096 tokens)")] = False,
 ):
     """The memory equation on one GPU: weights + users × context × KV per token + overhead."""
     b = memory_budget(model, gpu, users=users, context_tokens=context_tokens, weights=weights, kv_dtype=kv_dtype,
-                      overhead_bytes=overhead_gb * GB, honour_window=honour_window)
+                      overhead_bytes=overhead_gb * GB, gpu_memory_utilization=gpu_memory_utilization,
+                      honour_window=honour_window)
     gb = lambda n: n / GB  # noqa: E731 - chart values in decimal GB
     axis = _users_axis(2 * max(users, b["max_users"]))
     contexts = sorted(set(CURVE_CONTEXTS) | {context_tokens})
     curve = memory_curve(model, contexts=contexts, users_points=axis, weights=weights, kv_dtype=kv_dtype,
                          overhead_bytes=overhead_gb * GB, honour_window=honour_window)
     series = {f"{c:,} tokens each": (axis, [gb(v) for v in curve[c]]) for c in contexts}
-    series[f"{b['gpu']} memory"] = (axis, [gb(b["gpu_bytes"])] * len(axis))
+    series[f"{b['gpu']}: {gpu_memory_utilization:.0%} of {format_bytes(b['gpu_bytes'])}"] = (
+        axis, [gb(b["usable_bytes"])] * len(axis))
     growth = line_chart(
         f"{b['model']} on one {b['gpu']}: memory against users", "concurrent users", "GPU memory needed (GB)",
         series, summary=(f"Memory needed grows in a straight line with users, steeper for longer contexts; the "
-                         f"flat line is the GPU's {format_bytes(b['gpu_bytes'])}. At {context_tokens:,} tokens "
+                         f"flat line is the {format_bytes(b['usable_bytes'])} the engine may use. At {context_tokens:,} tokens "
                          f"each, {b['max_users']:,} users fit."))
     growth["data"][-1]["line"] = {"color": "#757575", "width": 2, "dash": "dash"}
     free = max(b["free_bytes"], 0.0)
@@ -159,10 +175,12 @@ def budget(
     parts = bar_chart(f"{users:,} users × {context_tokens:,} tokens", ["this load"], "GB", stacks, horizontal=True,
                       summary=(f"Weights {format_bytes(b['weights_bytes'])}, KV cache {format_bytes(b['kv_bytes'])}, "
                                f"overhead {format_bytes(b['overhead_bytes'])} against "
-                               f"{format_bytes(b['gpu_bytes'])} of GPU memory."))
+                               f"{format_bytes(b['usable_bytes'])} the engine may use."))
     parts["data"][3]["marker"] = {"color": "#bdbdbd"}
-    parts["layout"]["height"] = 220
-    parts["layout"]["shapes"] = [{"type": "line", "x0": gb(b["gpu_bytes"]), "x1": gb(b["gpu_bytes"]), "yref": "paper",
+    parts["layout"]["legend"] = {"orientation": "h", "y": -0.7, "yanchor": "top", "x": 0}
+    parts["layout"]["margin"] = {"l": 60, "r": 20, "t": 40, "b": 90}
+    parts["layout"]["height"] = 260
+    parts["layout"]["shapes"] = [{"type": "line", "x0": gb(b["usable_bytes"]), "x1": gb(b["usable_bytes"]), "yref": "paper",
                                   "y0": 0, "y1": 1, "line": {"dash": "dot", "width": 2, "color": PALETTE[5]}}]
     verdict = (f"fits, {format_bytes(b['free_bytes'])} free" if b["fits"]
                else f"does not fit: {format_bytes(-b['free_bytes'])} short")
@@ -174,7 +192,8 @@ def budget(
             output("kv_bytes", f"KV cache, {users:,} × {b['kv_tokens_per_user']:,} tokens", b["kv_bytes"], "B",
                    text=format_bytes(b["kv_bytes"])),
             output("total_bytes", "Needed", b["total_bytes"], "B", text=format_bytes(b["total_bytes"])),
-            output("verdict", f"On one {b['gpu']} ({format_bytes(b['gpu_bytes'])})", b["free_bytes"], "B",
+            output("verdict", f"On one {b['gpu']} ({gpu_memory_utilization:.0%} of {format_bytes(b['gpu_bytes'])})",
+                   b["free_bytes"], "B",
                    text=verdict),
             output("max_users", f"Users that fit at {context_tokens:,} tokens", b["max_users"], "users",
                    text=f"{b['max_users']:,}"),
@@ -193,7 +212,7 @@ def facts() -> dict[str, str]:
 
     >>> f = facts()
     >>> f["kv_per_token"], f["users_small_gpu"], f["users_big_gpu"]
-    ('131,072 bytes', '12', '116')
+    ('131,072 bytes', '7', '101')
     """
     model = get_model(WORKSHOP_MODEL)
     w = weight_bytes(model, "bf16").total_bytes
@@ -219,6 +238,8 @@ def facts() -> dict[str, str]:
         "example_total": format_bytes(small["total_bytes"]),
         "small_gpu": small["gpu"],
         "small_gpu_memory": format_bytes(small["gpu_bytes"]),
+        "utilization": f"{UTILIZATION:.0%}",
+        "small_gpu_usable": format_bytes(small["usable_bytes"]),
         "small_gpu_short": format_bytes(-small["free_bytes"]) if not small["fits"] else "0 B",
         "users_small_gpu": f"{small['max_users']:,}",
         "big_gpu": big["gpu"],

@@ -17,7 +17,8 @@
 # `calc` package, and extends its tables. It runs at every build of the site; to run it yourself, clone
 # the repository, `pip install -e .` in a Python 3.11+ environment and open this file in Jupyter.
 #
-# GPU memory = weights + users × context × KV bytes per token + overhead.
+# GPU memory × utilization = weights + users × context × KV bytes per token + overhead,
+# with the utilization vLLM uses by default (0.9: the rest of the card is left to other processes).
 
 # %%
 import json
@@ -74,11 +75,14 @@ print(format_table(rows, headers=["users"] + [f"{c:,} tokens" for c in contexts]
 # %% [markdown]
 # ## How many users fit, GPU by GPU
 #
-# Room for KV = GPU memory (datasheet, decimal GB) - weights - overhead; users = room // KV per user.
+# Room for KV = GPU memory (datasheet, decimal GB) × 0.9 - weights - overhead; users = room // KV per user.
 
 # %%
+utilization = 0.9
+
+
 def users_that_fit(gpu_key, context_tokens, window=False):
-    room = get_gpu(gpu_key).memory_bytes("marketed") - weights.total_bytes - overhead
+    room = get_gpu(gpu_key).memory_bytes("marketed") * utilization - weights.total_bytes - overhead
     kv_tokens = kv_tokens_per_request(model, context_tokens) if window else context_tokens
     return int(room // (kv_tokens * per_token)) if room > 0 else 0
 
@@ -87,7 +91,7 @@ rows = []
 for key, gpu in GPUS.items():
     rows.append([gpu.name, format_bytes(gpu.memory_bytes("marketed"))]
                 + [f"{users_that_fit(key, c):,}" for c in contexts])
-print(format_table(rows, headers=["GPU", "memory"] + [f"users at {c:,}" for c in contexts]))
+print(format_table(rows, headers=["GPU", "memory"] + [f"at {c:,}" for c in contexts]))
 
 # %% [markdown]
 # Mistral 7B v0.1 attends only to its last 4,096 tokens. An engine that frees the blocks outside that
@@ -106,10 +110,9 @@ print(format_table([[f"{c:,}", f"{users_that_fit('h100-sxm-80gb', c):,}",
 
 # %%
 example_users, example_context, quiz_context = 16, 4_096, 8_192
-small_room = get_gpu("l4").memory_bytes("marketed") - weights.total_bytes - overhead
 example_kv = example_users * example_context * per_token
 example_total = weights.total_bytes + example_kv + overhead
-quiz_room = get_gpu("h100-sxm-80gb").memory_bytes("marketed") - weights.total_bytes - overhead
+quiz_room = get_gpu("h100-sxm-80gb").memory_bytes("marketed") * utilization - weights.total_bytes - overhead
 kv_equals_weights = int(weights.total_bytes // per_token)
 page_numbers = {
     "weights_bf16": format_bytes(weights.total_bytes),
@@ -119,7 +122,8 @@ page_numbers = {
     "kv_per_user": format_bytes(example_context * per_token),
     "example_kv": format_bytes(example_kv),
     "example_total": format_bytes(example_total),
-    "small_gpu_short": format_bytes(example_total - get_gpu("l4").memory_bytes("marketed")),
+    "small_gpu_usable": format_bytes(get_gpu("l4").memory_bytes("marketed") * utilization),
+    "small_gpu_short": format_bytes(example_total - get_gpu("l4").memory_bytes("marketed") * utilization),
     "users_small_gpu": f"{users_that_fit('l4', example_context):,}",
     "users_big_gpu": f"{users_that_fit('h100-sxm-80gb', example_context):,}",
     "kv_equals_weights_tokens": f"{kv_equals_weights:,}",

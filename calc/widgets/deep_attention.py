@@ -1,0 +1,253 @@
+"""Widgets and facts of the deep dive "Attention and the KV cache" (docs/deep-dives/attention.md).
+
+Two separate savings, often confused:
+
+* what the cache *stores* per token depends on the attention kind: multi-head
+  attention (MHA) keeps K and V for every head; grouped-query attention (GQA,
+  Ainslie et al. 2023) shares them across groups of query heads; multi-query
+  attention (MQA, Shazeer 2019) keeps one; multi-head latent attention (MLA,
+  DeepSeek-V2, arXiv 2405.04434) caches one compressed latent per token and
+  layer. :func:`calc.memory.kv_bytes_per_token_by_attention` gives the bytes.
+* what attention *moves* while it computes: a plain implementation writes the
+  ``heads x n x n`` score matrix to HBM and reads it back; FlashAttention (Dao
+  et al. 2022) keeps it in on-chip SRAM, tile by tile, and never writes it
+  (:func:`calc.context.unfused_attention_scores_bytes`). The FLOPs stay the same.
+
+>>> kinds = kv_by_kind("mistral-7b", "h100-sxm-80gb", context_tokens=4096)
+>>> [(k, r["kv_bytes_per_token"], r["requests"]) for k, r in kinds.items()]
+[('mha', 524288, 25), ('gqa', 131072, 101), ('mqa', 16384, 812), ('mla', 36864, 361)]
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Annotated
+
+from calc.catalog import GPUS, MODELS, get_model
+from calc.context import prefill_flops, unfused_attention_scores_bytes
+from calc.errors import check_range
+from calc.memory import KV_DTYPE_BYTES, KV_DTYPES, check_tp, kv_bytes_per_token_by_attention, kv_capacity
+from calc.units import format_bytes, format_number
+from calc.widgets.charts import bar_chart, line_chart
+from calc.widgets.framework import Choice, IntRange, output, table, view, widget
+
+__all__ = ["KINDS", "kv_by_kind", "attention_traffic", "kv_per_kind", "flash_attention", "facts"]
+
+KINDS = {"mha": "MHA", "gqa": "GQA", "mqa": "MQA", "mla": "MLA"}
+WORKSHOP_MODEL, GPU = "mistral-7b", "h100-sxm-80gb"
+LESSON_MODEL, LESSON_TP = "llama-3.1-70b", 4
+#: The running example's conversation: a 1,024-token prompt and a 256-token answer (LESSON.md).
+QUIZ_CONTEXT = 1_280
+CONTEXT_TOKENS = 4_096
+LONG_PROMPT = 100_000
+PROMPT_POINTS = (1_024, 4_096, 16_384, 65_536, 131_072)
+ACTIVATION_BYTES = 2  # Q, K, V, O and the scores in 16 bits
+
+MODEL_CHOICES = tuple((key, model.name) for key, model in MODELS.items())
+GPU_CHOICES = tuple((key, gpu.name) for key, gpu in GPUS.items())
+TP_CHOICES = ("1", "2", "4", "8")
+
+
+def _heads_per_gpu(model, kind: str, tp: int) -> int:
+    """KV heads one GPU caches for ``kind`` (vLLM's split: heads over TP, at least one, a latent replicated)."""
+    if kind == "mha":
+        return max(1, model.attention_heads // tp)
+    if kind == "gqa":
+        kv = model.kv_heads if model.attention == "gqa" else max(1, model.attention_heads // 8)
+        return max(1, kv // tp)
+    return 1
+
+
+def kv_by_kind(model, gpu, *, tp: int = 1, kv_dtype: str = "bf16", context_tokens: int) -> dict[str, dict]:
+    """KV bytes per token (replica and per GPU) and the requests of ``context_tokens`` that fit, per attention kind.
+
+    The same model's weights and memory budget throughout (vLLM's KV room from
+    :func:`calc.memory.kv_capacity`); only the cache layout changes. Per GPU: MHA
+    and GQA split their KV heads over ``tp`` (at least one each); MQA's single
+    head and MLA's latent are replicated on every GPU. The weights of the K/V
+    projections, which also differ between kinds, are left as they are.
+    Source: :func:`calc.memory.kv_bytes_per_token_by_attention` (MLA at
+    DeepSeek-V2/V3's proportions for a non-MLA model), the TP rules of
+    :func:`calc.memory.kv_heads_per_gpu`.
+
+    >>> r = kv_by_kind("llama-3.1-70b", "h100-sxm-80gb", tp=4, context_tokens=1280)
+    >>> r["gqa"]["requests"], r["mqa"]["kv_bytes_per_token_per_gpu"], r["mla"]["kv_bytes_per_token_per_gpu"]
+    (312, 40960, 92160)
+    """
+    model = get_model(model)
+    tp = check_tp(model, tp)
+    context_tokens = check_range("context_tokens", context_tokens, 1, 100_000_000, integer=True)
+    totals = kv_bytes_per_token_by_attention(model, kv_dtype)
+    room = kv_capacity(model, gpu, tp=tp, kv_dtype=kv_dtype).kv_cache_bytes  # per GPU
+    b = KV_DTYPE_BYTES[kv_dtype]
+    out = {}
+    for kind in KINDS:
+        if kind == "mla":
+            per_gpu = totals["mla"]
+        else:
+            head_dim = model.qk_nope_head_dim or model.head_dim if model.attention == "mla" else model.head_dim
+            per_gpu = model.layers * 2 * _heads_per_gpu(model, kind, tp) * head_dim * b
+        out[kind] = {"kv_bytes_per_token": totals[kind], "kv_bytes_per_token_per_gpu": per_gpu,
+                     "kv_bytes_per_request": totals[kind] * context_tokens,
+                     "requests": int(room // (per_gpu * context_tokens))}
+    return out
+
+
+def attention_traffic(model, prompt_tokens: int) -> dict:
+    """HBM bytes of attention over the whole model for one prompt, with and without FlashAttention.
+
+    ``unfused``: the score matrix written, read for the softmax, its result
+    written and read again for the product with V (three passes over
+    ``heads x n x n``; :func:`calc.context.unfused_attention_scores_bytes`), plus
+    Q, K, V and O. ``fused_minimum``: Q, K, V read and O written once per layer,
+    the floor FlashAttention approaches (it re-reads K and V tiles per block of
+    queries, mostly from on-chip caches). ``scratch``: the score matrix of one
+    layer, which FlashAttention never allocates. FLOPs are the same either way.
+    Source: Dao et al., "FlashAttention", NeurIPS 2022 (section 3.2: standard
+    attention needs Θ(Nd + N²) HBM accesses, FlashAttention Θ(N²d²/M)).
+
+    >>> t = attention_traffic("llama-3.1-70b", 100_000)
+    >>> round(t["scratch_bytes"] / 1e12, 2), round(t["ratio"])
+    (1.28, 1043)
+    """
+    model = get_model(model)
+    n = check_range("prompt_tokens", prompt_tokens, 1, 100_000_000, integer=True)
+    scores = unfused_attention_scores_bytes(model, n, bytes_per_score=ACTIVATION_BYTES)
+    head_dim = model.head_dim
+    kv_heads = model.kv_heads if model.attention != "mha" else model.attention_heads
+    qo = 2 * n * model.attention_heads * head_dim * ACTIVATION_BYTES
+    kv = 2 * n * kv_heads * head_dim * ACTIVATION_BYTES
+    fused = model.layers * (qo + kv)
+    unfused = scores["hbm_traffic_bytes"] + fused
+    flops = prefill_flops(model, n)
+    return {"prompt_tokens": n, "unfused_bytes": unfused, "fused_minimum_bytes": fused, "ratio": unfused / fused,
+            "scratch_bytes": scores["matrix_bytes_per_layer"], "attention_flops": flops["attention_flops"],
+            "attention_share": flops["attention_share"]}
+
+
+@widget
+def kv_per_kind(
+    model: Annotated[str, Choice(MODEL_CHOICES, label="Model")] = WORKSHOP_MODEL,
+    gpu: Annotated[str, Choice(GPU_CHOICES, label="GPU")] = GPU,
+    tp: Annotated[str, Choice(TP_CHOICES, label="GPUs (tensor parallel)")] = "1",
+    kv_dtype: Annotated[str, Choice(KV_DTYPES, label="KV cache dtype")] = "bf16",
+    context_tokens: Annotated[int, IntRange(1, 10_000_000, 256, "tokens", label="Context per request")] = CONTEXT_TOKENS,
+):
+    """KV bytes per token and requests that fit, for MHA, GQA, MQA and MLA versions of the same model."""
+    rows = kv_by_kind(model, gpu, tp=int(tp), kv_dtype=kv_dtype, context_tokens=context_tokens)
+    m = get_model(model)
+    labels = [KINDS[k] + (" (this model)" if k == m.attention else "") for k in rows]
+    per_token = bar_chart(
+        f"{m.name}: KV bytes per token", labels, "KiB per token",
+        {"KV per token": [r["kv_bytes_per_token"] / 1024 for r in rows.values()]},
+        summary="; ".join(f"{KINDS[k]}: {format_bytes(r['kv_bytes_per_token'], binary=True)}" for k, r in rows.items()) + ".")
+    fits = bar_chart(
+        f"Requests of {context_tokens:,} tokens that fit", labels, "requests",
+        {"requests": [r["requests"] for r in rows.values()]},
+        summary="; ".join(f"{KINDS[k]}: {r['requests']:,}" for k, r in rows.items()) + ".")
+    shape = (f"latent {m.kv_lora_rank} + RoPE key {m.qk_rope_head_dim}" if m.attention == "mla"
+             else f"{m.attention_heads} query heads, {m.kv_heads} KV heads, head dim {m.head_dim}")
+    return view(
+        outputs=[output(f"{k}_bytes", f"{KINDS[k]} per token", r["kv_bytes_per_token"], "B",
+                        text=f"{r['kv_bytes_per_token']:,} B · {r['requests']:,} requests")
+                 for k, r in rows.items()] + [output("shape", "Shape", shape)],
+        figures={"per_token": per_token, "fits": fits},
+        tables={"kinds": table(
+            ["kind", "KV per token", "per GPU", f"one {context_tokens:,}-token request", "requests that fit"],
+            [[KINDS[k], f"{r['kv_bytes_per_token']:,} B", f"{r['kv_bytes_per_token_per_gpu']:,} B",
+              format_bytes(r["kv_bytes_per_request"]), f"{r['requests']:,}"] for k, r in rows.items()])},
+    )
+
+
+@widget
+def flash_attention(
+    model: Annotated[str, Choice(MODEL_CHOICES, label="Model")] = LESSON_MODEL,
+    prompt_tokens: Annotated[int, IntRange(1, 10_000_000, 1024, "tokens", label="Prompt")] = LONG_PROMPT,
+):
+    """The score matrix FlashAttention never writes: scratch memory and HBM traffic of attention, fused or not."""
+    t = attention_traffic(model, prompt_tokens)
+    points = sorted(set(PROMPT_POINTS) | {prompt_tokens})
+    curve = [attention_traffic(model, n) for n in points]
+    figure = line_chart(
+        f"{get_model(model).name}: attention's HBM traffic for one prompt", "prompt (tokens)", "bytes moved", {
+            "unfused (score matrix through HBM)": (points, [c["unfused_bytes"] for c in curve]),
+            "fused minimum (Q, K, V, O once)": (points, [c["fused_minimum_bytes"] for c in curve]),
+        }, log_x=True, log_y=True, markers=True,
+        summary=(f"Unfused traffic grows with the square of the prompt, the fused minimum linearly: at "
+                 f"{points[-1]:,} tokens {format_bytes(curve[-1]['unfused_bytes'])} against "
+                 f"{format_bytes(curve[-1]['fused_minimum_bytes'])}."))
+    return view(
+        outputs=[
+            output("scratch", "Score matrix of one layer (never allocated by FlashAttention)", t["scratch_bytes"], "B",
+                   text=format_bytes(t["scratch_bytes"])),
+            output("unfused", "HBM traffic, unfused", t["unfused_bytes"], "B", text=format_bytes(t["unfused_bytes"])),
+            output("fused", "HBM traffic, fused minimum", t["fused_minimum_bytes"], "B",
+                   text=format_bytes(t["fused_minimum_bytes"])),
+            output("ratio", "Unfused / fused", t["ratio"], "x", text=f"{format_number(t['ratio'])}×"),
+            output("attention_share", "Attention's share of prefill FLOPs (unchanged)", t["attention_share"], "",
+                   text=f"{t['attention_share']:.0%}"),
+        ],
+        figures={"traffic": figure},
+    )
+
+
+def facts() -> dict[str, str]:
+    """Numbers quoted in the page's prose (the notebook prints the same, computed on its own).
+
+    >>> f = facts()
+    >>> f["mha"], f["gqa"], f["mla_deepseek"]
+    ('524,288 B', '131,072 B', '70,272 B')
+    """
+    mistral = get_model(WORKSHOP_MODEL)
+    rows = kv_by_kind(mistral, GPU, context_tokens=CONTEXT_TOKENS)
+    deepseek = get_model("deepseek-v3")
+    ds = kv_bytes_per_token_by_attention(deepseek)
+    t = attention_traffic(LESSON_MODEL, LONG_PROMPT)
+    short = attention_traffic(LESSON_MODEL, PROMPT_POINTS[0])
+    group = mistral.attention_heads // mistral.kv_heads
+    lesson = get_model(LESSON_MODEL)
+    quiz = kv_by_kind(lesson, GPU, tp=LESSON_TP, context_tokens=QUIZ_CONTEXT)
+    return {
+        "model_name": mistral.name,
+        "heads": str(mistral.attention_heads),
+        "kv_heads": str(mistral.kv_heads),
+        "group": str(group),
+        "context": f"{CONTEXT_TOKENS:,}",
+        "mha": f"{rows['mha']['kv_bytes_per_token']:,} B",
+        "gqa": f"{rows['gqa']['kv_bytes_per_token']:,} B",
+        "mqa": f"{rows['mqa']['kv_bytes_per_token']:,} B",
+        "mla": f"{rows['mla']['kv_bytes_per_token']:,} B",
+        "mha_requests": f"{rows['mha']['requests']:,}",
+        "gqa_requests": f"{rows['gqa']['requests']:,}",
+        "mqa_requests": f"{rows['mqa']['requests']:,}",
+        "mla_requests": f"{rows['mla']['requests']:,}",
+        "mha_over_gqa": format_number(rows["mha"]["kv_bytes_per_token"] / rows["gqa"]["kv_bytes_per_token"]),
+        "deepseek_latent": f"{deepseek.kv_lora_rank} + {deepseek.qk_rope_head_dim}",
+        "deepseek_layers": str(deepseek.layers),
+        "deepseek_heads": str(deepseek.attention_heads),
+        "mla_deepseek": f"{ds['mla']:,} B",
+        "mha_deepseek": f"{ds['mha']:,} B",
+        "mla_saving_deepseek": format_number(ds["mha"] / ds["mla"]),
+        "long_prompt": f"{LONG_PROMPT:,}",
+        "lesson_model": get_model(LESSON_MODEL).name,
+        "scratch": format_bytes(t["scratch_bytes"]),
+        "unfused": format_bytes(t["unfused_bytes"]),
+        "fused": format_bytes(t["fused_minimum_bytes"]),
+        "traffic_ratio": format_number(t["ratio"]),
+        "short_prompt": f"{PROMPT_POINTS[0]:,}",
+        "short_ratio": format_number(short["ratio"]),
+        "attention_share_long": f"{t['attention_share']:.0%}",
+        "attention_share_short": f"{short['attention_share']:.0%}",
+        "quiz_tp": str(LESSON_TP),
+        "quiz_context": f"{QUIZ_CONTEXT:,}",
+        "quiz_gqa_gib": format_bytes(quiz["gqa"]["kv_bytes_per_token"], binary=True),
+        "quiz_mha_gib": format_bytes(quiz["mha"]["kv_bytes_per_token"], binary=True),
+        "quiz_mla_kib": format_bytes(quiz["mla"]["kv_bytes_per_token"], binary=True),
+        "quiz_gqa_per_gpu": format_bytes(quiz["gqa"]["kv_bytes_per_token_per_gpu"], binary=True),
+        "quiz_mla_per_gpu": format_bytes(quiz["mla"]["kv_bytes_per_token_per_gpu"], binary=True),
+        "quiz_kv_heads": str(lesson.kv_heads),
+        "quiz_heads_per_gpu": str(lesson.kv_heads // LESSON_TP),
+        "quiz_gqa_requests": f"{quiz['gqa']['requests']:,}",
+        "quiz_mla_requests": f"{quiz['mla']['requests']:,}",
+        "quiz_mha_requests": f"{quiz['mha']['requests']:,}",
+    }
