@@ -1,0 +1,248 @@
+"""Widgets and facts of the deep dive "The trade-off triangle" (docs/deep-dives/trade-off-triangle.md).
+
+Latency, quality, throughput: pick two (the workshop, seeds/003). On one
+replica the batch trades latency for throughput: every extra sequence shares
+the step's weight reads (more tokens/s) but lengthens the step (a slower
+stream for everyone). Fewer bits per weight move the whole frontier toward
+faster and cheaper, at an accuracy cost the published deltas quantify
+(:func:`calc.quantization.accuracy_deltas`). The frontier is measured in the
+simulator (:mod:`calc.sim`): the running example's replica with the engine's
+cap on running sequences (``max_num_seqs``) swept, per weight format.
+
+>>> pts = frontier("llama-3.1-70b", weights=("bf16",), caps=(1, 64))
+>>> [(p["max_num_seqs"], round(p["itl_p50_s"] * 1000, 1), round(p["tokens_per_s"])) for p in pts["bf16"]]
+[(1, 15.3, 64), (64, 18.2, 1689)]
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from typing import Annotated
+
+from calc.catalog import get_gpu, get_model
+from calc.cost import usd_per_million_tokens
+from calc.errors import CalcError, check_choice, check_range
+from calc.quantization import STUDY_SUMMARY, accuracy_deltas
+from calc.sim import Scenario, simulate
+from calc.units import format_number
+from calc.widgets.charts import PALETTE, line_chart
+from calc.widgets.framework import Choice, FloatRange, IntRange, output, stream, table, view, widget
+from calc.widgets.simulation import simulation_views
+
+__all__ = ["REPLICAS", "frontier", "best_under", "corners", "triangle", "operating_point", "facts"]
+
+#: The replicas offered: the running example, and the 8B model whose int4 accuracy cost is larger.
+REPLICAS = {
+    "llama-3.1-70b": {"model": "llama-3.1-70b", "gpu": "h100-sxm-80gb", "tp": 4, "label": "Llama 3.1 70B, 4 × H100"},
+    "llama-3.1-8b": {"model": "llama-3.1-8b", "gpu": "h100-sxm-80gb", "tp": 1, "label": "Llama 3.1 8B, 1 × H100"},
+}
+FORMATS = ("bf16", "fp8", "int4")
+CAPS = (1, 4, 16, 64, 256)
+#: Sequences per run, as multiples of the cap: enough for the batch to fill and drain a few times.
+RUN_MULTIPLE, MIN_REQUESTS = 4, 4
+ITL_TARGET_MS = 20.0
+#: The live run's traffic: twice the scenario default (10 requests/s), which saturates the bf16 replica.
+LIVE_RATE, LIVE_REQUESTS = 10.0, 600
+MS = 1_000
+
+
+def _check_replica(replica: str) -> dict:
+    return REPLICAS[check_choice("replica", replica, tuple(REPLICAS))]
+
+
+@lru_cache(maxsize=32)
+def _point(replica: str, weights: str, cap: int) -> dict:
+    spec = _check_replica(replica)
+    requests = max(RUN_MULTIPLE * cap, MIN_REQUESTS)
+    scenario = {"model": spec["model"], "gpu": spec["gpu"], "tp": spec["tp"], "weights": weights, "max_num_seqs": cap,
+                "workload": {"arrival": "all-at-once", "requests": requests}}
+    summary = simulate(Scenario.from_dict(scenario)).summary
+    return {"weights": weights, "max_num_seqs": cap, "requests": requests,
+            "tokens_per_s": summary["throughput_output_tokens_per_s"], "itl_p50_s": summary["itl_p50_s"],
+            "itl_p99_s": summary["itl_p99_s"], "usd_per_million": summary["cost_usd_per_million_output_tokens"]}
+
+
+def frontier(replica: str = "llama-3.1-70b", *, weights=FORMATS, caps=CAPS) -> dict[str, list[dict]]:
+    """Throughput against ITL for each weight format, one simulated run per cap on running sequences.
+
+    Each run offers ``4 x cap`` requests of the running example (1,024 tokens in,
+    256 out) at once and measures output tokens/s and the median inter-token
+    latency; cost per million output tokens uses the catalog's dated GPU price.
+    Source: :func:`calc.sim.simulate` (steps priced on :mod:`calc.roofline`).
+
+    >>> f = frontier("llama-3.1-8b", weights=("bf16", "fp8"), caps=(16,))
+    >>> f["fp8"][0]["tokens_per_s"] > f["bf16"][0]["tokens_per_s"]
+    True
+    """
+    _check_replica(replica)
+    out = {}
+    for fmt in weights:
+        out[fmt] = [_point(replica, fmt, check_range("max_num_seqs", cap, 1, 4096, integer=True)) for cap in caps]
+    return out
+
+
+def best_under(points: list[dict], itl_target_s: float) -> dict | None:
+    """The highest-throughput point whose median ITL meets ``itl_target_s`` (None if none does).
+
+    >>> best_under([{"tokens_per_s": 10, "itl_p50_s": 0.01}, {"tokens_per_s": 50, "itl_p50_s": 0.03}], 0.02)
+    {'tokens_per_s': 10, 'itl_p50_s': 0.01}
+    """
+    ok = [p for p in points if p["itl_p50_s"] <= itl_target_s]
+    return max(ok, key=lambda p: p["tokens_per_s"]) if ok else None
+
+
+def _accuracy(model: str, weights: str) -> str:
+    if weights == "bf16":
+        return "reference"
+    rows = accuracy_deltas(model, weights)
+    if rows:
+        return f"{rows[0]['delta_points']:+.2f} points (OpenLLM v1)"
+    return STUDY_SUMMARY.get(weights, "not published")
+
+
+def corners(replica: str, itl_target_s: float) -> dict[str, dict | None]:
+    """The triangle's three corners for an ITL target: which two you get, and what the third costs.
+
+    * ``latency_quality``: bf16, the best point meeting the target (throughput paid);
+    * ``throughput_quality``: bf16 at the largest cap (latency paid);
+    * ``latency_throughput``: the fastest lower-bit format meeting the target (quality paid).
+    Source: :func:`frontier`, :func:`best_under`.
+
+    >>> c = corners("llama-3.1-70b", 0.02)
+    >>> c["latency_quality"]["max_num_seqs"], c["latency_throughput"]["weights"]
+    (64, 'fp8')
+    """
+    f = frontier(replica)
+    low_bits = [best_under(f[fmt], itl_target_s) for fmt in FORMATS if fmt != "bf16"]
+    low_bits = [p for p in low_bits if p is not None]
+    return {
+        "latency_quality": best_under(f["bf16"], itl_target_s),
+        "throughput_quality": max(f["bf16"], key=lambda p: p["tokens_per_s"]),
+        "latency_throughput": max(low_bits, key=lambda p: p["tokens_per_s"]) if low_bits else None,
+    }
+
+
+@widget(budget_s=15.0)
+def triangle(
+    replica: Annotated[str, Choice(tuple((k, v["label"]) for k, v in REPLICAS.items()), label="Replica")]
+    = "llama-3.1-70b",
+    itl_target_ms: Annotated[float, FloatRange(1, 1000, 1, "ms", label="Latency target: median ITL")] = ITL_TARGET_MS,
+):
+    """The latency-throughput frontier per weight format (simulated), and the three corners of the triangle."""
+    spec = _check_replica(replica)
+    target = itl_target_ms / MS
+    f = frontier(replica)
+    series = {}
+    for fmt in FORMATS:
+        series[f"{fmt} weights"] = ([p["tokens_per_s"] for p in f[fmt]], [p["itl_p50_s"] * MS for p in f[fmt]])
+    top = max(p["tokens_per_s"] for pts in f.values() for p in pts)
+    series["latency target"] = ([0, top], [itl_target_ms, itl_target_ms])
+    chart = line_chart(
+        f"{spec['label']}: latency against throughput", "output tokens/s (replica)", "median ITL (ms)", series,
+        markers=True, log_y=True,
+        summary=("Each line is one weight format; its points are caps of 1, 4, 16, 64 and 256 running sequences. "
+                 "Bigger batches move right (more tokens/s) and up (slower tokens); fewer bits move the line right "
+                 f"and down. The dashed line is the {format_number(itl_target_ms)} ms target."))
+    for trace, fmt in zip(chart["data"], FORMATS):
+        trace["text"] = [f"cap {p['max_num_seqs']}" for p in f[fmt]]
+        trace["hovertemplate"] = "%{text}: %{x:.0f} tokens/s, ITL %{y:.1f} ms<extra></extra>"
+    chart["data"][-1]["line"] = {"color": "#757575", "width": 1.5, "dash": "dash"}
+    chart["data"][-1]["mode"] = "lines"
+    c = corners(replica, target)
+    names = {"latency_quality": "latency + quality", "throughput_quality": "throughput + quality",
+             "latency_throughput": "latency + throughput"}
+
+    def row(key):
+        p = c[key]
+        if p is None:
+            return [names[key], "no point meets the target", "", "", "", ""]
+        return [names[key], f"{p['weights']}, cap {p['max_num_seqs']}", f"{format_number(p['itl_p50_s'] * MS)} ms",
+                format_number(p["tokens_per_s"]), f"${p['usd_per_million']:,.2f}", _accuracy(spec["model"], p["weights"])]
+
+    corners_table = table(["you keep", "setting", "median ITL", "tokens/s", "$ per M output tokens", "accuracy"],
+                          [row(k) for k in names],
+                          caption=(f"Cost at the catalog's {get_gpu(spec['gpu']).price_date} price of "
+                                   f"${get_gpu(spec['gpu']).price_usd_per_hour}/GPU-hour, replica fully busy."))
+    outputs = []
+    for fmt in FORMATS:
+        best = best_under(f[fmt], target)
+        outputs.append(output(f"best_{fmt}", f"{fmt}: most tokens/s at ITL ≤ {format_number(itl_target_ms)} ms",
+                              best["tokens_per_s"] if best else 0, "tokens/s",
+                              text="none meets the target" if best is None
+                              else f"{format_number(best['tokens_per_s'])} tokens/s (cap {best['max_num_seqs']})"))
+    return view(outputs=outputs, figures={"frontier": chart}, tables={"corners": corners_table})
+
+
+@stream(budget_s=4.0)
+def operating_point(
+    weights: Annotated[str, Choice(FORMATS, label="Weights")] = "bf16",
+    max_num_seqs: Annotated[int, IntRange(1, 1024, 1, "sequences", label="Cap on running sequences")] = 256,
+    rate_per_s: Annotated[float, FloatRange(0.5, 100, 0.5, "requests/s", label="Arrival rate")] = LIVE_RATE,
+    frame_interval_s: Annotated[float, FloatRange(0.5, 120, 0.5, "s", label="Simulated seconds per frame")] = 5.0,
+):
+    """The running example under twice the default traffic, live: one operating point of the triangle."""
+    scenario = {"name": "deep dive: trade-off triangle", "weights": weights, "max_num_seqs": max_num_seqs,
+                "workload": {"rate_per_s": rate_per_s, "requests": LIVE_REQUESTS}}
+    yield from simulation_views(scenario, frame_interval_s)
+
+
+@lru_cache(maxsize=8)
+def _live(weights: str, max_num_seqs: int) -> dict:
+    scenario = {"weights": weights, "max_num_seqs": max_num_seqs,
+                "workload": {"rate_per_s": LIVE_RATE, "requests": LIVE_REQUESTS}}
+    return simulate(Scenario.from_dict(scenario)).summary
+
+
+def facts() -> dict[str, str]:
+    """Numbers quoted in the page's prose (the notebook prints the same, computed on its own).
+
+    >>> f = facts()
+    >>> f["bf16_cap1_itl"], f["corner_lt_weights"]
+    ('15.3 ms', 'fp8')
+    """
+    f = frontier("llama-3.1-70b")
+    target = ITL_TARGET_MS / MS
+    c = corners("llama-3.1-70b", target)
+    bf = {p["max_num_seqs"]: p for p in f["bf16"]}
+    ms = lambda s: f"{format_number(s * MS)} ms"  # noqa: E731
+    usd = lambda p: f"${p['usd_per_million']:,.2f}"  # noqa: E731
+    small, big = bf[CAPS[0]], bf[CAPS[-1]]
+    lq, tq, lt = c["latency_quality"], c["throughput_quality"], c["latency_throughput"]
+    live_small = _live("bf16", 32)
+    live_bf16 = _live("bf16", 256)
+    live_fp8 = _live("fp8", 256)
+    int8b = accuracy_deltas("llama-3.1-8b", "int4")[0]
+    fp8_70b = accuracy_deltas("llama-3.1-70b", "fp8")[0]
+    if lt is None or lq is None:
+        raise CalcError("the page's ITL target must be met by bf16 and by a lower-bit format", "itl_target_ms")
+    return {
+        "itl_target": f"{format_number(ITL_TARGET_MS)} ms",
+        "caps": ", ".join(str(cap) for cap in CAPS),
+        "bf16_cap1_itl": ms(small["itl_p50_s"]),
+        "bf16_cap1_tps": format_number(small["tokens_per_s"]),
+        "bf16_cap1_usd": usd(small),
+        "bf16_cap256_itl": ms(big["itl_p50_s"]),
+        "bf16_cap256_tps": format_number(big["tokens_per_s"]),
+        "bf16_cap256_usd": usd(big),
+        "cost_ratio": format_number(small["usd_per_million"] / big["usd_per_million"]),
+        "corner_lq_cap": str(lq["max_num_seqs"]),
+        "corner_lq_itl": ms(lq["itl_p50_s"]),
+        "corner_lq_tps": format_number(lq["tokens_per_s"]),
+        "corner_lq_usd": usd(lq),
+        "corner_tq_itl": ms(tq["itl_p50_s"]),
+        "corner_tq_tps": format_number(tq["tokens_per_s"]),
+        "corner_lt_weights": lt["weights"],
+        "corner_lt_cap": str(lt["max_num_seqs"]),
+        "corner_lt_itl": ms(lt["itl_p50_s"]),
+        "corner_lt_tps": format_number(lt["tokens_per_s"]),
+        "corner_lt_usd": usd(lt),
+        "fp8_70b_delta": f"{fp8_70b['delta_points']:+.2f}",
+        "int4_8b_delta": f"{int8b['delta_points']:+.2f}",
+        "live_rate": format_number(LIVE_RATE),
+        "live_small_ttft": f"{format_number(live_small['ttft_p50_s'])} s",
+        "live_small_queue": f"{live_small['queue_depth_max']:,}",
+        "live_bf16_ttft": f"{format_number(live_bf16['ttft_p50_s'])} s",
+        "live_bf16_itl": ms(live_bf16["itl_p50_s"]),
+        "live_fp8_ttft": f"{format_number(live_fp8['ttft_p50_s'])} s",
+        "live_fp8_itl": ms(live_fp8["itl_p50_s"]),
+    }
