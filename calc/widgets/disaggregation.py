@@ -480,6 +480,7 @@ def facts() -> dict[str, str]:
     big = get_model("llama-3.1-405b")
     split = split_layouts()
     tp16, pp2 = split["tp"], split["pp"]
+    faster = split_layouts(inter_server_bytes_per_s=2 * NIC_BYTES_PER_S)["tp"]
     kv_request = 1024 * kv_bytes_per_token(model)
     one_link = allreduce_time_s(64 * big.hidden_size * ACTIVATION_BYTES, 16, NIC_BYTES_PER_S,
                                 latency_s=INTER_SERVER_LATENCY_S)
@@ -514,6 +515,10 @@ def facts() -> dict[str, str]:
         "tp16_itl": _ms(tp16["itl_s"]),
         "pp2_itl": _ms(pp2["itl_s"]),
         "tp16_comm": _ms(tp16["decode_parts_s"]["all-reduce across servers"]),
+        "tp16_itl_2x": _ms(faster["itl_s"]),
+        "tp16_ttft_2x": _ms(faster["ttft_s"]),
+        "latency_per_token": _ms(2 * big.layers * INTER_SERVER_LATENCY_S),
+        "nic_gb_2x": format_number(2 * NIC_BYTES_PER_S / GB),
         "tp16_ttft": _ms(tp16["ttft_s"]),
         "pp2_ttft": _ms(pp2["ttft_s"]),
         "tp16_kv": f"{tp16['kv_tokens']:,}",

@@ -48,6 +48,11 @@ __all__ = [
 PRESET = "step19-incident-p99"
 SURGE_PHASE = 1  # the preset's traffic: calm (0), the surge of long documents (1), after (2)
 SWEEP_SEEDS = tuple(range(16))
+# Alert thresholds the page reads the run against (illustrative on-call rules, not recommendations).
+QUEUE_ALERT = 10  # requests waiting, fleet-wide
+KV_ALERT = 0.9  # share of the KV cache in use
+TTFT_ALERT_S = 5.0  # TTFT p99 over the trailing window
+LOW_SHARE, HIGH_SHARE = 0.05, 0.2  # the page's "try this": half and twice the incident's share of documents
 DOCUMENT_SHARE_MAX = 0.5
 
 DOCUMENT_SHARE = FloatRange(0.0, DOCUMENT_SHARE_MAX, 0.01, label="Long documents during the surge",
@@ -257,15 +262,23 @@ def dashboard(
 
 
 # --------------------------------------------------------------------------------------- the run, for prose
-@functools.lru_cache(maxsize=32)
 def incident_run(seed: int | None = None, document_share: float | None = None, replicas: int | None = None):
-    """The incident run to its end (cached): a :class:`~calc.sim.fleet.FleetResult`.
+    """The incident run to its end: a :class:`~calc.sim.fleet.FleetResult` (cached; ``None`` is the preset's value).
 
     >>> round(incident_run().summary["ttft_p99_s"])
     32
+    >>> incident_run(seed=3) is incident_run()
+    True
     """
-    return simulate_fleet(FleetScenario.from_dict(incident_scenario(seed=seed, document_share=document_share,
-                                                                    replicas=replicas)))
+    data = incident_scenario(seed=seed, document_share=document_share, replicas=replicas)
+    surge = data["fleet"]["traffic"][SURGE_PHASE]["shares"]
+    return _run(data["seed"], surge["document"], data["fleet"]["replicas"])
+
+
+@functools.lru_cache(maxsize=64)
+def _run(seed: int, document_share: float, replicas: int):
+    data = incident_scenario(seed=seed, document_share=document_share, replicas=replicas)
+    return simulate_fleet(FleetScenario.from_dict(data))
 
 
 def phase_windows(preset: str = PRESET) -> list[tuple[float, float]]:
@@ -484,7 +497,32 @@ def facts() -> dict[str, str]:
     classes = {c["name"]: c for c in s["classes"]}
     doc_tokens = doc["prompt_tokens"] + doc["output_tokens"]
     chat_tokens = chat["prompt_tokens"] + chat["output_tokens"]
+    queue_alert = next(t for t, q in zip(ts["t_s"], ts["queue_depth"]) if q >= QUEUE_ALERT)
+    kv_alert = next(t for t, k in zip(ts["t_s"], ts["kv_use_fraction"]) if k >= KV_ALERT)
+    ttft_alert = next(t for t, v in zip(ts["t_s"], ts["ttft_p99_s"]) if v is not None and v >= TTFT_ALERT_S)
+    quiet, low, high = (incident_run(document_share=x).summary for x in (0.0, LOW_SHARE, HIGH_SHARE))
+    more = incident_run(replicas=replicas + 1).summary
     return {
+        "low_share": format_number(LOW_SHARE),
+        "high_share": format_number(HIGH_SHARE),
+        "quiet_ttft_p99": _seconds(quiet["ttft_p99_s"]),
+        "low_ttft_p99": _seconds(low["ttft_p99_s"]),
+        "low_queue_max": format_number(low["queue_depth_max"]),
+        "high_ttft_p99": _seconds(high["ttft_p99_s"]),
+        "high_queue_max": format_number(high["queue_depth_max"]),
+        "high_run_s": format_number(round(high["duration_s"])),
+        "more_replicas": str(replicas + 1),
+        "more_ttft_p99": _seconds(more["ttft_p99_s"]),
+        "more_queue_max": format_number(more["queue_depth_max"]),
+        "doc_tokens": f"{doc_tokens:,}",
+        "max_model_len": f"{data['max_model_len']:,}",
+        "queue_alert_lead_s": format_number(queue_alert - windows[SURGE_PHASE][0]),
+        "queue_alert": str(QUEUE_ALERT),
+        "queue_alert_s": format_number(queue_alert),
+        "kv_alert_pct": _share(KV_ALERT),
+        "kv_alert_s": format_number(kv_alert),
+        "ttft_alert": _seconds(TTFT_ALERT_S),
+        "ttft_alert_s": format_number(ttft_alert),
         "replicas": str(replicas),
         "gpus": str(replicas * 4),
         "rate": format_number(rate),

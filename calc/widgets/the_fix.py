@@ -27,12 +27,15 @@ from calc.errors import check_choice, check_range
 from calc.memory import lesson_kv_capacity
 from calc.roofline import prefill_chunk, step_coefficients
 from calc.sim import presets
+from calc.catalog import get_gpu, get_model
+from calc.memory import weights_bytes_per_gpu
+from calc.sim.autoscaler import AutoscalerConfig, scale_up_delay_ns
 from calc.sim.fleet import FleetScenario, simulate_fleet
-from calc.units import format_number, round_sig
+from calc.units import NS_PER_S, format_number, round_sig
 from calc.widgets.framework import Choice, IntRange, stream
 from calc.widgets.incident_p99_ttft import (
-    DOCUMENT_SHARE, FRAME, PANELS, REPLICAS_PANEL, SEED, SURGE_PHASE, dashboard_views, incident_scenario,
-    prefill_tokens_per_s, prompt_statistics,
+    DOCUMENT_SHARE, FRAME, HIGH_SHARE, PANELS, REPLICAS_PANEL, SEED, SURGE_PHASE, dashboard_views, incident_scenario,
+    incident_run, prefill_tokens_per_s, prompt_statistics,
 )
 
 __all__ = ["PRESET", "LAYOUTS", "fix_scenario", "fleet", "fix_run", "COMPARED", "comparison", "facts"]
@@ -109,14 +112,21 @@ def fleet(
     yield from dashboard_views(scenario, frame_interval_s, panels=PANELS + (REPLICAS_PANEL,), costs=True)
 
 
-@functools.lru_cache(maxsize=16)
-def fix_run(layout: str = "pools", shared_replicas: int = 3):
-    """A layout run to its end with the page's other defaults (cached): its summary.
+@functools.lru_cache(maxsize=32)
+def fix_run(layout: str = "pools", shared_replicas: int = 3, **changes):
+    """A layout run to its end (cached): its summary. ``changes`` are other :func:`fix_scenario` arguments.
 
     >>> fix_run("shared", 3)["ttft_p99_s"] == presets.run("step19-incident-p99").summary["ttft_p99_s"]
     True
     """
-    return simulate_fleet(FleetScenario.from_dict(fix_scenario(layout=layout, shared_replicas=shared_replicas))).summary
+    if layout == "shared" and set(changes) <= {"document_share", "seed"}:  # step 19's runs: share its cache
+        return incident_run(replicas=shared_replicas, **changes).summary
+    scenario = fix_scenario(layout=layout, shared_replicas=shared_replicas, **changes)
+    return simulate_fleet(FleetScenario.from_dict(scenario)).summary
+
+
+def _class_p99(summary: dict, name: str):
+    return next(c["ttft_p99_s"] for c in summary["classes"] if c["name"] == name)
 
 
 #: The layouts the page compares: (key, label, layout, shared replicas).
@@ -192,8 +202,33 @@ def facts() -> dict[str, str]:
     doc_tokens = classes["document"]["prompt_tokens"] + classes["document"]["output_tokens"]
     chat_tokens = classes["chat"]["prompt_tokens"] + classes["chat"]["output_tokens"]
     shared6, pooled = rows["shared6"], rows["pools"]
+    cold = fix_run("pools", document_replicas=1)
+    first_up = next(e for e in cold["scale_events"] if e["to"] > e["from"])
+    delay_s = scale_up_delay_ns(AutoscalerConfig.from_dict(docs["autoscaler"]),
+                                weights_bytes_per_gpu(get_model("llama-3.1-70b"), 4)) / NS_PER_S
+    big_chunk = fix_run("pools", chat_chunk_tokens=scheduler_chunk)
+    surge_pools = fix_run("pools", document_share=HIGH_SHARE)
+    surge_shared = fix_run("shared", 6, document_share=HIGH_SHARE)
+    thin_chat = fix_run("pools", chat_replicas=1)
     out.update({
-        "ratio_hours": format_number(pooled["replica_hours"] / rows["shared3"]["replica_hours"], 2),
+        "max_num_seqs_default": str(presets.load("step19-incident-p99").scenario.max_num_seqs),
+        "gpu_price": f"${get_gpu('h100-sxm-80gb').price_usd_per_hour:.2f}",
+        "gpu_price_date": get_gpu("h100-sxm-80gb").price_date,
+        "cold_doc_p99": _seconds(_class_p99(cold, "document")),
+        "cold_chat_p99": _seconds(_class_p99(cold, "chat")),
+        "cold_first_up_s": format_number(first_up["t_s"]),
+        "scale_up_delay_s": format_number(round(delay_s)),
+        "surge_start_s": format_number(sum(p["duration_s"] for p in data["fleet"]["traffic"][:SURGE_PHASE])),
+        "surge_end_s": format_number(sum(p["duration_s"] for p in data["fleet"]["traffic"][:SURGE_PHASE + 1])),
+        "big_chunk_itl_p99": _seconds(big_chunk["itl_p99_s"]),
+        "high_share": format_number(HIGH_SHARE),
+        "surge_pools_chat_p99": _seconds(_class_p99(surge_pools, "chat")),
+        "surge_pools_doc_p99": _seconds(_class_p99(surge_pools, "document")),
+        "surge_shared6_chat_p99": _seconds(_class_p99(surge_shared, "chat")),
+        "surge_shared6_itl_p99": _seconds(surge_shared["itl_p99_s"]),
+        "surge_pools_itl_p99": _seconds(surge_pools["itl_p99_s"]),
+        "thin_chat_p99": _seconds(_class_p99(thin_chat, "chat")),
+        "ratio_hours": format_number(pooled["replica_hours"] / rows["shared3"]["replica_hours"]),
         "chat_pool_replicas": str(chat["replicas"]),
         "chat_chunk": f"{chat['max_num_batched_tokens']:,}",
         "default_chunk": f"{scheduler_chunk:,}",

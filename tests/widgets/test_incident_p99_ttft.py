@@ -1,0 +1,138 @@
+"""Step 19: the incident's dashboard, its drills and its facts, against the simulator's preset."""
+
+import statistics
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from calc.answers import check_answer
+from calc.errors import CalcError
+from calc.sim import presets
+from calc.sim.workload import Request
+from calc.units import NS_PER_S
+from calc.widgets import framework
+from calc.widgets import incident_p99_ttft as step
+
+DASHBOARD = "incident_p99_ttft.dashboard"
+
+
+@pytest.fixture(scope="module")
+def facts():
+    return step.facts()
+
+
+@pytest.fixture(scope="module")
+def preset_summary():
+    return presets.run(step.PRESET).summary
+
+
+def test_facts_are_the_preset_run(facts, preset_summary):
+    assert facts["ttft_p99"] == "32.2 s"
+    assert preset_summary["ttft_p99_s"] == pytest.approx(32.1692)
+    assert facts["ttft_p50"] == "0.231 s"
+    assert facts["replicas"] == "3" and facts["rate"] == "15"
+    assert facts["queue_max"] == str(preset_summary["queue_depth_max"]) == "267"
+    assert facts["preemptions"] == "147"
+    assert facts["kv_peak"] == "100%"
+
+
+def test_what_looks_normal_and_what_tells_the_story(facts):
+    # Request rate and GPU-Util do not move between the calm minute and the surge ...
+    assert facts["rate_before"] == "14.7" and facts["rate_during"] == "15.3"
+    assert facts["gpu_util_before"] == facts["gpu_util_during"] == "100%"
+    # ... while tokens per request, the queue and the KV cache do.
+    assert (facts["prompt_before"], facts["prompt_during"]) == ("1,029", "2,112")
+    assert facts["queue_before_max"] == "1"
+    assert facts["kv_before_peak"] == "14%"
+    assert facts["prefill_share_before"] == "41%" and facts["prefill_share_during"] == "84%"
+    assert facts["queue_alert_s"] == "70" and facts["queue_alert_lead_s"] == "10"
+
+
+def test_the_p99_depends_on_the_seed(facts):
+    sweep = step.seed_sweep()
+    assert len(sweep) == 16
+    assert (facts["sweep_min"], facts["sweep_max"], facts["sweep_median"]) == ("16.2 s", "89.8 s", "34.3 s")
+    assert statistics.median(sweep) == pytest.approx(34.3, abs=0.05)
+    assert sweep[3] == pytest.approx(32.1692)  # the preset's own seed
+
+
+def test_try_this_cases(facts):
+    assert facts["quiet_ttft_p99"] == "0.698 s"  # no documents: no incident
+    assert facts["high_queue_max"] == "1,670"
+    assert facts["more_replicas"] == "4" and facts["more_ttft_p99"] == "3.28 s"
+
+
+def test_dashboard_stream_ends_where_the_preset_ends(preset_summary):
+    entry, bound = framework.bind(DASHBOARD, {})
+    views = [framework.check_view(v) for v in entry.function(**bound)]
+    merged = framework.collect_stream(views)
+    assert merged["outputs"]["ttft_p99_s"]["text"] == "32.2 s"
+    assert merged["outputs"]["queue_depth_max"]["value"] == preset_summary["queue_depth_max"]
+    assert merged["outputs"]["gpu_util_reported"]["text"] == "97%"
+    assert set(merged["figures"]) == {"requests", "gpu_util", "ttft", "prompt", "queue", "kv", "preemptions"}
+    times = [t for v in views for t in v["series"]["t_s"]]
+    tokens = [x for v in views for x in v["series"]["prompt_tokens_per_request"]]
+    assert len(tokens) == len(times)
+    assert merged["figures"]["prompt"]["data"][0]["y"] == tokens
+    assert "blockmap" in merged
+
+
+def test_prompt_tokens_per_sample_windows():
+    reqs = [Request(0, 0, 100, 1), Request(1, 5 * NS_PER_S, 300, 1), Request(2, 6 * NS_PER_S, 500, 1)]
+    # (0, 5] holds the second request (the first arrived at 0, outside the window), (5, 10] the third.
+    assert step.prompt_tokens_per_sample(reqs, [5.0, 10.0], 5.0) == [300.0, 500.0]
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 60 * NS_PER_S), st.integers(1, 40_000)), min_size=1, max_size=60))
+def test_window_means_lie_within_their_requests(pairs):
+    pairs.sort()
+    reqs = [Request(i, t, p, 1) for i, (t, p) in enumerate(pairs)]
+    times = [5.0 * k for k in range(1, 13)]
+    means = step.prompt_tokens_per_sample(reqs, times, 5.0)
+    for t, mean in zip(times, means):
+        inside = [r.prompt_tokens for r in reqs if (t - 5) * NS_PER_S < r.arrival_ns <= t * NS_PER_S]
+        if inside:
+            assert min(inside) <= mean <= max(inside)
+        else:
+            assert mean is None
+
+
+def test_documents_drill_worked_case():
+    q = step.documents_per_minute_drill(0)
+    assert q["answer"] == pytest.approx(87.7, abs=0.05)  # 60 x 15 x (2,112 - 1,029) / (12,142 - 1,031)
+    assert "85 documents" in q["explanation"]  # what the simulation actually sent
+    assert check_answer("88", q["answer"], q["unit"], q["tolerance"])["correct"]
+    assert not check_answer("90000", q["answer"], q["unit"], q["tolerance"])["correct"]
+
+
+def test_prefill_drill_worked_case():
+    q = step.prefill_load_drill(0)
+    assert q["answer_text"] == "2.53 replicas"
+    assert q["answer"] == pytest.approx(15 * 2112 / step.prefill_tokens_per_s(), rel=1e-5)
+
+
+@pytest.mark.parametrize("drill", [step.documents_per_minute_drill, step.prefill_load_drill])
+def test_fresh_variants_are_answerable(drill):
+    for seed in range(1, 40):
+        q = framework.check_view(drill(seed))
+        assert q["answer"] > 0
+        assert check_answer(q["answer_text"].split()[0], q["answer"], q["unit"], q["tolerance"])["correct"]
+
+
+@pytest.mark.parametrize("args, field", [
+    ({"document_share": 0.9}, "document_share"),
+    ({"replicas": 0}, "replicas"),
+    ({"seed": -1}, "seed"),
+])
+def test_bad_input_names_the_field(args, field):
+    with pytest.raises(CalcError) as caught:
+        framework.bind(DASHBOARD, args)
+    assert caught.value.field == field
+
+
+def test_scenario_checks_its_own_arguments():
+    with pytest.raises(CalcError) as caught:
+        step.incident_scenario(replicas=40)
+    assert caught.value.field == "replicas"

@@ -1,0 +1,85 @@
+"""Step 20: pools against one shared pool, honestly: latency per class, preemptions and the bill."""
+
+import pytest
+
+from calc.errors import CalcError
+from calc.sim import presets
+from calc.widgets import framework
+from calc.widgets import the_fix as step
+
+FLEET = "the_fix.fleet"
+
+
+@pytest.fixture(scope="module")
+def facts():
+    return step.facts()
+
+
+def test_the_pooled_layout_is_the_preset():
+    assert step.fix_run("pools")["ttft_p99_s"] == presets.run("step20-pools").summary["ttft_p99_s"]
+
+
+def test_pools_cost_about_twice_the_incident(facts):
+    assert facts["pools_replicas"] == "6" and facts["shared3_replicas"] == "3"
+    assert facts["pools_replica_hours"] == "0.472" and facts["shared3_replica_hours"] == "0.232"
+    assert facts["ratio_hours"] == "2.04"
+    assert facts["pools_cost"] == "$7.14" and facts["shared3_cost"] == "$3.51"
+
+
+def test_capacity_does_most_of_the_work(facts):
+    assert facts["shared4_ttft_p99"] == "3.28 s" and facts["shared4_preemptions"] == "0"
+    assert facts["shared3_ttft_p99"] == "32.2 s"
+
+
+def test_pools_isolate_chat(facts):
+    rows = {r["key"]: r for r in step.comparison()}
+    assert rows["pools"]["chat_ttft_p99_s"] < rows["shared6"]["chat_ttft_p99_s"]
+    assert facts["pools_chat_ttft_p99"] == "0.961 s" and facts["shared6_chat_ttft_p99"] == "1.51 s"
+    assert facts["pools_preemptions"] == "0" and facts["shared3_preemptions"] == "147"
+    assert facts["pools_itl_p99"] == "0.167 s" and facts["shared3_itl_p99"] == "0.68 s"
+    # ... and the isolation holds when the surge is twice as large.
+    assert facts["surge_pools_chat_p99"] == "0.954 s" and facts["surge_shared6_chat_p99"] == "2.48 s"
+
+
+def test_pool_limits_and_what_sizes_them(facts):
+    assert facts["chat_kv_fit"] == "312"  # 399,440 // 1,280
+    assert facts["doc_kv_fit"] == "24"  # 399,440 // 16,500
+    assert facts["doc_pool_seqs"] == "16" and facts["chat_chunk"] == "2,048"
+    assert facts["chunk_chat_ms"] == "163" and facts["chunk_default_ms"] == "681"
+    assert facts["scale_up_delay_s"] == "78"  # 60 s pod start + 35.3 GB / 2 GB/s
+    assert facts["cold_chat_p99"] == facts["pools_chat_ttft_p99"]  # a cold documents pool never reaches chat
+    assert facts["doc_pool_gpu_util"] == "29%"
+
+
+def test_fix_scenario_layouts():
+    shared = step.fix_scenario(layout="shared", shared_replicas=5, document_share=0.2, seed=7)
+    assert shared["fleet"]["replicas"] == 5 and shared["seed"] == 7
+    assert shared["fleet"]["traffic"][1]["shares"]["document"] == 0.2
+    pools = step.fix_scenario(chat_replicas=3, document_replicas=2, batch_replicas=2, chat_chunk_tokens=1024)
+    by_name = {p["name"]: p for p in pools["fleet"]["pools"]}
+    assert [by_name[n]["replicas"] for n in ("chat", "documents", "batch")] == [3, 2, 2]
+    assert by_name["chat"]["max_num_batched_tokens"] == 1024
+    assert (by_name["documents"]["autoscaler"]["min_replicas"], by_name["documents"]["autoscaler"]["max_replicas"]) == (2, 4)
+
+
+def test_stream_shows_per_class_latency_and_the_bill(facts):
+    entry, bound = framework.bind(FLEET, {})
+    merged = framework.collect_stream(framework.check_view(v) for v in entry.function(**bound))
+    out = merged["outputs"]
+    assert out["chat_ttft_p99_s"]["text"] == facts["pools_chat_ttft_p99"]
+    assert out["replica_hours"]["text"] == "0.472 h"
+    assert out["cost_usd"]["text"] == "$7.14"
+    assert out["replicas"]["text"] == "6 / 6 / 6"
+    assert "replicas" in merged["figures"]
+
+
+@pytest.mark.parametrize("args, field", [
+    ({"layout": "both"}, "layout"),
+    ({"chat_chunk_tokens": 100}, "chat_chunk_tokens"),
+    ({"shared_replicas": 0}, "shared_replicas"),
+    ({"document_share": 0.6}, "document_share"),
+])
+def test_bad_input_names_the_field(args, field):
+    with pytest.raises(CalcError) as caught:
+        framework.bind(FLEET, args)
+    assert caught.value.field == field
