@@ -1,0 +1,354 @@
+"""Widgets and facts of step 16, "Cost per million tokens" (docs/lesson/16-cost-per-million-tokens.md).
+
+A replica is paid by the hour, busy or not, so what a token costs is the hourly
+price over the tokens it produces (the lesson's step 16):
+
+    USD per million tokens = USD per hour / (tokens/s x 3,600) x 10^6
+
+and a decode step of ``b`` sequences produces ``b`` tokens in about the time of one
+while it is memory-bound (the weights are read once for the whole batch). For the
+running example at Lambda's listed H100 price:
+
+>>> rows = decode_rows(batches=(1, 10))
+>>> [round(r["usd_per_million_tokens"], 2) for r in rows], round(rows[0]["usd_per_million_tokens"] / rows[1]["usd_per_million_tokens"], 2)
+([64.24, 6.6], 9.74)
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Annotated
+
+from calc.catalog import GPUS, MODELS, get_gpu, get_model
+from calc.cost import batching_discount, batching_limit, cost_vs_batch, replica_usd_per_hour, usd_per_million_tokens
+from calc.errors import CalcError, check_range
+from calc.memory import LESSON_REPLICA, WEIGHT_FORMATS
+from calc.roofline import decode_step, step_coefficients, steady_state_step
+from calc.units import format_number
+from calc.widgets.a_70b_assistant import ANSWER_TOKENS, PROMPT_TOKENS, replica_capacity
+from calc.widgets.charts import PALETTE, line_chart
+from calc.widgets.framework import Choice, FloatRange, IntRange, Toggle, output, table, view, widget
+
+__all__ = ["H100_LISTINGS", "H100_LISTINGS_SOURCE", "LESSON_CONTEXT_TOKENS", "EFFICIENCY_FLOOR", "decode_rows", "prefill_rows", "first_compute_bound_batch",
+           "kv_batch_limit", "price_note", "cost_by_batch", "facts"]
+
+#: Context a decoding sequence of the running example holds on average: the prompt plus half the answer.
+LESSON_CONTEXT_TOKENS = PROMPT_TOKENS + ANSWER_TOKENS // 2
+#: "Nearly ten times cheaper" holds while batching is at least this efficient (step(1) / step(b)).
+EFFICIENCY_FLOOR = 0.9
+MAX_BATCH = 4096
+_GPU = get_gpu(LESSON_REPLICA["gpu"])
+_POWERS = tuple(2 ** i for i in range(13))  # 1 .. 4096
+#: H100 SXM on-demand prices per GPU-hour, one listing per seller, all from the same day. The catalog keeps the
+#: first as the H100's price; the others are for the reader's comparison and the step 17 drill.
+H100_LISTINGS = (("Lambda", 3.78), ("Modal", 3.95), ("Replicate", 5.49))
+H100_LISTINGS_SOURCE = "on-demand H100 SXM per GPU-hour, listed 2026-05-07 (reference/published.md)"
+
+
+def _coefficients(model: str = LESSON_REPLICA["model"], gpu: str = LESSON_REPLICA["gpu"],
+                  tp: int = LESSON_REPLICA["tp"], weights: str = LESSON_REPLICA["weights"]):
+    return step_coefficients(get_model(model), get_gpu(gpu), tp=tp, weights=weights,
+                             kv_dtype=LESSON_REPLICA["kv_dtype"])
+
+
+def decode_rows(*, model: str = LESSON_REPLICA["model"], gpu: str = LESSON_REPLICA["gpu"],
+                tp: int = LESSON_REPLICA["tp"], weights: str = LESSON_REPLICA["weights"],
+                usd_per_gpu_hour: float | None = None, context_tokens: int = LESSON_CONTEXT_TOKENS,
+                batches=_POWERS) -> list[dict]:
+    """Decode-only cost per million output tokens at each batch: :func:`calc.cost.cost_vs_batch` for a replica.
+
+    ``usd_per_gpu_hour`` defaults to the GPU's dated catalog price (H100 SXM:
+    Lambda's $3.78 listed 2026-05-07). Source: :mod:`calc.cost`, :mod:`calc.roofline`.
+
+    >>> r = decode_rows(batches=(1,))[0]
+    >>> round(r["step_s"] * 1000, 1), round(r["tokens_per_s"], 1), r["bound"]
+    (15.3, 65.4, 'memory')
+    """
+    price = _price(gpu, usd_per_gpu_hour)
+    coef = _coefficients(model, gpu, tp, weights)
+    return cost_vs_batch(coef, usd_per_hour=replica_usd_per_hour(price, tp), context_tokens=context_tokens,
+                         batches=batches)
+
+
+def prefill_rows(*, model: str = LESSON_REPLICA["model"], gpu: str = LESSON_REPLICA["gpu"],
+                 tp: int = LESSON_REPLICA["tp"], weights: str = LESSON_REPLICA["weights"],
+                 usd_per_gpu_hour: float | None = None, prompt_tokens: int = PROMPT_TOKENS,
+                 answer_tokens: int = ANSWER_TOKENS, batches=_POWERS) -> list[dict]:
+    """Cost per million output tokens at each batch when the prompts' prefill shares the steps (steady state).
+
+    Each step carries ``batch`` decode tokens and, on average, ``batch x prompt /
+    answer`` prompt tokens (:func:`calc.roofline.steady_state_step`): what a
+    replica kept full of the running example's requests does. The same columns
+    as :func:`decode_rows`. Source: :func:`calc.roofline.steady_state_step`,
+    :func:`calc.cost.usd_per_million_tokens`.
+
+    >>> r = prefill_rows(batches=(1, 10))
+    >>> round(r[0]["usd_per_million_tokens"] / r[1]["usd_per_million_tokens"], 2)
+    9.55
+    """
+    price = _price(gpu, usd_per_gpu_hour)
+    coef = _coefficients(model, gpu, tp, weights)
+    usd = replica_usd_per_hour(price, tp)
+    rows = []
+    for b in batches:
+        b = check_range("batch", b, 1, MAX_BATCH, integer=True)
+        s = steady_state_step(coef, batch=b, input_tokens=prompt_tokens, output_tokens=answer_tokens)
+        rows.append({"batch": b, "step_s": s["time_s"], "itl_s": s["time_s"],
+                     "tokens_per_s": s["output_tokens_per_s"],
+                     "usd_per_million_tokens": usd_per_million_tokens(usd, s["output_tokens_per_s"]),
+                     "bound": s["bound"]})
+    return rows
+
+
+def _price(gpu: str, usd_per_gpu_hour: float | None) -> float:
+    if usd_per_gpu_hour is not None:
+        return usd_per_gpu_hour
+    listed = get_gpu(gpu).price_usd_per_hour
+    if listed is None:
+        raise CalcError(f"usd_per_gpu_hour must be given for {get_gpu(gpu).name}: the catalog has no dated price "
+                        f"for it; got none", "usd_per_gpu_hour")
+    return listed
+
+
+def _first(predicate, high: int) -> int | None:
+    """The smallest batch in 1..high for which ``predicate`` holds, assuming it holds from some batch on."""
+    if not predicate(high):
+        return None
+    if predicate(1):
+        return 1
+    low = 1  # predicate(low) is False, predicate(high) is True
+    while high - low > 1:
+        mid = (low + high) // 2
+        if predicate(mid):
+            high = mid
+        else:
+            low = mid
+    return high
+
+
+def first_compute_bound_batch(coefficients, *, context_tokens: int = LESSON_CONTEXT_TOKENS,
+                              max_batch: int = MAX_BATCH) -> int | None:
+    """The smallest decode batch whose step is compute-bound (None if none up to ``max_batch`` is).
+
+    Past it the step time grows in proportion to the batch and a token costs
+    about the same at any larger batch. Source: :func:`calc.roofline.decode_step`
+    (which roof binds).
+
+    >>> first_compute_bound_batch(_coefficients())
+    199
+    """
+    return _first(lambda b: decode_step(coefficients, batch=b, context_tokens=context_tokens)["bound"] == "compute",
+                  max_batch)
+
+
+def _first_compute_bound_prefill(coefficients, prompt: int, answer: int, max_batch: int = MAX_BATCH) -> int | None:
+    return _first(lambda b: steady_state_step(coefficients, batch=b, input_tokens=prompt,
+                                              output_tokens=answer)["bound"] == "compute", max_batch)
+
+
+def _prefill_limit(coefficients, prompt: int, answer: int, floor: float = EFFICIENCY_FLOOR) -> int:
+    base = steady_state_step(coefficients, batch=1, input_tokens=prompt, output_tokens=answer)["time_s"]
+    beyond = _first(lambda b: base / steady_state_step(coefficients, batch=b, input_tokens=prompt,
+                                                       output_tokens=answer)["time_s"] < floor, MAX_BATCH)
+    return MAX_BATCH if beyond is None else beyond - 1
+
+
+def kv_batch_limit(*, model: str = LESSON_REPLICA["model"], gpu: str = LESSON_REPLICA["gpu"],
+                   tp: int = LESSON_REPLICA["tp"], weights: str = LESSON_REPLICA["weights"],
+                   request_tokens: int = PROMPT_TOKENS + ANSWER_TOKENS) -> int:
+    """Requests of ``request_tokens`` whose whole KV fits in the replica at once (step 1's sizing).
+
+    ``floor(KV tokens / request tokens)``; the KV tokens from
+    :func:`calc.widgets.a_70b_assistant.replica_capacity` (vLLM's sizing at 90%,
+    the lesson's parameter count). Source: :mod:`calc.memory`.
+
+    >>> kv_batch_limit()
+    311
+    """
+    tokens = check_range("request_tokens", request_tokens, 1, 10_000_000, integer=True)
+    cap = replica_capacity(model, gpu, tp=tp, weights=weights)
+    return cap.kv_cache_tokens_raw // tokens
+
+
+def price_note(gpu: str, usd_per_gpu_hour: float) -> str:
+    """Where the price comes from: the catalog's dated listing, or the reader's own figure.
+
+    >>> price_note("h100-sxm-80gb", 3.78)
+    'H100 SXM 80GB: $3.78 per GPU-hour, Lambda on-demand, listed 2026-05-07. Prices move: enter yours.'
+    >>> price_note("l4", 0.8)
+    'L4 24GB: $0.80 per GPU-hour as entered (the catalog has no dated public price for it).'
+    """
+    g = get_gpu(gpu)
+    if g.price_usd_per_hour is not None and math.isclose(usd_per_gpu_hour, g.price_usd_per_hour):
+        seller = g.price_source.split(" per GPU-hour")[0].replace(" H100 SXM", "")
+        return (f"{g.name}: ${g.price_usd_per_hour:.2f} per GPU-hour, {seller}, listed {g.price_date}. "
+                f"Prices move: enter yours.")
+    return (f"{g.name}: ${usd_per_gpu_hour:.2f} per GPU-hour as entered"
+            + ("" if g.price_usd_per_hour is not None else " (the catalog has no dated public price for it)") + ".")
+
+
+# --- the widget ---------------------------------------------------------------------------------
+
+MODEL_CHOICES = tuple((key, m.name) for key, m in MODELS.items())
+GPU_CHOICES = tuple((key, g.name) for key, g in GPUS.items())
+
+
+def _usd(value: float) -> str:
+    return f"${value:,.2f}" if value >= 0.995 else f"${value:.3f}"
+
+
+def _ms(seconds: float) -> str:
+    return f"{format_number(seconds * 1000)} ms"
+
+
+@widget
+def cost_by_batch(
+    model: Annotated[str, Choice(MODEL_CHOICES, label="Model")] = LESSON_REPLICA["model"],
+    gpu: Annotated[str, Choice(GPU_CHOICES, label="GPU")] = LESSON_REPLICA["gpu"],
+    tp: Annotated[int, IntRange(1, 64, label="GPUs per replica (tensor parallel)")] = LESSON_REPLICA["tp"],
+    weights: Annotated[str, Choice(WEIGHT_FORMATS, label="Weight precision")] = LESSON_REPLICA["weights"],
+    usd_per_gpu_hour: Annotated[float, FloatRange(0.01, 100, 0.01, "USD", label="Price per GPU-hour")] =
+        _GPU.price_usd_per_hour,
+    prompt_tokens: Annotated[int, IntRange(1, 100_000, 64, "tokens", label="Prompt")] = PROMPT_TOKENS,
+    answer_tokens: Annotated[int, IntRange(2, 32_000, 64, "tokens", label="Answer")] = ANSWER_TOKENS,
+    batch: Annotated[int, IntRange(1, MAX_BATCH, 1, "sequences", label="Your batch")] = 10,
+    include_prefill: Annotated[bool, Toggle(label="Count the prompts' prefill in the same steps")] = False,
+):
+    """Cost per million output tokens against the decode batch, and where batching stops being nearly free."""
+    coef = _coefficients(model, gpu, tp, weights)
+    usd_hour = replica_usd_per_hour(usd_per_gpu_hour, tp)
+    kv_limit = kv_batch_limit(model=model, gpu=gpu, tp=tp, weights=weights,
+                              request_tokens=prompt_tokens + answer_tokens)
+    if kv_limit < 1:
+        raise CalcError(f"Prompt (prompt_tokens) plus answer must fit in the replica's KV cache "
+                        f"({replica_capacity(model, gpu, tp=tp, weights=weights).kv_cache_tokens_raw:,} tokens); "
+                        f"got {prompt_tokens + answer_tokens:,}", "prompt_tokens")
+    context = prompt_tokens + answer_tokens // 2
+    top = min(MAX_BATCH, max(kv_limit, batch))
+    batches = sorted({b for b in _POWERS if b <= top} | {10, kv_limit, batch, top} - {0})
+    batches = [b for b in batches if b <= top]
+    if include_prefill:
+        rows = prefill_rows(model=model, gpu=gpu, tp=tp, weights=weights, usd_per_gpu_hour=usd_per_gpu_hour,
+                            prompt_tokens=prompt_tokens, answer_tokens=answer_tokens, batches=batches)
+        compute_from = _first_compute_bound_prefill(coef, prompt_tokens, answer_tokens, top)
+        limit = _prefill_limit(coef, prompt_tokens, answer_tokens)
+        what = "with prefill"
+    else:
+        rows = cost_vs_batch(coef, usd_per_hour=usd_hour, context_tokens=context, batches=batches)
+        compute_from = first_compute_bound_batch(coef, context_tokens=context, max_batch=top)
+        limit = batching_limit(coef, context_tokens=context, efficiency_floor=EFFICIENCY_FLOOR, max_batch=MAX_BATCH)
+        what = "decode only"
+    by_batch = {r["batch"]: r for r in rows}
+    one, ten, yours = by_batch[1], by_batch[10], by_batch[batch]
+    floor = by_batch[kv_limit] if kv_limit <= top else rows[-1]
+    ideal = [one["usd_per_million_tokens"] / b for b in batches]
+    fits = [b for b in batches if b <= kv_limit]
+    figure = line_chart(
+        f"Cost per million output tokens, {get_model(model).name} on {tp} × {get_gpu(gpu).name} ({what})",
+        "batch (sequences decoding together, log scale)", "USD per million output tokens (log scale)", {
+            "calc's roofline": (fits, [by_batch[b]["usd_per_million_tokens"] for b in fits]),
+            "if batching were free (cost at batch 1 / batch)": (batches, ideal),
+        }, log_x=True, log_y=True, markers=True,
+        summary=(f"{_usd(one['usd_per_million_tokens'])} per million tokens at batch 1, "
+                 f"{_usd(ten['usd_per_million_tokens'])} at batch 10 "
+                 f"({format_number(one['usd_per_million_tokens'] / ten['usd_per_million_tokens'], 3)} times cheaper), "
+                 f"{_usd(floor['usd_per_million_tokens'])} at batch {floor['batch']:,}; batching stays within "
+                 f"{format_number(EFFICIENCY_FLOOR * 100)}% of free up to batch {limit:,}."),
+    )
+    figure["data"][1]["line"].update(dash="dash", width=1.5)
+    figure["data"][1]["mode"] = "lines"
+    figure["data"].append({"type": "scatter", "mode": "markers", "name": f"your batch ({batch:,})", "x": [batch],
+                           "y": [yours["usd_per_million_tokens"]], "marker": {"color": PALETTE[5], "size": 12}})
+    bound = "compute-bound" if yours["bound"] == "compute" else "memory-bound"
+    outputs = [
+        output("replica_usd_per_hour", "The replica costs", usd_hour, "USD/h",
+               text=f"{_usd(usd_hour)} per hour ({tp} × {_usd(usd_per_gpu_hour)})"),
+        output("price_note", "Price", usd_per_gpu_hour, "USD", text=price_note(gpu, usd_per_gpu_hour)),
+        output("itl_s", f"Step time at batch {batch:,}", yours["step_s"], "s",
+               text=f"{_ms(yours['step_s'])} ({bound})"),
+        output("tokens_per_s", f"Output tokens/s at batch {batch:,}", yours["tokens_per_s"], "tokens/s",
+               text=f"{format_number(yours['tokens_per_s'])} tokens/s"),
+        output("usd_per_million_tokens", f"Cost at batch {batch:,}", yours["usd_per_million_tokens"], "USD",
+               text=f"{_usd(yours['usd_per_million_tokens'])} per million output tokens"
+                    + ("" if batch <= kv_limit else f" (but only {kv_limit:,} requests fit in the KV cache)")),
+        output("discount_1_to_10", "Batch 10 against batch 1", one["usd_per_million_tokens"] /
+               ten["usd_per_million_tokens"], "x",
+               text=f"{format_number(one['usd_per_million_tokens'] / ten['usd_per_million_tokens'], 3)} times cheaper"),
+        output("batching_limit", f"Batching stays {format_number(EFFICIENCY_FLOOR * 100)}% efficient up to", limit,
+               "sequences", text=f"batch {limit:,}"),
+        output("compute_bound_from", "Compute-bound from", compute_from or 0, "sequences",
+               text=f"not up to batch {top:,}" if compute_from is None else f"batch {compute_from:,}"),
+        output("kv_limit", f"Requests of {prompt_tokens + answer_tokens:,} tokens that fit", kv_limit, "requests",
+               text=f"{kv_limit:,}"),
+        output("floor_usd", f"Cost at batch {floor['batch']:,}", floor["usd_per_million_tokens"], "USD",
+               text=f"{_usd(floor['usd_per_million_tokens'])} per million output tokens"),
+    ]
+    shown = [b for b in batches if b in (1, 2, 4, 10, 16, 32, 64, 128, 256, 1024, 4096, kv_limit, batch, limit)
+             and b <= top]
+    rows_table = table(
+        ["batch", "step (ITL)", "output tokens/s", "USD per million", "bound"],
+        [[f"{b:,}", _ms(by_batch[b]["step_s"]), format_number(by_batch[b]["tokens_per_s"]),
+          _usd(by_batch[b]["usd_per_million_tokens"]), by_batch[b]["bound"]] for b in shown if b in by_batch],
+        caption=f"Per step of the whole replica, {what}; context {context:,} tokens per sequence on average.",
+    )
+    return view(outputs=outputs, figures={"cost": figure}, tables={"batches": rows_table})
+
+
+# --- facts --------------------------------------------------------------------------------------
+
+def facts() -> dict[str, str]:
+    """Numbers quoted in the step's prose, computed from calc.
+
+    >>> f = facts()
+    >>> f["usd_1"], f["usd_10"], f["discount"], f["limit"], f["kv_limit"]
+    ('$64.24', '$6.60', '9.74', '38', '311')
+    """
+    coef = _coefficients()
+    price = _GPU.price_usd_per_hour
+    usd_hour = replica_usd_per_hour(price, LESSON_REPLICA["tp"])
+    kv_limit = kv_batch_limit()
+    compute_from = first_compute_bound_batch(coef)
+    limit = batching_limit(coef, context_tokens=LESSON_CONTEXT_TOKENS, efficiency_floor=EFFICIENCY_FLOOR)
+    batches = (1, 10, 100, limit, kv_limit)
+    d = {r["batch"]: r for r in decode_rows(batches=batches)}
+    p = {r["batch"]: r for r in prefill_rows(batches=(1, 10, kv_limit))}
+    p_compute = _first_compute_bound_prefill(coef, PROMPT_TOKENS, ANSWER_TOKENS)
+    fp8 = {r["batch"]: r for r in decode_rows(weights="fp8", batches=(1, 10))}
+    return {
+        "gpu": _GPU.name,
+        "price": f"${price:.2f}",
+        "price_date": _GPU.price_date,
+        "price_seller": price_note(_GPU.key, price).split(", ")[1],
+        "gpus": str(LESSON_REPLICA["tp"]),
+        "price_others": " and ".join(f"{seller} ${usd:.2f}" for seller, usd in H100_LISTINGS[1:]),
+        "prompt_per_answer": format_number(PROMPT_TOKENS / ANSWER_TOKENS),
+        "replica_usd_hour": _usd(usd_hour),
+        "replica_usd_month": f"${usd_hour * 730:,.0f}",
+        "context": f"{LESSON_CONTEXT_TOKENS:,}",
+        "step_1": _ms(d[1]["step_s"]),
+        "step_10": _ms(d[10]["step_s"]),
+        "step_100": _ms(d[100]["step_s"]),
+        "tps_1": format_number(d[1]["tokens_per_s"]),
+        "tps_10": format_number(d[10]["tokens_per_s"]),
+        "usd_1": _usd(d[1]["usd_per_million_tokens"]),
+        "usd_10": _usd(d[10]["usd_per_million_tokens"]),
+        "usd_100": _usd(d[100]["usd_per_million_tokens"]),
+        "usd_100_if_free": _usd(d[10]["usd_per_million_tokens"] / 10),
+        "discount": f"{batching_discount(coef, context_tokens=LESSON_CONTEXT_TOKENS):.2f}",
+        "discount_10_100": format_number(batching_discount(coef, context_tokens=LESSON_CONTEXT_TOKENS,
+                                                           batch_low=10, batch_high=100)),
+        "floor_pct": f"{format_number(EFFICIENCY_FLOOR * 100)}%",
+        "limit": f"{limit:,}",
+        "usd_limit": _usd(d[limit]["usd_per_million_tokens"]),
+        "compute_from": f"{compute_from:,}",
+        "kv_limit": f"{kv_limit:,}",
+        "request_tokens": f"{PROMPT_TOKENS + ANSWER_TOKENS:,}",
+        "usd_kv_limit": _usd(d[kv_limit]["usd_per_million_tokens"]),
+        "prefill_discount": format_number(p[1]["usd_per_million_tokens"] / p[10]["usd_per_million_tokens"], 3),
+        "prefill_compute_from": f"{p_compute:,}",
+        "prefill_usd_kv_limit": _usd(p[kv_limit]["usd_per_million_tokens"]),
+        "prefill_over_decode": format_number(p[kv_limit]["usd_per_million_tokens"]
+                                             / d[kv_limit]["usd_per_million_tokens"], 2),
+        "fp8_usd_1": _usd(fp8[1]["usd_per_million_tokens"]),
+        "fp8_usd_10": _usd(fp8[10]["usd_per_million_tokens"]),
+    }

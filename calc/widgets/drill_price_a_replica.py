@@ -1,0 +1,409 @@
+"""Widgets, drills and facts of step 17, "Drill: price a replica" (docs/lesson/17-drill-price-a-replica.md).
+
+Price a deployment from two measured numbers: the GPU-hours it burns (its GPUs,
+every hour) and the tokens per second it sustains *at your latency target*, not
+at its peak (:func:`calc.cost.price_replica`):
+
+    USD per hour            = GPUs x price per GPU-hour
+    USD per million tokens  = USD per hour / (sustained tokens/s x 3,600) x 10^6
+
+The sustained rate is the largest batch whose steps still meet the inter-token
+latency target. Decode alone (:func:`calc.cost.sustained_at_latency`) gives a
+ceiling; with the prompts' prefill in the same steps (:func:`sustained_with_prefill`)
+the running example sustains far fewer tokens at the same target:
+
+>>> view = sustained_at_target()
+>>> view["outputs"]["decode_tokens_per_s"]["text"], view["outputs"]["prefill_tokens_per_s"]["text"]
+('8,266 tokens/s (batch 256, the batch cap)', '2,275 tokens/s (batch 113)')
+"""
+
+from __future__ import annotations
+
+import math
+import random
+from typing import Annotated
+
+from calc.catalog import GPUS, MODELS, get_gpu, get_model
+from calc.cost import price_replica, sustained_at_latency
+from calc.errors import check_positive, check_range
+from calc.memory import LESSON_REPLICA, WEIGHT_FORMATS
+from calc.roofline import step_coefficients, steady_state_step
+from calc.units import SECONDS_PER_HOUR, format_number, round_sig
+from calc.widgets.a_70b_assistant import ANSWER_TOKENS, PROMPT_TOKENS
+from calc.widgets.charts import line_chart
+from calc.widgets.cost_per_million_tokens import H100_LISTINGS, H100_LISTINGS_SOURCE, kv_batch_limit
+from calc.widgets.framework import Choice, FloatRange, IntRange, drill, output, view, widget
+
+__all__ = ["sustained_with_prefill", "sustained_at_target", "price_from_measurements", "price_drill",
+           "latency_table_drill", "monthly_bill_drill", "facts", "PRICED_REPLICAS"]
+
+#: vLLM's default cap on running requests (``max_num_seqs``).
+MAX_NUM_SEQS = 256
+#: The inter-token latency target of the worked case: 50 ms a token is 20 tokens/s per user, faster than people read.
+ITL_TARGET_MS = 50
+#: Targets the page's "Try this" compares with the worked one (ms).
+TIGHT_TARGET_MS, LOOSE_TARGET_MS = 17, 200
+HOURS_PER_MONTH = 730  # 8,760 hours a year / 12
+MONTHLY_TOKENS_WORKED = 10e9  # the worked case of the monthly drill: ten billion output tokens a month
+USD_TOLERANCE = 0.02
+_GPU = get_gpu(LESSON_REPLICA["gpu"])
+
+#: Replicas the drills price, each checked to fit in bf16 by the tests: (model, GPU, tensor parallel).
+PRICED_REPLICAS = (
+    ("llama-3.1-70b", "h100-sxm-80gb", 4), ("llama-3.1-70b", "h100-sxm-80gb", 8), ("llama-3.1-8b", "h100-sxm-80gb", 1),
+    ("qwen2.5-72b", "h100-sxm-80gb", 4), ("mixtral-8x7b", "h100-sxm-80gb", 2), ("llama-3.1-70b", "h200", 2),
+    ("llama-3.1-70b", "a100-80gb", 4), ("llama-3.1-8b", "l40s", 1), ("llama-3.1-8b", "l4", 1),
+    ("llama-3.1-405b", "b200", 8),
+)
+#: Prices per GPU-hour for GPUs the catalog has no dated listing for: the question calls them "your contract
+#: price", made up for practice, not quotes.
+CONTRACT_PRICES = (0.8, 1.1, 1.6, 2.2, 2.9, 4.4, 6.5)
+#: Request shapes (prompt, answer) and latency targets (ms) the drills draw from.
+SHAPES = ((1_024, 256), (512, 512), (2_000, 300), (4_000, 500), (300, 800), (8_000, 400))
+TARGETS_MS = (30, 40, 50, 60, 80, 100)
+
+
+def _coefficients(model: str, gpu: str, tp: int, weights: str = "bf16"):
+    return step_coefficients(get_model(model), get_gpu(gpu), tp=tp, weights=weights, kv_dtype="bf16")
+
+
+def sustained_with_prefill(coefficients, *, prompt_tokens: int, answer_tokens: int, itl_target_s: float,
+                           max_batch: int = MAX_NUM_SEQS) -> dict:
+    """The largest batch whose steady-state step (prefill mixed in) meets ``itl_target_s``, and its output tokens/s.
+
+    Like :func:`calc.cost.sustained_at_latency`, but each step also carries the
+    prompts of the requests that replace finished ones, ``batch x prompt /
+    answer`` tokens on average (:func:`calc.roofline.steady_state_step`): what a
+    replica kept busy by your traffic does. Returns batch 0 and 0 tokens/s if
+    even one sequence misses the target. Source: :mod:`calc.roofline`.
+
+    >>> from calc.widgets.cost_per_million_tokens import _coefficients as lesson
+    >>> r = sustained_with_prefill(lesson(), prompt_tokens=1024, answer_tokens=256, itl_target_s=0.025)
+    >>> r["batch"], round(r["tokens_per_s"]), r["limited_by"]
+    (55, 2200, 'latency')
+    """
+    prompt = check_range("prompt_tokens", prompt_tokens, 1, 10_000_000, integer=True)
+    answer = check_range("answer_tokens", answer_tokens, 1, 10_000_000, integer=True)
+    target = check_positive("itl_target_s", itl_target_s)
+    cap = check_range("max_batch", max_batch, 1, 100_000, integer=True)
+
+    def step(b: int) -> dict:
+        return steady_state_step(coefficients, batch=b, input_tokens=prompt, output_tokens=answer)
+
+    if step(1)["time_s"] > target:
+        return {"batch": 0, "itl_s": step(1)["time_s"], "tokens_per_s": 0.0, "limited_by": "latency"}
+    if step(cap)["time_s"] <= target:
+        best, limited = cap, "max_batch"
+    else:
+        low, high = 1, cap
+        while high - low > 1:
+            mid = (low + high) // 2
+            if step(mid)["time_s"] <= target:
+                low = mid
+            else:
+                high = mid
+        best, limited = low, "latency"
+    s = step(best)
+    return {"batch": best, "itl_s": s["time_s"], "tokens_per_s": s["output_tokens_per_s"], "limited_by": limited}
+
+
+def _sustained(model: str, gpu: str, tp: int, weights: str, prompt: int, answer: int, target_s: float,
+               max_num_seqs: int) -> tuple[dict, dict, int]:
+    cap = min(max_num_seqs, kv_batch_limit(model=model, gpu=gpu, tp=tp, weights=weights,
+                                           request_tokens=prompt + answer))
+    coef = _coefficients(model, gpu, tp, weights)
+    decode = sustained_at_latency(coef, context_tokens=prompt + answer // 2, itl_target_s=target_s,
+                                  max_batch=max(1, cap))
+    mixed = sustained_with_prefill(coef, prompt_tokens=prompt, answer_tokens=answer, itl_target_s=target_s,
+                                   max_batch=max(1, cap))
+    return decode, mixed, cap
+
+
+def _usd(value: float) -> str:
+    return f"${value:,.2f}" if value >= 0.995 else f"${value:.3f}"
+
+
+def _tps(value: float) -> str:
+    return f"{format_number(value)} tokens/s"
+
+
+# --- widgets ------------------------------------------------------------------------------------
+
+MODEL_CHOICES = tuple((key, m.name) for key, m in MODELS.items())
+GPU_CHOICES = tuple((key, g.name) for key, g in GPUS.items())
+
+
+@widget
+def sustained_at_target(
+    model: Annotated[str, Choice(MODEL_CHOICES, label="Model")] = LESSON_REPLICA["model"],
+    gpu: Annotated[str, Choice(GPU_CHOICES, label="GPU")] = LESSON_REPLICA["gpu"],
+    tp: Annotated[int, IntRange(1, 64, label="GPUs per replica (tensor parallel)")] = LESSON_REPLICA["tp"],
+    weights: Annotated[str, Choice(WEIGHT_FORMATS, label="Weight precision")] = LESSON_REPLICA["weights"],
+    prompt_tokens: Annotated[int, IntRange(1, 100_000, 64, "tokens", label="Prompt")] = PROMPT_TOKENS,
+    answer_tokens: Annotated[int, IntRange(2, 32_000, 64, "tokens", label="Answer")] = ANSWER_TOKENS,
+    itl_target_ms: Annotated[float, FloatRange(1, 2_000, 5, "ms", label="Inter-token latency target")] =
+        ITL_TARGET_MS,
+    max_num_seqs: Annotated[int, IntRange(1, 4_096, 16, "requests", label="Engine's running cap")] = MAX_NUM_SEQS,
+    usd_per_gpu_hour: Annotated[float, FloatRange(0.01, 100, 0.01, "USD", label="Price per GPU-hour")] =
+        _GPU.price_usd_per_hour,
+):
+    """Sustained output tokens/s at an inter-token latency target, decode only and with prefill, and their price."""
+    target_s = itl_target_ms / 1000
+    decode, mixed, cap = _sustained(model, gpu, tp, weights, prompt_tokens, answer_tokens, target_s, max_num_seqs)
+    coef = _coefficients(model, gpu, tp, weights)
+    context = prompt_tokens + answer_tokens // 2
+    top = max(1, cap)
+    batches = sorted({2 ** i for i in range(13) if 2 ** i <= top} | {top})
+    decode_ms = [coef.step_time_s(new_tokens=b, kv_tokens_read=b * context, attention_token_pairs=b * context) * 1000
+                 for b in batches]
+    mixed_ms = [steady_state_step(coef, batch=b, input_tokens=prompt_tokens, output_tokens=answer_tokens)["time_s"]
+                * 1000 for b in batches]
+    figure = line_chart(
+        "Step time against the batch", "batch (sequences decoding together, log scale)", "step time = ITL (ms)", {
+            "decode only": (batches, decode_ms),
+            "with the prompts' prefill": (batches, mixed_ms),
+            f"target {format_number(itl_target_ms)} ms": ([batches[0], batches[-1]], [itl_target_ms] * 2),
+        }, log_x=True, markers=True,
+        summary=(f"At a {format_number(itl_target_ms)} ms target the replica decodes a batch of {decode['batch']:,} "
+                 f"({_tps(decode['tokens_per_s'])}) when only decoding, {mixed['batch']:,} "
+                 f"({_tps(mixed['tokens_per_s'])}) with its prompts' prefill in the same steps."),
+    )
+    figure["data"][2]["line"]["dash"] = "dash"
+    figure["data"][2]["mode"] = "lines"
+    outputs = []
+    for key, label, result in (("decode", "Decode only", decode), ("prefill", "With prefill", mixed)):
+        if result["batch"] == 0:
+            outputs += [output(f"{key}_tokens_per_s", f"{label}: sustained", 0, "tokens/s",
+                               text=f"none: one sequence already takes {format_number(result['itl_s'] * 1000)} ms"),
+                        output(f"{key}_usd_per_million", f"{label}: cost", 0, "USD", text="n/a")]
+            continue
+        priced = price_replica(usd_per_gpu_hour=usd_per_gpu_hour, gpus=tp, sustained_tokens_per_s=result["tokens_per_s"])
+        why = ", the batch cap" if result["limited_by"] == "max_batch" else ""
+        outputs += [
+            output(f"{key}_tokens_per_s", f"{label}: sustained", result["tokens_per_s"], "tokens/s",
+                   text=f"{_tps(result['tokens_per_s'])} (batch {result['batch']:,}{why})"),
+            output(f"{key}_usd_per_million", f"{label}: cost", priced["usd_per_million_tokens"], "USD",
+                   text=f"{_usd(priced['usd_per_million_tokens'])} per million output tokens"),
+        ]
+    outputs.append(output("batch_cap", "Batch cap (engine, KV cache)", cap, "requests",
+                          text=f"{cap:,} (the smaller of {max_num_seqs:,} and what the KV cache holds)"))
+    return view(outputs=outputs, figures={"step_time": figure})
+
+
+def _default_sustained() -> float:
+    _, mixed, _ = _sustained(LESSON_REPLICA["model"], LESSON_REPLICA["gpu"], LESSON_REPLICA["tp"],
+                             LESSON_REPLICA["weights"], PROMPT_TOKENS, ANSWER_TOKENS, ITL_TARGET_MS / 1000,
+                             MAX_NUM_SEQS)
+    return round_sig(mixed["tokens_per_s"], 3)
+
+
+_DEFAULT_SUSTAINED = _default_sustained()
+
+
+@widget
+def price_from_measurements(
+    usd_per_gpu_hour: Annotated[float, FloatRange(0, 100, 0.01, "USD", label="Price per GPU-hour")] =
+        _GPU.price_usd_per_hour,
+    gpus: Annotated[int, IntRange(1, 1_024, label="GPUs per replica")] = LESSON_REPLICA["tp"],
+    sustained_tokens_per_s: Annotated[float, FloatRange(0.1, 10_000_000, 1, "tokens/s",
+                                                        label="Sustained at your target")] = _DEFAULT_SUSTAINED,
+    hours_per_month: Annotated[float, FloatRange(1, 744, 1, "h", label="Hours per month")] = HOURS_PER_MONTH,
+):
+    """A replica's price from GPU-hours and measured sustained tokens/s (:func:`calc.cost.price_replica`)."""
+    r = price_replica(usd_per_gpu_hour=usd_per_gpu_hour, gpus=gpus, sustained_tokens_per_s=sustained_tokens_per_s,
+                      hours_per_month=hours_per_month)
+    return view(outputs=[
+        output("usd_per_hour", "Per hour", r["usd_per_hour"], "USD",
+               text=f"{_usd(r['usd_per_hour'])} ({gpus:,} GPU-hours × {_usd(usd_per_gpu_hour)})"),
+        output("usd_per_month", "Per month", r["usd_per_month"], "USD",
+               text=f"${r['usd_per_month']:,.0f} ({format_number(hours_per_month)} h)"),
+        output("tokens_per_hour", "Tokens per hour", r["tokens_per_hour"], "tokens",
+               text=f"{format_number(r['tokens_per_hour'] / 1e6)} million"),
+        output("tokens_per_month", "Tokens per month", r["tokens_per_hour"] * hours_per_month, "tokens",
+               text=f"{format_number(r['tokens_per_hour'] * hours_per_month / 1e9)} billion"),
+        output("usd_per_million_tokens", "Cost per million tokens", r["usd_per_million_tokens"], "USD",
+               text=_usd(r["usd_per_million_tokens"])),
+    ])
+
+
+# --- drills -------------------------------------------------------------------------------------
+
+def _question(question: str, answer: float, unit: str, answer_text: str, explanation: str, placeholder: str) -> dict:
+    return {"question": question, "answer": answer, "unit": unit, "tolerance": USD_TOLERANCE,
+            "answer_text": answer_text, "explanation": explanation, "placeholder": placeholder}
+
+
+def _priced_case(rng: random.Random, seed: int) -> dict:
+    """A replica, its price per GPU-hour with where it comes from, a request shape and a measured sustained rate."""
+    if seed == 0:
+        model, gpu, tp = LESSON_REPLICA["model"], LESSON_REPLICA["gpu"], LESSON_REPLICA["tp"]
+        prompt, answer, target = PROMPT_TOKENS, ANSWER_TOKENS, ITL_TARGET_MS
+        seller, price = H100_LISTINGS[0]
+    else:
+        model, gpu, tp = rng.choice(PRICED_REPLICAS)
+        prompt, answer = rng.choice(SHAPES)
+        target = rng.choice(TARGETS_MS)
+        if gpu == LESSON_REPLICA["gpu"]:
+            seller, price = rng.choice(H100_LISTINGS)
+        else:
+            seller, price = None, rng.choice(CONTRACT_PRICES)
+    coef = _coefficients(model, gpu, tp)
+    one = steady_state_step(coef, batch=1, input_tokens=prompt, output_tokens=answer)["time_s"] * 1000
+    target = max(target, 5 * math.ceil(one * 1.3 / 5))  # a target one sequence can meet
+    _, mixed, _ = _sustained(model, gpu, tp, "bf16", prompt, answer, target / 1000, MAX_NUM_SEQS)
+    where = (f"{seller}'s on-demand price, listed 2026-05-07" if seller else "your contract price")
+    return {"model": get_model(model), "gpu": get_gpu(gpu), "tp": tp, "prompt": prompt, "answer": answer,
+            "target_ms": target, "price": price, "where": where, "sustained": round_sig(mixed["tokens_per_s"], 3)}
+
+
+def _replica_text(case: dict) -> str:
+    return (f"{case['model'].name} on {case['tp']} × {case['gpu'].name} at ${case['price']:.2f} per GPU-hour "
+            f"({case['where']})")
+
+
+@drill
+def price_drill(seed: Annotated[int, IntRange(0, 1_000_000, label="Seed")] = 0):
+    """USD per million output tokens from GPU-hours and sustained tokens/s (seed 0: the running example)."""
+    rng = random.Random(seed)
+    case = _priced_case(rng, seed)
+    r = price_replica(usd_per_gpu_hour=case["price"], gpus=case["tp"], sustained_tokens_per_s=case["sustained"])
+    answer = r["usd_per_million_tokens"]
+    return _question(
+        f"{_replica_text(case)}. A load test with {case['prompt']:,}-token prompts and {case['answer']:,}-token "
+        f"answers measures {case['sustained']:,.0f} output tokens/s while the inter-token latency stays under "
+        f"{case['target_ms']} ms. What does a million output tokens cost, in USD?",
+        answer, "USD", f"{answer:.3f} USD per million output tokens",
+        f"The replica burns {case['tp']} GPU-hour{'s' if case['tp'] > 1 else ''} an hour: {case['tp']} × ${case['price']:.2f} = "
+        f"${r['usd_per_hour']:.2f} per hour. It makes {case['sustained']:,.0f} × 3,600 = "
+        f"{format_number(r['tokens_per_hour'] / 1e6)} million tokens an hour. ${r['usd_per_hour']:.2f} / "
+        f"{format_number(r['tokens_per_hour'] / 1e6)} = ${answer:.3f} per million output tokens.",
+        "e.g. 1.85 (USD, without the $ sign)",
+    )
+
+
+#: The latency target of the table drill's worked case (ms): tighter than the widget's, so the answer sits where
+#: the steps turn compute-bound.
+WORKED_TARGET_MS = 25
+#: Batches of the load-test table in :func:`latency_table_drill`.
+TABLE_BATCHES = (4, 8, 16, 32, 48, 64, 96, 128, 256)
+
+
+@drill
+def latency_table_drill(seed: Annotated[int, IntRange(0, 1_000_000, label="Seed")] = 0):
+    """Pick the largest batch of a load test that meets the latency target, then price it (seed 0: 25 ms, 70B)."""
+    rng = random.Random(seed)
+    case = _priced_case(rng, seed)
+    coef = _coefficients(case["model"].key, case["gpu"].key, case["tp"])
+    cap = min(MAX_NUM_SEQS, kv_batch_limit(model=case["model"].key, gpu=case["gpu"].key, tp=case["tp"],
+                                           request_tokens=case["prompt"] + case["answer"]))
+    batches = [b for b in TABLE_BATCHES if b <= cap] or [cap]
+    rows = []
+    for b in batches:
+        s = steady_state_step(coef, batch=b, input_tokens=case["prompt"], output_tokens=case["answer"])
+        rows.append((b, round(s["time_s"] * 1000, 1), round_sig(s["output_tokens_per_s"], 3)))
+    if seed == 0:
+        target = WORKED_TARGET_MS
+    else:  # a target between two rows (to 0.1 ms), so that exactly one row is the answer
+        gaps = [i for i in range(len(rows) - 1) if rows[i + 1][1] - rows[i][1] >= 0.2]
+        i = rng.choice([g for g in gaps if g > 0] or gaps) if gaps else len(rows) - 1
+        target = round((rows[i][1] + rows[i + 1][1]) / 2, 1) if gaps else rows[i][1] + 1
+    meeting = [row for row in rows if row[1] <= target] or rows[:1]
+    batch, itl_ms, tps = meeting[-1]
+    r = price_replica(usd_per_gpu_hour=case["price"], gpus=case["tp"], sustained_tokens_per_s=tps)
+    answer = r["usd_per_million_tokens"]
+    table_text = "; ".join(f"batch {b}: {itl:g} ms, {t:,.0f} tokens/s" for b, itl, t in rows)
+    return _question(
+        f"{_replica_text(case)}, serving {case['prompt']:,}-token prompts and {case['answer']:,}-token answers. "
+        f"A load test gives, per running batch, the inter-token latency and the output tokens/s: {table_text}. "
+        f"Your target is an inter-token latency of at most {target:g} ms. What does a million output tokens cost at "
+        f"the largest batch that meets it, in USD?",
+        answer, "USD", f"{answer:.3f} USD per million output tokens (batch {batch})",
+        f"The largest batch within {target:g} ms is {batch} ({itl_ms:g} ms, {tps:,.0f} tokens/s). "
+        f"${r['usd_per_hour']:.2f} per hour / ({tps:,.0f} × 3,600) × 10⁶ = ${answer:.3f} per million. Past it the "
+        f"steps are longer than the target; the tokens/s there are not yours to sell.",
+        "e.g. 2.40 (USD, without the $ sign)",
+    )
+
+
+@drill
+def monthly_bill_drill(seed: Annotated[int, IntRange(0, 1_000_000, label="Seed")] = 0):
+    """The monthly bill for a token volume: whole replicas at the sustained rate (seed 0: ten billion tokens)."""
+    rng = random.Random(seed)
+    case = _priced_case(rng, seed)
+    volume = MONTHLY_TOKENS_WORKED if seed == 0 else rng.choice((0.5e9, 2e9, 5e9, 10e9, 25e9, 60e9))
+    per_replica = case["sustained"] * SECONDS_PER_HOUR * HOURS_PER_MONTH
+    replicas = max(1, math.ceil(round(volume / per_replica, 9)))
+    r = price_replica(usd_per_gpu_hour=case["price"], gpus=case["tp"], sustained_tokens_per_s=case["sustained"],
+                      hours_per_month=HOURS_PER_MONTH)
+    answer = replicas * r["usd_per_month"]
+    return _question(
+        f"{_replica_text(case)}. Each replica sustains {case['sustained']:,.0f} output tokens/s at your latency "
+        f"target. Your teams will generate {format_number(volume / 1e9)} billion output tokens a month, spread "
+        f"evenly. Replicas run all month ({HOURS_PER_MONTH} hours) and come whole. What is the monthly bill, in USD?",
+        answer, "USD", f"{answer:,.0f} USD a month ({replicas} replica{'s' if replicas > 1 else ''})",
+        f"One replica makes {case['sustained']:,.0f} × 3,600 × {HOURS_PER_MONTH} = "
+        f"{format_number(per_replica / 1e9)} billion tokens a month, so {format_number(volume / 1e9)} billion need "
+        f"{format_number(volume / per_replica)} replicas, rounded up to {replicas}. Each costs {case['tp']} × "
+        f"${case['price']:.2f} × {HOURS_PER_MONTH} h = ${r['usd_per_month']:,.0f} a month: ${answer:,.0f} in all. "
+        f"Real traffic peaks: size for the peak and let the autoscaler of step 15 give back the quiet hours.",
+        "e.g. 22000 or 22k (USD)",
+    )
+
+
+# --- facts --------------------------------------------------------------------------------------
+
+def facts() -> dict[str, str]:
+    """Numbers quoted in the step's prose, computed from calc.
+
+    >>> f = facts()
+    >>> f["decode_tps"], f["prefill_tps"], f["prefill_usd"], f["worked_usd"]
+    ('8,266', '2,275', '$1.85', '$1.85')
+    """
+    target_s = ITL_TARGET_MS / 1000
+    model, gpu, tp = LESSON_REPLICA["model"], LESSON_REPLICA["gpu"], LESSON_REPLICA["tp"]
+    decode, mixed, cap = _sustained(model, gpu, tp, LESSON_REPLICA["weights"], PROMPT_TOKENS, ANSWER_TOKENS,
+                                    target_s, MAX_NUM_SEQS)
+    price = _GPU.price_usd_per_hour
+    d = price_replica(usd_per_gpu_hour=price, gpus=tp, sustained_tokens_per_s=decode["tokens_per_s"])
+    m = price_replica(usd_per_gpu_hour=price, gpus=tp, sustained_tokens_per_s=mixed["tokens_per_s"])
+    worked = price_drill(0)
+    tight = _sustained(model, gpu, tp, LESSON_REPLICA["weights"], PROMPT_TOKENS, ANSWER_TOKENS,
+                       TIGHT_TARGET_MS / 1000, MAX_NUM_SEQS)[1]
+    loose = _sustained(model, gpu, tp, LESSON_REPLICA["weights"], PROMPT_TOKENS, ANSWER_TOKENS,
+                       LOOSE_TARGET_MS / 1000, MAX_NUM_SEQS)[1]
+    usd = lambda r: _usd(price_replica(usd_per_gpu_hour=price, gpus=tp,  # noqa: E731
+                                       sustained_tokens_per_s=r["tokens_per_s"])["usd_per_million_tokens"])
+    monthly = monthly_bill_drill(0)
+    return {
+        "target_ms": f"{ITL_TARGET_MS} ms",
+        "per_user_tps": format_number(1000 / ITL_TARGET_MS),
+        "price": f"${price:.2f}",
+        "price_date": _GPU.price_date,
+        "listings": ", ".join(f"{seller} ${usd:.2f}" for seller, usd in H100_LISTINGS),
+        "listings_source": H100_LISTINGS_SOURCE,
+        "gpus": str(tp),
+        "usd_hour": _usd(d["usd_per_hour"]),
+        "cap": f"{cap:,}",
+        "max_num_seqs": f"{MAX_NUM_SEQS:,}",
+        "decode_batch": f"{decode['batch']:,}",
+        "decode_itl": f"{format_number(decode['itl_s'] * 1000)} ms",
+        "decode_tps": format_number(decode["tokens_per_s"]),
+        "decode_usd": _usd(d["usd_per_million_tokens"]),
+        "prefill_batch": f"{mixed['batch']:,}",
+        "prefill_itl": f"{format_number(mixed['itl_s'] * 1000)} ms",
+        "prefill_tps": format_number(mixed["tokens_per_s"]),
+        "prefill_usd": _usd(m["usd_per_million_tokens"]),
+        "prefill_over_decode": format_number(m["usd_per_million_tokens"] / d["usd_per_million_tokens"], 2),
+        "sustained_measured": f"{_DEFAULT_SUSTAINED:,.0f}",
+        "worked_usd": _usd(worked["answer"]),
+        "worked_month": f"${price_replica(usd_per_gpu_hour=price, gpus=tp, sustained_tokens_per_s=_DEFAULT_SUSTAINED)['usd_per_month']:,.0f}",
+        "monthly_volume": f"{format_number(MONTHLY_TOKENS_WORKED / 1e9)} billion",
+        "monthly_answer": monthly["answer_text"],
+        "hours_per_month": str(HOURS_PER_MONTH),
+        "tight_ms": f"{TIGHT_TARGET_MS} ms",
+        "tight_batch": f"{tight['batch']:,}",
+        "tight_usd": usd(tight),
+        "loose_ms": f"{LOOSE_TARGET_MS} ms",
+        "loose_batch": f"{loose['batch']:,}",
+        "loose_usd": usd(loose),
+    }
