@@ -14,6 +14,7 @@ import xml.etree.ElementTree as etree
 
 from markdown.util import AtomicString
 
+from calc.units import format_number
 from calc.widgets import framework
 
 _ids = itertools.count(1)
@@ -73,6 +74,49 @@ def _control(form: etree.Element, uid: str, spec: dict, value, hidden: bool) -> 
         raise ValueError(f"unknown control kind {kind}")
 
 
+MAX_CHART_ROWS = 200
+
+
+def chart_rows(figure: dict) -> list[tuple[str, str, str]]:
+    """The numbers of a chart as (series, x, y) rows, the same rows the browser rebuilds after a recompute.
+
+    >>> chart_rows({"data": [{"name": "GQA", "x": [1024, 2048], "y": [0.134, 0.268]}]})
+    [('GQA', '1,024', '0.134'), ('GQA', '2,048', '0.268')]
+    """
+    rows = []
+    for trace in figure.get("data", []):
+        xs, ys = trace.get("x") or [], trace.get("y") or []
+        if trace.get("orientation") == "h":
+            xs, ys = ys, xs
+        for x, y in zip(xs, ys):
+            rows.append((str(trace.get("name", "")), _cell(x), _cell(y)))
+    return rows[:MAX_CHART_ROWS]
+
+
+def _cell(value) -> str:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return str(value)
+    return format_number(value, 4)
+
+
+def _chart_table(parent: etree.Element, key: str, figure: dict) -> None:
+    layout = figure.get("layout", {})
+
+    def axis_title(axis: str, default: str) -> str:
+        title = layout.get(axis, {}).get("title", default)
+        return title.get("text", default) if isinstance(title, dict) else str(title)
+
+    table = _sub(parent, "table", data_chart_table=key)
+    head = _sub(_sub(table, "thead"), "tr")
+    for column in ("series", axis_title("xaxis", "x"), axis_title("yaxis", "y")):
+        _sub(head, "th", column, scope="col")
+    body = _sub(table, "tbody")
+    for row in chart_rows(figure):
+        tr = _sub(body, "tr")
+        for cell in row:
+            _sub(tr, "td", cell)
+
+
 def _outputs(root: etree.Element, result: dict) -> None:
     if result["outputs"]:
         dl = _sub(root, "dl", class_="calc-outputs")
@@ -84,10 +128,14 @@ def _outputs(root: etree.Element, result: dict) -> None:
         holder = _sub(root, "figure", class_="calc-chart")
         title = figure.get("layout", {}).get("title", {})
         title_text = title.get("text", "") if isinstance(title, dict) else str(title)
-        _sub(holder, "div", data_chart=key, data_figure=_figure_json(figure), role="img", aria_label=title_text or key)
-        summary = figure.get("summary")
-        if summary:
-            _sub(holder, "figcaption", summary, data_chart_summary=key)
+        # No role on the chart itself: Plotly puts focusable buttons in it. The figure's caption and the
+        # table of its numbers are its text alternative.
+        _sub(holder, "div", data_chart=key, data_figure=_figure_json(figure))
+        caption = _sub(holder, "figcaption")
+        _sub(caption, "span", figure.get("summary") or title_text, data_chart_summary=key)
+        details = _sub(caption, "details", class_="calc-chart-data")
+        _sub(details, "summary", "The numbers")
+        _chart_table(details, key, figure)
     for key, item in result["tables"].items():
         wrapper = _sub(root, "div", class_="calc-table")  # Material wraps the table itself in a scroller
         table = _sub(wrapper, "table", data_table=key)

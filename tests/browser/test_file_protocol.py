@@ -9,7 +9,7 @@ from calc.widgets import framework
 pytestmark = [pytest.mark.browser, pytest.mark.site, pytest.mark.xdist_group("browser")]
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-PAGE = os.path.join(ROOT, "site", "lesson", "02-kv-cache-arithmetic", "index.html")
+PAGE = os.path.join(os.environ.get("CALC_SITE_DIR", os.path.join(ROOT, "site")), "lesson", "02-kv-cache-arithmetic", "index.html")
 WIDGET = '[data-widget="kv_cache_arithmetic.kv_per_token"]'
 
 

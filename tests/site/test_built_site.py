@@ -18,7 +18,7 @@ from bs4 import BeautifulSoup
 from calc.widgets import framework
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-SITE = os.path.join(ROOT, "site")
+SITE = os.environ.get("CALC_SITE_DIR", os.path.join(ROOT, "site"))  # the built site; another folder for a private build
 sys.path.insert(0, os.path.join(ROOT, "hooks"))
 from vendor import RUNTIME_FILES, calc_zip_bytes  # noqa: E402
 

@@ -268,8 +268,39 @@
 
   var plotConfig = { displaylogo: false, responsive: true, modeBarButtonsToRemove: ["select2d", "lasso2d"] };
 
+  // The chart's numbers as a table (its text alternative), rebuilt whenever the chart is: rows of
+  // (series, x, y), as hooks/widget_html.py renders them at build.
+  var MAX_CHART_ROWS = 200;
+  function formatCell(value) {
+    if (typeof value !== "number") return String(value);
+    if (Number.isInteger(value) || Math.abs(value) >= 1e4) return Math.round(value).toLocaleString("en-US");
+    return String(Number(value.toPrecision(4)));
+  }
+  function renderChartTable(holder, figure) {
+    var table = holder.parentNode.querySelector('[data-chart-table="' + holder.dataset.chart + '"]');
+    if (!table) return;
+    var body = table.querySelector("tbody");
+    var rows = [];
+    (figure.data || []).forEach(function (trace) {
+      var xs = trace.x || [], ys = trace.y || [];
+      if (trace.orientation === "h") { var swap = xs; xs = ys; ys = swap; }
+      for (var i = 0; i < Math.min(xs.length, ys.length); i++) rows.push([trace.name || "", xs[i], ys[i]]);
+    });
+    body.textContent = "";
+    rows.slice(0, MAX_CHART_ROWS).forEach(function (row) {
+      var tr = document.createElement("tr");
+      row.forEach(function (cell) {
+        var td = document.createElement("td");
+        td.textContent = formatCell(cell);
+        tr.appendChild(td);
+      });
+      body.appendChild(tr);
+    });
+  }
+
   function drawChart(holder, figure) {
     holder.__figure = figure;
+    if (holder.dataset.drawn) renderChartTable(holder, figure);
     return loadScript("vendor/plotly/plotly-basic.min.js").then(function () {
       var plot = holder.dataset.drawn ? window.Plotly.react : window.Plotly.newPlot;
       holder.dataset.drawn = "1";
@@ -468,6 +499,7 @@
 
   runtime.mountAll = mountAll;
   runtime.drawChart = drawChart;
+  runtime.renderChartTable = renderChartTable;
   runtime.setStatusNote = setStatusNote;
   if (window.document$ && typeof window.document$.subscribe === "function") {
     window.document$.subscribe(function () { mountAll(); });

@@ -174,7 +174,10 @@
           drawn[index] = trace.y.length;
         }
       });
-      if (indices.length) window.Plotly.extendTraces(holder, { x: xs, y: ys }, indices);
+      if (indices.length) {
+        window.Plotly.extendTraces(holder, { x: xs, y: ys }, indices);
+        if (runtime.renderChartTable) runtime.renderChartTable(holder, figure);
+      }
     }
 
     function redraw(state, force) {
