@@ -65,6 +65,7 @@
     var message;
     try { message = JSON.parse(text); } catch (error) { return; }
     if (message.type === "status") {
+      runtime.progress = message.progress;
       if (message.state === "ready") {
         runtime.readyAt = performance.now();
         runtime.bootMs = runtime.readyAt - runtime.bootStarted;
@@ -176,7 +177,11 @@
       host.appendChild(badge);
     }
     var labels = { idle: "Python: idle", loading: "Python: loading…", ready: "Python: ready", error: "Python: off" };
-    badge.textContent = labels[runtime.state] || runtime.state;
+    var text = labels[runtime.state] || runtime.state;
+    if (runtime.state === "loading" && typeof runtime.progress === "number") {
+      text = "Python: loading " + Math.round(runtime.progress * 100) + "%";
+    }
+    badge.textContent = text;
     badge.title = runtime.detail;
     badge.dataset.state = runtime.state;
   }
