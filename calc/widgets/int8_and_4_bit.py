@@ -37,9 +37,9 @@ __all__ = ["REPLICAS", "kv_tokens", "formats", "published_accuracy", "kv_formats
 GPU = LESSON_REPLICA["gpu"]
 #: The replicas the formats table can describe: (model, tensor parallel, label).
 REPLICAS = {
-    "llama-3.1-70b": (LESSON_REPLICA["model"], LESSON_REPLICA["tp"], "Llama 3.1 70B on 4 × H100 (the running example)"),
+    "llama-3.1-70b": (LESSON_REPLICA["model"], LESSON_REPLICA["tp"], "70B on 4 × H100 (running example)"),
     "llama-3.1-8b": ("llama-3.1-8b", 1, "Llama 3.1 8B on 1 × H100"),
-    "mistral-7b": ("mistral-7b", 1, "Mistral 7B on 1 × H100 (the workshop's example)"),
+    "mistral-7b": ("mistral-7b", 1, "Mistral 7B on 1 × H100 (workshop)"),
 }
 REPLICA_CHOICES = tuple((key, label) for key, (_, _, label) in REPLICAS.items())
 #: The formats drawn against batch (int8 computes like fp8 on an H100, nf4 like int4).
@@ -79,8 +79,7 @@ def _accuracy_cell(row: dict) -> str:
     if row["weights"] in ("bf16", "fp16"):
         return "reference"
     if row["accuracy"]:
-        a = row["accuracy"][0]
-        return f"{a['delta_points']:+.2f} points ({a['quantized']:g} vs {a['base']:g})"
+        return f"{row['accuracy'][0]['delta_points']:+.2f} points"
     return f"study: {row['study_summary']}" if row["study_summary"] else "not published here"
 
 
@@ -114,15 +113,14 @@ def formats(
             fmt,
             f"{r['bits_per_weight']} / {format_number(r['effective_bits_per_weight'])}",
             _gb(r["weights_bytes_per_gpu"]),
-            _ms(r["decode_step_s"]),
-            f"{format_number(r['decode_speedup'])}x",
+            f"{_ms(r['decode_step_s'])} ({format_number(r['decode_speedup'])}x)",
             "does not fit" if t is None else f"{t:,}" + ("" if fmt == "bf16" or not base_tokens else
                                                            f" ({(t / base_tokens - 1) * 100:+.0f}%)"),
             _accuracy_cell(r),
         ])
     grid = table(
-        ["Format", "Bits per weight (payload / all in)", "Weights per GPU", "Decode step", "vs bf16",
-         "KV cache (tokens)", "Published accuracy, quantized − base"],
+        ["Format", "Bits: payload / all in", "Weights per GPU", "Decode step (vs bf16)", "KV cache, tokens",
+         "Accuracy vs bf16"],
         cells, caption=f"{label}: batch {batch:,} at {context_tokens:,} tokens of context",
     )
     xs = sorted(set(BATCH_POINTS) | {batch})
@@ -173,14 +171,14 @@ def published_accuracy(
 
     >>> rows = published_accuracy()["tables"]["cards"]["rows"]
     >>> rows[0][:5]
-    ['Llama 3.1 70B', 'fp8', '84.4', '84.29', '-0.11']
+    ['70B', 'fp8', '84.4', '84.29', '-0.11']
     """
     rows = accuracy_deltas(None if model == "all" else model)
     cards = table(
-        ["Model", "Weights", "bf16 base", "Quantized", "Change (points)", "Recovered", "Checkpoint"],
-        [[_MODEL_NAMES[r["model"]], r["weights"], f"{r['base']:g}", f"{r['quantized']:g}",
-          f"{r['delta_points']:+.2f}", f"{r['recovery'] * 100:.1f}%", _short_source(r["source"])] for r in rows],
-        caption=f"{rows[0]['metric']}, quantized and base on the same model card",
+        ["Model", "Weights", "bf16 base", "Quantized", "Change", "Checkpoint (Hugging Face)"],
+        [[_MODEL_NAMES[r["model"]].replace("Llama 3.1 ", ""), r["weights"], f"{r['base']:g}", f"{r['quantized']:g}",
+          f"{r['delta_points']:+.2f}", _short_source(r["source"])] for r in rows],
+        caption=f"{rows[0]['metric']} of Llama 3.1 Instruct, quantized and base on the same model card",
     )
     study = table(["Weights", "Finding"], [[fmt, text] for fmt, text in STUDY_SUMMARY.items()],
                   caption="Kurtic et al., arXiv 2411.02355 (500,000+ evaluations on Llama 3.1)")
@@ -220,9 +218,9 @@ def kv_formats(
     rows = {row["kv_dtype"]: row for row in kv_formats_table(r["model"], GPU, tp=r["tp"], weights=weights,
                                                               batch=batch, context_tokens=context_tokens)}
     tokens = {dtype: kv_tokens(r["model"], r["tp"], weights, dtype) for dtype in KV_DTYPES}
-    cells = [[dtype, f"{row['bytes_per_value']} B", f"{row['kv_bytes_per_token']:,} B",
-              f"{row['kv_bytes_per_token_per_gpu']:,} B", f"{tokens[dtype]:,}", _ms(row["decode_step_s"]),
-              f"{format_number(row['decode_speedup'])}x"] for dtype, row in rows.items()]
+    cells = [[f"{dtype} ({row['bytes_per_value']} B per value)", f"{row['kv_bytes_per_token']:,} B",
+              f"{row['kv_bytes_per_token_per_gpu']:,} B", f"{tokens[dtype]:,}",
+              f"{_ms(row['decode_step_s'])} ({format_number(row['decode_speedup'])}x)"] for dtype, row in rows.items()]
     fits = tokens["bf16"] // max(1, context_tokens)
     return view(
         outputs=[
@@ -242,8 +240,8 @@ def kv_formats(
                    tokens["fp8"] // max(1, context_tokens), "sequences",
                    text=f"{fits:,} → {tokens['fp8'] // max(1, context_tokens):,}"),
         ],
-        tables={"kv": table(["KV cache", "Per value", "Per token, replica", "Per token, each GPU", "Tokens that fit",
-                             "Decode step", "vs bf16"], cells,
+        tables={"kv": table(["KV cache", "Per token, replica", "Per token, each GPU", "Tokens that fit",
+                             "Decode step (vs bf16)"], cells,
                             caption=f"{get_model(r['model']).name}, {weights} weights, TP {r['tp']}: "
                                     f"batch {batch:,} at {context_tokens:,} tokens")},
     )

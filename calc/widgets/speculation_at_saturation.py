@@ -26,10 +26,10 @@ from calc.sim.scenario import Scenario
 from calc.speculative import EAGLE_LIKE, SpeculationConfig, break_even_batch, speedup_at_batch, speedup_curve
 from calc.units import format_number, round_sig
 from calc.widgets.charts import PALETTE, line_chart
-from calc.widgets.framework import FloatRange, IntRange, output, table, view, widget
-from calc.widgets.simulation import scenario_for
+from calc.widgets.framework import Choice, FloatRange, IntRange, output, stream, table, view, widget
+from calc.widgets.simulation import scenario_for, simulation_views
 
-__all__ = ["PUBLISHED_EAGLE", "REPLICAS", "coefficients", "break_even", "speedup_vs_batch", "saturation_summary",
+__all__ = ["PUBLISHED_EAGLE", "REPLICAS", "coefficients", "break_even", "speedup_vs_batch", "saturated", "saturation_summary",
            "facts", "SIM_PRESET"]
 
 #: Published speed-ups of EAGLE (the first version) on Llama 3.1 8B Instruct, one H100, SGLang, by batch size.
@@ -76,8 +76,7 @@ def break_even(model: str, config: SpeculationConfig = EAGLE_LIKE, context_token
 
 
 def _config(acceptance: float, k: int, draft_cost_ratio: float, verify_tokens: int) -> SpeculationConfig:
-    return SpeculationConfig(acceptance, k, draft_cost_ratio, source="chosen on the page",
-                             verify_tokens=max(verify_tokens, k + 1))
+    return SpeculationConfig(acceptance, k, draft_cost_ratio, source="chosen on the page", verify_tokens=verify_tokens)
 
 
 def _ms(seconds: float) -> str:
@@ -132,6 +131,7 @@ def speedup_vs_batch(
     layout = figure["layout"]
     layout["xaxis"]["dtick"] = 1
     layout["yaxis"]["rangemode"] = "tozero"
+    layout["height"] = 460
     layout["shapes"] = [{"type": "line", "x0": below, "x1": below, "yref": "paper", "y0": 0, "y1": 1,
                          "line": {"dash": "dash", "width": 1, "color": PALETTE[5]}}]
     # On a log axis an annotation's x is log10 of the value.
@@ -142,9 +142,10 @@ def speedup_vs_batch(
     b70 = speedup_at_batch(coefficients(REPLICAS[1][0]), batch=batch, context_tokens=context_tokens, config=config)
     rows = []
     for label, b in ((REPLICAS[0][2], b8), (REPLICAS[1][2], b70)):
-        rows.append([label.split(" (")[0], _ms(b["plain_step_s"]), _ms(b["verify_step_s"]), _ms(b["draft_steps_s"]),
-                     format_number(b["tokens_per_verify_step"]), f"{format_number(b['plain_tokens_per_s'])}",
-                     f"{format_number(b['speculative_tokens_per_s'])}", f"{format_number(b['speedup'])}x"])
+        rows.append([label.split(" (")[0].replace("Llama 3.1 ", ""), _ms(b["plain_step_s"]), _ms(b["verify_step_s"]),
+                     _ms(b["draft_steps_s"]),
+                     f"{format_number(b['plain_tokens_per_s'])} → {format_number(b['speculative_tokens_per_s'])}",
+                     f"{format_number(b['speedup'])}x"])
     at2 = speedup_at_batch(coefficients(REPLICAS[0][0]), batch=2, context_tokens=context_tokens, config=config)
     at64 = speedup_at_batch(coefficients(REPLICAS[0][0]), batch=64, context_tokens=context_tokens, config=config)
 
@@ -167,10 +168,28 @@ def speedup_vs_batch(
         ],
         figures={"vs_batch": figure},
         tables={"cycle": table(
-            ["Replica", "Plain step", "Verify step", f"{k} draft steps", "Tokens per verify", "Tokens/s without",
-             "Tokens/s with", "Speed-up"], rows,
+            ["Replica", "Plain step", "Verify step", f"{k} draft steps", "Tokens/s, without → with", "Speed-up"], rows,
             caption=f"One speculation cycle at batch {batch:,}, {context_tokens:,} tokens of context")},
     )
+
+
+SPECULATION_CHOICES = (("eagle-like", "on: EAGLE-like drafter"), ("off", "off"))
+SIM_RATE_PER_S = float(presets.load_data(SIM_PRESET)["workload"]["rate_per_s"])
+
+
+@stream(budget_s=4.0)
+def saturated(
+    speculation: Annotated[str, Choice(SPECULATION_CHOICES, label="Speculative decoding")] = "eagle-like",
+    rate_per_s: Annotated[float, FloatRange(0.5, 100, 0.5, "requests/s", label="Arrival rate")] = SIM_RATE_PER_S,
+    frame_interval_s: Annotated[float, FloatRange(0.5, 120, 0.5, "s", label="Simulated seconds per frame")] = 5.0,
+):
+    """Llama 3.1 8B on one H100 flooded with requests, live, with speculative decoding on or off.
+
+    The scenario is the preset ``step10-speculation-at-saturation`` (:mod:`calc.sim.presets`)
+    at ``rate_per_s``, with its EAGLE-like drafter or none.
+    """
+    yield from simulation_views(scenario_for(SIM_PRESET, rate_per_s=rate_per_s, speculation=speculation),
+                                frame_interval_s)
 
 
 @functools.lru_cache(maxsize=8)
@@ -196,7 +215,7 @@ def facts() -> dict[str, str]:
     c8 = coefficients(REPLICAS[0][0])
     at = {b: speedup_at_batch(c8, batch=b, context_tokens=CONTEXT_TOKENS) for b in (1, 2, 64, 256)}
     on, off = saturation_summary("eagle-like"), saturation_summary("off")
-    rate = presets.load_data(SIM_PRESET)["workload"]["rate_per_s"]
+    rate = SIM_RATE_PER_S
     low_rate = 5.0
     low_on, low_off = saturation_summary("eagle-like", rate_per_s=low_rate), saturation_summary("off", rate_per_s=low_rate)
     lesson_rate = presets.load_data(LESSON_PRESET)["workload"]["rate_per_s"]
@@ -245,7 +264,7 @@ def facts() -> dict[str, str]:
         "low_rate": format_number(low_rate),
         "low_itl_on": f"{format_number(low_on['itl_p50_s'] * 1000)} ms",
         "low_itl_off": f"{format_number(low_off['itl_p50_s'] * 1000)} ms",
-        "low_batch_off": format_number(low_off["running_mean"]),
+        "low_batch_off": format_number(low_off["running_mean"], 2),
         "lesson_rate": format_number(lesson_rate),
         "lesson_ttft_p99_on": f"{format_number(l_on['ttft_p99_s'])} s",
         "lesson_ttft_p99_off": f"{format_number(l_off['ttft_p99_s'])} s",
