@@ -17,7 +17,7 @@ from calc.catalog import get_gpu
 from calc.widgets import framework
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-SITE = os.path.join(ROOT, "site")
+SITE = os.environ.get("CALC_SITE_DIR", os.path.join(ROOT, "site"))  # the built site; another folder for a private build
 READY_TIMEOUT_MS = 90_000
 PAGES = ("primer", "gb-vs-gib", "glossary", "references", "credits")
 
