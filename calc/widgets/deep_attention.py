@@ -23,9 +23,9 @@ from __future__ import annotations
 import math
 from typing import Annotated
 
-from calc.catalog import GPUS, MODELS, get_model
+from calc.catalog import GPUS, MODELS, get_gpu, get_model
 from calc.context import prefill_flops, unfused_attention_scores_bytes
-from calc.errors import check_range
+from calc.errors import CalcError, check_range
 from calc.memory import KV_DTYPE_BYTES, KV_DTYPES, check_tp, kv_bytes_per_token_by_attention, kv_capacity
 from calc.units import format_bytes, format_number
 from calc.widgets.charts import bar_chart, line_chart
@@ -66,6 +66,7 @@ def kv_by_kind(model, gpu, *, tp: int = 1, kv_dtype: str = "bf16", context_token
     and GQA split their KV heads over ``tp`` (at least one each); MQA's single
     head and MLA's latent are replicated on every GPU. The weights of the K/V
     projections, which also differ between kinds, are left as they are.
+    ``requests`` is None when the weights alone do not fit on ``tp`` GPUs.
     Source: :func:`calc.memory.kv_bytes_per_token_by_attention` (MLA at
     DeepSeek-V2/V3's proportions for a non-MLA model), the TP rules of
     :func:`calc.memory.kv_heads_per_gpu`.
@@ -78,7 +79,12 @@ def kv_by_kind(model, gpu, *, tp: int = 1, kv_dtype: str = "bf16", context_token
     tp = check_tp(model, tp)
     context_tokens = check_range("context_tokens", context_tokens, 1, 100_000_000, integer=True)
     totals = kv_bytes_per_token_by_attention(model, kv_dtype)
-    room = kv_capacity(model, gpu, tp=tp, kv_dtype=kv_dtype).kv_cache_bytes  # per GPU
+    try:
+        room = kv_capacity(model, gpu, tp=tp, kv_dtype=kv_dtype).kv_cache_bytes  # per GPU
+    except CalcError as error:
+        if "does not fit" not in str(error):
+            raise
+        room = None  # the weights alone exceed the GPUs: no request fits, whatever the layout
     b = KV_DTYPE_BYTES[kv_dtype]
     out = {}
     for kind in KINDS:
@@ -89,7 +95,7 @@ def kv_by_kind(model, gpu, *, tp: int = 1, kv_dtype: str = "bf16", context_token
             per_gpu = model.layers * 2 * _heads_per_gpu(model, kind, tp) * head_dim * b
         out[kind] = {"kv_bytes_per_token": totals[kind], "kv_bytes_per_token_per_gpu": per_gpu,
                      "kv_bytes_per_request": totals[kind] * context_tokens,
-                     "requests": int(room // (per_gpu * context_tokens))}
+                     "requests": None if room is None else int(room // (per_gpu * context_tokens))}
     return out
 
 
@@ -141,21 +147,23 @@ def kv_per_kind(
         f"{m.name}: KV bytes per token", labels, "KiB per token",
         {"KV per token": [r["kv_bytes_per_token"] / 1024 for r in rows.values()]},
         summary="; ".join(f"{KINDS[k]}: {format_bytes(r['kv_bytes_per_token'], binary=True)}" for k, r in rows.items()) + ".")
+    count = lambda r: "none (the weights do not fit)" if r["requests"] is None else f"{r['requests']:,}"  # noqa: E731
     fits = bar_chart(
-        f"Requests of {context_tokens:,} tokens that fit", labels, "requests",
-        {"requests": [r["requests"] for r in rows.values()]},
-        summary="; ".join(f"{KINDS[k]}: {r['requests']:,}" for k, r in rows.items()) + ".")
+        f"Requests of {context_tokens:,} tokens that fit on {tp} × {get_gpu(gpu).name}", labels, "requests",
+        {"requests": [r["requests"] or 0 for r in rows.values()]},
+        summary="; ".join(f"{KINDS[k]}: {count(r)}" for k, r in rows.items()) + ".")
     shape = (f"latent {m.kv_lora_rank} + RoPE key {m.qk_rope_head_dim}" if m.attention == "mla"
              else f"{m.attention_heads} query heads, {m.kv_heads} KV heads, head dim {m.head_dim}")
     return view(
         outputs=[output(f"{k}_bytes", f"{KINDS[k]} per token", r["kv_bytes_per_token"], "B",
-                        text=f"{r['kv_bytes_per_token']:,} B · {r['requests']:,} requests")
+                        text=f"{r['kv_bytes_per_token']:,} B · {count(r)} requests" if r["requests"] is not None
+                        else f"{r['kv_bytes_per_token']:,} B · the weights do not fit")
                  for k, r in rows.items()] + [output("shape", "Shape", shape)],
         figures={"per_token": per_token, "fits": fits},
         tables={"kinds": table(
             ["kind", "KV per token", "per GPU", f"one {context_tokens:,}-token request", "requests that fit"],
             [[KINDS[k], f"{r['kv_bytes_per_token']:,} B", f"{r['kv_bytes_per_token_per_gpu']:,} B",
-              format_bytes(r["kv_bytes_per_request"]), f"{r['requests']:,}"] for k, r in rows.items()])},
+              format_bytes(r["kv_bytes_per_request"]), count(r)] for k, r in rows.items()])},
     )
 
 

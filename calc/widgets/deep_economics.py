@@ -279,7 +279,7 @@ def search_claim(
     bill = search_bill(q["usd_per_query"], queries_per_year_t * 1e12)
     inputs = search_claim_inputs()
     cents = q["usd_per_query"] * 100
-    chart = bar_chart("Yearly cost of an LLM answer on every search", ["the claim", "this calculation"], "USD billions",
+    chart = bar_chart("Yearly bill of LLM answers", ["the claim", "this calculation"], "USD billions",
                       {"cost": [SEARCH["claim_usd"] / 1e9, bill / 1e9]},
                       summary=f"The claim: ${SEARCH['claim_usd'] / 1e9:g}B a year; this calculation: "
                               f"${format_number(bill / 1e9)}B.")
