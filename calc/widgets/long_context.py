@@ -97,6 +97,7 @@ def context_growth(
     )
     flops["layout"]["yaxis"]["tickformat"] = ".0%"
     flops["layout"]["xaxis"]["title"] = {"text": "context (tokens)"}
+    _legend_below(flops, height=400)
     return view(
         outputs=[
             output("kv_bytes", "KV cache of the request", cost["kv_bytes"], "B",
@@ -145,8 +146,8 @@ def long_vs_short(
     )
     for trace, colour in zip(figure["data"], (PALETTE[5], PALETTE[0], "#bdbdbd")):
         trace["marker"]["color"] = colour
-    figure["layout"]["height"] = 260
-    figure["layout"]["margin"]["l"] = 20
+    _legend_below(figure, height=300)
+    figure["layout"]["yaxis"]["autorange"] = "reversed"  # the bars top to bottom in the order named
     return view(
         outputs=[
             output("conversations", "Conversations one long request displaces", r["conversations"], "",
@@ -162,6 +163,13 @@ def long_vs_short(
         ],
         figures={"cache": figure},
     )
+
+
+def _legend_below(figure: dict, *, height: int) -> None:
+    """Put a bar chart's legend under its axis title (bar_chart's default sits on it), left-aligned."""
+    figure["layout"]["legend"] = {"orientation": "h", "x": 0, "xanchor": "left", "y": -0.22, "yanchor": "top"}
+    figure["layout"]["margin"].update(l=20, b=110)
+    figure["layout"]["height"] = height
 
 
 def _scores_per_gpu(n: int) -> dict:

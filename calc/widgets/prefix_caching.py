@@ -31,7 +31,7 @@ from calc.widgets.framework import Choice, FloatRange, IntRange, output, stream,
 from calc.widgets.simulation import scenario_for, simulation_views
 from calc.widgets.system_prompt import (
     ANSWER_TOKENS, BLOCK_TOKENS, MAX_SYSTEM_PROMPT_TOKENS, QUESTION_TOKENS, RATE_PER_S, SYSTEM_PROMPT_TOKENS,
-    prefill_time_s, replica_ceiling,
+    prefill_time_s, replica_ceiling, with_hit_rate,
 )
 from calc.widgets.system_prompt import PRESET as BEFORE_PRESET
 from calc.widgets.system_prompt import scenario as before_scenario
@@ -55,6 +55,9 @@ LAYOUTS = (
 _SHORT = {"stable-first": "system prompt → question", "variable-first": "question → system prompt",
           "timestamp-first": "timestamp → system prompt → question",
           "timestamp-after": "system prompt → timestamp → question"}
+#: Chart labels broken over two lines, so that the bars keep their width on a phone.
+_LABEL = {key: text.replace(" → ", " →<br>", 1) if key.startswith("timestamp") else text.replace(" → ", "<br>→ ")
+          for key, text in _SHORT.items()}
 _LAYOUT_KEYS = tuple(key for key, _ in LAYOUTS)
 BLOCK_CHOICES = tuple((str(n), f"{n} (vLLM's default)" if n == BLOCK_TOKENS else str(n)) for n in (8, 16, 32, 64, 128))
 
@@ -135,22 +138,23 @@ def prompt_layout(
     categories, cached, computed = [], [], []
     for key, _ in LAYOUTS:
         r = layout_hit(key, system_prompt_tokens, question_tokens, timestamp_tokens, block_size_tokens)
-        categories.append(("▶ " if key == layout else "") + _SHORT[key])
+        categories.append(("▶ " if key == layout else "") + _LABEL[key])
         cached.append(r["hit_tokens"])
         computed.append(r["computed_tokens"])
     figure = bar_chart(
-        "Tokens of one warm request: from the cache or prefilled", categories, "tokens",
+        "One warm request: cached or prefilled", categories, "tokens",
         {"served from the prefix cache": cached, "prefilled": computed}, horizontal=True,
-        summary="; ".join(f"{c.lstrip('▶ ')}: {h:,} tokens from the cache, {n:,} prefilled"
-                          for c, h, n in zip(categories, cached, computed)) + ".",
+        summary="; ".join(f"{_SHORT[key]}: {h:,} tokens from the cache, {n:,} prefilled"
+                          for (key, _), h, n in zip(LAYOUTS, cached, computed)) + ".",
     )
     figure["data"][0]["marker"]["color"] = PALETTE[2]
     figure["data"][1]["marker"]["color"] = PALETTE[5]
     figure["layout"]["yaxis"]["autorange"] = "reversed"
-    figure["layout"]["height"] = 320
-    figure["layout"]["margin"]["l"] = 20
-    rows = [[i + 1, part["name"], "same in every request" if part["kind"] == "stable" else "differs per request",
-             f"{part['tokens']:,}", f"{part['hit_tokens']:,}"] for i, part in enumerate(chosen["parts"])]
+    figure["layout"]["legend"] = {"orientation": "h", "x": 0, "xanchor": "left", "y": -0.22, "yanchor": "top"}
+    figure["layout"]["margin"].update(l=20, b=110)
+    figure["layout"]["height"] = 380
+    rows = [[part["name"], "same in every request" if part["kind"] == "stable" else "differs per request",
+             f"{part['tokens']:,}", f"{part['hit_tokens']:,}"] for part in chosen["parts"]]
     return view(
         outputs=[
             output("prompt_tokens", "Prompt", prompt, "tokens", text=f"{prompt:,} tokens"),
@@ -165,7 +169,7 @@ def prompt_layout(
                    text=f"{(without - with_cache) / without * 100:.1f}% ({without - with_cache:,} of {without:,} tokens)"),
         ],
         figures={"layouts": figure},
-        tables={"parts": table(["#", "Part", "Kind", "Tokens", "From the cache"], rows,
+        tables={"parts": table(["Part (in order)", "Kind", "Tokens", "From the cache"], rows,
                                caption=f"The prompt in order: {_SHORT[layout]}")},
     )
 
@@ -275,9 +279,9 @@ def replica(
     frame_interval_s: Annotated[float, FloatRange(0.5, 120, 0.5, "s", label="Simulated seconds per frame")] = 5.0,
 ):
     """Step 11's traffic with prefix caching, live; change the layout and watch the hit rate go."""
-    yield from simulation_views(scenario(layout=layout, prefix_caching=prefix_caching,
-                                         system_prompt_tokens=system_prompt_tokens, rate_per_s=rate_per_s),
-                                frame_interval_s)
+    yield from with_hit_rate(simulation_views(scenario(layout=layout, prefix_caching=prefix_caching,
+                                                       system_prompt_tokens=system_prompt_tokens,
+                                                       rate_per_s=rate_per_s), frame_interval_s))
 
 
 def facts() -> dict[str, str]:

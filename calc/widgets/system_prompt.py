@@ -35,7 +35,7 @@ from calc.widgets.framework import Choice, FloatRange, IntRange, output, stream,
 from calc.widgets.simulation import scenario_for, simulation_views
 
 __all__ = ["PRESET", "SYSTEM_PROMPT_TOKENS", "QUESTION_TOKENS", "ANSWER_TOKENS", "RATE_PER_S", "coefficients",
-           "prefill_time_s", "replica_ceiling", "prefill_load", "replica", "scenario", "facts"]
+           "prefill_time_s", "replica_ceiling", "prefill_load", "replica", "scenario", "with_hit_rate", "facts"]
 
 #: The simulator's scenario of this step; its numbers are the page's defaults.
 PRESET = "step11-system-prompt"
@@ -162,6 +162,11 @@ def _check_fits(system_prompt_tokens: int, question_tokens: int) -> None:
             f"max_model_len of {limit:,}; got {system_prompt_tokens:,} + {question_tokens:,}", "system_prompt_tokens")
 
 
+def _batch_text(ceiling: dict) -> str:
+    why = "the KV cache is full" if ceiling["limited_by"] == "kv_cache" else "vLLM's max_num_seqs"
+    return f"{ceiling['batch']} ({why})"
+
+
 @widget
 def prefill_load(
     system_prompt_tokens: Annotated[int, IntRange(0, MAX_SYSTEM_PROMPT_TOKENS, 100, "tokens",
@@ -185,11 +190,9 @@ def prefill_load(
     per_million_usd = repeated_gpu_hours * 1e6 * gpu.price_usd_per_hour
     ceiling_rps = ceiling["requests_per_s"]
     if rate_per_s > ceiling_rps:
-        verdict = (f"Over capacity: requests arrive at {format_number(rate_per_s)}/s and the replica finishes at most "
-                   f"{format_number(ceiling_rps)}/s. The queue grows for as long as the traffic lasts.")
+        verdict = f"Over capacity: {format_number(rate_per_s)}/s arrive, at most {format_number(ceiling_rps)}/s served"
     else:
-        verdict = (f"Keeps up: {format_number(rate_per_s)} requests/s against a ceiling of "
-                   f"{format_number(ceiling_rps)}/s ({rate_per_s / ceiling_rps * 100:.0f}% of it).")
+        verdict = f"Keeps up: {rate_per_s / ceiling_rps * 100:.0f}% of the ceiling"
 
     xs = list(range(0, MAX_SYSTEM_PROMPT_TOKENS + 1, CHART_STEP_TOKENS))
     every = [replica_ceiling(x, question_tokens=question_tokens)["requests_per_s"] for x in xs]
@@ -204,12 +207,12 @@ def prefill_load(
                  f"{format_number(once[-1])}/s when it is cached. Arrival rate {format_number(rate_per_s)}/s."),
     )
     figure["data"][2]["line"].update(dash="dash", color="#999999")
+    figure["layout"]["yaxis"]["rangemode"] = "tozero"
     rows = [
         ["Prompt prefilled per request", f"{prompt:,} tokens", f"{question_tokens:,} tokens"],
         ["Prefill on an idle replica", f"{full_s * 1000:,.0f} ms", f"{question_s * 1000:,.0f} ms"],
         ["Requests/s the replica sustains", format_number(ceiling_rps), format_number(bare["requests_per_s"])],
-        ["Running batch at saturation", f"{ceiling['batch']} ({ceiling['limited_by'].replace('_', ' ')})",
-         f"{bare['batch']} ({bare['limited_by'].replace('_', ' ')})"],
+        ["Running batch at saturation", _batch_text(ceiling), _batch_text(bare)],
     ]
     return view(
         outputs=[
@@ -256,8 +259,27 @@ def replica(
     frame_interval_s: Annotated[float, FloatRange(0.5, 120, 0.5, "s", label="Simulated seconds per frame")] = 5.0,
 ):
     """The assistant's replica, live, with every prompt carrying the same system prompt."""
-    yield from simulation_views(scenario(system_prompt_tokens=system_prompt_tokens, rate_per_s=rate_per_s,
-                                         prefix_caching=prefix_caching), frame_interval_s)
+    yield from with_hit_rate(simulation_views(scenario(system_prompt_tokens=system_prompt_tokens,
+                                                       rate_per_s=rate_per_s, prefix_caching=prefix_caching),
+                                              frame_interval_s))
+
+
+def with_hit_rate(views):
+    """The simulation's views with a prefix-cache hit rate in every frame ("cache off" when there is none).
+
+    The metrics panel lists the hit rate only when the cache is on, and the page
+    keeps the outputs it was built with: a page built with the cache off would
+    never show the rate, one built with it on would keep a stale rate after the
+    reader turns it off. Source: :func:`calc.widgets.simulation.metrics`.
+
+    >>> frame = next(with_hit_rate(iter([{"outputs": {}}])))
+    >>> frame["outputs"]["prefix_cache_hit_rate"]["text"]
+    'cache off'
+    """
+    for frame in views:
+        frame["outputs"].setdefault("prefix_cache_hit_rate", output("prefix_cache_hit_rate", "Prefix cache hit rate",
+                                                                    0, "", text="cache off"))
+        yield frame
 
 
 def facts() -> dict[str, str]:

@@ -48,8 +48,9 @@ def test_prompt_layout_defaults():
     figure = view["figures"]["layouts"]
     assert figure["data"][0]["x"] == [2_496, 0, 0, 2_496]
     assert figure["data"][1]["x"] == [1_028, 3_524, 3_540, 1_044]
-    assert figure["data"][0]["y"][0].startswith("▶")
-    assert view["tables"]["parts"]["rows"][0] == ["1", "System prompt", "same in every request", "2,500", "2,496"]
+    assert figure["data"][0]["y"][0] == "▶ system prompt<br>→ question"
+    assert figure["data"][0]["y"][2] == "timestamp →<br>system prompt → question"
+    assert view["tables"]["parts"]["rows"][0] == ["System prompt", "same in every request", "2,500", "2,496"]
 
 
 def test_prompt_layout_block_size_and_layout_choice():
@@ -89,6 +90,10 @@ def test_stream_defaults_match_the_preset():
     summary = presets.run("step12-prefix-caching").summary
     assert final["outputs"]["ttft_p99_s"]["value"] == summary["ttft_p99_s"]
     assert final["outputs"]["prefix_cache_hit_rate"]["text"] == "71%"
+    entry, bound = framework.bind("prefix_caching.replica", {"frame_interval_s": 30, "prefix_caching": "off"})
+    final = framework.collect_stream(framework.check_view(v) for v in entry.function(**bound))
+    assert final["outputs"]["prefix_cache_hit_rate"]["text"] == "cache off"
+    assert final["outputs"]["ttft_p99_s"]["value"] == presets.run("step11-system-prompt").summary["ttft_p99_s"]
 
 
 def test_bad_input_names_the_field():

@@ -69,7 +69,7 @@ def test_widget_defaults():
     assert out["prefill_share"]["value"] == pytest.approx(4 * step.prefill_time_s(3_524))
     assert out["prefill_share"]["text"] == "113% at 4 requests/s"
     assert out["ceiling_per_s"]["text"] == "3.05 requests/s (cached: 7.61)"
-    assert out["verdict"]["text"].startswith("Over capacity")
+    assert out["verdict"]["text"] == "Over capacity: 4/s arrive, at most 3.05/s served"
     assert out["repeated_usd_per_million"]["text"] == "$846 (224 GPU-hours at $3.78)"
     figure = view["figures"]["ceiling"]
     assert [t["name"] for t in figure["data"]] == ["prefilled in every request", "cached once (step 12)", "arrival rate"]
@@ -79,7 +79,7 @@ def test_widget_defaults():
 
 def test_widget_keeps_up_at_a_low_rate():
     out = framework.call(LOAD, {"rate_per_s": "2"})["outputs"]
-    assert out["verdict"]["text"].startswith("Keeps up")
+    assert out["verdict"]["text"] == "Keeps up: 66% of the ceiling"
     assert out["prefill_share"]["text"] == "57% at 2 requests/s"
 
 
@@ -106,7 +106,10 @@ def test_scenario_and_stream_match_the_preset():
     summary = presets.run("step11-system-prompt").summary
     assert final["outputs"]["ttft_p99_s"]["value"] == summary["ttft_p99_s"]
     assert final["outputs"]["requests_completed"]["value"] == 400
-    assert "prefix_cache_hit_rate" not in final["outputs"]
+    assert final["outputs"]["prefix_cache_hit_rate"]["text"] == "cache off"
+    entry, bound = framework.bind("system_prompt.replica", {"frame_interval_s": 30, "prefix_caching": "on"})
+    final = framework.collect_stream(framework.check_view(v) for v in entry.function(**bound))
+    assert final["outputs"]["prefix_cache_hit_rate"]["text"] == "71%"
 
 
 def test_facts():
