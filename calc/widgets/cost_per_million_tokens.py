@@ -171,20 +171,20 @@ def kv_batch_limit(*, model: str = LESSON_REPLICA["model"], gpu: str = LESSON_RE
 
 
 def price_note(gpu: str, usd_per_gpu_hour: float) -> str:
-    """Where the price comes from: the catalog's dated listing, or the reader's own figure.
+    """Where a price per GPU-hour comes from: the catalog's dated listing, or the reader's own figure.
 
     >>> price_note("h100-sxm-80gb", 3.78)
-    'H100 SXM 80GB: $3.78 per GPU-hour, Lambda on-demand, listed 2026-05-07. Prices move: enter yours.'
-    >>> price_note("l4", 0.8)
-    'L4 24GB: $0.80 per GPU-hour as entered (the catalog has no dated public price for it).'
+    'Lambda on-demand, listed 2026-05-07'
+    >>> price_note("h100-sxm-80gb", 2.5), price_note("l4", 0.8)
+    ('as entered', 'as entered (no public price in the catalog)')
     """
     g = get_gpu(gpu)
-    if g.price_usd_per_hour is not None and math.isclose(usd_per_gpu_hour, g.price_usd_per_hour):
+    if g.price_usd_per_hour is None:
+        return "as entered (no public price in the catalog)"
+    if math.isclose(usd_per_gpu_hour, g.price_usd_per_hour):
         seller = g.price_source.split(" per GPU-hour")[0].replace(" H100 SXM", "")
-        return (f"{g.name}: ${g.price_usd_per_hour:.2f} per GPU-hour, {seller}, listed {g.price_date}. "
-                f"Prices move: enter yours.")
-    return (f"{g.name}: ${usd_per_gpu_hour:.2f} per GPU-hour as entered"
-            + ("" if g.price_usd_per_hour is not None else " (the catalog has no dated public price for it)") + ".")
+        return f"{seller}, listed {g.price_date}"
+    return "as entered"
 
 
 # --- the widget ---------------------------------------------------------------------------------
@@ -225,37 +225,41 @@ def cost_by_batch(
                         f"got {prompt_tokens + answer_tokens:,}", "prompt_tokens")
     context = prompt_tokens + answer_tokens // 2
     top = min(MAX_BATCH, max(kv_limit, batch))
-    batches = sorted({b for b in _POWERS if b <= top} | {10, kv_limit, batch, top} - {0})
-    batches = [b for b in batches if b <= top]
     if include_prefill:
-        rows = prefill_rows(model=model, gpu=gpu, tp=tp, weights=weights, usd_per_gpu_hour=usd_per_gpu_hour,
-                            prompt_tokens=prompt_tokens, answer_tokens=answer_tokens, batches=batches)
         compute_from = _first_compute_bound_prefill(coef, prompt_tokens, answer_tokens, top)
         limit = _prefill_limit(coef, prompt_tokens, answer_tokens)
         what = "with prefill"
     else:
-        rows = cost_vs_batch(coef, usd_per_hour=usd_hour, context_tokens=context, batches=batches)
         compute_from = first_compute_bound_batch(coef, context_tokens=context, max_batch=top)
         limit = batching_limit(coef, context_tokens=context, efficiency_floor=EFFICIENCY_FLOOR, max_batch=MAX_BATCH)
         what = "decode only"
+    marks = {10, kv_limit, batch, top, limit, compute_from or top}
+    batches = sorted(b for b in set(_POWERS) | marks if 1 <= b <= top)
+    if include_prefill:
+        rows = prefill_rows(model=model, gpu=gpu, tp=tp, weights=weights, usd_per_gpu_hour=usd_per_gpu_hour,
+                            prompt_tokens=prompt_tokens, answer_tokens=answer_tokens, batches=batches)
+    else:
+        rows = cost_vs_batch(coef, usd_per_hour=usd_hour, context_tokens=context, batches=batches)
     by_batch = {r["batch"]: r for r in rows}
     one, ten, yours = by_batch[1], by_batch[10], by_batch[batch]
     floor = by_batch[kv_limit] if kv_limit <= top else rows[-1]
     ideal = [one["usd_per_million_tokens"] / b for b in batches]
     fits = [b for b in batches if b <= kv_limit]
     figure = line_chart(
-        f"Cost per million output tokens, {get_model(model).name} on {tp} × {get_gpu(gpu).name} ({what})",
-        "batch (sequences decoding together, log scale)", "USD per million output tokens (log scale)", {
+        f"Cost per million output tokens ({what})",
+        "batch (sequences decoding together, log scale)", "USD per million tokens", {
             "calc's roofline": (fits, [by_batch[b]["usd_per_million_tokens"] for b in fits]),
             "if batching were free (cost at batch 1 / batch)": (batches, ideal),
         }, log_x=True, log_y=True, markers=True,
-        summary=(f"{_usd(one['usd_per_million_tokens'])} per million tokens at batch 1, "
+        summary=(f"{get_model(model).name} on {tp} × {get_gpu(gpu).name}, {what}: "
+                 f"{_usd(one['usd_per_million_tokens'])} per million tokens at batch 1, "
                  f"{_usd(ten['usd_per_million_tokens'])} at batch 10 "
                  f"({format_number(one['usd_per_million_tokens'] / ten['usd_per_million_tokens'], 3)} times cheaper), "
                  f"{_usd(floor['usd_per_million_tokens'])} at batch {floor['batch']:,}; batching stays within "
                  f"{format_number(EFFICIENCY_FLOOR * 100)}% of free up to batch {limit:,}."),
     )
     figure["data"][1]["line"].update(dash="dash", width=1.5)
+    figure["layout"]["legend"]["y"] = -0.38  # clear of the axis title
     figure["data"][1]["mode"] = "lines"
     figure["data"].append({"type": "scatter", "mode": "markers", "name": f"your batch ({batch:,})", "x": [batch],
                            "y": [yours["usd_per_million_tokens"]], "marker": {"color": PALETTE[5], "size": 12}})
@@ -263,7 +267,8 @@ def cost_by_batch(
     outputs = [
         output("replica_usd_per_hour", "The replica costs", usd_hour, "USD/h",
                text=f"{_usd(usd_hour)} per hour ({tp} × {_usd(usd_per_gpu_hour)})"),
-        output("price_note", "Price", usd_per_gpu_hour, "USD", text=price_note(gpu, usd_per_gpu_hour)),
+        output("price_note", "Price per GPU-hour", usd_per_gpu_hour, "USD",
+               text=f"{_usd(usd_per_gpu_hour)}, {price_note(gpu, usd_per_gpu_hour)}"),
         output("itl_s", f"Step time at batch {batch:,}", yours["step_s"], "s",
                text=f"{_ms(yours['step_s'])} ({bound})"),
         output("tokens_per_s", f"Output tokens/s at batch {batch:,}", yours["tokens_per_s"], "tokens/s",
@@ -283,8 +288,7 @@ def cost_by_batch(
         output("floor_usd", f"Cost at batch {floor['batch']:,}", floor["usd_per_million_tokens"], "USD",
                text=f"{_usd(floor['usd_per_million_tokens'])} per million output tokens"),
     ]
-    shown = [b for b in batches if b in (1, 2, 4, 10, 16, 32, 64, 128, 256, 1024, 4096, kv_limit, batch, limit)
-             and b <= top]
+    shown = [b for b in batches if b in {1, 2, 4, 16, 32, 64, 128, 256, 1024, 4096} | marks]
     rows_table = table(
         ["batch", "step (ITL)", "output tokens/s", "USD per million", "bound"],
         [[f"{b:,}", _ms(by_batch[b]["step_s"]), format_number(by_batch[b]["tokens_per_s"]),
@@ -296,10 +300,15 @@ def cost_by_batch(
 
 # --- facts --------------------------------------------------------------------------------------
 
+def _no_math_dollars(facts: dict[str, str]) -> dict[str, str]:
+    """Dollar signs as the HTML entity: two "$" in one paragraph would otherwise read as inline math (KaTeX)."""
+    return {key: value.replace("$", "&#36;") for key, value in facts.items()}
+
+
 def facts() -> dict[str, str]:
     """Numbers quoted in the step's prose, computed from calc.
 
-    >>> f = facts()
+    >>> f = {key: value.replace("&#36;", "$") for key, value in facts().items()}
     >>> f["usd_1"], f["usd_10"], f["discount"], f["limit"], f["kv_limit"]
     ('$64.24', '$6.60', '9.74', '38', '311')
     """
@@ -314,11 +323,11 @@ def facts() -> dict[str, str]:
     p = {r["batch"]: r for r in prefill_rows(batches=(1, 10, kv_limit))}
     p_compute = _first_compute_bound_prefill(coef, PROMPT_TOKENS, ANSWER_TOKENS)
     fp8 = {r["batch"]: r for r in decode_rows(weights="fp8", batches=(1, 10))}
-    return {
+    return _no_math_dollars({
         "gpu": _GPU.name,
         "price": f"${price:.2f}",
         "price_date": _GPU.price_date,
-        "price_seller": price_note(_GPU.key, price).split(", ")[1],
+        "price_seller": price_note(_GPU.key, price).split(", listed")[0],
         "gpus": str(LESSON_REPLICA["tp"]),
         "price_others": " and ".join(f"{seller} ${usd:.2f}" for seller, usd in H100_LISTINGS[1:]),
         "prompt_per_answer": format_number(PROMPT_TOKENS / ANSWER_TOKENS),
@@ -351,4 +360,4 @@ def facts() -> dict[str, str]:
                                              / d[kv_limit]["usd_per_million_tokens"], 2),
         "fp8_usd_1": _usd(fp8[1]["usd_per_million_tokens"]),
         "fp8_usd_10": _usd(fp8[10]["usd_per_million_tokens"]),
-    }
+    })

@@ -37,7 +37,7 @@ from calc.widgets.framework import REGISTRY, Choice, FloatRange, IntRange, outpu
 from calc.widgets.scaling_on_gpu_util import fleet_scenario, fleet_views, preset_summary
 from calc.widgets.scaling_on_gpu_util import replica_capacity_rps as _capacity_rps
 
-__all__ = ["lesson_delay_s", "scale_up_delay", "warm_headroom_view", "queue_autoscaler", "autoscaler_label",
+__all__ = ["autoscaler_choice", "lesson_delay_s", "scale_up_delay", "warm_headroom_view", "queue_autoscaler", "autoscaler_label",
            "variant_summary", "facts", "SCENARIOS"]
 
 QUEUE, KV, HEADROOM, GPU_UTIL = ("step15-scale-on-queue", "step15-scale-on-kv", "step15-warm-headroom",
@@ -55,6 +55,18 @@ _GPU = get_gpu(LESSON_REPLICA["gpu"])
 
 def _config(name: str) -> AutoscalerConfig:
     return AutoscalerConfig.from_dict(presets.load_data(name)["fleet"]["autoscaler"])
+
+
+def autoscaler_choice(name: str) -> str:
+    """A short name of a fleet preset's autoscaler, for the simulation's menu.
+
+    >>> autoscaler_choice("step15-warm-headroom")
+    'queue depth, at least 2 warm'
+    """
+    cfg = _config(name)
+    if cfg.signal == "queue_depth":
+        return "queue depth" + (f", at least {cfg.min_replicas} warm" if cfg.min_replicas > 1 else "")
+    return "KV cache use" if cfg.signal == "kv_use" else "GPU-Util (step 14)"
 
 
 def autoscaler_label(name: str) -> str:
@@ -133,6 +145,7 @@ def scale_up_delay(
                  f"{format_number(per_gpu / GB)} GB per GPU."),
     )
     figure["layout"]["xaxis"]["title"] = {"text": "seconds until the new replica serves"}
+    figure["layout"]["legend"].update(y=-0.35, yanchor="top", x=0)  # clear of the axis title
     figure["layout"]["yaxis"]["title"] = {"text": "load bandwidth per GPU"}
     return view(
         outputs=[
@@ -187,6 +200,7 @@ def warm_headroom_view(
     if now == end:  # one line would hide the other
         figure["data"].pop()
     figure["layout"]["yaxis"]["rangemode"] = "tozero"
+    figure["layout"]["legend"]["y"] = -0.38  # clear of the axis title
     headroom = result["headroom_replicas"]
     return view(
         outputs=[
@@ -203,7 +217,7 @@ def warm_headroom_view(
     )
 
 
-_SCENARIO_CHOICES = tuple((name, autoscaler_label(name)) for name in SCENARIOS)
+_SCENARIO_CHOICES = tuple((name, autoscaler_choice(name)) for name in SCENARIOS)
 
 
 @stream(budget_s=4.0)
@@ -289,10 +303,15 @@ def comparison_rows() -> list[list[str]]:
     return rows
 
 
+def _no_math_dollars(facts: dict[str, str]) -> dict[str, str]:
+    """Dollar signs as the HTML entity: two "$" in one paragraph would otherwise read as inline math (KaTeX)."""
+    return {key: value.replace("$", "&#36;") for key, value in facts.items()}
+
+
 def facts() -> dict[str, str]:
     """Numbers quoted in the step's prose, from calc and from the presets' runs.
 
-    >>> f = facts()
+    >>> f = {key: value.replace("&#36;", "$") for key, value in facts().items()}
     >>> f["delay_s"], f["first_up_s"], f["first_ready_s"], f["queue_ttft_p99"], f["headroom_ttft_p99"]
     ('47.6 s', '105 s', '153 s', '37.4 s', '11.6 s')
     """
@@ -354,4 +373,4 @@ def facts() -> dict[str, str]:
     for i, row in enumerate(comparison_rows()):
         for j, cell in enumerate(row):
             out[f"row{i}_{j}"] = cell
-    return out
+    return _no_math_dollars(out)

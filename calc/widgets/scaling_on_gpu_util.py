@@ -204,7 +204,7 @@ def gpu_util_vs_load(
     points = [low * (high / low) ** (i / 60) for i in range(61)]
     rows = [gpu_util_at_rate(x, prompt_tokens=prompt_tokens, answer_tokens=answer_tokens) for x in points]
     figure = line_chart(
-        "What GPU-Util reads against the work done, one replica", "arrival rate (requests/s, log scale)",
+        "GPU-Util against the work done", "arrival rate (requests/s, log scale)",
         "share", {
             "GPU-Util (a kernel is running)": (points, [r["gpu_util"] for r in rows]),
             "compute utilization (FLOPs / peak)": (points, [r["compute_utilization"] for r in rows]),
@@ -225,6 +225,7 @@ def gpu_util_vs_load(
                            "x": [here["rate_per_s"]],
                            "y": [here["gpu_util"]], "marker": {"color": PALETTE[5], "size": 11}})
     figure["layout"]["yaxis"].update(tickformat=".0%", range=[0, 1.05])
+    figure["layout"]["legend"]["y"] = -0.38  # clear of the axis title
     return view(
         outputs=[
             output("gpu_util", "GPU-Util reads", here["gpu_util"], "", text=_pct(here["gpu_util"])),
@@ -271,8 +272,8 @@ def _fleet_figures() -> dict:
             yaxis["tickformat"] = tick_format
         layout = {"title": {"text": title, "font": {"size": 14}},
                   "xaxis": {"title": {"text": "simulated time (s)"}, "automargin": True},
-                  "yaxis": yaxis, "legend": {"orientation": "h", "y": -0.3, "yanchor": "top", "x": 0},
-                  "margin": {"l": 60, "r": 50, "t": 40, "b": 50}, "height": 300}
+                  "yaxis": yaxis, "legend": {"orientation": "h", "y": -0.42, "yanchor": "top", "x": 0},
+                  "margin": {"l": 60, "r": 50, "t": 40, "b": 60}, "height": 340}
         data = []
         for i, (series, name, axis) in enumerate(traces):
             trace = {"type": "scatter", "mode": "lines", "name": name, "meta": series, "x": [], "y": [],
@@ -383,10 +384,15 @@ def _last_phase(name: str) -> dict:
             "compute_utilization": mean("compute_utilization"), "replicas": series["replicas"][picked[-1]]}
 
 
+def _no_math_dollars(facts: dict[str, str]) -> dict[str, str]:
+    """Dollar signs as the HTML entity: two "$" in one paragraph would otherwise read as inline math (KaTeX)."""
+    return {key: value.replace("$", "&#36;") for key, value in facts.items()}
+
+
 def facts() -> dict[str, str]:
     """Numbers quoted in the step's prose, from calc and from the preset's run.
 
-    >>> f = facts()
+    >>> f = {key: value.replace("&#36;", "$") for key, value in facts().items()}
     >>> f["util_at_2"], f["rate_for_80"], f["replicas_final"], f["last_phase_util"]
     ('99.97%', '0.403 requests/s', '4', '96.9%')
     """
@@ -402,7 +408,7 @@ def facts() -> dict[str, str]:
         auto.get("scale_down_below", _DOWN_DEFAULT))
     peak_rate = max(max(p["rate_per_s"], p.get("end_rate_per_s", p["rate_per_s"])) for p in phases)
     first_event = summary["scale_events"][0]
-    return {
+    return _no_math_dollars({
         "capacity_rps": _rate(capacity),
         "stay_s": f"{format_number(at_2['stay_s'])} s",
         "stay_idle_s": f"{format_number(gpu_util_at_rate(0.01)['stay_s'])} s",
@@ -441,4 +447,4 @@ def facts() -> dict[str, str]:
         "last_phase_per_replica_share": _pct(last["rate_per_s"] / last["replicas"] / capacity),
         "queue_replica_hours": f"{format_number(queue['replica_hours'])}",
         "extra_hours_pct": _pct(summary["replica_hours"] / queue["replica_hours"] - 1),
-    }
+    })
