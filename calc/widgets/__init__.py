@@ -18,14 +18,31 @@ _INFRASTRUCTURE = {"framework", "runtime", "charts"}
 _loaded = False
 
 
+def page_modules() -> list[str]:
+    """The names of the page modules of this package (the ones that may register widgets).
+
+    >>> "kv_cache_arithmetic" in page_modules(), "runtime" in page_modules()
+    (True, False)
+    """
+    return sorted(info.name for info in pkgutil.iter_modules(__path__)
+                  if info.name not in _INFRASTRUCTURE and not info.name.startswith("_"))
+
+
+def load_module(name: str) -> bool:
+    """Import page module ``name`` if it is one; False for anything else (never imports outside this package)."""
+    if name not in page_modules():
+        return False
+    importlib.import_module(f"{__name__}.{name}")
+    return True
+
+
 def load_all() -> None:
     """Import every page module of this package (once), filling the registry."""
     global _loaded
     if _loaded:
         return
-    for info in sorted(pkgutil.iter_modules(__path__), key=lambda i: i.name):
-        if info.name not in _INFRASTRUCTURE and not info.name.startswith("_"):
-            importlib.import_module(f"{__name__}.{info.name}")
+    for name in page_modules():
+        importlib.import_module(f"{__name__}.{name}")
     _loaded = True
 
 

@@ -259,11 +259,23 @@ def drill(function: Callable | None = None, *, budget_s: float = 5.0):
 
 
 def get(name: str) -> Widget:
-    """The registered widget called ``name``, or a CalcError naming the allowed ones."""
-    _load_all()
+    """The registered widget called ``name``, or a CalcError naming the allowed ones.
+
+    Only the page module that ``name`` names is imported (not every module of the
+    package): the worker boots faster, and the allow-list is the same, since a
+    function is callable only once a ``calc.widgets`` page module has registered it.
+    """
+    if isinstance(name, str) and name not in REGISTRY:
+        _load_module_of(name)
     if not isinstance(name, str) or name not in REGISTRY:
         raise CalcError(f"widget must be one of the registered widgets; got {_show(name)}", "widget")
     return REGISTRY[name]
+
+
+def _load_module_of(name: str) -> None:
+    from calc.widgets import load_module
+
+    load_module(name.rsplit(".", 1)[0])
 
 
 def bind(name: str, args: dict | None) -> tuple[Widget, dict]:
@@ -300,13 +312,6 @@ def describe(name: str) -> dict:
         spec.update(name=key, label=control.label or key, help=control.help, default=entry.defaults[key])
         controls.append(spec)
     return {"name": name, "kind": entry.kind, "controls": controls, "doc": entry.doc, "budget_s": entry.budget_s}
-
-
-def _load_all() -> None:
-    """Import every widget module once, so the registry is complete (the allow-list)."""
-    from calc.widgets import load_all
-
-    load_all()
 
 
 # --- views ----------------------------------------------------------------------------------

@@ -11,7 +11,8 @@ Operations:
 ``stream_start``  start a live run; answers ``{"stream": SID}``
 ``stream_next``   up to ``frames`` more frames: ``{"op": "stream_next", "stream": SID, "frames": 1}``
 ``stream_cancel`` forget a live run
-``list``          the allow-list
+``list``          the allow-list (imports every page module)
+``warm``          import the modules of the widgets a page holds: ``{"op": "warm", "names": [...]}``
 
 Every answer is ``{"id": ..., "ok": true, "result": ...}`` or
 ``{"id": ..., "ok": false, "error": {"kind": "input"|"internal", "field": ..., "message": ...}}``.
@@ -33,7 +34,7 @@ import time
 
 from calc.answers import check_answer
 from calc.errors import CalcError
-from calc.widgets import framework
+from calc.widgets import framework, load_all, load_module
 
 MAX_FRAMES_PER_CALL = 50
 MAX_OPEN_STREAMS = 8
@@ -99,8 +100,16 @@ def _op_stream_cancel(request: dict):
 
 
 def _op_list(request: dict):
-    framework.get("kv_cache_arithmetic.kv_per_token")  # loads every module
+    load_all()
     return {name: framework.REGISTRY[name].kind for name in sorted(framework.REGISTRY)}
+
+
+def _op_warm(request: dict):
+    """Import the page modules of the given widget names now, so the page's first recompute is quick."""
+    names = request.get("names", [])
+    if not isinstance(names, list):
+        raise CalcError("names must be a list of widget names", "names")
+    return {"loaded": [str(n) for n in names if isinstance(n, str) and load_module(n.rsplit(".", 1)[0])]}
 
 
 OPERATIONS = {
@@ -111,6 +120,7 @@ OPERATIONS = {
     "stream_next": _op_stream_next,
     "stream_cancel": _op_stream_cancel,
     "list": _op_list,
+    "warm": _op_warm,
 }
 
 

@@ -492,6 +492,11 @@
       mount(widget);
     });
     if (widgets.length && !runtime.worker && runtime.state !== "error") startWorker();
+    if (widgets.length && runtime.state !== "error") {
+      // Have the worker import this page's widget modules as soon as it is ready.
+      var names = Array.prototype.map.call(widgets, function (w) { return w.dataset.widget; });
+      runtime.request("warm", { names: names }, 30000);
+    }
     setState(runtime.state, runtime.detail); // Material may have swapped the page: mark it again
   }
 

@@ -31,9 +31,8 @@ async function boot() {
   if (!zipResponse.ok) throw new Error(`${manifest.calc_zip}: HTTP ${zipResponse.status}`);
   pyodide.unpackArchive(await zipResponse.arrayBuffer(), "zip", { extractDir: LIB_DIR });
   pyodide.runPython(`import sys\nif ${JSON.stringify(LIB_DIR)} not in sys.path: sys.path.insert(0, ${JSON.stringify(LIB_DIR)})`);
+  // Only the runtime now; each page's widget modules are imported when the page asks ("warm").
   const runtime = pyodide.pyimport("calc.widgets.runtime");
-  // Import every widget module now, so the first call from a page is quick.
-  runtime.handle(JSON.stringify({ id: 0, op: "list" }));
   status("ready", `Python ${pyodide.version} ready in ${Math.round(performance.now() - started)} ms`, 1);
   return runtime.handle;
 }
