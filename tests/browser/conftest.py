@@ -107,6 +107,7 @@ class Visit:
         self.console_errors: list[str] = []
         self.context.route("**/*", self._route)
         self.page = self.context.new_page()
+        self.page.set_default_timeout(60_000)  # generous: a loaded 2-core machine is slow, and slowness is the bench's to judge
         self.page.on("console", lambda m: m.type == "error" and self.console_errors.append(m.text))
         self.page.on("pageerror", lambda e: self.console_errors.append(str(e)))
 
