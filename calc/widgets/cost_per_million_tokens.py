@@ -247,7 +247,7 @@ def cost_by_batch(
     fits = [b for b in batches if b <= kv_limit]
     figure = line_chart(
         f"Cost per million output tokens ({what})",
-        "batch (sequences decoding together, log scale)", "USD per million tokens", {
+        "batch (log scale)", "USD per million tokens", {
             "calc's roofline": (fits, [by_batch[b]["usd_per_million_tokens"] for b in fits]),
             "if batching were free (cost at batch 1 / batch)": (batches, ideal),
         }, log_x=True, log_y=True, markers=True,

@@ -184,8 +184,8 @@ def _rate(rate: float) -> str:
 @widget
 def gpu_util_vs_load(
     rate_per_s: Annotated[float, FloatRange(0.01, 100, 0.01, "requests/s", label="Arrival rate")] = 2.0,
-    scale_up_above_pct: Annotated[float, FloatRange(1, 99.99, 1, "%", label="Scale up above")] = _UP_DEFAULT * 100,
-    scale_down_below_pct: Annotated[float, FloatRange(0.01, 99, 1, "%", label="Scale down below")] = _DOWN_DEFAULT * 100,
+    scale_up_above_pct: Annotated[float, FloatRange(1, 99.99, 1, "%", label="Scale up above")] = round(_UP_DEFAULT * 100),
+    scale_down_below_pct: Annotated[float, FloatRange(0.01, 99, 1, "%", label="Scale down below")] = round(_DOWN_DEFAULT * 100),
     prompt_tokens: Annotated[int, IntRange(16, 32_000, 16, "tokens", label="Prompt")] = PROMPT_TOKENS,
     answer_tokens: Annotated[int, IntRange(16, 8_192, 16, "tokens", label="Answer")] = ANSWER_TOKENS,
 ):
@@ -342,9 +342,9 @@ _DOWN_MAX_PCT = 75
 @stream(budget_s=4.0)
 def gpu_util_autoscaler(
     scale_up_above_pct: Annotated[float, FloatRange(1, 99.99, 0.5, "%", label="Scale up above (GPU-Util)")] =
-        _UP_DEFAULT * 100,
+        round(_UP_DEFAULT * 100),
     scale_down_below_pct: Annotated[float, FloatRange(0, _DOWN_MAX_PCT, 0.5, "%", label="Scale down below (GPU-Util)")] =
-        _DOWN_DEFAULT * 100,
+        round(_DOWN_DEFAULT * 100),
     max_replicas: Annotated[int, IntRange(1, 6, label="Most replicas")] = _PRESET_AUTOSCALER["max_replicas"],
     frame_interval_s: Annotated[float, FloatRange(1, 60, 1, "s", label="Simulated seconds per frame")] = 5.0,
 ):
