@@ -27,11 +27,11 @@ from calc.catalog import get_model
 from calc.errors import CalcError
 from calc.memory import LESSON_REPLICA, kv_bytes_per_token
 from calc.sim import presets
-from calc.sim.fleet import Fleet
+from calc.sim.fleet import Fleet, simulate_fleet
 from calc.sim.live import MAX_EVENTS_PER_FRAME, block_map
 from calc.units import NS_PER_S, format_bytes, format_number, round_sig
 from calc.widgets.charts import PALETTE, bar_chart
-from calc.widgets.framework import Choice, FloatRange, IntRange, output, stream, view, widget
+from calc.widgets.framework import Choice, FloatRange, IntRange, output, stream, table, view, widget
 from calc.widgets.reserving_the_maximum import (
     ANSWER_TOKENS, BREAK_PRESET, FIX_PRESET, MAX_MODEL_LEN, PROMPT_TOKENS, lesson_capacity_tokens, preset_summary,
     published_share,
@@ -53,6 +53,8 @@ PUBLISHED_IDS = {p: f"vllm-paper-fig2-{p}" for p in POLICIES}
 #: The paper's ShareGPT request means (Fig. 11), as recorded with the Fig. 2 measurements.
 SHAREGPT_PROMPT_TOKENS = 161.31
 SHAREGPT_OUTPUT_TOKENS = 337.99
+#: Short chart labels (two lines each), so the four groups fit side by side on a phone.
+TICK_LABELS = {"max": "Orca<br>Max", "pow2": "Orca<br>Pow2", "oracle": "Orca<br>Oracle", "paged": "vLLM<br>paged"}
 WORKLOADS = (("sharegpt", "ShareGPT-like, as in the paper"), ("lesson", "The running example (1,024 + 256)"))
 SATURATION_PRESET = "step06-twice-the-traffic"
 #: Values the page's "Try this" asks the reader to enter.
@@ -111,12 +113,12 @@ def allocation_shares(
         fits[policy] = concurrency(_LESSON_TOKENS, requests, policy, max_model_len=max_model_len, block_size=block_size)
     cite = published_share(PUBLISHED_IDS["paged"])[1]
     paper_len = published_share(PUBLISHED_IDS["paged"])[2]
-    labels = [POLICY_LABELS[p] for p in POLICIES]
+    labels = [TICK_LABELS[p] for p in POLICIES]
     figure = bar_chart(
-        "Share of reserved KV memory that holds tokens", labels, "share holding tokens",
+        "KV memory holding tokens", labels, "share of reserved memory",
         {"calc, these requests": [shares[p] for p in POLICIES],
-         f"measured ({cite}, ShareGPT, max {paper_len:,})": [published[p] for p in POLICIES]},
-        summary=("calc for these requests: " + ", ".join(f"{POLICY_LABELS[p]} {_pct(shares[p])}" for p in POLICIES)
+         f"measured ({cite})": [published[p] for p in POLICIES]},
+        summary=(f"Measured on ShareGPT with a {paper_len:,}-token maximum. calc for these requests: " + ", ".join(f"{POLICY_LABELS[p]} {_pct(shares[p])}" for p in POLICIES)
                  + f". Measured in the {cite}: " + ", ".join(f"{_pct(published[p])}" for p in POLICIES) + "."),
     )
     layout = figure["layout"]
@@ -126,32 +128,41 @@ def allocation_shares(
     layout["xaxis"]["tickangle"] = 0
     layout["legend"] = {"orientation": "h", "yanchor": "top", "y": -0.3, "x": 0}
     layout["margin"] = {"l": 60, "r": 20, "t": 50, "b": 60}
-    layout["height"] = 400
+    layout["height"] = 420
     figure["data"][1]["marker"]["color"] = PALETTE[7]
     for trace in figure["data"]:
         trace["hovertemplate"] = "%{y:.1%}<extra>" + trace["name"] + "</extra>"
-    outs = []
-    for policy in POLICIES:
-        outs.append(output(f"{policy}_share", f"Holding tokens: {POLICY_LABELS[policy]}", shares[policy], "",
-                           text=f"{_pct(shares[policy])} (measured {_pct(published[policy])})"))
-    for policy in POLICIES:
-        outs.append(output(f"{policy}_requests", f"Requests at once in {_LESSON_TOKENS:,} tokens: "
-                           f"{POLICY_LABELS[policy]}", fits[policy], "requests", text=f"{fits[policy]:,}"))
     per_token = kv_bytes_per_token(get_model(LESSON_REPLICA["model"]), LESSON_REPLICA["kv_dtype"])
     bound = paged_waste_bound_tokens(block_size)
-    outs.append(output("waste_bound", "Most a sequence wastes, paged", bound, "tokens",
-                       text=f"{bound:,} tokens ({format_bytes(bound * per_token)} on the 70B)"))
-    return view(outputs=outs, figures={"shares": figure})
+    outs = [
+        output("paged_share", "Paged: memory holding tokens", shares["paged"], "",
+               text=f"{_pct(shares['paged'])} (measured {_pct(published['paged'])})"),
+        output("max_share", "Reserve the maximum: holding tokens", shares["max"], "",
+               text=f"{_pct(shares['max'])} (measured {_pct(published['max'])})"),
+        output("paged_requests", f"Paged: requests at once in {_LESSON_TOKENS:,} tokens", fits["paged"], "requests",
+               text=f"{fits['paged']:,}"),
+        output("max_requests", "Reserve the maximum: requests at once", fits["max"], "requests",
+               text=f"{fits['max']:,}"),
+        output("waste_bound", "Most a sequence wastes, paged", bound, "tokens",
+               text=f"{bound:,} tokens ({format_bytes(bound * per_token)} on the 70B)"),
+    ]
+    rows = [[POLICY_LABELS[p], _pct(shares[p]), _pct(published[p]), f"{fits[p]:,}"] for p in POLICIES]
+    policies = table(["Allocation", "Holding tokens (calc)", f"Measured ({cite})",
+                      f"Requests at once in {_LESSON_TOKENS:,} tokens"], rows,
+                     caption="Every policy for these requests. The true length is a bound, not a policy: nobody "
+                             "knows an answer's length before it is generated.")
+    return view(outputs=outs, figures={"shares": figure}, tables={"policies": policies})
 
 
 # --- both allocations in one live run --------------------------------------------------------------------
 
 SIDES = (("c", "contiguous", "reserve the maximum"), ("p", "paged", "paged blocks"))
+SHORT = {"c": "reserve max", "p": "paged"}
 _CHARTS = (
     ("queue", "Requests waiting in the queue", "requests", None, [("queue_depth", "")]),
     ("running", "Requests running (the batch)", "requests", None, [("running", "")]),
-    ("kv", "KV cache: reserved, and holding tokens", "share of the KV cache", ".0%",
-     [("kv_use_fraction", "reserved"), ("kv_token_fraction", "holding tokens")]),
+    ("kv", "KV cache: reserved and holding tokens", "share of the KV cache", ".0%",
+     [("kv_use_fraction", "reserved"), ("kv_token_fraction", "holding")]),
     ("ttft", "TTFT p99 (trailing window)", "seconds", None, [("ttft_p99_s", "")]),
 )
 _PANEL = (
@@ -163,7 +174,10 @@ _PANEL = (
     ("throughput_output_tokens_per_s", "Output tokens/s"),
     ("compute_utilization", "Compute utilization"),
 )
-BLOCKMAP_COLS = 64  # per side; the two maps sit side by side with a gap of GAP_COLS
+# Per side; the two maps sit side by side with a gap of GAP_COLS. Few columns keep each cell at 3 px or more
+# on a phone, where the canvas draws reserved cells hollow.
+BLOCKMAP_COLS = 40
+BLOCKMAP_ROWS = 48
 GAP_COLS = 2
 
 
@@ -191,7 +205,8 @@ def _figures() -> dict:
         for side_index, (prefix, _, side_label) in enumerate(SIDES):
             for trace_index, (series, suffix) in enumerate(traces):
                 data.append({
-                    "type": "scatter", "mode": "lines", "name": side_label + (f": {suffix}" if suffix else ""),
+                    "type": "scatter", "mode": "lines",
+                    "name": f"{SHORT[prefix]}: {suffix}" if suffix else side_label,
                     "meta": f"{prefix}_{series}", "x": [], "y": [],
                     "line": {"color": PALETTE[1] if prefix == "c" else PALETTE[0], "width": 2,
                              "dash": "dot" if trace_index else "solid"},
@@ -203,8 +218,8 @@ def _figures() -> dict:
             "data": data,
             "layout": {"title": {"text": title, "font": {"size": 14}},
                        "xaxis": {"title": {"text": "simulated time (s)"}, "automargin": True},
-                       "yaxis": yaxis, "legend": {"orientation": "h", "y": -0.3, "yanchor": "top", "x": 0},
-                       "margin": {"l": 60, "r": 20, "t": 40, "b": 50}, "height": 300},
+                       "yaxis": yaxis, "legend": {"orientation": "h", "y": -0.4, "yanchor": "top", "x": 0},
+                       "margin": {"l": 60, "r": 20, "t": 40, "b": 50}, "height": 320},
             "x_series": "t_s",
             "summary": f"{title} against simulated time: reserve the maximum (orange) and paged blocks (blue), "
                        f"the same requests.",
@@ -312,7 +327,7 @@ def _lockstep_frames(scenarios: dict, frame_interval_s: float, max_events: int =
         if done:
             t_ns = max(f.now_ns for f in fleets.values())
         summaries = {name: f.summary() for name, f in fleets.items()}
-        maps = {name: block_map(f.members[0].rep, BLOCKMAP_COLS, 64) for name, f in fleets.items()}
+        maps = {name: block_map(f.members[0].rep, BLOCKMAP_COLS, BLOCKMAP_ROWS) for name, f in fleets.items()}
         yield {"t_s": round(t_ns / NS_PER_S, 6), "done": done, "points": points, "summaries": summaries,
                "blockmap": _paired_map(maps)}
         if done:
@@ -381,6 +396,7 @@ def facts() -> dict[str, str]:
     quiz_tokens = quiz_prompt + quiz_generated
     little = paged_run["throughput_requests_per_s"] * paged_run["e2e_mean_s"]
     final = _side_by_side_final()
+    capped = simulate_fleet(scenario_for(FIX_PRESET, max_num_seqs=contiguous)).summary
     big = allocation_shares(block_size=BIG_BLOCK)["outputs"]
     small = allocation_shares()["outputs"]
     return {
@@ -434,6 +450,8 @@ def facts() -> dict[str, str]:
         "quiz_slots": f"{quiz_slots:,}",
         "quiz_empty": f"{quiz_slots - quiz_tokens:,}",
         "quiz_block": f"{block}",
+        "capped_queue_max": f"{capped['queue_depth_max']:,}",
+        "capped_ttft_p99": f"{format_number(capped['ttft_p99_s'])} s",
         "big_block": f"{BIG_BLOCK}",
         "big_block_bound": f"{paged_waste_bound_tokens(BIG_BLOCK):,}",
         "big_block_share": _pct(big["paged_share"]["value"]),

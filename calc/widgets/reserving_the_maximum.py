@@ -117,9 +117,9 @@ def _pct(fraction: float) -> str:
 def _cache_figure(capacity: int, length: int, contiguous: int, paged: int, max_model_len: int) -> dict:
     paged_slab = -(-length // BLOCK_SIZE) * BLOCK_SIZE  # whole blocks: the last one may be part empty
     rows = {
-        f"Reserve {max_model_len:,} ({contiguous:,} requests)": (
+        f"reserve {max_model_len:,}<br>({contiguous:,} requests)": (
             contiguous * length, contiguous * (max_model_len - length), capacity - contiguous * max_model_len),
-        f"Blocks of {BLOCK_SIZE} as needed ({paged:,} requests)": (
+        f"blocks of {BLOCK_SIZE}<br>({paged:,} requests)": (
             paged * length, paged * (paged_slab - length), capacity - paged * paged_slab),
     }
     names = list(rows)
@@ -132,7 +132,7 @@ def _cache_figure(capacity: int, length: int, contiguous: int, paged: int, max_m
     summary = (f"The KV cache holds {capacity:,} tokens. Reserving {max_model_len:,} per request admits {contiguous:,} "
                f"requests; at their fullest they hold {c_held:,} tokens, {c_promised:,} are promised and empty, "
                f"{c_free:,} free. Blocks as needed fit {paged:,} requests of {length:,} tokens.")
-    figure = bar_chart(f"The replica's KV cache, each request at its fullest (thousand tokens)",
+    figure = bar_chart("KV cache, requests at their fullest",
                        list(reversed(names)), "thousand tokens",
                        {k: list(reversed(v)) for k, v in stacks.items()}, horizontal=True, summary=summary)
     colours = {"holding tokens": PALETTE[0], "reserved, empty (promises)": PALETTE[1], "free": _FREE_COLOUR}
@@ -142,6 +142,8 @@ def _cache_figure(capacity: int, length: int, contiguous: int, paged: int, max_m
     layout = figure["layout"]
     layout["height"] = 250
     layout["xaxis"]["range"] = [0, round_sig(capacity / 1000 * 1.01, 4)]
+    layout["xaxis"]["title"] = {"text": ""}  # the tick suffix names the unit; an axis title would sit on the legend
+    layout["xaxis"]["ticksuffix"] = "k"
     layout["legend"] = {"orientation": "h", "yanchor": "top", "y": -0.25, "x": 0, "traceorder": "normal"}
     layout["margin"] = {"l": 60, "r": 20, "t": 50, "b": 40}
     return figure
@@ -152,24 +154,24 @@ def _length_figure(capacity: int, length: int, max_model_len: int, paged: int) -
     xs = [x for x in xs if x >= length]
     contiguous = [contiguous_max_concurrency(capacity, x) for x in xs]
     figure = line_chart(
-        "Requests at once against the length reserved", "max_model_len reserved per request (tokens)",
+        "Requests at once vs length reserved", "max_model_len (tokens)",
         "requests at once", {"reserve the maximum": (xs, contiguous),
-                             f"blocks as needed ({length:,}-token requests)": (xs, [paged] * len(xs))},
+                             "blocks as needed": (xs, [paged] * len(xs))},
         log_x=True, log_y=True, markers=True,
         summary=("Reserving the maximum: " + ", ".join(f"{c:,} requests at {x:,}" for x, c in zip(xs, contiguous))
                  + f". Blocks as needed: {paged:,} whatever the maximum."),
     )
     figure["data"].append({
-        "type": "scatter", "mode": "markers", "name": f"{max_model_len:,}: {contiguous_max_concurrency(capacity, max_model_len):,} at once",
+        "type": "scatter", "mode": "markers", "name": f"yours: {contiguous_max_concurrency(capacity, max_model_len):,} at once",
         "x": [max_model_len], "y": [contiguous_max_concurrency(capacity, max_model_len)],
         "marker": {"color": PALETTE[5], "size": 13, "symbol": "diamond"},
     })
     layout = figure["layout"]
-    layout["xaxis"]["dtick"] = 0.30103  # a tick per doubling: 1,024 ... 131,072
-    layout["xaxis"]["tickformat"] = ",d"
+    ticks = [x for x in (2_048, 8_192, 32_768, 131_072, 524_288) if xs[0] <= x <= xs[-1]] or [xs[0]]
+    layout["xaxis"]["tickvals"] = ticks  # every fourfold step, short labels: they fit a phone's width
+    layout["xaxis"]["ticktext"] = [f"{x // 1024:,}K" for x in ticks]
     layout["yaxis"]["dtick"] = 1
-    layout["legend"] = {"x": 0.01, "xanchor": "left", "y": 0.01, "yanchor": "bottom", "bgcolor": "rgba(0,0,0,0)"}
-    layout["margin"] = {"l": 60, "r": 20, "t": 50, "b": 40}
+    layout["legend"] = {"orientation": "h", "y": -0.3, "yanchor": "top", "x": 0}
     return figure
 
 
@@ -274,9 +276,9 @@ def facts() -> dict[str, str]:
         "sim_ttft_p50": f"{format_number(broken['ttft_p50_s'])} s",
         "sim_ttft_p99": f"{format_number(broken['ttft_p99_s'])} s",
         "sim_kv_use_peak": _pct(broken["kv_use_peak"]),
-        "sim_token_share": _pct(broken["kv_token_share"]),
-        "sim_gpu_util": _pct(broken["gpu_util_reported"]),
-        "sim_compute_util": _pct(broken["compute_utilization"]),
+        "sim_token_share": f"{broken['kv_token_share'] * 100:.1f}%",
+        "sim_gpu_util": f"{broken['gpu_util_reported'] * 100:.0f}%",
+        "sim_compute_util": f"{broken['compute_utilization'] * 100:.0f}%",  # as the metrics panel shows it
         "sim_throughput": f"{format_number(broken['throughput_output_tokens_per_s'])} tokens/s",
         "sim_duration": f"{format_number(broken['duration_s'])} s",
         "fix_ttft_p99": f"{format_number(fixed['ttft_p99_s'])} s",

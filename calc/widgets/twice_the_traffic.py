@@ -209,17 +209,19 @@ def step_cost(
     points = sorted(set(BATCH_POINTS) | {batch})
     splits = [cost_split(coef, batch=b, prompt_tokens=prompt_tokens, answer_tokens=answer_tokens) for b in points]
     figure = bar_chart(
-        f"One decode step at saturation, {weights} weights, {kv_dtype} KV (ms)",
-        [f"batch {b:,}" for b in points], "milliseconds per step",
+        "A decode step at saturation",
+        [f"{b:,}" for b in points], "milliseconds per step",
         {names[k]: [s[k] * 1000 for s in splits] for k in names},
-        summary="Step time by batch: " + "; ".join(
+        summary=f"{weights} weights, {kv_dtype} KV cache. Step time by batch: " + "; ".join(
             f"batch {b:,}: {_ms(s['step'])} (weights {_ms(s['weights'])}, KV {_ms(s['kv'])}, prefill "
             f"{_ms(s['prefill'])}, all-reduce {_ms(s['comm'])})" for b, s in zip(points, splits)) + ".",
     )
     for trace, key in zip(figure["data"], names):
         trace["marker"]["color"] = _COLOURS[key]
         trace["hovertemplate"] = "%{y:.3~r} ms<extra>" + trace["name"] + "</extra>"
-    figure["layout"]["legend"] = {"orientation": "h", "yanchor": "top", "y": -0.18, "x": 0, "traceorder": "normal"}
+    figure["layout"]["legend"] = {"orientation": "h", "yanchor": "top", "y": -0.25, "x": 0, "traceorder": "normal"}
+    figure["layout"]["xaxis"]["title"] = {"text": "running batch (sequences)"}
+    figure["layout"]["xaxis"]["type"] = "category"
     return view(
         outputs=[
             output("step_ms", "Step time (the ITL)", step * 1000, "ms", text=_ms(step)),
@@ -299,6 +301,7 @@ def facts() -> dict[str, str]:
         "answer_tokens": f"{ANSWER_TOKENS:,}",
         "prefill_per_step": f"{format_number(MAX_NUM_SEQS * PROMPT_TOKENS / ANSWER_TOKENS)}",
         "finishing_per_step": format_number(MAX_NUM_SEQS / ANSWER_TOKENS),
+        "prompt_over_answer": format_number(PROMPT_TOKENS / ANSWER_TOKENS),
         "split_weights": _ms(split["weights"]),
         "split_kv": _ms(split["kv"]),
         "split_prefill": _ms(split["prefill"]),
