@@ -25,7 +25,7 @@ from __future__ import annotations
 import xml.etree.ElementTree as etree
 
 from pymdownx.blocks import BlocksExtension
-from pymdownx.blocks.block import Block, type_any, type_integer, type_string_delimiter
+from pymdownx.blocks.block import Block, type_any, type_integer
 
 from widget_html import render_drill, render_simulation, render_widget
 
@@ -50,18 +50,34 @@ class _CalcBlock(Block):
         block.append(self.render(self.argument.strip()))
 
 
+def hidden_controls(value) -> list[str]:
+    """``hide`` as a YAML list or as a comma-separated string.
+
+    >>> hidden_controls(["tp", " gpu"]), hidden_controls("tp, gpu"), hidden_controls(None)
+    (['tp', 'gpu'], ['tp', 'gpu'], [])
+    """
+    if value is None:
+        return []
+    if isinstance(value, str):
+        value = value.split(",")
+    if not isinstance(value, (list, tuple)) or not all(isinstance(v, str) for v in value):
+        raise ValueError(f"'hide' must be a list of control names; got {value!r}")
+    return [v.strip() for v in value if v.strip()]
+
+
 class WidgetBlock(_CalcBlock):
     NAME = "widget"
-    OPTIONS = {"set": [{}, type_any], "hide": [[], type_string_delimiter(",")]}
+    # Options are parsed here, not by pymdownx: a value it cannot parse would silently turn the block into text.
+    OPTIONS = {"set": [{}, type_any], "hide": [[], type_any]}
 
     def on_validate(self, parent: etree.Element) -> bool:
         if not isinstance(self.options["set"], dict):
             raise ValueError(f"widget {self.argument}: 'set' must be a mapping of control: value")
+        self.options["hide"] = hidden_controls(self.options["hide"])
         return True
 
     def render(self, name: str) -> etree.Element:
-        hide = [h.strip() for h in self.options["hide"]]
-        return render_widget(name, self.options["set"], hide)
+        return render_widget(name, self.options["set"], self.options["hide"])
 
 
 class DrillBlock(_CalcBlock):
@@ -76,8 +92,7 @@ class SimulationBlock(WidgetBlock):
     NAME = "simulation"
 
     def render(self, name: str) -> etree.Element:
-        hide = [h.strip() for h in self.options["hide"]]
-        return render_simulation(name, self.options["set"], hide)
+        return render_simulation(name, self.options["set"], self.options["hide"])
 
 
 class CalcBlocksExtension(BlocksExtension):

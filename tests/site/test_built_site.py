@@ -141,3 +141,11 @@ def test_no_page_loads_a_remote_resource():
                 if REMOTE.match(value) and not value.startswith(("http://127.0.0.1", "//127.0.0.1")):
                     offenders.append(f"{relative}: <{tag} {attribute}={value}>")
     assert offenders == []
+
+
+def test_no_block_was_left_as_text():
+    """A block whose options pymdownx could not read is left as plain text: the page would ship without its widget."""
+    for relative, path in pages():
+        text = soup(path).get_text()
+        for marker in ("/// widget", "/// drill", "/// simulation"):
+            assert marker not in text, f"{relative}: a '{marker}' block did not render"
