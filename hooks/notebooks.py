@@ -43,23 +43,40 @@ _COMMENTS = re.compile(r"<!-- (?:Load mathjax|MathJax configuration|End of mathj
 _REMOTE = re.compile(r"<(?:script|img|iframe|link|source|video|audio)\b[^>]*\b(?:src|href)=[\"'](?:https?:)?//",
                      re.IGNORECASE)
 
-# Dark mode: nbconvert's light JupyterLab theme, re-pointed at Material's palette variables.
-DARK_CSS = """
+# nbconvert's light JupyterLab theme re-pointed at Material's palette (light and dark), and the code colours at
+# Material's own highlight variables, whose contrast is checked in both schemes (the pygments defaults fail axe).
+_TOKENS = {
+    "keyword": "k kc kd kn kp kr kt ow",
+    "number": "m mb mf mh mi mo il",
+    "string": "s sa sb sc dl sd s2 se sh si sx sr s1 ss",
+    "comment": "ch cp cpf cs",
+    "operator": "o",
+    "punctuation": "p",
+    "function": "nf fm",
+    "constant": "nb bp",
+    "name": "n nn nc no nd ni ne nl nt nv vc vg vi vm",
+    "special": "err",
+}
+NOTEBOOK_CSS = """
 /* calc: notebook cells follow Material's light/dark palette */
 .jupyter-wrapper { --jp-layout-color0: transparent; --jp-layout-color1: transparent;
   --jp-cell-editor-background: var(--md-code-bg-color); --jp-cell-editor-border-color: var(--md-default-fg-color--lightest);
   --jp-content-font-color0: var(--md-default-fg-color); --jp-content-font-color1: var(--md-default-fg-color);
   --jp-ui-font-color1: var(--md-default-fg-color); --jp-mirror-editor-variable-color: var(--md-code-fg-color);
   --jp-rendermime-table-row-background: transparent; --jp-rendermime-table-row-hover-background: var(--md-code-bg-color); }
-.jupyter-wrapper .jp-OutputArea-output pre, .jupyter-wrapper .jp-RenderedText pre { color: var(--md-default-fg-color);
-  white-space: pre; overflow-x: auto; }
-.jupyter-wrapper .jp-OutputArea-output, .jupyter-wrapper .jp-InputArea-editor { overflow-x: auto; }
+.jupyter-wrapper .jp-OutputArea-output { overflow-x: auto; }
+.jupyter-wrapper .jp-OutputArea-output pre { color: var(--md-default-fg-color); white-space: pre; overflow: visible; }
 .jupyter-wrapper .highlight-ipynb { background: var(--md-code-bg-color) !important; color: var(--md-code-fg-color); }
-[data-md-color-scheme="slate"] .jupyter-wrapper .highlight-ipynb span { filter: brightness(1.6); }
+.jupyter-wrapper .jp-InputPrompt, .jupyter-wrapper .jp-OutputPrompt { color: var(--md-default-fg-color--light); opacity: 1; }
 .calc-notebook-bar { display: flex; flex-wrap: wrap; gap: .4rem 1rem; align-items: center; font-size: .75rem;
   margin: 0 0 1rem; padding: .4rem .6rem; border-left: .2rem solid var(--md-accent-fg-color);
   background: var(--md-code-bg-color); }
-"""
+.jupyter-wrapper .highlight-ipynb .c, .jupyter-wrapper .highlight-ipynb .c1, .jupyter-wrapper .highlight-ipynb .cm
+  { color: var(--md-code-fg-color) !important; font-style: italic !important; }
+""" + "".join(
+    ", ".join(f".jupyter-wrapper .highlight-ipynb .{c}" for c in classes.split())
+    + f" {{ color: var(--md-code-hl-{kind}-color) !important; font-style: normal; }}\n"
+    for kind, classes in _TOKENS.items())
 
 
 def is_notebook(src_uri: str) -> bool:
@@ -102,6 +119,16 @@ def strip_cdn(html: str) -> str:
     return _COMMENTS.sub("", html)
 
 
+def focusable_code(html: str) -> str:
+    """Let the keyboard reach code cells that scroll sideways (axe: scrollable-region-focusable).
+
+    >>> focusable_code('<div class="highlight-ipynb hl-python"><pre>x</pre></div>')
+    '<div class="highlight-ipynb hl-python" tabindex="0" role="region" aria-label="code"><pre>x</pre></div>'
+    """
+    return re.sub(r'<div class="(highlight-ipynb[^"]*)">',
+                  r'<div class="\1" tabindex="0" role="region" aria-label="code">', html)
+
+
 def extract_styles(html: str) -> tuple[str, str]:
     """Take the inline ``<style>`` blocks out of ``html``: (html without them, their CSS joined).
 
@@ -131,11 +158,15 @@ def css_name(css: str) -> str:
 
 
 def calc_digest(project_dir: str = PROJECT_DIR) -> str:
-    """SHA-256 over ``calc``'s .py and .json sources (path and bytes, sorted): what a notebook's outputs depend on."""
+    """SHA-256 over ``calc``'s .py and .json sources (path and bytes, sorted): what a notebook's outputs depend on.
+
+    ``calc/widgets`` is left out: the notebooks recompute the pages' numbers from the
+    science modules on their own, and never import a page's widget module.
+    """
     digest = hashlib.sha256()
     package = os.path.join(project_dir, "calc")
     for folder, dirs, files in os.walk(package):
-        dirs[:] = sorted(d for d in dirs if d != "__pycache__")
+        dirs[:] = sorted(d for d in dirs if d != "__pycache__" and not (folder == package and d == "widgets"))
         for name in sorted(files):
             if name.endswith((".py", ".json")):
                 path = os.path.join(folder, name)
@@ -194,6 +225,7 @@ def on_page_content(html, page, config, files, **kwargs):
     from mkdocs.utils import get_relative_url
 
     html = strip_cdn(html)
+    html = focusable_code(html)
     html, css = extract_styles(html)
     name = css_name(css)
     _state["css"][name] = css
@@ -236,7 +268,7 @@ def on_post_build(config, **kwargs):
     os.makedirs(css_dir, exist_ok=True)
     for name, css in _state["css"].items():
         with open(os.path.join(css_dir, name), "w", encoding="utf-8") as handle:
-            handle.write(css + "\n" + DARK_CSS)
+            handle.write(css + "\n" + NOTEBOOK_CSS)
     for source, dest_dir, stem in _state["notebooks"]:
         notebook = jupytext.read(source)
         os.makedirs(dest_dir, exist_ok=True)

@@ -94,7 +94,12 @@ print("study summary:", STUDY_SUMMARY)
 # %%
 normal = NormalDist()
 offset = 0.9677083
-points = lambda n: [offset + (0.5 - offset) * i / (n - 1) for i in range(n)][:-1]  # noqa: E731
+
+
+def points(n):
+    return [offset + (0.5 - offset) * i / (n - 1) for i in range(n)][:-1]
+
+
 levels = sorted([normal.inv_cdf(p) for p in points(9)] + [0.0] + [-normal.inv_cdf(p) for p in points(8)])
 levels = [v / max(levels) for v in levels]
 print("NF4 levels:", [round(v, 4) for v in levels])

@@ -90,7 +90,12 @@ print(format_table([[w, cap, format_number(s["ttft_p50_s"]), f"{format_number(s[
 
 # %%
 bf = {p["cap"]: p for p in frontier["bf16"]}
-ms = lambda s: f"{format_number(s * 1000)} ms"  # noqa: E731
+
+
+def ms(seconds):
+    return f"{format_number(seconds * 1000)} ms"
+
+
 page_numbers = {
     "bf16_cap1_itl": ms(bf[1]["itl"]),
     "bf16_cap1_tps": format_number(bf[1]["tps"]),
