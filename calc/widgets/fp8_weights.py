@@ -304,6 +304,7 @@ def facts() -> dict[str, str]:
         "fp8_scales": f"{format_number(wb_after.scale_bytes / 1e6)} MB",
         "fp8_unquantized": _gb(wb_after.unquantized_bytes),
         "effective_bits_after": format_number(wb_after.total_bytes * 8 / model.total_params),
+        "weights_read_before": _gb(coefficients(BEFORE).weight_bytes_read(1)),
         "freed_per_gpu": _gb(before.weights_bytes - after.weights_bytes),
         "kv_per_gpu_before": _gb(before.kv_cache_bytes),
         "kv_per_gpu_after": _gb(after.kv_cache_bytes),

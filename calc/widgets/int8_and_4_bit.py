@@ -80,7 +80,10 @@ def _accuracy_cell(row: dict) -> str:
         return "reference"
     if row["accuracy"]:
         return f"{row['accuracy'][0]['delta_points']:+.2f} points"
-    return f"study: {row['study_summary']}" if row["study_summary"] else "not published here"
+    summary = row["study_summary"]
+    if not summary:
+        return "not published here"
+    return summary if "study" in summary else f"study: {summary}"  # "not covered by the study: ..." reads alone
 
 
 @widget
@@ -184,7 +187,7 @@ def published_accuracy(
                   caption="Kurtic et al., arXiv 2411.02355 (500,000+ evaluations on Llama 3.1)")
     names = [f"{_MODEL_NAMES[r['model']]} {r['weights']}" for r in rows]
     figure = bar_chart(
-        "Accuracy change against bf16, OpenLLM v1 average (points)", list(reversed(names)), "points",
+        "Accuracy change against bf16 (points)", list(reversed(names)), "points",
         {"quantized − base": [r["delta_points"] for r in reversed(rows)]}, horizontal=True,
         summary="; ".join(f"{n}: {r['delta_points']:+.2f} points" for n, r in zip(names, rows)) + ".",
     )

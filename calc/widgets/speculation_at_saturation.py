@@ -41,8 +41,8 @@ PUBLISHED_EAGLE = {
 }
 #: The two replicas on the chart: the published set-up (8B on one H100) and the running example (70B on four).
 REPLICAS = (
-    ("llama-3.1-8b", 1, "Llama 3.1 8B, 1 × H100 (the published set-up)"),
-    (LESSON_REPLICA["model"], LESSON_REPLICA["tp"], "Llama 3.1 70B, 4 × H100 (the running example)"),
+    ("llama-3.1-8b", 1, "8B, 1 × H100 (published set-up)"),
+    (LESSON_REPLICA["model"], LESSON_REPLICA["tp"], "70B, 4 × H100 (running example)"),
 )
 #: Short prompts, as in the chat benchmarks the published figures come from (EAGLE_LIKE is calibrated at 512).
 CONTEXT_TOKENS = 512
@@ -114,35 +114,38 @@ def speedup_vs_batch(
         series[label] = (xs, [r["speedup"] for r in rows])
         evens[model] = break_even(model, config, context_tokens)
     figure = line_chart(
-        "Speed-up of speculative decoding against batch size", "sequences in the batch", "speed-up (x)", series,
+        "Speculation speed-up against batch", "sequences in the batch", "speed-up (x)", series,
         log_x=True, markers=True,
         summary=(f"Tokens per verify step {format_number(config.tokens_per_step)}. Speculation stops paying at batch "
-                 + " and ".join(f"{'never (up to 4,096)' if evens[m] is None else format_number(evens[m])} ({label.split(',')[0]})"
+                 + " and ".join(f"{'never (up to 4,096)' if evens[m] is None else format_number(evens[m])} ({get_model(m).name})"
                                 for m, _, label in REPLICAS)
                  + f"; published for EAGLE on the 8B: below 1x from batch {PUBLISHED_EAGLE['below_one_from_batch']}."),
     )
     (xp, yp) = zip(*PUBLISHED_EAGLE["points"])
-    figure["data"].append({"type": "scatter", "mode": "markers", "name": "published, EAGLE on the 8B",
+    figure["data"].append({"type": "scatter", "mode": "markers", "name": "published (EAGLE, 8B)",
                            "x": list(xp), "y": list(yp),
                            "marker": {"color": PALETTE[5], "size": 11, "symbol": "diamond-open", "line": {"width": 2}}})
-    figure["data"].append({"type": "scatter", "mode": "lines", "name": "1x: no gain", "x": [xs[0], xs[-1]], "y": [1, 1],
+    figure["data"].append({"type": "scatter", "mode": "lines", "name": "1x", "x": [xs[0], xs[-1]], "y": [1, 1],
                            "hoverinfo": "skip", "line": {"color": "#999999", "width": 1.5, "dash": "dot"}})
     below = PUBLISHED_EAGLE["below_one_from_batch"]
     layout = figure["layout"]
     layout["xaxis"]["dtick"] = 1
     layout["yaxis"]["rangemode"] = "tozero"
     layout["height"] = 460
+    layout["legend"]["y"] = -0.3
+    # A fixed range: Plotly would stretch an automatic one to make room for the annotation's text on a phone.
+    layout["xaxis"]["range"] = [round_sig(math.log10(xs[0]) - 0.1, 6), round_sig(math.log10(xs[-1]) + 0.1, 6)]
     layout["shapes"] = [{"type": "line", "x0": below, "x1": below, "yref": "paper", "y0": 0, "y1": 1,
                          "line": {"dash": "dash", "width": 1, "color": PALETTE[5]}}]
     # On a log axis an annotation's x is log10 of the value.
-    layout["annotations"] = [{"x": round_sig(math.log10(below), 6), "xref": "x", "y": 1, "yref": "paper", "yanchor": "bottom", "xanchor": "left",
-                              "showarrow": False, "font": {"size": 11},
-                              "text": f"published: below 1x from batch {below}"}]
+    layout["annotations"] = [{"x": round_sig(math.log10(below), 6), "xref": "x", "y": 0.02, "yref": "paper",
+                              "yanchor": "bottom", "xanchor": "left", "showarrow": False, "font": {"size": 11},
+                              "text": f" published: below 1x from {below}"}]
     b8 = speedup_at_batch(coefficients(REPLICAS[0][0]), batch=batch, context_tokens=context_tokens, config=config)
     b70 = speedup_at_batch(coefficients(REPLICAS[1][0]), batch=batch, context_tokens=context_tokens, config=config)
     rows = []
     for label, b in ((REPLICAS[0][2], b8), (REPLICAS[1][2], b70)):
-        rows.append([label.split(" (")[0].replace("Llama 3.1 ", ""), _ms(b["plain_step_s"]), _ms(b["verify_step_s"]),
+        rows.append([label.split(" (")[0], _ms(b["plain_step_s"]), _ms(b["verify_step_s"]),
                      _ms(b["draft_steps_s"]),
                      f"{format_number(b['plain_tokens_per_s'])} → {format_number(b['speculative_tokens_per_s'])}",
                      f"{format_number(b['speedup'])}x"])

@@ -125,23 +125,24 @@ def gain(
         summary=(f"At a = {acceptance:g}, k = {k}: {format_number(expected)} tokens per target step; "
                  f"the ceiling 1 / (1 - a) is {format_number(1 / (1 - acceptance))}."),
     )
-    tokens_chart["data"].append({"type": "scatter", "mode": "lines", "name": "k + 1 (every guess kept)",
+    tokens_chart["data"].append({"type": "scatter", "mode": "lines", "name": "k + 1",
                                  "x": ks, "y": [x + 1 for x in ks], "hoverinfo": "skip",
                                  "line": {"color": "#999999", "width": 1.5, "dash": "dash"}})
     speed_chart = line_chart(
-        f"Speed-up with a {name} draft (c = {format_number(c)})", "drafted tokens k", "speed-up (x)",
+        f"Speed-up, {name} draft (c = {format_number(c)})", "drafted tokens k", "speed-up (x)",
         {f"a = {a:g}": (ks, [speedup(a, x, c) for x in ks]) for a in curves}, markers=True,
         summary=(f"With c = {format_number(c)}, a = {acceptance:g}: {format_number(formula)}x at k = {k}, "
                  f"best k = {top} ({format_number(speedup(acceptance, top, c))}x)."),
     )
-    speed_chart["data"].append({"type": "scatter", "mode": "lines", "name": "1x (no gain)", "x": [1, MAX_K],
+    speed_chart["data"].append({"type": "scatter", "mode": "lines", "name": "1x", "x": [1, MAX_K],
                                 "y": [1, 1], "hoverinfo": "skip",
                                 "line": {"color": "#999999", "width": 1.5, "dash": "dot"}})
     for chart in (tokens_chart, speed_chart):
-        chart["data"].append({"type": "scatter", "mode": "markers", "name": f"a = {acceptance:g}, k = {k}",
+        chart["data"].append({"type": "scatter", "mode": "markers", "name": f"a = {acceptance:g}, k = {k}", "showlegend": False,
                               "x": [k], "y": [round_sig(expected if chart is tokens_chart else formula)],
                               "marker": {"color": PALETTE[5], "size": 11, "symbol": "diamond"}})
         chart["layout"]["yaxis"]["rangemode"] = "tozero"
+        chart["layout"]["legend"]["y"] = -0.38  # below the axis title on a phone, where the legend wraps
     plain_ms = roof["plain_step_s"] * 1000
     per_token_ms = plain_ms / roof["speedup"]
     return view(
