@@ -43,7 +43,7 @@ from calc.roofline import (
     steady_state_step, step_coefficients,
 )
 from calc.units import GB, format_bytes, format_number
-from calc.widgets.charts import bar_chart, line_chart
+from calc.widgets.charts import PALETTE, bar_chart, line_chart
 from calc.widgets.framework import Choice, FloatRange, IntRange, output, table, view, widget
 
 __all__ = [
@@ -74,6 +74,8 @@ INTER_SERVER_LATENCY_SOURCE = ("about 20 us measured across two nodes (NVIDIA/nc
 DISTSERVE = {"more_requests": 7.4, "tighter_slo": 12.6,
              "source": "Zhong et al., DistServe, OSDI 2024 (arXiv 2401.09670), abstract"}
 
+#: A "what if" for the page: a fabric between servers nearly as fast as NVLink (a reader's input, not a product).
+FABRIC_BYTES_PER_S, FABRIC_LATENCY_S = 400 * GB, 5e-6
 CHUNK_POINTS = (0, 256, 512, 1024, 2048, 4096, 8192, 16384)
 
 
@@ -262,6 +264,9 @@ def pool_sizing(
 
 
 # --------------------------------------------------------------------------------------- TP or PP across servers
+PART_COLOURS = {"math and memory": PALETTE[0], "all-reduce in a server": PALETTE[1],
+                "all-reduce across servers": PALETTE[5], "pipeline fill and drain": PALETTE[3],
+                "pipeline hops": PALETTE[2]}
 MODEL_CHOICES = (("llama-3.1-405b", "Llama 3.1 405B"), ("llama-3.1-70b", "Llama 3.1 70B"),
                  ("qwen2.5-72b", "Qwen2.5 72B"))
 
@@ -416,6 +421,7 @@ def tp_or_pp(
         layouts = [(f"{_name(tp)} across servers", tp)] if tp else []
         layouts.append((f"{_name(pp)}: pipeline across servers", pp))
     names = [name for name, _ in layouts]
+    short = [_name(layout) for _, layout in layouts]  # bar labels short enough for a phone
 
     def row(label, fn):
         return [label] + [fn(layout) for _, layout in layouts]
@@ -431,17 +437,21 @@ def tp_or_pp(
     decode_keys = ("math and memory", "all-reduce in a server", "all-reduce across servers", "pipeline hops")
     prefill_keys = ("math and memory", "all-reduce in a server", "all-reduce across servers",
                     "pipeline fill and drain", "pipeline hops")
-    decode_fig = bar_chart(f"One output token, {batch} sequences decoding", names, "ms",
+    decode_fig = bar_chart(f"One output token, {batch} sequences decoding", short, "ms",
                            {k: [l["decode_parts_s"][k] * 1000 for _, l in layouts] for k in decode_keys},
                            horizontal=True,
                            summary="; ".join(f"{n}: {_ms(l['itl_s'])}" for n, l in layouts) + ".")
-    prefill_fig = bar_chart(f"Prefill of one {prompt_tokens:,}-token prompt", names, "ms",
+    prefill_fig = bar_chart(f"Prefill of one {prompt_tokens:,}-token prompt", short, "ms",
                             {k: [l["prefill_parts_s"][k] * 1000 for _, l in layouts] for k in prefill_keys},
                             horizontal=True,
                             summary="; ".join(f"{n}: {_ms(l['ttft_s'])}" for n, l in layouts) + ".")
     for fig in (decode_fig, prefill_fig):
-        fig["layout"]["height"] = 300
-        fig["layout"]["legend"] = {"orientation": "h", "y": -0.35, "yanchor": "top", "x": 0}
+        for trace in fig["data"]:  # the same part keeps its colour in both charts
+            trace["marker"]["color"] = PART_COLOURS[trace["name"]]
+        fig["layout"]["title"]["text"] += " (ms)"
+        fig["layout"]["xaxis"] = {"automargin": True, "rangemode": "tozero"}
+        fig["layout"]["height"] = 320
+        fig["layout"]["legend"] = {"orientation": "h", "y": -0.2, "yanchor": "top", "x": 0}
         fig["layout"]["margin"] = {"l": 20, "r": 20, "t": 50, "b": 40}
 
     na = "not possible"
@@ -459,7 +469,12 @@ def tp_or_pp(
         output("kv_pp", "KV tokens, TP × PP", pp["kv_tokens"], "tokens", text=f"{pp['kv_tokens']:,}"),
     ]
     if r["tp_error"]:
-        outputs.append(output("note", "Note", r["tp_error"]))
+        note = r["tp_error"] + "; the pipeline splits the layers instead"
+    elif servers == 1:
+        note = "one server: tensor parallelism over NVLink, nothing crosses the network"
+    else:
+        note = f"both possible: TP {gpus_per_server * servers} across servers, or TP {gpus_per_server} × PP {servers}"
+    outputs.insert(1, output("note", "Layouts", note))  # two to a row: each layout's number sits beside the other's
     return view(outputs=outputs, figures={"decode": decode_fig, "prefill": prefill_fig},
                 tables={"layouts": table(["", *names], rows)})
 
@@ -481,6 +496,7 @@ def facts() -> dict[str, str]:
     split = split_layouts()
     tp16, pp2 = split["tp"], split["pp"]
     faster = split_layouts(inter_server_bytes_per_s=2 * NIC_BYTES_PER_S)["tp"]
+    fabric = split_layouts(inter_server_bytes_per_s=FABRIC_BYTES_PER_S, inter_server_latency_s=FABRIC_LATENCY_S)
     kv_request = 1024 * kv_bytes_per_token(model)
     one_link = allreduce_time_s(64 * big.hidden_size * ACTIVATION_BYTES, 16, NIC_BYTES_PER_S,
                                 latency_s=INTER_SERVER_LATENCY_S)
@@ -516,6 +532,10 @@ def facts() -> dict[str, str]:
         "pp2_itl": _ms(pp2["itl_s"]),
         "tp16_comm": _ms(tp16["decode_parts_s"]["all-reduce across servers"]),
         "tp16_itl_2x": _ms(faster["itl_s"]),
+        "fabric_gb": format_number(FABRIC_BYTES_PER_S / GB),
+        "fabric_us": format_number(FABRIC_LATENCY_S * 1e6),
+        "fabric_tp_itl": _ms(fabric["tp"]["itl_s"]),
+        "fabric_tp_ttft": _ms(fabric["tp"]["ttft_s"]),
         "tp16_ttft_2x": _ms(faster["ttft_s"]),
         "latency_per_token": _ms(2 * big.layers * INTER_SERVER_LATENCY_S),
         "nic_gb_2x": format_number(2 * NIC_BYTES_PER_S / GB),

@@ -40,7 +40,7 @@ from calc.widgets.charts import PALETTE
 from calc.widgets.framework import FloatRange, IntRange, drill, output, stream, view
 
 __all__ = [
-    "PRESET", "incident_scenario", "prompt_tokens_per_sample", "dashboard_figures", "dashboard_outputs",
+    "PRESET", "PANELS", "FLEET_PANELS", "incident_scenario", "prompt_tokens_per_sample", "dashboard_figures", "dashboard_outputs",
     "dashboard_views", "dashboard", "incident_run", "phase_windows", "seed_sweep", "prefill_tokens_per_s",
     "documents_per_minute_drill", "prefill_load_drill", "facts",
 ]
@@ -129,15 +129,18 @@ def prompt_tokens_per_sample(requests, sample_times_s, interval_s: float) -> lis
 PANELS = (
     ("requests", "Requests per second", "requests/s", None, [("requests_per_s", "arriving")]),
     ("gpu_util", "GPU-Util", "reported busy", ".0%", [("gpu_util_reported", "GPU-Util")]),
-    ("ttft", "Time to first token (10 s window)", "seconds", None,
+    ("ttft", "TTFT, 10 s window", "seconds", None,
      [("ttft_p99_s", "p99"), ("ttft_p50_s", "p50")]),
     ("prompt", "Prompt tokens per request", "tokens (mean)", None,
      [("prompt_tokens_per_request", "arriving requests")]),
     ("queue", "Queue depth", "requests waiting", None, [("queue_depth", "waiting")]),
     ("kv", "KV cache use", "share of the KV cache", ".0%", [("kv_use_fraction", "in use")]),
+    ("running", "Requests running", "requests in the batches", None, [("running", "running")]),
     ("preemptions", "Preemptions", "requests evicted (total)", None, [("preemptions", "preempted so far")]),
 )
 REPLICAS_PANEL = ("replicas", "Replicas", "replicas", None, [("replicas", "serving or starting")])
+#: Step 20's dashboard compares layouts on the same traffic: latency, queue, KV cache and replicas only.
+FLEET_PANELS = tuple(p for p in PANELS if p[0] in ("ttft", "queue", "kv")) + (REPLICAS_PANEL,)
 
 
 def dashboard_figures(panels=PANELS) -> dict:
@@ -182,8 +185,9 @@ def _share(value) -> str:
 def dashboard_outputs(summary: dict, *, costs: bool = False) -> list[dict]:
     """The metrics under the dashboard, from a fleet run's summary (so far).
 
-    With ``costs``, also each request class's TTFT p99, the replicas, the
-    replica-hours and what they cost (step 20 compares layouts on these).
+    With ``costs`` (step 20 compares layouts on these), the traffic's own
+    numbers give way to each request class's TTFT p99, the replicas, the
+    replica-hours and what they cost.
 
     >>> [o["text"] for o in dashboard_outputs({"arrival_rate_per_s": 15.2, "ttft_p99_s": 32.17})][:3]
     ['15.2 /s', '0%', 'n/a']
@@ -206,6 +210,8 @@ def dashboard_outputs(summary: dict, *, costs: bool = False) -> list[dict]:
                text=f"{get('requests_completed', 0):,} of {get('requests_total', 0):,}"),
     ]
     if costs:
+        same_traffic = ("arrival_rate_per_s", "prompt_tokens_mean", "requests_completed", "gpu_util_reported")
+        panel = [o for o in panel if o["key"] not in same_traffic]
         by_class = {c["name"]: c for c in get("classes") or []}
         for name, label in (("chat", "Chat TTFT p99"), ("document", "Documents TTFT p99"),
                             ("batch", "Batch jobs TTFT p99")):

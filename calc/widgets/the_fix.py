@@ -34,7 +34,7 @@ from calc.sim.fleet import FleetScenario, simulate_fleet
 from calc.units import NS_PER_S, format_number, round_sig
 from calc.widgets.framework import Choice, IntRange, stream
 from calc.widgets.incident_p99_ttft import (
-    DOCUMENT_SHARE, FRAME, HIGH_SHARE, PANELS, REPLICAS_PANEL, SEED, SURGE_PHASE, dashboard_views, incident_scenario,
+    DOCUMENT_SHARE, FLEET_PANELS, FRAME, HIGH_SHARE, SEED, SURGE_PHASE, dashboard_views, incident_scenario,
     incident_run, prefill_tokens_per_s, prompt_statistics,
 )
 
@@ -109,7 +109,7 @@ def fleet(
     scenario = fix_scenario(layout=layout, shared_replicas=shared_replicas, chat_replicas=chat_replicas,
                             document_replicas=document_replicas, batch_replicas=batch_replicas,
                             chat_chunk_tokens=chat_chunk_tokens, document_share=document_share, seed=seed)
-    yield from dashboard_views(scenario, frame_interval_s, panels=PANELS + (REPLICAS_PANEL,), costs=True)
+    yield from dashboard_views(scenario, frame_interval_s, panels=FLEET_PANELS, costs=True)
 
 
 @functools.lru_cache(maxsize=32)
@@ -222,6 +222,7 @@ def facts() -> dict[str, str]:
         "surge_end_s": format_number(sum(p["duration_s"] for p in data["fleet"]["traffic"][:SURGE_PHASE + 1])),
         "big_chunk_itl_p99": _seconds(big_chunk["itl_p99_s"]),
         "high_share": format_number(HIGH_SHARE),
+        "high_share_pct": f"{HIGH_SHARE * 100:.0f}%",
         "surge_pools_chat_p99": _seconds(_class_p99(surge_pools, "chat")),
         "surge_pools_doc_p99": _seconds(_class_p99(surge_pools, "document")),
         "surge_shared6_chat_p99": _seconds(_class_p99(surge_shared, "chat")),

@@ -136,7 +136,8 @@ def test_tp_or_pp_defaults_and_table():
 def test_three_servers_rule_out_tp24_but_not_the_pipeline():
     out = outputs(SPLIT, servers=3)
     assert out["itl_tp_s"]["text"] == "not possible"
-    assert "TP 24 is not possible" in out["note"]["text"]
+    assert out["note"]["text"].startswith("TP 24 is not possible")
+    assert outputs(SPLIT)["note"]["text"] == "both possible: TP 16 across servers, or TP 8 × PP 2"
     assert out["itl_pp_s"]["value"] > 0
 
 

@@ -70,7 +70,7 @@ def test_dashboard_stream_ends_where_the_preset_ends(preset_summary):
     assert merged["outputs"]["ttft_p99_s"]["text"] == "32.2 s"
     assert merged["outputs"]["queue_depth_max"]["value"] == preset_summary["queue_depth_max"]
     assert merged["outputs"]["gpu_util_reported"]["text"] == "97%"
-    assert set(merged["figures"]) == {"requests", "gpu_util", "ttft", "prompt", "queue", "kv", "preemptions"}
+    assert set(merged["figures"]) == {"requests", "gpu_util", "ttft", "prompt", "queue", "kv", "running", "preemptions"}
     times = [t for v in views for t in v["series"]["t_s"]]
     tokens = [x for v in views for x in v["series"]["prompt_tokens_per_request"]]
     assert len(tokens) == len(times)

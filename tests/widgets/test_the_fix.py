@@ -70,7 +70,8 @@ def test_stream_shows_per_class_latency_and_the_bill(facts):
     assert out["replica_hours"]["text"] == "0.472 h"
     assert out["cost_usd"]["text"] == "$7.14"
     assert out["replicas"]["text"] == "6 / 6 / 6"
-    assert "replicas" in merged["figures"]
+    assert set(merged["figures"]) == {"ttft", "queue", "kv", "replicas"}
+    assert "arrival_rate_per_s" not in out  # the same traffic in every layout: not worth a line
 
 
 @pytest.mark.parametrize("args, field", [
