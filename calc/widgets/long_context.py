@@ -86,6 +86,7 @@ def context_growth(
                  f"the prefill FLOPs {rows[-1]['prefill_flops'] / base['prefill_flops']:,.0f}× and the prefill time "
                  f"{rows[-1]['prefill_s'] / base['prefill_s']:,.0f}×."),
     )
+    _context_ticks(growth)
     labels = [f"{n // 1024}K" for n in xs]
     split = [prefill_flops(MODEL, n) for n in xs]
     flops = bar_chart(
@@ -147,6 +148,7 @@ def long_vs_short(
     for trace, colour in zip(figure["data"], (PALETTE[5], PALETTE[0], "#bdbdbd")):
         trace["marker"]["color"] = colour
     _legend_below(figure, height=300)
+    _no_value_title(figure, "xaxis")
     figure["layout"]["yaxis"]["autorange"] = "reversed"  # the bars top to bottom in the order named
     return view(
         outputs=[
@@ -170,6 +172,19 @@ def _legend_below(figure: dict, *, height: int) -> None:
     figure["layout"]["legend"] = {"orientation": "h", "x": 0, "xanchor": "left", "y": -0.22, "yanchor": "top"}
     figure["layout"]["margin"].update(l=20, b=110)
     figure["layout"]["height"] = height
+
+
+def _context_ticks(figure: dict) -> None:
+    """Label a log context axis at the chart's own points (1K, 2K, ... 128K) instead of Plotly's minor ticks."""
+    ticks = CHART_CONTEXTS[::2]  # every other point: four labels fit a phone's width
+    figure["layout"]["xaxis"].update(tickvals=list(ticks), ticktext=[f"{n // 1024}K" for n in ticks])
+
+
+def _no_value_title(figure: dict, axis: str) -> None:
+    """Drop a short bar chart's value-axis title (its unit is in the chart's title), which the legend would hit."""
+    figure["layout"][axis]["title"] = {"text": ""}
+    figure["layout"]["legend"]["y"] = -0.16
+    figure["layout"]["margin"]["b"] = 60
 
 
 def _scores_per_gpu(n: int) -> dict:
@@ -219,6 +234,7 @@ def flash_attention(
     )
     figure["data"][2]["line"].update(dash="dash", color="#999999")
     figure["data"][2]["mode"] = "lines"
+    _context_ticks(figure)
     rows = [
         ["Attention FLOPs of the prefill", f"{attention_flops / 1e15:,.3g} PFLOP", "the same", "no"],
         ["KV cache of the request", format_bytes(kv_gpu), "the same", "no"],

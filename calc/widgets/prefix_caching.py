@@ -142,7 +142,7 @@ def prompt_layout(
         cached.append(r["hit_tokens"])
         computed.append(r["computed_tokens"])
     figure = bar_chart(
-        "One warm request: cached or prefilled", categories, "tokens",
+        "One warm request, in tokens: cached or prefilled", categories, "",
         {"served from the prefix cache": cached, "prefilled": computed}, horizontal=True,
         summary="; ".join(f"{_SHORT[key]}: {h:,} tokens from the cache, {n:,} prefilled"
                           for (key, _), h, n in zip(LAYOUTS, cached, computed)) + ".",
@@ -150,8 +150,8 @@ def prompt_layout(
     figure["data"][0]["marker"]["color"] = PALETTE[2]
     figure["data"][1]["marker"]["color"] = PALETTE[5]
     figure["layout"]["yaxis"]["autorange"] = "reversed"
-    figure["layout"]["legend"] = {"orientation": "h", "x": 0, "xanchor": "left", "y": -0.22, "yanchor": "top"}
-    figure["layout"]["margin"].update(l=20, b=110)
+    figure["layout"]["legend"] = {"orientation": "h", "x": 0, "xanchor": "left", "y": -0.12, "yanchor": "top"}
+    figure["layout"]["margin"].update(l=20, b=60)
     figure["layout"]["height"] = 380
     rows = [[part["name"], "same in every request" if part["kind"] == "stable" else "differs per request",
              f"{part['tokens']:,}", f"{part['hit_tokens']:,}"] for part in chosen["parts"]]
