@@ -29,8 +29,8 @@ from calc.cost import (
 )
 from calc.errors import CalcError
 from calc.memory import (
-    KV_DTYPES, LESSON_REPLICA, WEIGHT_FORMATS, kv_bytes_per_request, kv_bytes_per_token, kv_bytes_per_token_by_attention,
-    kv_bytes_per_token_per_gpu,
+    KV_DTYPES, LESSON_REPLICA, WEIGHT_FORMATS, kv_bytes_per_request, kv_bytes_per_token,
+    kv_bytes_per_token_by_attention, kv_bytes_per_token_per_gpu,
     lesson_kv_capacity, weight_bytes,
 )
 from calc.parallel import allreduce_bytes_on_wire, pipeline_bubble_fraction
@@ -40,7 +40,7 @@ from calc.roofline import decode_step, itl_s, prefill_chunk, ridge_point_flops_p
 from calc.sim import presets
 from calc.speculative import EAGLE_LIKE, break_even_batch, expected_tokens_per_step, speedup
 from calc.units import GB, KiB, SECONDS_PER_HOUR, TB, format_bytes, format_number
-from calc.widgets.framework import Choice, FloatRange, IntRange, output, table, view, widget
+from calc.widgets.framework import Choice, FloatRange, IntRange, output, view, widget
 
 __all__ = ["facts", "your_replica", "replica_numbers", "PROMPT_TOKENS", "ANSWER_TOKENS", "MAX_MODEL_LEN"]
 
@@ -319,6 +319,7 @@ def facts() -> dict[str, str]:
     before, after = _summary("step11-system-prompt"), _summary("step12-prefix-caching")
     long = requests_displaced(m70, long_tokens=LONG_TOKENS, short_tokens=r["request_tokens"])
     share_short, share_long = prefill_flops(m70, PROMPT_TOKENS), prefill_flops(m70, LONG_TOKENS)
+    scores = unfused_attention_scores_bytes(m70, LONG_TOKENS)
     f.update(
         system_prompt_tokens=f"{SYSTEM_PROMPT_TOKENS:,}", prompt_with_system=f"{hit['prompt_tokens']:,}",
         hit_tokens=f"{hit['hit_tokens']:,}", computed_tokens=f"{hit['computed_tokens']:,}",
@@ -326,10 +327,11 @@ def facts() -> dict[str, str]:
         sys_ttft_p99_before=_seconds(before["ttft_p99_s"]), sys_ttft_p99_after=_seconds(after["ttft_p99_s"]),
         sim_hit_rate=_pct(after["prefix_cache_hit_rate"]),
         long_tokens=f"{LONG_TOKENS:,}", conversations_per_100k=f"{long['conversations']:,}",
-        long_kv=_gb(long["long_kv_bytes"]), long_kv_share=_pct(long["long_kv_bytes"] / (lesson.kv_cache_bytes * lesson.tp), 2),
+        long_kv=_gb(long["long_kv_bytes"]),
+        long_kv_share=_pct(long["long_kv_bytes"] / (lesson.kv_cache_bytes * lesson.tp), 2),
         attention_share_short=_pct(share_short["attention_share"], 2),
         attention_share_long=_pct(share_long["attention_share"], 2),
-        scores_per_layer=f"{format_number(unfused_attention_scores_bytes(m70, LONG_TOKENS)['matrix_bytes_per_layer'] / TB)} TB",
+        scores_per_layer=f"{format_number(scores['matrix_bytes_per_layer'] / TB)} TB",
     )
     # --- autoscaling (steps 14-15)
     gpu_util = _summary("step14-scale-on-gpu-util")

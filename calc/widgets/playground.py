@@ -27,7 +27,7 @@ import inspect
 import json
 from typing import Annotated
 
-from calc.catalog import GPUS, MEMORY_BASES, MODELS, get_gpu, get_model
+from calc.catalog import GPUS, MODELS, get_gpu, get_model
 from calc.cost import cost_vs_batch, replica_usd_per_hour, sustained_at_latency, usd_per_million_tokens
 from calc.errors import CalcError
 from calc.memory import KV_DTYPES, WEIGHT_FORMATS, kv_capacity
@@ -36,7 +36,7 @@ from calc.sim import presets
 from calc.sim.kv_blocks import ALLOCATIONS
 from calc.sim.run import simulate
 from calc.sim.scenario import BATCHING, Scenario, dump_scenario
-from calc.sim.workload import ARRIVALS, LENGTH_KINDS, RequestClass
+from calc.sim.workload import ARRIVALS, RequestClass
 from calc.speculative import EAGLE_LIKE
 from calc.units import GB, SECONDS_PER_HOUR, format_number, round_sig
 from calc.widgets.a_70b_assistant import memory_view
@@ -304,7 +304,7 @@ def _batches(limit: int) -> list[int]:
 @widget
 @_knobs(COST_KNOBS)
 def speed_and_cost(**knobs):
-    """Speed and cost of the playground's replica on the roofline: TTFT, ITL, the batch a latency target allows, $/M tokens.
+    """Speed and cost of the replica on the roofline: TTFT, ITL, the batch a latency target allows, USD per M tokens.
 
     * TTFT floor: the mean prompt (system prompt included) prefilled on an idle
       replica in chunks of the step's token budget (:func:`calc.roofline.ttft_s`);
@@ -384,10 +384,9 @@ def speed_and_cost(**knobs):
     if target["batch"]:
         y = (usd_per_million_tokens(replica_usd_per_hour(price, gpus), target["tokens_per_s"]) if price is not None
              else target["tokens_per_s"])
-        figure["data"].append({"type": "scatter", "mode": "markers", "name": f"within {format_number(k['itl_target_s'] * 1000)} ms: "
-                                                                            f"batch {target['batch']:,}",
-                               "x": [target["batch"]], "y": [round_sig(y, 6)],
-                               "marker": {"color": PALETTE[1], "size": 11, "symbol": "diamond"}})
+        name = f"within {format_number(k['itl_target_s'] * 1000)} ms: batch {target['batch']:,}"
+        figure["data"].append({"type": "scatter", "mode": "markers", "name": name, "x": [target["batch"]],
+                               "y": [round_sig(y, 6)], "marker": {"color": PALETTE[1], "size": 11, "symbol": "diamond"}})
     ys = next(iter(series.values()))[1]
     if max(ys) >= 10 * min(ys):  # one label per decade on the log axes, where there are decades to label
         figure["layout"]["yaxis"]["dtick"] = 1
@@ -422,7 +421,7 @@ def scenario_file(**knobs):
 
 def _run(**changes) -> dict:
     """The summary of the playground's scenario with some knobs changed (the CLI's numbers)."""
-    return simulate(Scenario.from_dict(scenario_data(**{**{n: DEFAULTS[n] for n in SCENARIO_KNOBS}, **changes}))).summary
+    return simulate(Scenario.from_dict(scenario_data(**changes))).summary
 
 
 def facts() -> dict[str, str]:
