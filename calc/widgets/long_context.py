@@ -293,6 +293,7 @@ def facts() -> dict[str, str]:
         "long_share_pct": f"{LONG_TOKENS / capacity * 100:.1f}%",
         "long_fit": f"{capacity // LONG_TOKENS}",
         "window_fit": f"{capacity // MAX_CONTEXT_TOKENS}",
+        "beside_window": f"{(capacity - capacity // MAX_CONTEXT_TOKENS * MAX_CONTEXT_TOKENS) // SHORT_TOKENS}",
         "short_fit": f"{capacity // SHORT_TOKENS}",
         "beside_long": f"{(capacity - LONG_TOKENS) // SHORT_TOKENS}",
         "prefill_short_ms": f"{short['prefill_s'] * 1000:,.0f} ms",

@@ -99,6 +99,7 @@ def test_facts():
     f = step.facts()
     assert (f["conversations"], f["ratio"], f["long_kv"], f["short_kv"]) == ("78", "78.1", "32.8 GB", "419 MB")
     assert (f["replica_tokens"], f["long_share_pct"], f["long_fit"], f["window_fit"]) == ("399,169", "25.1%", "3", "3")
+    assert f["beside_window"] == "4"  # (399,169 - 3 x 131,072) // 1,280
     assert (f["prefill_short_ms"], f["prefill_long_s"], f["prefill_window_s"]) == ("102 ms", "14.3 s", "21.4 s")
     assert f["kv_10x_ratio"] == "10" and float(f["prefill_10x_ratio"]) > 10
     assert (f["attention_share_short_pct"], f["attention_share_long_pct"]) == ("1%", "49%")
