@@ -250,6 +250,7 @@ def facts() -> dict[str, str]:
         "ridge": format_number(gpu.ridge_point_flops_per_byte("bf16")),
         "verify_tokens_64": f"{64 * EAGLE_LIKE.verify_tokens:,}",
         "sim_rate": format_number(rate),
+        "sim_prompt_tokens": f"{presets.load_data(SIM_PRESET)['workload']['classes'][0]['prompt_tokens']:,}",
         "sim_batch_on": format_number(on["running_mean"]),
         "sim_batch_off": format_number(off["running_mean"]),
         "sim_tokens_on": format_number(on["throughput_output_tokens_per_s"]),

@@ -24,6 +24,7 @@ from typing import Annotated
 from calc.catalog import get_model
 from calc.memory import LESSON_REPLICA
 from calc.roofline import decode_step, step_coefficients
+from calc.sim import presets
 from calc.sim.fleet import simulate_fleet
 from calc.sim.scenario import Scenario
 from calc.speculative import EAGLE_LIKE, SpeculationConfig, expected_tokens_per_step, speedup, speedup_at_batch
@@ -304,6 +305,7 @@ def facts() -> dict[str, str]:
         "eagle_cost_ratio": format_number(EAGLE_LIKE.draft_cost_ratio),
         "eagle_speedup": f"{format_number(speedup(EAGLE_LIKE.acceptance, EAGLE_LIKE.k, EAGLE_LIKE.draft_cost_ratio))}x",
         "sim_rate": format_number(SIM_RATE_PER_S),
+        "step5_rate": format_number(presets.load_data(SIM_PRESET)["workload"]["rate_per_s"]),
         "sim_itl_on": f"{format_number(on['itl_p50_s'] * 1000)} ms",
         "sim_itl_off": f"{format_number(off['itl_p50_s'] * 1000)} ms",
         "sim_e2e_on": f"{format_number(on['e2e_p50_s'])} s",

@@ -24,6 +24,7 @@ def test_mistral_7b_is_the_workshops_figure():
     f = step.facts()
     assert f["mistral_bf16"] == "14.5 GB"
     assert f["mistral_int4_nominal"] == "3.62 GB"  # 7.24e9 parameters x 4 bits: the workshop's "3.6 GB"
+    assert f["mistral_int4_nominal_rounded"] == "3.6 GB"
     assert (f["mistral_int4_payload"], f["mistral_int4_scales"], f["mistral_int4_unquantized"]) == (
         "3.49 GB", "0.136 GB", "0.525 GB")
     assert f["mistral_int4_total"] == "4.15 GB"
