@@ -15,9 +15,10 @@ megabyte of inline CSS per page. This hook:
 * ``on_post_build``: writes that stylesheet and, next to each notebook's page,
   the notebook as ``.ipynb`` (jupytext conversion of the ``.py`` source, no
   outputs: run it yourself after ``pip install -e .``);
-* ``on_pre_build``: empties mkdocs-jupyter's cache when ``calc`` changed (its
-  cache key is the notebook's text only, so a change in ``calc`` would
-  otherwise serve stale outputs under ``make serve``).
+* ``on_config`` / ``on_pre_build``: ``mkdocs build`` runs every notebook every
+  time; under ``mkdocs serve`` mkdocs-jupyter's cache is switched on and emptied
+  whenever ``calc``'s science changed (its cache key is the notebook's text
+  only, so a change in ``calc`` would otherwise serve stale outputs).
 
 Listed before ``site_hooks.py`` in ``mkdocs.yml``, so the files written here
 are in place when the site hooks add the CSP and the offline cache's list.
@@ -227,6 +228,7 @@ def on_page_content(html, page, config, files, **kwargs):
     html = strip_cdn(html)
     html = focusable_code(html)
     html, css = extract_styles(html)
+    css = css + "\n" + NOTEBOOK_CSS
     name = css_name(css)
     _state["css"][name] = css
     offenders = remote_references(html)
@@ -268,7 +270,7 @@ def on_post_build(config, **kwargs):
     os.makedirs(css_dir, exist_ok=True)
     for name, css in _state["css"].items():
         with open(os.path.join(css_dir, name), "w", encoding="utf-8") as handle:
-            handle.write(css + "\n" + NOTEBOOK_CSS)
+            handle.write(css)
     for source, dest_dir, stem in _state["notebooks"]:
         notebook = jupytext.read(source)
         os.makedirs(dest_dir, exist_ok=True)

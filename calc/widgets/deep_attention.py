@@ -20,7 +20,6 @@ Two separate savings, often confused:
 
 from __future__ import annotations
 
-import math
 from typing import Annotated
 
 from calc.catalog import GPUS, MODELS, get_gpu, get_model
@@ -137,7 +136,8 @@ def kv_per_kind(
     gpu: Annotated[str, Choice(GPU_CHOICES, label="GPU")] = GPU,
     tp: Annotated[str, Choice(TP_CHOICES, label="GPUs (tensor parallel)")] = "1",
     kv_dtype: Annotated[str, Choice(KV_DTYPES, label="KV cache dtype")] = "bf16",
-    context_tokens: Annotated[int, IntRange(1, 10_000_000, 256, "tokens", label="Context per request")] = CONTEXT_TOKENS,
+    context_tokens: Annotated[int, IntRange(1, 10_000_000, 256, "tokens", label="Context per request")]
+    = CONTEXT_TOKENS,
 ):
     """KV bytes per token and requests that fit, for MHA, GQA, MQA and MLA versions of the same model."""
     rows = kv_by_kind(model, gpu, tp=int(tp), kv_dtype=kv_dtype, context_tokens=context_tokens)
@@ -146,7 +146,8 @@ def kv_per_kind(
     per_token = bar_chart(
         f"{m.name}: KV bytes per token", labels, "KiB per token",
         {"KV per token": [r["kv_bytes_per_token"] / 1024 for r in rows.values()]},
-        summary="; ".join(f"{KINDS[k]}: {format_bytes(r['kv_bytes_per_token'], binary=True)}" for k, r in rows.items()) + ".")
+        summary="; ".join(f"{KINDS[k]}: {format_bytes(r['kv_bytes_per_token'], binary=True)}"
+                          for k, r in rows.items()) + ".")
     count = lambda r: "none (the weights do not fit)" if r["requests"] is None else f"{r['requests']:,}"  # noqa: E731
     fits = bar_chart(
         f"Requests of {context_tokens:,} tokens that fit on {tp} × {get_gpu(gpu).name}", labels, "requests",

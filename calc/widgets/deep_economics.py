@@ -125,8 +125,9 @@ def _throughput(replica: str, prompt_tokens: int, output_tokens: int) -> dict:
                           kv_capacity_tokens=cap.kv_cache_tokens, max_running=MAX_RUNNING)
 
 
-def query_cost(replica: str = "llama-3.1-70b", *, prompt_tokens: int = PROMPT_TOKENS, output_tokens: int = OUTPUT_TOKENS,
-               usd_per_gpu_hour: float | None = None, utilization: float = 1.0) -> dict:
+def query_cost(replica: str = "llama-3.1-70b", *, prompt_tokens: int = PROMPT_TOKENS,
+               output_tokens: int = OUTPUT_TOKENS, usd_per_gpu_hour: float | None = None,
+               utilization: float = 1.0) -> dict:
     """What one query costs on a replica kept busy ``utilization`` of the time (1.0: every GPU-hour used).
 
     ``queries_per_s`` = saturated output tokens/s (:func:`calc.roofline.max_throughput`)
@@ -175,7 +176,8 @@ def search_bill(usd_per_query: float, queries_per_year: float) -> float:
     >>> search_bill(0.0036, 1e13) / 1e9
     36.0
     """
-    return check_range("usd_per_query", usd_per_query, 0, 1e6) * check_range("queries_per_year", queries_per_year, 0, 1e16)
+    usd_per_query = check_range("usd_per_query", usd_per_query, 0, 1e6)
+    return usd_per_query * check_range("queries_per_year", queries_per_year, 0, 1e16)
 
 
 def search_claim_inputs() -> dict:
@@ -240,8 +242,9 @@ def inference_bill(
             "GPT-3 training (paid once)": (axis, [training / 1e6] * len(axis)),
             "inference": (axis, [per_day * d / 1e6 for d in axis]),
         }, summary=(f"At {format_number(queries_per_day_m)} million queries a day the inference bill is "
-                    f"${per_day:,.0f} a day" + (f" and passes the ${format_number(training / 1e6)}M training bill after "
-                                                 f"{format_number(days)} days."
+                    f"${per_day:,.0f} a day" + (
+                        f" and passes the ${format_number(training / 1e6)}M training bill after "
+                        f"{format_number(days)} days."
                                                  if days else ".")))
     chart["data"][0]["line"] = {"color": "#757575", "width": 2, "dash": "dash"}
     chart["data"][1]["line"] = {"color": PALETTE[5], "width": 3}
@@ -285,7 +288,8 @@ def search_claim(
                               f"${format_number(bill / 1e9)}B.")
     chart["layout"]["showlegend"] = False
     verdict = (f"{format_number(bill / SEARCH['claim_usd'])}× the claim; the search margin "
-               f"({format_number(inputs['margin_cents'])} ¢) {'covers' if cents <= inputs['margin_cents'] else 'does not cover'} "
+               f"({format_number(inputs['margin_cents'])} ¢) "
+               f"{'covers' if cents <= inputs['margin_cents'] else 'does not cover'} "
                f"{format_number(cents)} ¢ a query")
     return view(
         outputs=[
@@ -311,7 +315,8 @@ def paged_claim(
     chart = bar_chart("Share of KV memory holding tokens", labels, "share", {
         "calc (reservation and last-block waste)": [shares[p] for p in POLICIES],
         "measured in the vLLM paper": [PAGED_PAPER[p] for p in POLICIES],
-    }, summary="; ".join(f"{POLICY_LABELS[p]}: calc {shares[p]:.0%}, paper {PAGED_PAPER[p]:.1%}" for p in POLICIES) + ".")
+    }, summary="; ".join(f"{POLICY_LABELS[p]}: calc {shares[p]:.0%}, paper {PAGED_PAPER[p]:.1%}"
+                         for p in POLICIES) + ".")
     chart["layout"]["barmode"] = "group"
     chart["layout"]["yaxis"]["tickformat"] = ".0%"
     return view(
@@ -352,7 +357,8 @@ def facts() -> dict[str, str]:
     longer = query_cost("llama-3.1-70b", output_tokens=2 * OUTPUT_TOKENS)
     # The page states these orderings in words: fail the build if calc ever disagrees, so the prose is reviewed.
     if shares["paged"] < 0.95 or shares["max"] > 0.3:
-        raise CalcError("the allocation model no longer reproduces the claim's shape; review the page", "kv_utilization")
+        raise CalcError("the allocation model no longer reproduces the claim's shape; review the page",
+                        "kv_utilization")
     margin = inputs["margin_cents"] / 100
     if not (long405["usd_per_query"] > margin > long70["usd_per_query"] > short70["usd_per_query"]):
         raise CalcError("the search costs no longer straddle the search margin as the page says; review it", "search")

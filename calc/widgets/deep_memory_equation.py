@@ -24,7 +24,7 @@ import math
 from typing import Annotated
 
 from calc.catalog import GPUS, MODELS, get_gpu, get_model
-from calc.errors import CalcError, check_range
+from calc.errors import check_range
 from calc.memory import (
     ACTIVATION_WORKSPACE_BYTES, KV_DTYPES, NON_TORCH_BASE_BYTES, WEIGHT_FORMATS, kv_bytes_per_token,
     kv_tokens_per_request, weight_bytes,
@@ -76,7 +76,8 @@ def memory_budget(model, gpu, *, users: int, context_tokens: int, weights: str =
     >>> b = memory_budget("mistral-7b", "h100-sxm-80gb", users=100, context_tokens=4096)
     >>> round(b["kv_bytes"] / 1e9, 1), b["fits"], b["max_users"]
     (53.7, True, 101)
-    >>> memory_budget("mistral-7b", "h100-sxm-80gb", users=1, context_tokens=4096, gpu_memory_utilization=1.0)["max_users"]
+    >>> whole = memory_budget("mistral-7b", "h100-sxm-80gb", users=1, context_tokens=4096, gpu_memory_utilization=1.0)
+    >>> whole["max_users"]
     116
     >>> memory_budget("mistral-7b", "l4", users=1, context_tokens=10_000, honour_window=True)["kv_tokens_per_user"]
     4096
@@ -166,7 +167,8 @@ def budget(
     growth = line_chart(
         f"{b['model']} on one {b['gpu']}: memory against users", "concurrent users", "GPU memory needed (GB)",
         series, summary=(f"Memory needed grows in a straight line with users, steeper for longer contexts; the "
-                         f"flat line is the {format_bytes(b['usable_bytes'])} the engine may use. At {context_tokens:,} tokens "
+                         f"flat line is the {format_bytes(b['usable_bytes'])} the engine may use. "
+                         f"At {context_tokens:,} tokens "
                          f"each, {b['max_users']:,} users fit."))
     growth["data"][-1]["line"] = {"color": "#757575", "width": 2, "dash": "dash"}
     free = max(b["free_bytes"], 0.0)
@@ -180,7 +182,8 @@ def budget(
     parts["layout"]["legend"] = {"orientation": "h", "y": -0.7, "yanchor": "top", "x": 0}
     parts["layout"]["margin"] = {"l": 60, "r": 20, "t": 40, "b": 90}
     parts["layout"]["height"] = 260
-    parts["layout"]["shapes"] = [{"type": "line", "x0": gb(b["usable_bytes"]), "x1": gb(b["usable_bytes"]), "yref": "paper",
+    usable = gb(b["usable_bytes"])
+    parts["layout"]["shapes"] = [{"type": "line", "x0": usable, "x1": usable, "yref": "paper",
                                   "y0": 0, "y1": 1, "line": {"dash": "dot", "width": 2, "color": PALETTE[5]}}]
     verdict = (f"fits, {format_bytes(b['free_bytes'])} free" if b["fits"]
                else f"does not fit: {format_bytes(-b['free_bytes'])} short")

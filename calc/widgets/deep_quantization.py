@@ -30,7 +30,7 @@ from typing import Annotated
 from calc.catalog import GPUS, MODELS, get_gpu, get_model
 from calc.errors import CalcError, check_choice, check_range
 from calc.memory import WEIGHT_BITS, WEIGHT_FORMATS, check_tp, kv_capacity, kv_tokens_per_request
-from calc.quantization import STUDY_SOURCE, STUDY_SUMMARY, accuracy_deltas, weight_formats_table
+from calc.quantization import STUDY_SUMMARY, accuracy_deltas, weight_formats_table
 from calc.units import format_bytes, format_number
 from calc.widgets.charts import bar_chart
 from calc.widgets.framework import Choice, IntRange, output, table, view, widget
@@ -104,8 +104,9 @@ def nf4_levels(offset: float = NF4_OFFSET) -> list[float]:
     negative half at 7, plus an exact zero; all divided by the largest. The
     result matches QLoRA's published table (Dettmers et al. 2023, appendix E).
 
-    >>> [round(v, 4) for v in nf4_levels()]
-    [-1.0, -0.6962, -0.5251, -0.3949, -0.2844, -0.1848, -0.091, 0.0, 0.0796, 0.1609, 0.2461, 0.3379, 0.4407, 0.5626, 0.723, 1.0]
+    >>> [round(v, 4) for v in nf4_levels()]  # doctest: +NORMALIZE_WHITESPACE
+    [-1.0, -0.6962, -0.5251, -0.3949, -0.2844, -0.1848, -0.091, 0.0,
+     0.0796, 0.1609, 0.2461, 0.3379, 0.4407, 0.5626, 0.723, 1.0]
     """
     normal = NormalDist()
 
@@ -212,14 +213,16 @@ def formats(
     rows_table = table(
         ["format", "checkpoint", "bits per weight, all in", "decode speed-up", "users", "published accuracy"],
         [[r["weights"], format_bytes(r["total_bytes"]), format_number(r["effective_bits_per_weight"]),
-          f"{format_number(r['decode_speedup'])}×", "does not fit" if r["users"] is None else format_number(r["users"]),
+          f"{format_number(r['decode_speedup'])}×",
+          "does not fit" if r["users"] is None else format_number(r["users"]),
           _accuracy_text(r)] for r in rows],
         caption=(f"Decode speed-up at batch 1 against bf16; users of {context_tokens:,} tokens from vLLM's KV sizing; "
                  f"accuracy on the OpenLLM v1 average where a model card publishes it."))
     by = {r["weights"]: r for r in rows}
     return view(
         outputs=[
-            output("bf16_bytes", "bf16 checkpoint", by["bf16"]["total_bytes"], "B", text=format_bytes(by["bf16"]["total_bytes"])),
+            output("bf16_bytes", "bf16 checkpoint", by["bf16"]["total_bytes"], "B",
+                   text=format_bytes(by["bf16"]["total_bytes"])),
             output("int4_nominal", "INT4, every parameter at 4 bits", by["int4"]["nominal_bytes"], "B",
                    text=format_bytes(by["int4"]["nominal_bytes"])),
             output("int4_total", f"INT4 checkpoint, groups of {group_size}", by["int4"]["total_bytes"], "B",

@@ -111,7 +111,8 @@ def max_batch(model, gpu, *, tp: int = 1, weights: str = "bf16", context_tokens:
     return cap.kv_cache_tokens // max(1, kv_tokens_per_request(model, context_tokens))
 
 
-def batch_sweep(model, gpu, *, tp: int = 1, weights: str = "bf16", context_tokens: int, batches=BATCH_POINTS) -> list[dict]:
+def batch_sweep(model, gpu, *, tp: int = 1, weights: str = "bf16", context_tokens: int,
+                batches=BATCH_POINTS) -> list[dict]:
     """ITL (the decode step), tokens/s and the bound at each batch size that fits in the KV cache.
 
     Batches above :func:`max_batch` are dropped and that largest batch is added
@@ -200,7 +201,8 @@ def roofline(
                  f"prefill of {prompt_tokens:,} tokens at {format_number(f['intensity_flops_per_byte'])} "
                  f"({f['bound']}-bound)."))
     figure["data"][1]["line"] = {"color": PALETTE[0], "width": 1.5, "dash": "dot"}
-    for index, (name, step) in enumerate(((f"decode step, batch {batch:,}", d), (f"prefill, {prompt_tokens:,} tokens", f))):
+    points = ((f"decode step, batch {batch:,}", d), (f"prefill, {prompt_tokens:,} tokens", f))
+    for index, (name, step) in enumerate(points):
         figure["data"].append({
             "type": "scatter", "mode": "markers", "name": name,
             "x": [round_sig(step["intensity_flops_per_byte"])], "y": [round_sig(tflops(step["attained_flops_per_s"]))],
@@ -224,7 +226,8 @@ def roofline(
             output("ttft_s", "Prefill = TTFT on an idle GPU", f["time_s"], "s", text=ms(f["time_s"])),
             output("weights_per_step", "Weights streamed per decode step, per GPU", p["weight_bytes_per_gpu"], "B",
                    text=format_bytes(p["weight_bytes_per_gpu"])),
-            output("fits", f"Does a batch of {batch:,} × {context_tokens:,} tokens fit?", limit, "sequences", text=room),
+            output("fits", f"Does a batch of {batch:,} × {context_tokens:,} tokens fit?", limit, "sequences",
+                   text=room),
         ],
         figures={"roofline": figure},
     )
@@ -275,7 +278,8 @@ def latency(
         outputs=[
             output("wall_ms", "Bandwidth wall (weights / datasheet bandwidth)", wall, "s",
                    text=f"{format_number(wall * MS)} ms"),
-            output("itl_s", f"ITL at batch {batch:,}", chosen["itl_s"], "s", text=f"{format_number(chosen['itl_s'] * MS)} ms"),
+            output("itl_s", f"ITL at batch {batch:,}", chosen["itl_s"], "s",
+                   text=f"{format_number(chosen['itl_s'] * MS)} ms"),
             output("tokens_per_s", f"Tokens/s at batch {batch:,}", chosen["tokens_per_s"], "tokens/s",
                    text=f"{format_number(chosen['tokens_per_s'])} tokens/s"),
             output("per_sequence", "Tokens/s one reader sees", 1 / chosen["itl_s"], "tokens/s",

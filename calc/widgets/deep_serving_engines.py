@@ -110,8 +110,9 @@ def conversation_prefill(*, turns: int, turn_tokens: int, system_tokens: int = 0
     without, with_cache = [], []
     for i in range(turns):
         history = system_tokens + i * turn_tokens
-        hit = prefix_cache_hit(shared_tokens=history, variable_tokens=turn_tokens, block_size_tokens=block_size_tokens) \
-            if history else {"computed_tokens": turn_tokens}
+        hit = (prefix_cache_hit(shared_tokens=history, variable_tokens=turn_tokens,
+                                block_size_tokens=block_size_tokens)
+               if history else {"computed_tokens": turn_tokens})
         without.append(history + turn_tokens)
         with_cache.append(hit["computed_tokens"] if i else history + turn_tokens)
     return {"turns": turns, "per_turn_without": without, "per_turn_with": with_cache,
@@ -143,7 +144,8 @@ def conversation(
 ):
     """Prefill work and the last turn's TTFT of a multi-turn chat, with and without reusing the history's KV."""
     r = conversation_prefill(turns=turns, turn_tokens=turn_tokens, system_tokens=system_tokens)
-    coef = step_coefficients(get_model(LESSON_REPLICA["model"]), get_gpu(LESSON_REPLICA["gpu"]), tp=LESSON_REPLICA["tp"])
+    coef = step_coefficients(get_model(LESSON_REPLICA["model"]), get_gpu(LESSON_REPLICA["gpu"]),
+                             tp=LESSON_REPLICA["tp"])
     last_prompt = r["per_turn_without"][-1]
     cold = prefill_chunk(coef, chunk_tokens=last_prompt)["time_s"]
     reused = last_prompt - r["per_turn_with"][-1]
@@ -165,7 +167,8 @@ def conversation(
             output("saved", "Prefill saved", r["saved_fraction"], "", text=f"{r['saved_fraction']:.0%}"),
             output("ttft_cold", f"Turn {turns} TTFT, no reuse (idle replica)", cold, "s",
                    text=f"{format_number(cold * MAX_MS)} ms"),
-            output("ttft_warm", f"Turn {turns} TTFT, history reused", warm, "s", text=f"{format_number(warm * MAX_MS)} ms"),
+            output("ttft_warm", f"Turn {turns} TTFT, history reused", warm, "s",
+                   text=f"{format_number(warm * MAX_MS)} ms"),
         ],
         figures={"turns": chart},
     )

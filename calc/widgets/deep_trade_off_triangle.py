@@ -19,13 +19,12 @@ from __future__ import annotations
 from functools import lru_cache
 from typing import Annotated
 
-from calc.catalog import get_gpu, get_model
-from calc.cost import usd_per_million_tokens
+from calc.catalog import get_gpu
 from calc.errors import CalcError, check_choice, check_range
 from calc.quantization import STUDY_SUMMARY, accuracy_deltas
 from calc.sim import Scenario, simulate
 from calc.units import format_number
-from calc.widgets.charts import PALETTE, line_chart
+from calc.widgets.charts import line_chart
 from calc.widgets.framework import Choice, FloatRange, IntRange, output, stream, table, view, widget
 from calc.widgets.simulation import simulation_views
 
@@ -157,7 +156,8 @@ def triangle(
         if p is None:
             return [names[key], "no point meets the target", "", "", "", ""]
         return [names[key], f"{p['weights']}, cap {p['max_num_seqs']}", f"{format_number(p['itl_p50_s'] * MS)} ms",
-                format_number(p["tokens_per_s"]), f"${p['usd_per_million']:,.2f}", _accuracy(spec["model"], p["weights"])]
+                format_number(p["tokens_per_s"]), f"${p['usd_per_million']:,.2f}",
+                _accuracy(spec["model"], p["weights"])]
 
     corners_table = table(["you keep", "setting", "median ITL", "tokens/s", "$ per M output tokens", "accuracy"],
                           [row(k) for k in names],

@@ -15,7 +15,6 @@ import re
 import pytest
 from bs4 import BeautifulSoup
 
-from calc.widgets import framework  # noqa: F401 - calc on the path, as the build has it
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 SITE = os.environ.get("CALC_SITE_DIR", os.path.join(ROOT, "site"))  # the built site; another folder for a private build

@@ -28,7 +28,7 @@ from calc.catalog import GPUS, get_gpu, get_model
 from calc.cli.table import format_table
 from calc.memory import (ACTIVATION_WORKSPACE_BYTES, NON_TORCH_BASE_BYTES, kv_bytes_per_token,
                          kv_tokens_per_request, weight_bytes)
-from calc.units import GB, format_bytes, format_number
+from calc.units import format_bytes, format_number
 
 model = get_model("mistral-7b")
 print(model.name, "-", model.source)
