@@ -39,8 +39,8 @@ def parse_quantity(text: str, unit: str) -> float:
     Any other unit accepts the bare number, the unit itself written after it, its
     common plural, and scale words (k, million).
 
-    >>> parse_quantity("3.3 usd", "usd")
-    3.3
+    >>> parse_quantity("3.3 usd", "usd"), parse_quantity("$1.85", "usd")
+    (3.3, 1.85)
     >>> parse_quantity("2.5k", "tokens")
     2500.0
     >>> parse_quantity("lots", "bytes")
@@ -51,6 +51,8 @@ def parse_quantity(text: str, unit: str) -> float:
     if not isinstance(text, str) or not text.strip():
         raise CalcError("answer must be a number; got nothing", "answer")
     hint = "optionally with a unit such as KiB or GB" if unit == "bytes" else f"optionally followed by {unit}"
+    if unit.lower() == "usd":  # readers type prices the way they read them
+        text = re.sub(r"^\s*(?:US)?\$\s*", "", text, flags=re.IGNORECASE)
     match = _NUMBER.match(text.replace("\u2009", "").replace("\u00a0", " "))
     if not match:
         raise CalcError(f"answer must be a number, {hint}; got {text.strip()[:40]!r}", "answer")

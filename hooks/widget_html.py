@@ -40,8 +40,8 @@ def _figure_json(figure: dict) -> str:
 def _control(form: etree.Element, uid: str, spec: dict, value, hidden: bool) -> None:
     name = spec["name"]
     control_id = f"{uid}-{name}"
-    if hidden:
-        _sub(form, "input", type="hidden", name=name, value=value)
+    if hidden:  # the value the browser sends back must read as the control reads it ("true", not "True")
+        _sub(form, "input", type="hidden", name=name, value=str(value).lower() if isinstance(value, bool) else value)
         return
     row = _sub(form, "div", class_=f"calc-control calc-control--{spec['kind']}")
     label = _sub(row, "label", spec["label"], for_=control_id)

@@ -727,7 +727,8 @@ class Fleet:
             busy = rep.busy_ns_until(now_ns)
             q = _integral(rep.queue_depth, rep.int_queue, last, now_ns)
             kv = _integral(rep.kv_used_blocks, rep.int_used_blocks, last, now_ns)
-            snap = m.snap if m.snap is not None else (m.ready_ns, rep.busy_ns_until(m.ready_ns), 0, 0)
+            # A replica that just became ready has done no work yet: its first interval starts from zero.
+            snap = m.snap if m.snap is not None else (m.ready_ns, 0, 0, 0)
             m.snap = (now_ns, busy, q, kv)
             dt = now_ns - snap[0]
             if dt <= 0:

@@ -201,7 +201,18 @@ class Widget:
     meta: dict = field(default_factory=dict)
 
 
-REGISTRY: dict[str, Widget] = {}
+class _Registry(dict):
+    """Registered functions by name; looking up a name imports its page module first (``REGISTRY["mod.fn"]``)."""
+
+    def __missing__(self, name):
+        if isinstance(name, str):
+            _load_module_of(name)
+            if dict.__contains__(self, name):
+                return dict.__getitem__(self, name)
+        raise KeyError(name)
+
+
+REGISTRY: dict[str, Widget] = _Registry()
 
 
 def _public_name(function: Callable) -> str:

@@ -290,7 +290,7 @@ def _fleet_figures() -> dict:
 
 
 def _fleet_outputs(summary: dict) -> list[dict]:
-    panel = [o for o in metrics(summary) if o["key"] in FLEET_METRICS]
+    panel = [o for o in metrics(summary, fleet=True) if o["key"] in FLEET_METRICS]
     hours = summary.get("replica_hours") or 0.0
     ups, downs = summary.get("scale_ups", 0), summary.get("scale_downs", 0)
     panel.append(output("replica_hours", "Replica-hours paid", hours, "h",
@@ -308,7 +308,7 @@ def fleet_views(scenario: dict, frame_interval_s: float):
 
     >>> first = next(fleet_views(fleet_scenario(PRESET), 30.0))
     >>> sorted(first["figures"]), first["outputs"]["replicas"]["text"]
-    (['latency', 'queue', 'signals', 'traffic'], '1 / 1 / 1')
+    (['latency', 'queue', 'signals', 'traffic'], '1 / 2 / 1')
     """
     first = True
     for frame in live_frames(scenario, frame_interval_s=frame_interval_s):
@@ -394,7 +394,7 @@ def facts() -> dict[str, str]:
 
     >>> f = {key: value.replace("&#36;", "$") for key, value in facts().items()}
     >>> f["util_at_2"], f["rate_for_80"], f["replicas_final"], f["last_phase_util"]
-    ('99.97%', '0.403 requests/s', '4', '96.9%')
+    ('99.97%', '0.403 requests/s', '4', '97.2%')
     """
     summary = preset_summary(PRESET)
     queue = preset_summary("step15-scale-on-queue")

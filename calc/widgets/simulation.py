@@ -58,8 +58,8 @@ def _figures(fleet_run: bool) -> dict:
                      for i, (series, name) in enumerate(traces)],
             "layout": {"title": {"text": title, "font": {"size": 14}},
                        "xaxis": {"title": {"text": "simulated time (s)"}, "automargin": True},
-                       "yaxis": yaxis, "legend": {"orientation": "h", "y": -0.3, "yanchor": "top", "x": 0},
-                       "margin": {"l": 60, "r": 20, "t": 40, "b": 50}, "height": 300},
+                       "yaxis": yaxis, "legend": {"orientation": "h", "y": -0.42, "yanchor": "top", "x": 0},
+                       "margin": {"l": 60, "r": 20, "t": 40, "b": 70}, "height": 320},
             "x_series": "t_s",
             "summary": f"{title} against simulated time.",
         }
@@ -70,7 +70,7 @@ def _seconds(value) -> str:
     return "n/a" if value is None else f"{format_number(value)} s"
 
 
-def metrics(summary: dict) -> list[dict]:
+def metrics(summary: dict, fleet: bool = False) -> list[dict]:
     """The metrics panel of a run so far, from its summary.
 
     >>> [m["text"] for m in metrics({"requests_completed": 10, "requests_total": 12, "ttft_p50_s": 0.2})][:2]
@@ -102,7 +102,7 @@ def metrics(summary: dict) -> list[dict]:
     cost = get("cost_usd_per_million_output_tokens")
     panel.append(output("cost_usd_per_million_output_tokens", "Cost per million output tokens", cost or 0, "USD",
                         text="no GPU price" if cost is None else f"${cost:,.2f}"))
-    if get("replicas_max") is not None:
+    if fleet and get("replicas_max") is not None:
         panel.append(output("replicas", "Replicas (start / peak / end)", get("replicas_max"), "",
                             text=f"{get('replicas_initial')} / {get('replicas_max')} / {get('replicas_final')}"))
     return panel
@@ -143,7 +143,7 @@ def simulation_views(scenario: dict, frame_interval_s: float):
     for frame in live_frames(scenario, frame_interval_s=frame_interval_s):
         extra = {"figures": _figures(fleet_run)} if first else {}
         first = False
-        yield view(outputs=metrics(frame["summary"]), series=frame["points"], blockmap=frame["blockmap"],
+        yield view(outputs=metrics(frame["summary"], fleet_run), series=frame["points"], blockmap=frame["blockmap"],
                    t_s=frame["t_s"], done=frame["done"], **extra)
 
 

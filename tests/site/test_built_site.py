@@ -89,7 +89,7 @@ def test_every_prerendered_widget_shows_what_calc_computes():
 def test_every_drill_shows_its_seed_question():
     for relative, element in all_widgets():
         if element["data-kind"] == "drill":
-            entry = framework.REGISTRY[element["data-widget"]]
+            entry = framework.get(element["data-widget"])
             question = framework.check_view(entry.function(seed=int(element["data-seed"])))
             assert element.select_one('[data-output="question"]').get_text() == question["question"]
 

@@ -91,7 +91,7 @@ def test_the_gpu_util_fleet_scales_up_and_never_down():
     out = merged["outputs"]
     assert out["replicas"]["text"] == "1 / 4 / 4"
     assert out["scale_changes"]["text"] == "3 / 0"
-    assert out["replica_hours"]["value"] == pytest.approx(0.508, abs=0.001)
+    assert out["replica_hours"]["value"] == pytest.approx(0.521, abs=0.001)
     replicas = merged["figures"]["traffic"]["data"][1]["y"]
     assert replicas == sorted(replicas)  # never down
     arrivals = merged["figures"]["traffic"]["data"][0]["y"]
@@ -105,9 +105,9 @@ def test_facts():
     assert (f["util_at_2"], f["compute_at_2"], f["capacity_rps"]) == ("99.97%", "9.1%", "9.05 requests/s")
     assert (f["rate_for_80"], f["rate_for_30"]) == ("0.403 requests/s", "0.0896 requests/s")
     assert (f["scale_ups"], f["scale_downs"], f["replicas_final"]) == ("3", "0", "4")
-    assert f["first_scale_up_s"] == "30 s"
-    assert (f["last_phase_util"], f["last_phase_compute"]) == ("96.9%", "2.3%")
-    assert (f["replica_hours"], f["queue_replica_hours"], f["extra_hours_pct"]) == ("0.508", "0.308", "64.9%")
+    assert f["first_scale_up_s"] == "15 s"
+    assert (f["last_phase_util"], f["last_phase_compute"]) == ("97.2%", "2.3%")
+    assert (f["replica_hours"], f["queue_replica_hours"], f["extra_hours_pct"]) == ("0.521", "0.308", "69%")
     assert f["last_phase_per_replica"] == "0.5 requests/s"
 
 
