@@ -96,9 +96,10 @@ def metrics(summary: dict, fleet: bool = False) -> list[dict]:
         output("compute_utilization", "Compute utilization", get("compute_utilization") or 0, "",
                text=f"{(get('compute_utilization') or 0) * 100:.0f}%"),
     ]
-    if get("prefix_cache_hit_rate") is not None:
-        panel.append(output("prefix_cache_hit_rate", "Prefix cache hit rate", get("prefix_cache_hit_rate"), "",
-                            text=f"{get('prefix_cache_hit_rate') * 100:.0f}%"))
+    # Always present: the page updates only the outputs it was built with, and a reader may turn caching on.
+    hit_rate = get("prefix_cache_hit_rate")
+    panel.append(output("prefix_cache_hit_rate", "Prefix cache hit rate", hit_rate or 0, "",
+                        text="cache off" if hit_rate is None else f"{hit_rate * 100:.0f}%"))
     cost = get("cost_usd_per_million_output_tokens")
     panel.append(output("cost_usd_per_million_output_tokens", "Cost per million output tokens", cost or 0, "USD",
                         text="no GPU price" if cost is None else f"${cost:,.2f}"))
