@@ -219,7 +219,8 @@ def step_cost(
     for trace, key in zip(figure["data"], names):
         trace["marker"]["color"] = _COLOURS[key]
         trace["hovertemplate"] = "%{y:.3~r} ms<extra>" + trace["name"] + "</extra>"
-    figure["layout"]["legend"] = {"orientation": "h", "yanchor": "top", "y": -0.25, "x": 0, "traceorder": "normal"}
+    figure["layout"]["legend"] = {"orientation": "h", "yanchor": "top", "y": -0.38, "x": 0, "traceorder": "normal"}
+    figure["layout"]["height"] = 400
     figure["layout"]["xaxis"]["title"] = {"text": "running batch (sequences)"}
     figure["layout"]["xaxis"]["type"] = "category"
     return view(
