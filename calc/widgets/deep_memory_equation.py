@@ -195,8 +195,9 @@ def budget(
             output("kv_bytes", f"KV cache, {users:,} × {b['kv_tokens_per_user']:,} tokens", b["kv_bytes"], "B",
                    text=format_bytes(b["kv_bytes"])),
             output("total_bytes", "Needed", b["total_bytes"], "B", text=format_bytes(b["total_bytes"])),
+            # The value is the margin: positive when it fits, negative when short (a margin, not a size).
             output("verdict", f"On one {b['gpu']} ({gpu_memory_utilization:.0%} of {format_bytes(b['gpu_bytes'])})",
-                   b["free_bytes"], "B",
+                   b["free_bytes"], "B margin",
                    text=verdict),
             output("max_users", f"Users that fit at {context_tokens:,} tokens", b["max_users"], "users",
                    text=f"{b['max_users']:,}"),

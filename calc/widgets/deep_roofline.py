@@ -273,7 +273,10 @@ def latency(
         summary=(f"Prefill time grows with the prompt, faster than linearly once attention's quadratic work "
                  f"shows: {format_number(ttfts[0] * MS)} ms at {PROMPT_POINTS[0]:,} tokens, "
                  f"{format_number(ttfts[-1] * MS)} ms at {PROMPT_POINTS[-1]:,}."))
-    chosen = next(r for r in rows if r["batch"] == batch)
+    chosen = next((r for r in rows if r["batch"] == batch), None)
+    if chosen is None:  # the batch does not fit in the KV cache at this context
+        raise CalcError(f"batch must be at most {rows[-1]['batch']:,} sequences here (the KV cache holds no more at "
+                        f"this context); got {batch:,}", "batch")
     return view(
         outputs=[
             output("wall_ms", "Bandwidth wall (weights / datasheet bandwidth)", wall, "s",
