@@ -123,7 +123,8 @@ def _outputs(root: etree.Element, result: dict) -> None:
         for key, item in result["outputs"].items():
             pair = _sub(dl, "div", class_="calc-output")
             _sub(pair, "dt", item["label"])
-            _sub(pair, "dd", item["text"], data_output=key)
+            long_text = len(item["text"]) > 200  # shown in a scrolling box: keyboard users must reach it
+            _sub(pair, "dd", item["text"], data_output=key, **({"tabindex": "0"} if long_text else {}))
     for key, figure in result["figures"].items():
         holder = _sub(root, "figure", class_="calc-chart")
         title = figure.get("layout", {}).get("title", {})
