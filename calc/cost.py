@@ -15,6 +15,7 @@ that stops holding.
 from __future__ import annotations
 
 from calc.errors import CalcError, check_positive, check_range
+from calc.roofline import steady_state_step
 from calc.units import SECONDS_PER_HOUR
 
 __all__ = [
@@ -209,29 +210,78 @@ def batching_limit(coefficients, *, context_tokens: int, efficiency_floor: float
     return low
 
 
-def sustained_at_latency(coefficients, *, context_tokens: int, itl_target_s: float, max_batch: int = 4096) -> dict:
-    """The largest decode batch whose inter-token latency meets ``itl_target_s``, and its tokens/s.
+def _prefill_answer_tokens(context: int, prompt_tokens: int, answer_tokens) -> int:
+    """The answer length of a steady state with prefill, checked against the decoding context."""
+    prompt = check_range("prompt_tokens", prompt_tokens, 1, 10_000_000, integer=True)
+    if answer_tokens is None:
+        if context <= prompt:
+            raise CalcError(f"context_tokens must exceed prompt_tokens ({prompt:,}) when the answer length is left "
+                            f"out: decoding sequences hold their prompt and half their answer; got {context:,}",
+                            "context_tokens")
+        return 2 * (context - prompt)
+    answer = check_range("answer_tokens", answer_tokens, 1, 10_000_000, integer=True)
+    if context != prompt + answer // 2:
+        raise CalcError(f"context_tokens must be prompt_tokens + answer_tokens // 2 = {prompt + answer // 2:,} "
+                        f"(decoding sequences half-way through their answers) when both lengths are given; "
+                        f"got {context:,}", "context_tokens")
+    return answer
+
+
+def sustained_at_latency(coefficients, *, context_tokens: int, itl_target_s: float, max_batch: int = 4096,
+                         prompt_tokens: int = 0, answer_tokens: int | None = None) -> dict:
+    """The largest batch whose inter-token latency meets ``itl_target_s``, and its output tokens/s.
 
     The step time grows with the batch, so the latency target caps the batch and
     with it the sustained tokens/s that :func:`price_replica` needs. ``max_batch``
     stands for the other caps (KV room, the engine's running-sequence limit).
     Returns batch 0 and 0 tokens/s if even one sequence misses the target.
+
+    With ``prompt_tokens`` 0 (the default) a step is decode only: ``batch`` new
+    tokens, each reading ``context_tokens`` of KV cache, the step a decode
+    benchmark times. With ``prompt_tokens`` > 0 the steps also carry the
+    prompts of the requests that replace finished ones: ``batch x prompt /
+    answer`` prefill tokens per step on average
+    (:func:`calc.roofline.steady_state_step`), what a replica kept busy by real
+    traffic does. Decoding sequences then sit half-way through their answers,
+    ``context_tokens = prompt_tokens + answer_tokens // 2``; leave
+    ``answer_tokens`` out and it is ``2 x (context_tokens - prompt_tokens)``
+    (``answer_tokens`` matters only with a prompt). Either way ``tokens_per_s``
+    counts output tokens: ``batch / step time``.
     Source: the lesson's step 17 (sustained tokens/s at a latency target); step
-    times from :mod:`calc.roofline`.
+    times from :mod:`calc.roofline`; prefill mixed into decode steps as in
+    continuous batching (Yu et al., "Orca", OSDI 2022).
 
     >>> from calc.catalog import get_model, get_gpu
     >>> from calc.roofline import step_coefficients
     >>> coef = step_coefficients(get_model("llama-3.1-70b"), get_gpu("h100-sxm-80gb"), tp=4)
-    >>> r = sustained_at_latency(coef, context_tokens=1152, itl_target_s=0.050, max_batch=311)
-    >>> r["batch"] > 100, r["itl_s"] <= 0.050
-    (True, True)
+    >>> r = sustained_at_latency(coef, context_tokens=1152, itl_target_s=0.050, max_batch=256)
+    >>> r["batch"], round(r["tokens_per_s"]), r["limited_by"]
+    (256, 8266, 'max_batch')
+    >>> r = sustained_at_latency(coef, context_tokens=1152, itl_target_s=0.050, max_batch=256, prompt_tokens=1024)
+    >>> r["batch"], round(r["tokens_per_s"]), r["limited_by"], r["itl_s"] <= 0.050
+    (113, 2275, 'latency', True)
     """
     context = _check_context(context_tokens)
     target = check_positive("itl_target_s", itl_target_s)
     max_batch = check_range("max_batch", max_batch, 1, MAX_BATCH, integer=True)
+    prompt = check_range("prompt_tokens", prompt_tokens, 0, 10_000_000, integer=True)
+    times: dict[int, float] = {}
 
-    def step(b: int) -> float:
-        return _decode_row(coefficients, b, context, 1.0)["step_s"]
+    if prompt:
+        answer = _prefill_answer_tokens(context, prompt, answer_tokens)
+
+        def step(b: int) -> float:
+            if b not in times:
+                times[b] = steady_state_step(coefficients, batch=b, input_tokens=prompt, output_tokens=answer)["time_s"]
+            return times[b]
+    else:
+        if answer_tokens is not None:
+            check_range("answer_tokens", answer_tokens, 1, 10_000_000, integer=True)
+
+        def step(b: int) -> float:
+            if b not in times:
+                times[b] = _decode_row(coefficients, b, context, 1.0)["step_s"]
+            return times[b]
 
     if step(1) > target:
         return {"batch": 0, "itl_s": step(1), "tokens_per_s": 0.0, "limited_by": "latency"}

@@ -105,6 +105,18 @@ def test_cost_figures(capsys):
     assert r["price"]["usd_per_million_tokens"] == pytest.approx(8 / 3.6, rel=1e-5)
 
 
+def test_cost_with_the_prompts_prefill(capsys):
+    # step 17's worked case: 50 ms, 1,024-token prompts and 256-token answers (context 1,152)
+    decode = run_json(capsys, "cost")
+    assert decode["prompt_tokens"] == 0 and decode["sustained"]["limited_by"] == "max_batch"
+    r = run_json(capsys, "cost", "--prompt-tokens", "1024")
+    assert (r["sustained"]["batch"], round(r["sustained"]["tokens_per_s"])) == (113, 2275)
+    assert r["curve"] == decode["curve"]  # the cost-against-batch curve stays decode only
+    assert "1,024-token prompts prefilled" in run_table(capsys, "cost", "--prompt-tokens", "1024")
+    assert main(["cost", "--prompt-tokens", "1152"]) == 2
+    assert "context_tokens" in capsys.readouterr().err
+
+
 def test_model_from_a_config_json(capsys):
     path = next(iter(sorted(CONFIGS.glob("*.json"))), None)
     if path is None:

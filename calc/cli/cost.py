@@ -33,8 +33,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Options of ``cost`` (defaults: the lesson's replica, its prompt and answer lengths).
 
     >>> p = argparse.ArgumentParser(); add_arguments(p); a = p.parse_args([])
-    >>> a.usd_per_gpu_hour, a.context_tokens, a.itl_target_ms, a.tokens_per_s
-    (None, 1152, 50.0, None)
+    >>> a.usd_per_gpu_hour, a.context_tokens, a.prompt_tokens, a.itl_target_ms, a.tokens_per_s
+    (None, 1152, 0, 50.0, None)
     """
     add_replica_arguments(parser)
     parser.add_argument("--usd-per-gpu-hour", type=float, default=None,
@@ -44,6 +44,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--batches", default=DEFAULT_BATCHES, help=f"batch sizes to price (default {DEFAULT_BATCHES})")
     parser.add_argument("--itl-target-ms", type=float, default=50.0,
                         help="inter-token latency target for the sustained rate (default 50 ms)")
+    parser.add_argument("--prompt-tokens", type=int, default=0,
+                        help="prefill each request's prompt of this many tokens in the same steps as the decode when "
+                             "finding the sustained rate (steady state: answers of 2 x (context - prompt) tokens); "
+                             "default 0: decode only")
     parser.add_argument("--efficiency-floor", type=float, default=0.9,
                         help="batching counts as 'nearly linear' while step(1)/step(b) stays above this (default 0.9)")
     parser.add_argument("--tokens-per-s", type=float, default=None,
@@ -67,6 +71,9 @@ def run(args) -> dict:
     >>> r = run(p.parse_args(["--usd-per-gpu-hour", "2"]))
     >>> r["usd_per_hour"], r["batching_limit"], r["sustained"]["limited_by"]
     (8.0, 38, 'max_batch')
+    >>> r = run(p.parse_args(["--usd-per-gpu-hour", "2", "--prompt-tokens", "1024"]))
+    >>> r["sustained"]["batch"], r["sustained"]["limited_by"]
+    (113, 'latency')
     """
     gpu = get_gpu(args.gpu)
     price, price_source = _price(args, gpu)
@@ -77,7 +84,7 @@ def run(args) -> dict:
     cap = kv_capacity(args.model, gpu, tp=args.tp, weights=args.weights, kv_dtype=args.kv_dtype)
     kv_batch = max(1, cap.kv_cache_tokens // (args.context_tokens + 1))
     sustained = sustained_at_latency(coef, context_tokens=args.context_tokens, itl_target_s=args.itl_target_ms / 1000,
-                                     max_batch=kv_batch)
+                                     max_batch=kv_batch, prompt_tokens=args.prompt_tokens)
     rate = args.tokens_per_s if args.tokens_per_s is not None else sustained["tokens_per_s"]
     priced = price_replica(usd_per_gpu_hour=price, gpus=coef.tp, sustained_tokens_per_s=rate) if rate else None
     return json_ready({
@@ -89,6 +96,7 @@ def run(args) -> dict:
         "price_source": price_source,
         "usd_per_hour": usd_per_hour,
         "context_tokens": args.context_tokens,
+        "prompt_tokens": args.prompt_tokens,
         "curve": rows,
         "discount_1_to_10": batching_discount(coef, context_tokens=args.context_tokens, batch_low=1, batch_high=10),
         "discount_10_to_100": batching_discount(coef, context_tokens=args.context_tokens, batch_low=10, batch_high=100),
@@ -100,7 +108,9 @@ def run(args) -> dict:
         "priced_tokens_per_s": rate,
         "priced_from": "measured (command line)" if args.tokens_per_s is not None else "roofline at the ITL target",
         "price": priced,
-        "source": "the lesson's step 16: hourly cost / (tokens/s x 3600) x 1e6; decode step times from calc.roofline",
+        "source": "the lesson's step 16: hourly cost / (tokens/s x 3600) x 1e6; decode step times from calc.roofline"
+                  + ("; the sustained rate's steps carry the prompts' prefill (calc.roofline.steady_state_step)"
+                     if args.prompt_tokens else ""),
     })
 
 
@@ -126,7 +136,10 @@ def render(result: dict) -> str:
         f"{format_number(result['discount_10_to_100'])}x",
         f"nearly linear (step(1)/step(b) >= {result['efficiency_floor']}) up to batch {result['batching_limit']}; "
         f"KV cache room caps the batch at {format_number(result['kv_batch_limit'])}",
-        f"at ITL <= {format_number(result['itl_target_s'] * 1000)} ms: batch {format_number(s['batch'])}, "
+        f"at ITL <= {format_number(result['itl_target_s'] * 1000)} ms"
+        + (f" with {format_number(result['prompt_tokens'])}-token prompts prefilled in the same steps"
+           if result.get("prompt_tokens") else "")
+        + f": batch {format_number(s['batch'])}, "
         f"{format_number(round(s['tokens_per_s']))} tokens/s (limited by {s['limited_by']})",
     ]
     if result["price"]:

@@ -8,9 +8,9 @@ at its peak (:func:`calc.cost.price_replica`):
     USD per million tokens  = USD per hour / (sustained tokens/s x 3,600) x 10^6
 
 The sustained rate is the largest batch whose steps still meet the inter-token
-latency target. Decode alone (:func:`calc.cost.sustained_at_latency`) gives a
-ceiling; with the prompts' prefill in the same steps (:func:`sustained_with_prefill`)
-the running example sustains far fewer tokens at the same target:
+latency target (:func:`calc.cost.sustained_at_latency`). Decode alone gives a
+ceiling; with the prompts' prefill in the same steps (its ``prompt_tokens``) the
+running example sustains far fewer tokens at the same target:
 
 >>> view = sustained_at_target()
 >>> view["outputs"]["decode_tokens_per_s"]["text"], view["outputs"]["prefill_tokens_per_s"]["text"]
@@ -25,7 +25,6 @@ from typing import Annotated
 
 from calc.catalog import GPUS, MODELS, get_gpu, get_model
 from calc.cost import price_replica, sustained_at_latency
-from calc.errors import check_positive, check_range
 from calc.memory import LESSON_REPLICA, WEIGHT_FORMATS
 from calc.roofline import step_coefficients, steady_state_step
 from calc.units import SECONDS_PER_HOUR, format_number, round_sig
@@ -34,8 +33,8 @@ from calc.widgets.charts import line_chart
 from calc.widgets.cost_per_million_tokens import H100_LISTINGS, H100_LISTINGS_SOURCE, kv_batch_limit
 from calc.widgets.framework import Choice, FloatRange, IntRange, drill, output, view, widget
 
-__all__ = ["sustained_with_prefill", "sustained_at_target", "price_from_measurements", "price_drill",
-           "latency_table_drill", "monthly_bill_drill", "facts", "PRICED_REPLICAS"]
+__all__ = ["sustained_at_target", "price_from_measurements", "price_drill", "latency_table_drill",
+           "monthly_bill_drill", "facts", "PRICED_REPLICAS"]
 
 #: vLLM's default cap on running requests (``max_num_seqs``).
 MAX_NUM_SEQS = 256
@@ -67,46 +66,6 @@ def _coefficients(model: str, gpu: str, tp: int, weights: str = "bf16"):
     return step_coefficients(get_model(model), get_gpu(gpu), tp=tp, weights=weights, kv_dtype="bf16")
 
 
-def sustained_with_prefill(coefficients, *, prompt_tokens: int, answer_tokens: int, itl_target_s: float,
-                           max_batch: int = MAX_NUM_SEQS) -> dict:
-    """The largest batch whose steady-state step (prefill mixed in) meets ``itl_target_s``, and its output tokens/s.
-
-    Like :func:`calc.cost.sustained_at_latency`, but each step also carries the
-    prompts of the requests that replace finished ones, ``batch x prompt /
-    answer`` tokens on average (:func:`calc.roofline.steady_state_step`): what a
-    replica kept busy by your traffic does. Returns batch 0 and 0 tokens/s if
-    even one sequence misses the target. Source: :mod:`calc.roofline`.
-
-    >>> from calc.widgets.cost_per_million_tokens import _coefficients as lesson
-    >>> r = sustained_with_prefill(lesson(), prompt_tokens=1024, answer_tokens=256, itl_target_s=0.025)
-    >>> r["batch"], round(r["tokens_per_s"]), r["limited_by"]
-    (55, 2200, 'latency')
-    """
-    prompt = check_range("prompt_tokens", prompt_tokens, 1, 10_000_000, integer=True)
-    answer = check_range("answer_tokens", answer_tokens, 1, 10_000_000, integer=True)
-    target = check_positive("itl_target_s", itl_target_s)
-    cap = check_range("max_batch", max_batch, 1, 100_000, integer=True)
-
-    def step(b: int) -> dict:
-        return steady_state_step(coefficients, batch=b, input_tokens=prompt, output_tokens=answer)
-
-    if step(1)["time_s"] > target:
-        return {"batch": 0, "itl_s": step(1)["time_s"], "tokens_per_s": 0.0, "limited_by": "latency"}
-    if step(cap)["time_s"] <= target:
-        best, limited = cap, "max_batch"
-    else:
-        low, high = 1, cap
-        while high - low > 1:
-            mid = (low + high) // 2
-            if step(mid)["time_s"] <= target:
-                low = mid
-            else:
-                high = mid
-        best, limited = low, "latency"
-    s = step(best)
-    return {"batch": best, "itl_s": s["time_s"], "tokens_per_s": s["output_tokens_per_s"], "limited_by": limited}
-
-
 def _sustained(model: str, gpu: str, tp: int, weights: str, prompt: int, answer: int, target_s: float,
                max_num_seqs: int) -> tuple[dict, dict, int]:
     cap = min(max_num_seqs, kv_batch_limit(model=model, gpu=gpu, tp=tp, weights=weights,
@@ -114,8 +73,8 @@ def _sustained(model: str, gpu: str, tp: int, weights: str, prompt: int, answer:
     coef = _coefficients(model, gpu, tp, weights)
     decode = sustained_at_latency(coef, context_tokens=prompt + answer // 2, itl_target_s=target_s,
                                   max_batch=max(1, cap))
-    mixed = sustained_with_prefill(coef, prompt_tokens=prompt, answer_tokens=answer, itl_target_s=target_s,
-                                   max_batch=max(1, cap))
+    mixed = sustained_at_latency(coef, context_tokens=prompt + answer // 2, itl_target_s=target_s,
+                                 max_batch=max(1, cap), prompt_tokens=prompt, answer_tokens=answer)
     return decode, mixed, cap
 
 
