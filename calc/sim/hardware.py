@@ -24,7 +24,68 @@ from calc import memory, roofline
 from calc.catalog import get_gpu, get_model
 from calc.errors import CalcError
 
-__all__ = ["ReplicaHardware", "replica_hardware"]
+__all__ = ["ReplicaHardware", "replica_hardware", "step_pricer"]
+
+#: Distinct ``new_tokens`` counts whose terms a pricer keeps (a step never computes more than its token budget).
+_PRICER_MEMO = 1 << 16
+
+
+def step_pricer(coefficients):
+    """A function equal to ``coefficients.step_time_s`` for the simulator's integer sums, built for speed.
+
+    The simulator prices every engine step, so this is its hottest call. The
+    terms of :meth:`calc.roofline.StepCoefficients.breakdown` that depend on
+    ``new_tokens`` alone (the matmuls' compute roof, the weights read, the
+    tensor-parallel all-reduce) are computed once per distinct count by the
+    roofline's own methods and kept; the KV and attention terms are the same
+    expressions in the same order, so every result is the same float, bit for
+    bit (tested against the roofline on every catalog replica). Arguments
+    outside the roofline's range go to the roofline itself, which names the
+    field. Source: :meth:`calc.roofline.StepCoefficients.breakdown`.
+
+    >>> from calc.sim.scenario import Scenario
+    >>> coef = replica_hardware(Scenario()).coefficients
+    >>> price = step_pricer(coef)
+    >>> args = dict(new_tokens=64, kv_tokens_read=80000, attention_token_pairs=80064)
+    >>> price(**args) == coef.step_time_s(**args), round(price(**args) * 1000, 2)
+    (True, 18.38)
+    """
+    c = coefficients
+    eff = c.efficiency
+    attention_roof = c.attention_flops_per_s * eff.compute
+    bandwidth = c.hbm_bytes_per_s * eff.memory
+    per_pair = c.attention_flops_per_pair
+    kv_bytes = c.kv_bytes_per_token
+    overhead_s = eff.step_overhead_s
+    top = roofline.MAX_TOKENS
+    terms: dict[int, tuple] = {}  # new_tokens -> (linear compute s, weights s, all-reduce s)
+    exact = c.step_time_s
+
+    def new_token_terms(new_tokens):
+        linear = new_tokens * c.linear_flops_per_token / (c.linear_flops_per_s * eff.compute)
+        weights_s = c.weight_bytes_read(new_tokens) / bandwidth
+        found = (linear, weights_s, c.comm_s(new_tokens))
+        if len(terms) < _PRICER_MEMO:
+            terms[new_tokens] = found
+        return found
+
+    def step_time_s(*, new_tokens, kv_tokens_read, attention_token_pairs):
+        found = terms.get(new_tokens)
+        if found is None:
+            if not (type(new_tokens) is int and 0 <= new_tokens <= top):
+                return exact(new_tokens=new_tokens, kv_tokens_read=kv_tokens_read,
+                             attention_token_pairs=attention_token_pairs)
+            found = new_token_terms(new_tokens)
+        if not (0 <= kv_tokens_read <= top and 0 <= attention_token_pairs <= top) \
+                or type(kv_tokens_read) is not int or type(attention_token_pairs) is not int:
+            return exact(new_tokens=new_tokens, kv_tokens_read=kv_tokens_read,
+                         attention_token_pairs=attention_token_pairs)
+        linear, weights_s, comm_s = found
+        attention = attention_token_pairs * per_pair / attention_roof
+        kv_s = (kv_tokens_read + new_tokens) * kv_bytes / bandwidth if new_tokens else 0.0
+        return max(linear, weights_s) + max(attention, kv_s) + comm_s + overhead_s
+
+    return step_time_s
 
 
 @dataclass(frozen=True)
@@ -54,9 +115,18 @@ class ReplicaHardware:
     price_source: str | None
 
     def step_time_s(self, *, new_tokens: int, kv_tokens_read: int, attention_token_pairs: int) -> float:
-        """One engine step in seconds: :meth:`calc.roofline.StepCoefficients.step_time_s`."""
-        return self.coefficients.step_time_s(new_tokens=new_tokens, kv_tokens_read=kv_tokens_read,
-                                             attention_token_pairs=attention_token_pairs)
+        """One engine step in seconds: :meth:`calc.roofline.StepCoefficients.step_time_s` (via :func:`step_pricer`)."""
+        return self.price_step(new_tokens=new_tokens, kv_tokens_read=kv_tokens_read,
+                               attention_token_pairs=attention_token_pairs)
+
+    @property
+    def price_step(self):
+        """This replica's :func:`step_pricer`, made once (its memo lives as long as the hardware)."""
+        price = self.__dict__.get("_price_step")
+        if price is None:
+            price = step_pricer(self.coefficients)
+            object.__setattr__(self, "_price_step", price)
+        return price
 
     def flops(self, new_tokens: int, attention_token_pairs: int) -> float:
         """FLOPs per GPU for that many new tokens and attention pairs (:meth:`calc.roofline.StepCoefficients.flops`)."""

@@ -45,7 +45,7 @@ def build_replica(scenario, hardware, *, step_time_s=None, sink=None, name: int 
     >>> s = Scenario(); build_replica(s, replica_hardware(s)).total_blocks
     24965
     """
-    step = step_time_s if step_time_s is not None else hardware.coefficients.step_time_s
+    step = step_time_s if step_time_s is not None else hardware.price_step
     if scenario.batching == "static":
         return StaticReplica(scenario.static_batch_size, hardware.kv_cache_tokens, step,
                              max_model_len=scenario.max_model_len, flops=hardware.flops,

@@ -35,3 +35,71 @@ def test_overrides_and_missing_prices():
     priced = simulate(l4.replace(gpu_price_usd_per_hour=0.8)).summary
     assert priced["cost_usd_per_million_output_tokens"] == pytest.approx(
         0.8 / (priced["throughput_output_tokens_per_s"] * 3600) * 1e6, rel=1e-4)
+
+
+# ------------------------------------------------------------------ the simulator's fast step price
+from hypothesis import given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+from calc.catalog import GPUS, MODELS, get_model  # noqa: E402
+from calc.errors import CalcError  # noqa: E402
+from calc.memory import allowed_tp  # noqa: E402
+from calc.roofline import step_coefficients  # noqa: E402
+from calc.sim.hardware import step_pricer  # noqa: E402
+
+
+def _replicas():
+    """Every catalog model on every catalog GPU, at TP 1 and its largest TP up to 8, in bf16 and fp8 (and int4)."""
+    out = []
+    for mkey in sorted(MODELS):
+        tps = [t for t in allowed_tp(get_model(mkey), 8) if t <= 8]
+        for gkey in sorted(GPUS):
+            for tp in sorted({tps[0], tps[-1]}):
+                for weights in ("bf16", "fp8", "int4"):
+                    out.append(step_coefficients(mkey, gkey, tp=tp, weights=weights))
+    return out
+
+
+REPLICAS = _replicas()
+
+
+@settings(max_examples=300, deadline=None)
+@given(i=st.integers(0, len(REPLICAS) - 1), new=st.integers(0, 70_000), kv=st.integers(0, 5_000_000),
+       pairs=st.integers(0, 10**10), again=st.booleans())
+def test_step_pricer_is_the_roofline_bit_for_bit(i, new, kv, pairs, again):
+    coef = REPLICAS[i]
+    price = step_pricer(coef)
+    args = dict(new_tokens=new, kv_tokens_read=kv, attention_token_pairs=pairs)
+    if again:
+        price(**args)  # the second call takes the memoized terms
+    assert price(**args) == coef.step_time_s(**args)
+
+
+def test_step_pricer_memo_gives_the_roofline_on_a_decode_run():
+    coef = step_coefficients("llama-3.1-70b", "h100-sxm-80gb", tp=4)
+    price = step_pricer(coef)
+    for step in range(2_000):  # the same new_tokens again and again, as decode steps have
+        n = 1 + step % 7
+        args = dict(new_tokens=n, kv_tokens_read=1024 * n + step, attention_token_pairs=1024 * n + step)
+        assert price(**args) == coef.step_time_s(**args)
+    assert price(new_tokens=0, kv_tokens_read=0, attention_token_pairs=0) == coef.step_time_s(
+        new_tokens=0, kv_tokens_read=0, attention_token_pairs=0)
+
+
+@pytest.mark.parametrize("bad", [dict(new_tokens=-1), dict(kv_tokens_read=-5), dict(attention_token_pairs=1.5),
+                                 dict(new_tokens=True), dict(kv_tokens_read=10**13), dict(new_tokens=2.5)])
+def test_step_pricer_refuses_what_the_roofline_refuses(bad):
+    price = step_pricer(step_coefficients("llama-3.1-8b", "h100-sxm-80gb"))
+    args = dict(new_tokens=8, kv_tokens_read=100, attention_token_pairs=100)
+    price(**args)
+    args.update(bad)
+    with pytest.raises(CalcError) as err:
+        price(**args)
+    assert next(iter(bad)) in str(err.value)
+
+
+def test_replica_hardware_prices_steps_with_its_pricer():
+    hw = replica_hardware(Scenario.from_dict({"model": "mixtral-8x7b", "tp": 2}))
+    args = dict(new_tokens=48, kv_tokens_read=60_000, attention_token_pairs=61_000)
+    assert hw.price_step is hw.price_step
+    assert hw.step_time_s(**args) == hw.coefficients.step_time_s(**args)
