@@ -8,9 +8,9 @@ from calc.catalog import GPU, GPUS, MODELS, Model, get_gpu, get_model
 from calc.errors import CalcError
 from calc.units import GB, MiB
 
-MODEL_KEYS = ["llama-3.1-8b", "llama-3.1-70b", "llama-3.1-405b", "llama-3.2-1b", "llama-3.2-3b",
-              "mistral-7b", "mixtral-8x7b", "qwen2.5-7b", "qwen2.5-72b", "deepseek-v3"]
-GPU_KEYS = ["h100-sxm-80gb", "h200", "a100-80gb", "a100-40gb", "l40s", "l4", "b200", "mi300x"]
+MODEL_KEYS = ["llama-3.1-8b", "llama-3.1-70b", "llama-3.1-405b", "llama-3.2-1b", "llama-3.2-3b", "llama-3.3-70b",
+              "llama-2-7b", "mistral-7b", "mixtral-8x7b", "qwen2.5-7b", "qwen2.5-72b", "deepseek-v3"]
+GPU_KEYS = ["h100-sxm-80gb", "h200", "a100-80gb", "a100-40gb", "l40s", "l4", "rtx-3090", "b200", "mi300x"]
 
 
 def test_catalog_has_the_issue_keys():
@@ -27,9 +27,30 @@ def test_total_params_within_half_a_percent_of_published(key):
 
 
 @pytest.mark.parametrize("key,exact", [
-    ("llama-3.1-8b", 8_030_261_248), ("llama-3.1-70b", 70_553_706_496), ("mistral-7b", 7_241_732_096)])
+    ("llama-3.1-8b", 8_030_261_248), ("llama-3.1-70b", 70_553_706_496), ("mistral-7b", 7_241_732_096),
+    ("llama-3.3-70b", 70_553_706_496), ("llama-2-7b", 6_738_415_616)])
 def test_exact_counts_where_published_exactly(key, exact):
     assert MODELS[key].total_params == exact
+
+
+def test_llama_2_7b_is_the_published_6_74_billion_with_full_multi_head_attention():
+    m = MODELS["llama-2-7b"]
+    assert abs(m.total_params / 6.74e9 - 1) < 0.005
+    assert (m.layers, m.hidden_size, m.attention_heads, m.kv_heads, m.intermediate_size, m.vocab_size) == \
+        (32, 4096, 32, 32, 11008, 32_000)
+    assert m.attention == "mha" and m.head_dim == 128 and not m.tied_embeddings
+    # MHA keeps every head's K and V: 2 x 32 layers x 32 heads x 128 x 2 bytes = 512 KiB per token in fp16.
+    assert m.kv_values_per_token_per_layer * m.layers * 2 == 512 * 1024
+    assert "Llama-2-7b-hf" in m.source and "max_position_embeddings 4096" in m.source
+
+
+def test_llama_3_3_70b_has_llama_3_1_70b_shape_and_a_128k_window():
+    new, old = MODELS["llama-3.3-70b"], MODELS["llama-3.1-70b"]
+    shape = ("layers", "hidden_size", "attention_heads", "kv_heads", "head_dim", "intermediate_size", "vocab_size",
+             "tied_embeddings", "attention")
+    assert [getattr(new, f) for f in shape] == [getattr(old, f) for f in shape]
+    assert new.total_params == old.total_params and new.name == "Llama 3.3 70B"
+    assert "Llama-3.3-70B-Instruct" in new.source and "131,072" in new.source
 
 
 def test_mixtral_total_and_active():
@@ -111,6 +132,18 @@ def test_gpu_figures_from_published_md():
     assert "fp8" not in GPUS["a100-80gb"].flops_per_s
 
 
+def test_rtx_3090_from_the_ga102_whitepaper_and_nvidia_smi():
+    g = GPUS["rtx-3090"]
+    assert g.memory_bytes_marketed == 24e9 and g.memory_bytes_runtime == 24_576 * MiB == 24 * 2**30
+    assert g.hbm_bytes_per_s == 936e9
+    # Dense tensor throughput with FP32 accumulate (GeForce runs it at half the FP16-accumulate rate).
+    assert g.flops_per_s == {"bf16": 71e12, "fp16": 71e12, "int8": 284e12}
+    assert "fp8" not in g.flops_per_s and "GA102" in g.source and "FP32 accumulate" in g.source
+    assert g.interconnect_bytes_per_s == 32e9 and "PCIe Gen4" in g.source
+    assert round(g.ridge_point_flops_per_byte("bf16")) == 76
+    assert "24,576 MiB" in g.memory_runtime_source and "23.58" in g.memory_runtime_source
+
+
 def test_only_h100_has_a_price_and_it_is_dated():
     for key, g in GPUS.items():
         if key == "h100-sxm-80gb":
@@ -122,7 +155,7 @@ def test_only_h100_has_a_price_and_it_is_dated():
 def test_get_gpu_and_bad_inputs():
     assert get_gpu("H100-SXM-80GB") is GPUS["h100-sxm-80gb"]
     with pytest.raises(CalcError) as err:
-        get_gpu("rtx-3090")
+        get_gpu("rtx-4090")
     assert err.value.field == "gpu" and "h100-sxm-80gb" in str(err.value)
     with pytest.raises(CalcError):
         GPUS["h100-sxm-80gb"].memory_bytes("nominal")

@@ -7,7 +7,7 @@
 >>> get_model("llama-3.1-9b")
 Traceback (most recent call last):
 ...
-calc.errors.CalcError: model must be one of deepseek-v3, llama-3.1-405b, llama-3.1-70b, llama-3.1-8b, llama-3.2-1b, llama-3.2-3b, mistral-7b, mixtral-8x7b, qwen2.5-72b, qwen2.5-7b, a path to a config.json, or config.json text; got 'llama-3.1-9b'
+calc.errors.CalcError: model must be one of deepseek-v3, llama-2-7b, llama-3.1-405b, llama-3.1-70b, llama-3.1-8b, llama-3.2-1b, llama-3.2-3b, llama-3.3-70b, mistral-7b, mixtral-8x7b, qwen2.5-72b, qwen2.5-7b, a path to a config.json, or config.json text; got 'llama-3.1-9b'
 """
 
 from __future__ import annotations
@@ -66,10 +66,10 @@ def get_gpu(key) -> GPU:
 
     >>> get_gpu("mi300x").hbm_bytes_per_s
     5300000000000.0
-    >>> get_gpu("rtx-3090")
+    >>> get_gpu("rtx-4090")
     Traceback (most recent call last):
     ...
-    calc.errors.CalcError: gpu must be one of a100-40gb, a100-80gb, b200, h100-sxm-80gb, h200, l4, l40s, mi300x; got 'rtx-3090'
+    calc.errors.CalcError: gpu must be one of a100-40gb, a100-80gb, b200, h100-sxm-80gb, h200, l4, l40s, mi300x, rtx-3090; got 'rtx-4090'
     """
     if isinstance(key, GPU):
         return key

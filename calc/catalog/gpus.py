@@ -7,7 +7,7 @@ reports on a machine, in MiB; the marketed capacity is the datasheet's GB read
 as 1e9 bytes.
 
 >>> sorted(GPUS)
-['a100-40gb', 'a100-80gb', 'b200', 'h100-sxm-80gb', 'h200', 'l4', 'l40s', 'mi300x']
+['a100-40gb', 'a100-80gb', 'b200', 'h100-sxm-80gb', 'h200', 'l4', 'l40s', 'mi300x', 'rtx-3090']
 >>> GPUS["h100-sxm-80gb"].price_usd_per_hour, GPUS["l4"].price_usd_per_hour
 (3.78, None)
 """
@@ -29,6 +29,10 @@ _NV_L40S = "NVIDIA L40S datasheet (BF16/FP16 362 TFLOPS, FP8/INT8 733 dense, i.e
 _NV_L4 = "NVIDIA L4 datasheet (BF16/FP16 121 TFLOPS, FP8/INT8 242 dense, i.e. half the sparse 242.5/485; 300 GB/s)"
 _NV_B200 = "NVIDIA HGX B200 datasheet, per GPU (BF16/FP16 2.25, FP8/INT8 4.5, FP4 9 PFLOPS dense; 8 TB/s HBM3e)"
 _AMD_MI300X = "AMD Instinct MI300X datasheet (BF16/FP16 1,307.4, FP8/INT8 2,614.9 TFLOPS dense; 5.3 TB/s HBM3)"
+_NV_GA102 = ("NVIDIA Ampere GA102 GPU Architecture whitepaper, Appendix A, GeForce RTX 3090 (24 GB GDDR6X, 936 GB/s; "
+             "FP16 and BF16 tensor 71 TFLOPS dense with FP32 accumulate, the mode PyTorch uses, against 142 with "
+             "FP16 accumulate; INT8 tensor 284 TOPS dense; the doubled figures in the same table are with 2:4 "
+             "sparsity; no FP8 tensor cores)")
 _PCIE4 = "PCIe Gen4 x16: 64 GB/s both directions together, 32 GB/s one way (no NVLink on this card)"
 
 GPUS: dict[str, GPU] = {
@@ -118,6 +122,24 @@ GPUS: dict[str, GPU] = {
         price_date=None,
         price_source=None,
         source=f"{_PUBLISHED}; {_NV_L4}; {_PCIE4}",
+    ),
+    "rtx-3090": GPU(
+        key="rtx-3090",
+        name="RTX 3090 24GB",
+        memory_bytes_marketed=24 * GB,
+        memory_bytes_runtime=24_576 * MiB,
+        memory_runtime_source="nvidia-smi: 24,576 MiB, as printed in public nvidia-smi output of GeForce RTX 3090 "
+                              "cards (github.com/noonghunna/club-3090 issues #390 and #1129, drivers 580.142 and "
+                              "595.84); PyTorch sees a little less (vLLM logged total_gpu_memory=23.58GiB on one, "
+                              "github.com/vllm-project/vllm issue #10517)",
+        hbm_bytes_per_s=0.936 * TB,
+        flops_per_s={"bf16": 71 * _T, "fp16": 71 * _T, "int8": 284 * _T},
+        interconnect_bytes_per_s=32 * GB,
+        price_usd_per_hour=None,
+        price_date=None,
+        price_source=None,
+        source=f"{_NV_GA102}; {_PCIE4} (an optional NVLink bridge joins two cards at 56.25 GB/s each way); no "
+               "dated hourly listing from a provider was found, so no price: the reader enters theirs",
     ),
     "b200": GPU(
         key="b200",

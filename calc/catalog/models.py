@@ -4,8 +4,8 @@ Each entry is the shape only; parameter counts are derived by
 :attr:`calc.catalog.model.Model.total_params` and checked against
 ``published_params`` (within 0.5%) by the tests.
 
->>> sorted(MODELS)[:3]
-['deepseek-v3', 'llama-3.1-405b', 'llama-3.1-70b']
+>>> sorted(MODELS)[:4]
+['deepseek-v3', 'llama-2-7b', 'llama-3.1-405b', 'llama-3.1-70b']
 >>> MODELS["mistral-7b"].sliding_window
 4096
 """
@@ -20,8 +20,8 @@ _HF = "https://huggingface.co/{}/blob/main/config.json"
 _TABLE = "reference/published.md, model shapes"
 
 
-def _src(repo: str, note: str = "") -> str:
-    text = f"config.json of {repo} ({_HF.format(repo)}); parameter count: {_TABLE}"
+def _src(repo: str, note: str = "", count: str = _TABLE) -> str:
+    text = f"config.json of {repo} ({_HF.format(repo)}); parameter count: {count}"
     return f"{text}; {note}" if note else text
 
 
@@ -49,6 +49,20 @@ MODELS: dict[str, Model] = {m.key: m for m in (
           tied_embeddings=True, attention="gqa", published_params=3_210_000_000,
           source=_src("meta-llama/Llama-3.2-3B",
                       "published as about 3.21 B; head_dim 128 is not hidden/heads = 3072/24; tied embeddings")),
+    Model(key="llama-3.3-70b", name="Llama 3.3 70B", layers=80, hidden_size=8192, attention_heads=64,
+          kv_heads=8, head_dim=128, intermediate_size=28672, vocab_size=_LLAMA_VOCAB,
+          tied_embeddings=False, attention="gqa", published_params=70_553_706_496,
+          source=_src("meta-llama/Llama-3.3-70B-Instruct",
+                      "Llama 3.1 70B's architecture, layer for layer; 128K context (max_position_embeddings "
+                      "131,072); Meta released only the instruction-tuned checkpoint",
+                      count="the same shape as Llama 3.1 70B, so its 70,553,706,496 (reference/published.md)")),
+    Model(key="llama-2-7b", name="Llama 2 7B", layers=32, hidden_size=4096, attention_heads=32,
+          kv_heads=32, head_dim=128, intermediate_size=11008, vocab_size=32_000,
+          tied_embeddings=False, attention="mha", published_params=6_738_415_616,
+          source=_src("meta-llama/Llama-2-7b-hf",
+                      "multi-head attention (32 KV heads); 4,096-token context (max_position_embeddings 4096)",
+                      count="6,738,415,616, quoted as 6.74 B: what transformers' num_parameters() and the GGUF "
+                            "conversions' general.parameter_count report for this checkpoint")),
     Model(key="mistral-7b", name="Mistral 7B v0.1", layers=32, hidden_size=4096, attention_heads=32,
           kv_heads=8, head_dim=128, intermediate_size=14336, vocab_size=32_000,
           tied_embeddings=False, attention="gqa", sliding_window=4096, published_params=7_241_732_096,
