@@ -15,6 +15,11 @@ A few measurements are *calibration*: calc sets a named factor from them
 each). Everything else is *validation*: never fitted. The summary per kind is
 the median and the worst absolute error over the validation set only.
 
+Every prediction is deterministic, so each measurement of the data file is
+evaluated once per process and kept by its id: :func:`evaluate` with a ``kind``
+computes only that kind's rows the first time, and after that returns the kept
+results (the page's widget filters on every change of its kind control).
+
 >>> results = evaluate()
 >>> len(results) >= 30, sorted({r.kind for r in results}) == sorted(KINDS)
 (True, True)
@@ -32,7 +37,7 @@ import os
 from dataclasses import asdict, dataclass
 
 from calc import allocation, memory, prefix, roofline, speculative
-from calc.catalog import get_gpu, get_model, model_from_config
+from calc.catalog import GPUS, MODELS, get_gpu, get_model, model_from_config
 from calc.errors import CalcError, check_choice, check_range
 from calc.units import GiB, round_sig
 
@@ -224,6 +229,29 @@ def trtllm_max_throughput(model, gpu, *, tp: int = 1, weights: str = "fp8", kv_d
     >>> r["batch"], round(r["output_tokens_per_s"])
     (532, 14619)
     """
+    replica = _offline_replica if _cacheable(model, gpu, tp, weights, kv_dtype) else _offline_replica.__wrapped__
+    kv_tokens, coef = replica(model, gpu, tp, weights, kv_dtype)
+    result = roofline.max_throughput(coef, input_tokens=input_tokens, output_tokens=output_tokens,
+                                     kv_capacity_tokens=kv_tokens,
+                                     max_running=roofline.CALIBRATION_SETUP["max_running"])
+    return {"output_tokens_per_s": result["output_tokens_per_s"], "batch": result["batch"],
+            "bound": result["bound"], "limited_by": result["limited_by"], "kv_cache_tokens": kv_tokens}
+
+
+def _cacheable(model, gpu, tp, *dtypes) -> bool:
+    """True for catalog keys, a whole tp and dtype names: arguments a cache may hold (and hash) safely."""
+    return (isinstance(model, str) and model in MODELS and isinstance(gpu, str) and gpu in GPUS
+            and type(tp) is int and all(isinstance(d, str) for d in dtypes))
+
+
+@functools.lru_cache(maxsize=64)
+def _offline_replica(model, gpu, tp: int, weights: str, kv_dtype: str) -> tuple[int, roofline.StepCoefficients]:
+    """(KV cache tokens, step coefficients) of one replica set up as trtllm-bench runs it.
+
+    The same for every length a throughput table lists, so it is computed once per replica (the
+    cache holds catalog keys only, see :func:`_cacheable`; anything else is computed each time
+    through ``__wrapped__``).
+    """
     s = roofline.CALIBRATION_SETUP
     model = _model(model)
     gpu = get_gpu(gpu)
@@ -240,10 +268,7 @@ def trtllm_max_throughput(model, gpu, *, tp: int = 1, weights: str = "fp8", kv_d
     cap = memory.kv_capacity(model, gpu, tp=tp, weights=weights, kv_dtype=kv_dtype, block_size=s["block_size"],
                              kv_cache_bytes=free * s["kv_free_memory_fraction"])
     coef = roofline.step_coefficients(model, gpu, tp=tp, weights=weights, kv_dtype=kv_dtype)
-    result = roofline.max_throughput(coef, input_tokens=input_tokens, output_tokens=output_tokens,
-                                     kv_capacity_tokens=cap.kv_cache_tokens, max_running=s["max_running"])
-    return {"output_tokens_per_s": result["output_tokens_per_s"], "batch": result["batch"],
-            "bound": result["bound"], "limited_by": result["limited_by"], "kv_cache_tokens": cap.kv_cache_tokens}
+    return cap.kv_cache_tokens, coef
 
 
 def decode_output_tokens_per_s(model, gpu, *, tp: int = 1, weights: str = "bf16", kv_dtype: str = "bf16",
@@ -265,18 +290,38 @@ def token_state_percent(policy: str, *, mean_prompt_tokens: float = 161, mean_ou
 
     :func:`calc.allocation.token_state_fraction` over :func:`calc.allocation.sharegpt_like_requests`
     (the vLLM paper's comparison, Fig. 2: Orca reserving the maximum, a power of two, the true
-    length, against paged blocks).
+    length, against paged blocks). The sample is drawn once per set of workload arguments and kept,
+    so the four policies are compared on the very same requests without drawing them four times.
 
     >>> round(token_state_percent("paged", mean_prompt_tokens=161.31, mean_output_tokens=337.99), 1)
     98.5
     """
     check_choice("policy", policy, allocation.POLICIES)
-    reqs = allocation.sharegpt_like_requests(requests, seed=seed, mean_prompt_tokens=mean_prompt_tokens,
-                                             mean_output_tokens=mean_output_tokens, max_model_len=max_model_len)
+    args = (requests, seed, mean_prompt_tokens, mean_output_tokens, max_model_len)
+    keep = all(type(a) in (int, float) for a in args) and requests <= _KEPT_WORKLOAD_REQUESTS
+    reqs = (_sharegpt_like if keep else _sharegpt_like.__wrapped__)(*args)
     return 100.0 * allocation.token_state_fraction(reqs, policy, max_model_len=max_model_len, block_size=block_size)
 
 
+_KEPT_WORKLOAD_REQUESTS = 10_000  # larger samples are regenerated rather than held in memory
+
+
+@functools.lru_cache(maxsize=4)
+def _sharegpt_like(requests, seed, mean_prompt_tokens, mean_output_tokens, max_model_len) -> tuple:
+    """:func:`calc.allocation.sharegpt_like_requests`, kept: the paper's four policies share one workload."""
+    return tuple(allocation.sharegpt_like_requests(requests, seed=seed, mean_prompt_tokens=mean_prompt_tokens,
+                                                   mean_output_tokens=mean_output_tokens,
+                                                   max_model_len=max_model_len))
+
+
 def _spec_coefficients(model, gpu, tp, weights, kv_dtype):
+    coefficients = _coefficients if _cacheable(model, gpu, tp, weights, kv_dtype) else _coefficients.__wrapped__
+    return coefficients(model, gpu, tp, weights, kv_dtype)
+
+
+@functools.lru_cache(maxsize=16)
+def _coefficients(model, gpu, tp, weights, kv_dtype) -> roofline.StepCoefficients:
+    """:func:`calc.roofline.step_coefficients` of a catalog model on catalog GPUs, kept per replica."""
     return roofline.step_coefficients(_model(model), get_gpu(gpu), tp=tp, weights=weights, kv_dtype=kv_dtype)
 
 
@@ -477,20 +522,39 @@ def predict(measurement: dict) -> Result:
     )
 
 
-@functools.lru_cache(maxsize=1)
-def _default_results() -> tuple[Result, ...]:
-    return tuple(predict(m) for m in load_measurements())
+#: Results of the data file's measurements, by id, each computed the first time it is asked for.
+_RESULTS: dict[str, Result] = {}
 
 
-def evaluate(measurements=None) -> tuple[Result, ...]:
-    """Every measurement beside its prediction (the default data set is computed once and kept).
+def _kept(measurement: dict) -> Result:
+    result = _RESULTS.get(measurement["id"])
+    if result is None:
+        result = _RESULTS[measurement["id"]] = predict(measurement)
+    return result
+
+
+def evaluate(measurements=None, kind: str | None = None) -> tuple[Result, ...]:
+    """Every measurement beside its prediction, in the data file's order; ``kind`` keeps one kind only.
+
+    With no ``measurements`` the data file's are used, and each one's result is computed once per
+    process and kept by its id (:data:`_RESULTS`): a prediction depends on nothing but its
+    measurement, so asking again, for all kinds or one, only filters. Measurements passed in are
+    always computed afresh.
 
     >>> [r.kind for r in evaluate()][-1]
     'prefix_caching'
+    >>> [r.id for r in evaluate(kind="paged_utilization")][-1]
+    'vllm-paper-fig2-paged'
+    >>> evaluate(kind="latency")
+    Traceback (most recent call last):
+    ...
+    calc.errors.CalcError: kind must be one of kv_capacity, throughput, paged_utilization, speculative, prefix_caching; got 'latency'
     """
+    if kind is not None:
+        check_choice("kind", kind, KINDS)
     if measurements is None:
-        return _default_results()
-    return tuple(predict(m) for m in measurements)
+        return tuple(_kept(m) for m in load_measurements() if kind is None or m["kind"] == kind)
+    return tuple(predict(m) for m in measurements if kind is None or m["kind"] == kind)
 
 
 def median(values) -> float:

@@ -249,3 +249,104 @@ def test_predict_rejects_an_unknown_kind():
         predict(m)
     assert err.value.field == "kind"
     assert measured_value({"figure": {"value": 3, "unit": "x", "over": 2}, "inputs": {}}) == (1.5, "x")
+
+
+# --- the kept results: computed once, the same as a fresh evaluation ---------------------------------------
+
+def test_kept_results_equal_a_fresh_evaluation_of_every_measurement():
+    fresh = evaluate(load_measurements())  # measurements passed in are always computed afresh
+    assert [r.to_dict() for r in fresh] == [r.to_dict() for r in evaluate()]
+    assert [r.id for r in evaluate()] == [m["id"] for m in MEASUREMENTS]
+
+
+def test_kind_first_then_all_gives_the_same_results_as_all_at_once():
+    before = [r.to_dict() for r in evaluate()]
+    saved = dict(accuracy._RESULTS)
+    try:
+        accuracy._RESULTS.clear()
+        for kind in reversed(KINDS):
+            rows = evaluate(kind=kind)
+            assert rows and {r.kind for r in rows} == {kind}
+            assert set(accuracy._RESULTS) == {m["id"] for m in MEASUREMENTS if m["kind"] in KINDS[KINDS.index(kind):]}
+        assert [r.to_dict() for r in evaluate()] == before
+    finally:
+        accuracy._RESULTS.clear()
+        accuracy._RESULTS.update(saved)
+
+
+def test_a_kind_is_a_filter_of_the_kept_results():
+    everything = evaluate()
+    for kind in KINDS:
+        kept = evaluate(kind=kind)
+        assert list(kept) == [r for r in everything if r.kind == kind]
+        assert all(a is b for a, b in zip(kept, evaluate(kind=kind)))  # the same objects: nothing recomputed
+    with pytest.raises(CalcError) as err:
+        evaluate(kind="latency")
+    assert err.value.field == "kind"
+
+
+def test_cached_replica_set_up_equals_the_uncached_computation():
+    cached = accuracy.trtllm_max_throughput("llama-3.3-70b", "h100-sxm-80gb", tp=2, input_tokens=1000,
+                                            output_tokens=1000)
+    uncached = accuracy.trtllm_max_throughput(get_model("llama-3.3-70b"), get_gpu("h100-sxm-80gb"), tp=2,
+                                              input_tokens=1000, output_tokens=1000)
+    assert cached == uncached
+    assert accuracy._cacheable("llama-3.3-70b", "h100-sxm-80gb", 2, "fp8", "fp8")
+    assert not accuracy._cacheable("llama-3.3-70b", "h100-sxm-80gb", 2.0, "fp8", "fp8")
+    assert not accuracy._cacheable(get_model("llama-3.3-70b"), "h100-sxm-80gb", 2, "fp8", "fp8")
+
+
+@pytest.mark.parametrize("bad", [[2], {"tp": 2}, "two", 3])
+def test_odd_arguments_skip_the_caches_and_raise_calc_error(bad):
+    with pytest.raises(CalcError) as err:
+        accuracy.trtllm_max_throughput("llama-3.1-70b", "h100-sxm-80gb", tp=bad, input_tokens=100, output_tokens=100)
+    assert err.value.field == "tp"
+    with pytest.raises(CalcError):
+        accuracy.speculation_speedup("eagle", batch=2, tp=bad)
+    with pytest.raises(CalcError):
+        accuracy.token_state_percent("max", requests=[bad])
+
+
+def test_shared_workload_gives_the_same_share_as_a_fresh_one():
+    fresh = allocation.sharegpt_like_requests(500, seed=3, mean_prompt_tokens=161, mean_output_tokens=338,
+                                              max_model_len=2048)
+    expected = 100 * allocation.token_state_fraction(fresh, "pow2", max_model_len=2048, block_size=16)
+    for _ in range(2):
+        assert accuracy.token_state_percent("pow2", requests=500, seed=3) == expected
+
+
+@pytest.mark.parametrize("kind", [value for value, _ in page.KIND_CHOICES])
+def test_every_chart_trace_stays_small(kind):
+    figure = call("accuracy.accuracy_overview", {"kind": kind})["figures"]["predicted_vs_measured"]
+    assert all(len(trace["x"]) <= 500 and len(trace["x"]) == len(trace["y"]) for trace in figure["data"])
+    points = sum(len(t["x"]) for t in figure["data"] if t["name"] != "prediction = measurement")
+    assert points == len(evaluate(kind=None if kind == "all" else kind))
+
+
+# --- the catalog entries the measurements now name ----------------------------------------------------------
+
+def test_catalog_entries_give_the_predictions_the_inline_specs_gave():
+    llama2 = RESULTS["vllm-llama-2-7b-fp16-a100-80gb-tp1"]
+    inline = model_from_config({"num_hidden_layers": 32, "hidden_size": 4096, "num_attention_heads": 32,
+                                "num_key_value_heads": 32, "intermediate_size": 11008, "vocab_size": 32000})
+    assert llama2.predicted == accuracy.kv_capacity_tokens(inline, "a100-80gb", weights="fp16", kv_dtype="fp16",
+                                                           max_model_len=4096) == 116_016
+    for m in MEASUREMENTS:
+        x = m["inputs"]
+        if x.get("model") == "llama-3.3-70b" and m["kind"] == "throughput":
+            shape_31 = accuracy.trtllm_max_throughput("llama-3.1-70b", x["gpu"], tp=x["tp"], weights=x["weights"],
+                                                      kv_dtype=x["kv_dtype"], input_tokens=x["input_tokens"],
+                                                      output_tokens=x["output_tokens"])
+            assert RESULTS[m["id"]].predicted == shape_31["output_tokens_per_s"]
+
+
+def test_rtx_3090_logs_predicted_on_the_catalog_card_and_from_their_own_totals():
+    # calc's own prediction starts from the card as nvidia-smi reports it (24 GiB); the logs' terms,
+    # their 23.58 GiB total included, still reproduce the logged sizes.
+    for mid, tokens_from_log in (("vllm-llama-3.1-8b-bf16-rtx3090-tp1-len20k", 31_216),
+                                 ("vllm-llama-3.1-8b-bf16-rtx3090-tp1-len29k", 23_680)):
+        r, x = RESULTS[mid], next(m["inputs"] for m in MEASUREMENTS if m["id"] == mid)
+        assert x["gpu"] == "rtx-3090" and x["log_terms_gib"]["total"] == 23.58
+        assert r.predicted == accuracy.kv_capacity_tokens("llama-3.1-8b", "rtx-3090",
+                                                          max_model_len=x["max_model_len"]) == 31_520
+        assert r.predicted_from_log == tokens_from_log

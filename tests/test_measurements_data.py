@@ -9,7 +9,7 @@ import pytest
 
 from calc import accuracy, roofline, speculative
 from calc.accuracy import KINDS, ROLES, calibration_ids, load_measurements
-from calc.catalog import GPUS, MODELS
+from calc.catalog import GPUS, MODELS, model_from_config
 
 MEASUREMENTS = load_measurements()
 BY_ID = {m["id"]: m for m in MEASUREMENTS}
@@ -104,3 +104,26 @@ def test_throughput_tables_cover_several_models_gpus_tp_and_lengths():
     assert len({r["model"] for r in rows}) >= 3 and len({r["gpu"] for r in rows}) >= 2
     assert len({r["tp"] for r in rows}) >= 3
     assert len({(r.get("input_tokens"), r.get("output_tokens")) for r in rows}) >= 10
+
+
+def test_models_and_gpus_in_the_catalog_are_named_by_key_not_described_inline():
+    shape = ("layers", "hidden_size", "attention_heads", "kv_heads", "head_dim", "intermediate_size", "vocab_size",
+             "tied_embeddings", "attention")
+    catalog_shapes = {tuple(getattr(m, f) for f in shape) for m in MODELS.values()}
+    for m in MEASUREMENTS:
+        model, gpu = m["inputs"].get("model"), m["inputs"].get("gpu")
+        if isinstance(model, dict):
+            inline = model_from_config(model["config"])
+            assert tuple(getattr(inline, f) for f in shape) not in catalog_shapes, m["id"]
+        if isinstance(gpu, dict):  # e.g. "GeForce RTX 3090 24GB" is the catalog's "RTX 3090 24GB"
+            assert gpu["name"].lower().replace("geforce ", "") not in {g.name.lower() for g in GPUS.values()}, m["id"]
+
+
+def test_the_llama_3_3_rtx_3090_and_llama_2_rows_use_their_own_catalog_entries():
+    rows = {m["id"]: m["inputs"] for m in MEASUREMENTS}
+    llama_33 = [i for i, x in rows.items() if "llama-3.3-70b" in i]
+    assert len(llama_33) == 22 and all(rows[i]["model"] == "llama-3.3-70b" for i in llama_33)
+    rtx = [i for i in rows if "rtx3090" in i]
+    assert len(rtx) == 2 and all(rows[i]["gpu"] == "rtx-3090" for i in rtx)
+    assert rows["vllm-llama-2-7b-fp16-a100-80gb-tp1"]["model"] == "llama-2-7b"
+    assert not any(x.get("model") == "llama-3.1-70b" for i, x in rows.items() if "llama-3.3" in i)
