@@ -85,6 +85,12 @@ def _as_requests(requests, max_model_len: int) -> list[Request]:
             prompt, output = item
         else:
             prompt, output = 0, item  # a plain length: all of it generated, token by token
+        # Fast path for whole lengths in range (thousands of requests per call); anything else goes through the
+        # checks, which convert whole floats and raise naming the field, the value and the range.
+        if type(prompt) is int and type(output) is int and prompt >= 0 and output >= 0 \
+                and 1 <= prompt + output <= max_model_len:
+            out.append(item if type(item) is Request else Request(prompt, output))
+            continue
         prompt = check_range("prompt_tokens", prompt, 0, max_model_len, integer=True)
         output = check_range("output_tokens", output, 0, max_model_len, integer=True)
         if prompt + output < 1 or prompt + output > max_model_len:
@@ -119,14 +125,18 @@ def reserved_tokens(prompt_tokens: int, output_tokens: int, policy: str, *, max_
     if generated_tokens is None:
         generated_tokens = req.output_tokens
     generated_tokens = check_range("generated_tokens", generated_tokens, 0, req.output_tokens, integer=True)
+    return _reserved(req.prompt_tokens, req.output_tokens, policy, max_model_len, block_size, generated_tokens)
+
+
+def _reserved(prompt: int, output: int, policy: str, max_model_len: int, block_size: int, generated: int) -> int:
+    """:func:`reserved_tokens` on lengths already checked (the loops over many requests call this)."""
     if policy == "max":
         return max_model_len
     if policy == "pow2":
-        return req.prompt_tokens + min(_pow2_ceil(req.output_tokens) if req.output_tokens else 0,
-                                       max_model_len - req.prompt_tokens)
+        return prompt + min(_pow2_ceil(output) if output else 0, max_model_len - prompt)
     if policy == "oracle":
-        return req.total_tokens
-    held = max(1, req.prompt_tokens + generated_tokens)
+        return prompt + output
+    held = max(1, prompt + generated)
     return -(-held // block_size) * block_size
 
 
@@ -140,12 +150,12 @@ def _lifetime_sums(req: Request, policy: str, max_model_len: int, block_size: in
     """(token-steps held, slot-steps reserved) over the request's decode steps."""
     p, o = req.prompt_tokens, req.output_tokens
     if o == 0:  # nothing to generate: one snapshot of the prompt
-        return p, reserved_tokens(p, 0, policy, max_model_len=max_model_len, block_size=block_size)
+        return p, _reserved(p, 0, policy, max_model_len, block_size, 0)
     tokens = o * p + o * (o + 1) // 2  # p+1, p+2, ..., p+o held over the o steps
     if policy == "paged":
         reserved = _block_sum(p + o, block_size) - _block_sum(p, block_size)
     else:
-        reserved = o * reserved_tokens(p, o, policy, max_model_len=max_model_len, block_size=block_size)
+        reserved = o * _reserved(p, o, policy, max_model_len, block_size, o)
     return tokens, reserved
 
 
@@ -170,8 +180,7 @@ def token_state_fraction(requests, policy: str, *, max_model_len: int = 2048, bl
             t, r = _lifetime_sums(req, policy, max_model_len, block_size)
         else:
             t = req.total_tokens
-            r = reserved_tokens(req.prompt_tokens, req.output_tokens, policy, max_model_len=max_model_len,
-                                block_size=block_size)
+            r = _reserved(req.prompt_tokens, req.output_tokens, policy, max_model_len, block_size, req.output_tokens)
         tokens += t
         reserved += r
     return tokens / reserved
@@ -219,10 +228,16 @@ def compare_allocation(requests, *, max_model_len: int = 2048, block_size: int =
     for policy in POLICIES:
         frac = token_state_fraction(reqs, policy, max_model_len=max_model_len, block_size=block_size,
                                     over_lifetime=over_lifetime)
-        peaks = [reserved_tokens(r.prompt_tokens, r.output_tokens, policy, max_model_len=max_model_len,
-                                 block_size=block_size) for r in reqs]
-        out[policy] = AllocationResult(policy, frac, 1.0 - frac, math.fsum(peaks) / len(peaks))
+        out[policy] = AllocationResult(policy, frac, 1.0 - frac,
+                                       _mean_peak_tokens(reqs, policy, max_model_len, block_size))
     return out
+
+
+def _mean_peak_tokens(reqs: list[Request], policy: str, max_model_len: int, block_size: int) -> float:
+    """Mean over checked requests of the slots each holds at its peak (its whole output generated)."""
+    peaks = [_reserved(r.prompt_tokens, r.output_tokens, policy, max_model_len, block_size, r.output_tokens)
+             for r in reqs]
+    return math.fsum(peaks) / len(peaks)
 
 
 def contiguous_max_concurrency(capacity_tokens: int, max_model_len: int) -> int:
@@ -246,9 +261,9 @@ def concurrency(capacity_tokens: int, requests, policy: str, *, max_model_len: i
     (48, 311)
     """
     capacity_tokens = check_range("capacity_tokens", capacity_tokens, 0, 10**12, integer=True)
-    result = compare_allocation(requests, max_model_len=max_model_len, block_size=block_size)[
-        check_choice("policy", policy, POLICIES)]
-    return int(capacity_tokens // result.peak_reserved_tokens_per_request)
+    max_model_len, block_size = _check_common(policy, max_model_len, block_size)
+    peak = _mean_peak_tokens(_as_requests(requests, max_model_len), policy, max_model_len, block_size)
+    return int(capacity_tokens // peak)
 
 
 def paged_waste_bound_tokens(block_size: int = 16) -> int:

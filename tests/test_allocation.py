@@ -106,3 +106,25 @@ def test_paged_lifetime_sum_matches_a_loop(p, o, b):
         return
     assert tokens == sum(p + t for t in range(1, o + 1))
     assert reserved == sum(-(-(p + t) // b) * b for t in range(1, o + 1))
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 1000), st.integers(0, 1000)).filter(lambda t: sum(t) >= 1),
+                min_size=1, max_size=20), st.sampled_from(POLICIES), st.sampled_from([1, 16, 256]),
+       st.integers(0, 10**6))
+def test_concurrency_is_capacity_over_the_mean_peak(reqs, policy, block, capacity):
+    peak = compare_allocation(reqs, max_model_len=2048, block_size=block)[policy].peak_reserved_tokens_per_request
+    assert concurrency(capacity, reqs, policy, max_model_len=2048, block_size=block) == int(capacity // peak)
+    assert peak == math.fsum(reserved_tokens(p, o, policy, max_model_len=2048, block_size=block)
+                             for p, o in reqs) / len(reqs)
+
+
+def test_whole_floats_are_lengths_and_bools_are_not():
+    # Thousands of checked requests take a fast path; what it does not take still goes through the checks.
+    assert token_state_fraction([(3.0, 2.0)], "oracle", over_lifetime=False) == 1.0
+    assert token_state_fraction([Request(100, 28)], "paged", block_size=16, over_lifetime=False) == 1.0
+    for bad, field in (([True], "output_tokens"), ([(5, -1)], "output_tokens"), ([(3000, 0)], "prompt_tokens"),
+                       ([(1000, 1049)], "requests")):
+        with pytest.raises(CalcError) as err:
+            token_state_fraction(bad, "paged")
+        assert err.value.field == field

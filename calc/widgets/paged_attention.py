@@ -22,7 +22,9 @@ import functools
 from typing import Annotated
 
 from calc.accuracy import token_state_percent
-from calc.allocation import POLICIES, concurrency, contiguous_max_concurrency, paged_waste_bound_tokens, reserved_tokens
+from calc.allocation import (
+    POLICIES, compare_allocation, concurrency, contiguous_max_concurrency, paged_waste_bound_tokens, reserved_tokens,
+)
 from calc.catalog import get_model
 from calc.errors import CalcError
 from calc.memory import LESSON_REPLICA, kv_bytes_per_token
@@ -53,6 +55,8 @@ PUBLISHED_IDS = {p: f"vllm-paper-fig2-{p}" for p in POLICIES}
 #: The paper's ShareGPT request means (Fig. 11), as recorded with the Fig. 2 measurements.
 SHAREGPT_PROMPT_TOKENS = 161.31
 SHAREGPT_OUTPUT_TOKENS = 337.99
+#: Requests in the ShareGPT-like sample (as in :func:`calc.accuracy.token_state_percent`).
+SHAREGPT_REQUESTS = 2000
 #: Short chart labels (two lines each), so the four groups fit side by side on a phone.
 TICK_LABELS = {"max": "Orca<br>Max", "pow2": "Orca<br>Pow2", "oracle": "Orca<br>Oracle", "paged": "vLLM<br>paged"}
 WORKLOADS = (("sharegpt", "ShareGPT-like, as in the paper"), ("lesson", "The running example (1,024 + 256)"))
@@ -73,10 +77,16 @@ def _workload_requests(workload: str, max_model_len: int):
             raise CalcError(f"max_model_len must hold the running example's {PROMPT_TOKENS + ANSWER_TOKENS:,} tokens; "
                             f"got {max_model_len:,}", "max_model_len")
         return [(PROMPT_TOKENS, ANSWER_TOKENS)]
+    return list(_sharegpt_requests(max_model_len))
+
+
+@functools.lru_cache(maxsize=8)
+def _sharegpt_requests(max_model_len: int) -> tuple:
+    """The paper-like sample once per maximum length (the widget recomputes on every control change)."""
     from calc.allocation import sharegpt_like_requests
 
-    return sharegpt_like_requests(2000, seed=0, mean_prompt_tokens=SHAREGPT_PROMPT_TOKENS,
-                                  mean_output_tokens=SHAREGPT_OUTPUT_TOKENS, max_model_len=max_model_len)
+    return tuple(sharegpt_like_requests(SHAREGPT_REQUESTS, seed=0, mean_prompt_tokens=SHAREGPT_PROMPT_TOKENS,
+                                        mean_output_tokens=SHAREGPT_OUTPUT_TOKENS, max_model_len=max_model_len))
 
 
 @widget
@@ -92,25 +102,20 @@ def allocation_shares(
     life (reservation and the last block's slack; no external fragmentation, so
     its contiguous shares are upper bounds). Published: the vLLM paper's Fig. 2,
     read from ``calc/data/measurements.json``. Requests at once: the lesson's
-    KV cache over each policy's peak reservation (:func:`calc.allocation.concurrency`).
+    KV cache over each policy's mean peak reservation (as :func:`calc.allocation.concurrency`).
+    Every policy comes from one :func:`calc.allocation.compare_allocation` over the
+    same requests, and the ShareGPT-like sample is drawn once per maximum length.
 
     >>> out = allocation_shares(workload="lesson", max_model_len=8192)["outputs"]
     >>> out["max_share"]["text"], out["paged_share"]["text"], out["paged_requests"]["value"]
     ('14.1% (measured 20.4%)', '99.4% (measured 96.3%)', 311)
     """
     requests = _workload_requests(workload, max_model_len)
-    shares, published, fits = {}, {}, {}
-    for policy in POLICIES:
-        if workload == "sharegpt":
-            shares[policy] = token_state_percent(policy, mean_prompt_tokens=SHAREGPT_PROMPT_TOKENS,
-                                                 mean_output_tokens=SHAREGPT_OUTPUT_TOKENS,
-                                                 max_model_len=max_model_len, block_size=block_size) / 100
-        else:
-            from calc.allocation import token_state_fraction
-
-            shares[policy] = token_state_fraction(requests, policy, max_model_len=max_model_len, block_size=block_size)
-        published[policy] = published_share(PUBLISHED_IDS[policy])[0] / 100
-        fits[policy] = concurrency(_LESSON_TOKENS, requests, policy, max_model_len=max_model_len, block_size=block_size)
+    # One pass per policy over the checked requests: shares over each request's life and mean peak reservations.
+    results = compare_allocation(requests, max_model_len=max_model_len, block_size=block_size)
+    shares = {p: results[p].token_state_fraction for p in POLICIES}
+    published = {p: published_share(PUBLISHED_IDS[p])[0] / 100 for p in POLICIES}
+    fits = {p: int(_LESSON_TOKENS // results[p].peak_reserved_tokens_per_request) for p in POLICIES}
     cite = published_share(PUBLISHED_IDS["paged"])[1]
     paper_len = published_share(PUBLISHED_IDS["paged"])[2]
     labels = [TICK_LABELS[p] for p in POLICIES]

@@ -14,10 +14,14 @@ One request on an idle replica, step by step, priced on the roofline of
 The decode step that produces answer token ``k + 1`` runs with the request
 holding ``prompt + k`` tokens (the token just produced is its input).
 
+The decode steps are not priced one by one: at batch 1 a step's time is linear
+in the context between a few break points (:func:`decode_runs`), so the sum of
+thousands of steps and the time of any token come in closed form.
+
 >>> t = request_timeline_s()
->>> t["decode_steps"], len(t["itl_s"])
-(255, 255)
->>> abs(t["e2e_s"] - t["ttft_s"] - math.fsum(t["itl_s"])) < 1e-12
+>>> t["decode_steps"], round(t["itl_mean_s"] * 1000, 2)
+(255, 15.3)
+>>> abs(t["e2e_s"] - t["ttft_s"] - t["decode_s"]) < 1e-12
 True
 >>> request_timeline()["outputs"]["kv_held_bytes"]["text"]
 '419 MB (400 MiB)'
@@ -35,12 +39,13 @@ from calc.units import GB, KiB, format_bytes, format_number
 from calc.widgets.charts import PALETTE
 from calc.widgets.framework import Choice, IntRange, output, table, view, widget
 
-__all__ = ["request_timeline_s", "request_timeline", "timeline_figure", "facts", "PROMPT_TOKENS", "ANSWER_TOKENS"]
+__all__ = ["request_timeline_s", "decode_runs", "elapsed_s", "request_timeline", "timeline_figure", "facts",
+           "PROMPT_TOKENS", "ANSWER_TOKENS"]
 
 #: The running example's average request (LESSON.md, "The running example").
 PROMPT_TOKENS = 1_024
 ANSWER_TOKENS = 256
-#: The longest answer the widget prices step by step (each step is one roofline call).
+#: The longest answer the widget prices (its steps are summed in closed form: :func:`decode_runs`).
 MAX_ANSWER_TOKENS = 32_768
 MAX_PROMPT_TOKENS = 131_072  # Llama 3.1's context window
 #: The timeline chart draws at most this many points (the line is straight between them).
@@ -78,20 +83,21 @@ def _fit(model, gpu, tp: int, weights: str) -> memory.KVCapacity:
 def request_timeline_s(model: str = "llama-3.1-70b", gpu: str = "h100-sxm-80gb", *, tp: int = 4,
                        weights: str = "bf16", prompt_tokens: int = PROMPT_TOKENS,
                        answer_tokens: int = ANSWER_TOKENS) -> dict:
-    """Prefill, every decode step and the end-to-end time of one request alone on a replica, in seconds.
+    """Prefill, the decode steps and the end-to-end time of one request alone on a replica, in seconds.
 
-    Returns ``ttft_s`` (the prefill step), ``itl_s`` (one entry per decode step,
-    ``answer_tokens - 1`` of them), ``e2e_s``, the roofline breakdowns of the
-    prefill and of the first and last decode steps, and the replica's KV
-    capacity. Source: :func:`calc.roofline.ttft_s`, :func:`calc.roofline.itl_s`
-    (roofline calibrated on the TensorRT-LLM row); the capacity check is
-    :func:`calc.memory.kv_capacity` with the lesson's vLLM settings.
+    Returns ``ttft_s`` (the prefill step), ``decode_s`` (the ``answer_tokens - 1``
+    decode steps together), ``itl_mean_s`` (their mean), ``e2e_s``, ``runs`` (the
+    decode steps as :func:`decode_runs`, for :func:`elapsed_s`), the roofline
+    breakdowns of the prefill and of the first and last decode steps, and the
+    replica's KV capacity. Source: :func:`calc.roofline.ttft_s`,
+    :func:`calc.roofline.itl_s` (roofline calibrated on the TensorRT-LLM row); the
+    capacity check is :func:`calc.memory.kv_capacity` with the lesson's vLLM settings.
 
     >>> t = request_timeline_s(prompt_tokens=1024, answer_tokens=2)
-    >>> len(t["itl_s"]), t["prefill"]["bound"], t["decode_first"]["bound"]
+    >>> t["decode_steps"], t["prefill"]["bound"], t["decode_first"]["bound"]
     (1, 'compute', 'memory')
-    >>> t["decode_first"]["context_tokens"]
-    1025
+    >>> t["decode_first"]["context_tokens"], t["decode_s"] == t["decode_first"]["time_s"]
+    (1025, True)
     >>> request_timeline_s(prompt_tokens=500_000)
     Traceback (most recent call last):
     ...
@@ -111,16 +117,100 @@ def request_timeline_s(model: str = "llama-3.1-70b", gpu: str = "h100-sxm-80gb",
     coefficients = roofline.step_coefficients(model_obj, gpu_obj, tp=tp, weights=weights, kv_dtype=KV_DTYPE)
     prefill = roofline.prefill_chunk(coefficients, chunk_tokens=prompt)
     ttft = roofline.ttft_s(coefficients, prompt_tokens=prompt)
-    itl = [roofline.itl_s(coefficients, batch=1, context_tokens=prompt + k) for k in range(1, answer)]
+    # Answer token k + 1 comes from a decode step over prompt + k tokens, k = 1 .. answer - 1.
+    runs = decode_runs(coefficients, prompt + 1, prompt + answer - 1) if answer > 1 else []
+    decode = _runs_sum_s(runs, prompt + answer - 1)
     decode_first = roofline.decode_step(coefficients, batch=1, context_tokens=prompt + 1) if answer > 1 else None
     decode_last = roofline.decode_step(coefficients, batch=1, context_tokens=prompt + answer - 1) if answer > 1 else None
     return {
         "model": model_obj, "gpu": gpu_obj, "tp": tp, "weights": weights,
         "prompt_tokens": prompt, "answer_tokens": answer, "decode_steps": answer - 1,
-        "ttft_s": ttft, "itl_s": itl, "e2e_s": math.fsum([ttft, *itl]),
+        "ttft_s": ttft, "decode_s": decode, "itl_mean_s": decode / (answer - 1) if answer > 1 else 0.0,
+        "e2e_s": ttft + decode, "runs": runs,
         "prefill": prefill, "decode_first": decode_first, "decode_last": decode_last,
         "capacity": capacity, "kv_held_bytes": memory.kv_bytes_per_request(model_obj, prompt + answer, KV_DTYPE),
     }
+
+
+def decode_runs(coefficients: roofline.StepCoefficients, first_context: int,
+                last_context: int) -> list[tuple[int, int, float, float]]:
+    """Decode steps of one sequence at contexts ``first .. last``, as runs on which a step's time is linear.
+
+    Each run is ``(first context, last context, its step time, last step time)``.
+    At batch 1 a decode step (:meth:`calc.roofline.StepCoefficients.breakdown`) is
+    the weights' GEMMs, the all-reduces and the overhead, all fixed, plus
+    attention: the larger of its FLOPs and its KV read, both linear in the
+    attended context, which stops growing at a sliding window. So the time is
+    linear between at most two break points: the window, and the context where
+    attention turns from bandwidth- to compute-bound (found by bisection).
+    Each run's steps sum to ``count x (first + last) / 2`` exactly, whatever
+    their number: the price of a 32K-token answer is a handful of roofline calls.
+
+    >>> c = roofline.step_coefficients("llama-3.1-70b", "h100-sxm-80gb", tp=4)
+    >>> [(a, b, round(fa * 1000, 3), round(fb * 1000, 3)) for a, b, fa, fb in decode_runs(c, 1025, 1279)]
+    [(1025, 1279, 15.291, 15.299)]
+    >>> m = roofline.step_coefficients("mistral-7b", "h100-sxm-80gb")
+    >>> [(a, b) for a, b, _, _ in decode_runs(m, 4000, 5000)]  # the window of 4,096 flattens the rest
+    [(4000, 4096), (4097, 5000)]
+    """
+    first = check_range("first_context", first_context, 1, roofline.MAX_TOKENS, integer=True)
+    last = check_range("last_context", last_context, first, roofline.MAX_TOKENS, integer=True)
+    window = get_model(coefficients.model_key).sliding_window
+    spans = [(first, last)]
+    if window and first <= window < last:
+        spans = [(first, window), (window + 1, last)]
+    runs = []
+    for a, b in spans:
+        step_a, step_b = _decode(coefficients, a), _decode(coefficients, b)
+        if _compute_held(step_a) != _compute_held(step_b):
+            # The one switch of attention's roof inside: the last context on step_a's side.
+            low, high = a, b
+            while high - low > 1:
+                mid = (low + high) // 2
+                if _compute_held(_decode(coefficients, mid)) == _compute_held(step_a):
+                    low = mid
+                else:
+                    high = mid
+            runs.append((a, low, step_a["time_s"], _decode(coefficients, low)["time_s"]))
+            a, step_a = high, _decode(coefficients, high)
+        runs.append((a, b, step_a["time_s"], step_b["time_s"]))
+    return runs
+
+
+def _decode(coefficients, context: int) -> dict:
+    return roofline.decode_step(coefficients, batch=1, context_tokens=context)
+
+
+def _compute_held(step: dict) -> bool:
+    """Attention on its compute roof (its time is not the KV read's)."""
+    return step["attention_s"] != step["kv_s"]
+
+
+def _runs_sum_s(runs: list[tuple[int, int, float, float]], last_context: int) -> float:
+    """Seconds of the decode steps in ``runs`` up to and including ``last_context``: sums of linear runs."""
+    parts = []
+    for a, b, fa, fb in runs:
+        if last_context < a:
+            break
+        c = min(b, last_context)
+        fc = fb if c == b else fa + (fb - fa) * (c - a) / (b - a)
+        parts.append((c - a + 1) * (fa + fc) / 2)
+    return math.fsum(parts)
+
+
+def elapsed_s(t: dict, tokens_out: int) -> float:
+    """Seconds from arrival until answer token ``tokens_out`` is out (0 for none): TTFT plus the decode steps before.
+
+    >>> t = request_timeline_s(answer_tokens=3)
+    >>> elapsed_s(t, 0), elapsed_s(t, 1) == t["ttft_s"], elapsed_s(t, 3) == t["e2e_s"]
+    (0.0, True, True)
+    """
+    tokens_out = check_range("tokens_out", tokens_out, 0, t["answer_tokens"], integer=True)
+    if tokens_out == 0:
+        return 0.0
+    if tokens_out == t["answer_tokens"]:
+        return t["e2e_s"]
+    return t["ttft_s"] + _runs_sum_s(t["runs"], t["prompt_tokens"] + tokens_out - 1)
 
 
 def _ms(seconds: float) -> str:
@@ -152,16 +242,16 @@ def timeline_figure(t: dict) -> dict:
     >>> fig["data"][0]["y"], fig["data"][0]["line"]["shape"]
     ([0, 1, 2, 3], 'hv')
     """
-    # Token i (i >= 1) is out after the prefill and i - 1 decode steps; only the drawn points are summed.
+    # Token i (i >= 1) is out after the prefill and i - 1 decode steps; only the drawn points are priced.
     keep = _sample(t["answer_tokens"] + 1)
-    xs = [0.0 if i == 0 else round(math.fsum([t["ttft_s"], *t["itl_s"][:i - 1]]), 6) for i in keep]
+    xs = [round(elapsed_s(t, i), 6) for i in keep]
     ys = list(keep)
     ttft, e2e = t["ttft_s"], t["e2e_s"]
     summary = (f"One request on {t['model'].name}, {t['weights']}, {t['tp']} x {t['gpu'].name}: the prefill of "
                f"{t['prompt_tokens']:,} prompt tokens takes {_time(ttft)} and gives the first token; then "
-               f"{t['decode_steps']:,} decode steps of about {_ms(_mean(t['itl_s']))} each bring the answer to "
+               f"{t['decode_steps']:,} decode steps of about {_ms(t['itl_mean_s'])} each bring the answer to "
                f"{t['answer_tokens']:,} tokens at {_time(e2e)}.")
-    if not t["itl_s"]:
+    if not t["decode_steps"]:
         summary = (f"One request on {t['model'].name}: the prefill of {t['prompt_tokens']:,} prompt tokens takes "
                    f"{_time(ttft)} and gives the only answer token.")
     return {
@@ -194,10 +284,6 @@ def timeline_figure(t: dict) -> dict:
     }
 
 
-def _mean(values: list[float]) -> float:
-    return math.fsum(values) / len(values) if values else 0.0
-
-
 def _row(name: str, d: dict) -> list[str]:
     flops = f"{format_number(d['flops'] / 1e12)} TFLOP" if d["flops"] >= 1e12 else f"{format_number(d['flops'] / 1e9)} GFLOP"
     return [name, f"{d['new_tokens']:,}", flops, format_bytes(d["bytes"]),
@@ -217,8 +303,8 @@ def request_timeline(
     t = request_timeline_s(model, gpu, tp=tp, weights=weights, prompt_tokens=prompt_tokens,
                            answer_tokens=answer_tokens)
     prefill, first, last = t["prefill"], t["decode_first"], t["decode_last"]
-    decode_total = math.fsum(t["itl_s"])
-    mean_itl = _mean(t["itl_s"])
+    decode_total = t["decode_s"]
+    mean_itl = t["itl_mean_s"]
     ridge = prefill["ridge_flops_per_byte"]
     rows = [_row("Prefill", prefill)]
     if first is not None:
@@ -272,7 +358,7 @@ def facts() -> dict[str, str]:
     per_token = memory.kv_bytes_per_token(model, KV_DTYPE)
     weights_gpu = memory.weights_bytes_per_gpu(model, t["tp"], t["weights"])
     floor = weights_gpu / t["gpu"].hbm_bytes_per_s
-    decode_total = math.fsum(t["itl_s"])
+    decode_total = t["decode_s"]
     coefficients = roofline.step_coefficients(model, t["gpu"], tp=t["tp"], weights=t["weights"], kv_dtype=KV_DTYPE)
     mid_context = t["prompt_tokens"] + t["answer_tokens"] // 2
     busy = roofline.itl_s(coefficients, batch=BUSY_BATCH, context_tokens=mid_context)
@@ -284,10 +370,10 @@ def facts() -> dict[str, str]:
         "decode_steps": f"{t['decode_steps']:,}",
         "ttft": _time(t["ttft_s"]),
         "itl_first": _ms(first["time_s"]),
-        "itl_mean": _ms(_mean(t["itl_s"])),
+        "itl_mean": _ms(t["itl_mean_s"]),
         "e2e": _time(t["e2e_s"]),
         "decode_share": f"{format_number(100 * decode_total / t['e2e_s'])}%",
-        "tokens_per_s": f"{format_number(1 / _mean(t['itl_s']))}",
+        "tokens_per_s": f"{format_number(1 / t['itl_mean_s'])}",
         "weights_per_gpu": format_bytes(weights_gpu),
         "hbm_bandwidth": f"{format_number(t['gpu'].hbm_bytes_per_s / 1e12)} TB/s",
         "weights_read_floor": _ms(floor),

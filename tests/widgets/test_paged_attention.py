@@ -46,6 +46,31 @@ def test_bigger_blocks_waste_more():
     assert big < small - 0.1
 
 
+@pytest.mark.parametrize("args", [{}, {"max_model_len": 131_072}, {"max_model_len": 512, "block_size": 1},
+                                  {"block_size": 256}, {"workload": "lesson", "max_model_len": 8192}])
+def test_one_pass_over_the_requests_equals_asking_each_policy_on_its_own(args):
+    # The widget draws the ShareGPT-like sample once and prices every policy in one compare_allocation; the same
+    # figures must come out as from token_state_percent and concurrency, one policy at a time (the slow way).
+    from calc.accuracy import token_state_percent
+    from calc.allocation import POLICIES, concurrency, sharegpt_like_requests
+
+    workload = args.get("workload", "sharegpt")
+    max_len, block = args.get("max_model_len", 2048), args.get("block_size", 16)
+    view = framework.call(SHARES, args)
+    requests = [(1024, 256)] if workload == "lesson" else sharegpt_like_requests(
+        2000, seed=0, mean_prompt_tokens=step.SHAREGPT_PROMPT_TOKENS, mean_output_tokens=step.SHAREGPT_OUTPUT_TOKENS,
+        max_model_len=max_len)
+    shares = view["figures"]["shares"]["data"][0]["y"]
+    for policy, share, row in zip(POLICIES, shares, view["tables"]["policies"]["rows"]):
+        if workload == "sharegpt":
+            alone = token_state_percent(policy, mean_prompt_tokens=step.SHAREGPT_PROMPT_TOKENS,
+                                        mean_output_tokens=step.SHAREGPT_OUTPUT_TOKENS, max_model_len=max_len,
+                                        block_size=block) / 100
+            assert share == pytest.approx(alone, abs=5e-7)  # the chart keeps 6 significant digits
+        fits = concurrency(step._LESSON_TOKENS, requests, policy, max_model_len=max_len, block_size=block)
+        assert row[3] == f"{fits:,}"
+
+
 def test_side_by_side_runs_both_allocations_on_one_time_axis():
     view = final_view()
     out = view["outputs"]
