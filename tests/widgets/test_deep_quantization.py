@@ -63,3 +63,59 @@ def test_rounding_rejects_a_bad_scheme():
     with pytest.raises(CalcError) as error:
         framework.call("deep_quantization.rounding", {"scheme": "fp4"})
     assert error.value.field == "scheme"
+
+
+def test_rounding_facts_on_the_page():
+    f = page.facts()
+    assert (f["int4_error"], f["nf4_error"], f["int8_error"], f["int4_zero_share"]) == ("10.6%", "9.0%", "0.6%", "14%")
+    assert (f["sample_groups"], f["sample_group_size"], f["sample_weights"]) == ("200", "64", "12,800")
+
+
+def test_normal_sample_is_the_gauss_stream():
+    import random
+
+    gauss = random.Random(7).gauss
+    assert page.normal_sample(1001, seed=7) == [gauss(0.0, 1.0) for _ in range(1001)]
+    assert page.normal_sample(0) == []
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.floats(-1, 1, allow_nan=False), min_size=1, max_size=50))
+def test_nf4_nearest_level_by_bisection_is_the_nearest_level(scaled):
+    levels = page.nf4_levels()
+    for x, i in zip(scaled, page._nf4_indices(scaled)):
+        assert abs(levels[i] - x) == min(abs(level - x) for level in levels)
+
+
+@pytest.mark.parametrize("group_size, groups, seed", [(16, 10, 0), (2, 30, 3), (100, 3, 11)])
+def test_shared_sample_errors_equal_quantizing_group_by_group(group_size, groups, seed):
+    # The slow way: quantize_group on each group (its output is rounded to 6 decimals for display).
+    import math
+
+    weights = page.normal_sample(group_size * groups, seed)
+    fast = page.rounding_errors(group_size=group_size, groups=groups, seed=seed)
+    for scheme in page.ROUNDING_SCHEMES:
+        stored = []
+        for start in range(0, len(weights), group_size):
+            stored += page.quantize_group(weights[start:start + group_size], scheme)[0]
+        error = math.sqrt(math.fsum((w - s) ** 2 for w, s in zip(weights, stored)) / math.fsum(w * w for w in weights))
+        assert fast[scheme]["relative_rms_error"] == pytest.approx(error, rel=1e-5)
+        assert fast[scheme]["zero_share"] == sum(1 for s in stored if s == 0) / len(weights)
+        assert page.rounding_error(scheme, group_size=group_size, groups=groups, seed=seed) == fast[scheme]
+
+
+@pytest.mark.parametrize("group_size", [2, 63, 64, 65, 128, 1000, 1024])
+def test_the_widget_prices_about_12800_weights_at_most(group_size):
+    groups = page.sample_groups(group_size)
+    assert groups == page.SAMPLE_GROUPS if group_size <= 64 else groups < page.SAMPLE_GROUPS
+    assert groups * group_size < page.SAMPLE_WEIGHTS + group_size
+    view = framework.call("deep_quantization.rounding", {"group_size": group_size})
+    expected = page.rounding_errors(group_size=group_size, groups=groups)["int4"]["relative_rms_error"]
+    assert view["outputs"]["relative_rms_error"]["value"] == pytest.approx(expected, rel=1e-8)
+    assert len(view["tables"]["group"]["rows"]) == min(group_size, 16)
+
+
+def test_int4_error_grows_with_the_group_as_the_page_says():
+    at = {g: framework.call("deep_quantization.rounding", {"group_size": g})["outputs"]["relative_rms_error"]["text"]
+          for g in (64, 1024)}
+    assert at == {64: "10.6%", 1024: "13.5%"}
