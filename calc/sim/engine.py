@@ -257,6 +257,23 @@ class Replica(ReplicaClock):
         s = self.sched
         return len(s.waiting), len(s.running), self.pool.used, s.kv_token_states()
 
+    def _account(self, now_ns: int) -> None:
+        # ReplicaClock._account with _levels inlined (it runs twice per step): the same integrals.
+        dt = now_ns - self._last_ns
+        if dt > 0:
+            s = self.sched
+            pool = self.pool
+            self.int_queue += len(s.waiting) * dt
+            self.int_running += len(s.running) * dt
+            self.int_used_blocks += (pool.total_blocks - pool.free - pool.evictable) * dt
+            cache = s.cache
+            states = s.ctx_ticks // TICKS + s.prefill_kv_tokens - s.shared_running_tokens
+            if cache is not None:
+                states += cache.in_use_blocks * pool.block_size
+            self.int_token_states += states * dt
+            self._last_ns = now_ns
+        self.now_ns = now_ns
+
     def state_at(self, t_ns: int) -> tuple:
         """The tuple :class:`calc.sim.metrics.TimeSeries` samples."""
         s = self.sched
@@ -278,11 +295,13 @@ class Replica(ReplicaClock):
         """Plan and price the next step; return its end time in ns, or None when there is nothing to run."""
         if self.plan is not None:
             raise CalcError("start_step called while a step is in flight", "step")
-        self._account(now_ns)
-        plan = self.sched.plan()
-        if plan.empty:
-            return None
+        if now_ns != self._last_ns or now_ns != self.now_ns:
+            self._account(now_ns)
+        sched = self.sched
+        plan = sched.plan()
         n = plan.decode_seqs
+        if n == 0 and not plan.prefills:
+            return None
         if self.speculation is None:
             seconds = self.step_time_s(new_tokens=plan.new_tokens, kv_tokens_read=plan.kv_tokens_read,
                                        attention_token_pairs=plan.attention_token_pairs)
@@ -297,13 +316,13 @@ class Replica(ReplicaClock):
             step_ns = 1
         self.plan = plan
         self.step_start_ns = now_ns
-        self.step_end_ns = now_ns + step_ns
+        end = self.step_end_ns = now_ns + step_ns
         self.sum_new_tokens += plan.new_tokens
         self.sum_pairs += plan.attention_token_pairs
-        r = len(self.sched.running)
+        r = len(sched.running)
         if r > self.max_running:
             self.max_running = r
-        return self.step_end_ns
+        return end
 
     def end_step(self, now_ns: int) -> None:
         """The step in flight ends at ``now_ns``: tokens come out, requests finish, blocks return."""

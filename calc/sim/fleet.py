@@ -516,7 +516,12 @@ class WindowSink(LatencySink):
         self.itl_t.append(self.now_ns)
         self.itl_v.append(value_ns)
         self.itl_w.append(weight_ticks)
-        self.itl_rank.add(value_ns, weight_ticks)
+        r = self.itl_rank  # RankedInts.add, inlined: one call per engine step
+        r.buf_v.append(value_ns)
+        r.buf_w.append(weight_ticks)
+        r.count += 1
+        r.total_weight += weight_ticks
+        r.total_value += value_ns * weight_ticks
 
     def itl_stats(self) -> dict:
         """As :meth:`calc.sim.metrics.LatencySink.itl_stats`, from the ranked copy (no sort of every gap)."""
@@ -585,6 +590,34 @@ def _flops_done(rep) -> float | None:
     return done
 
 
+def _weighted_ranks(values: list, weights: list, qs) -> list:
+    """:func:`calc.sim.metrics.weighted_nearest_rank` of ``zip(values, weights)`` at each of ``qs``, sorting once.
+
+    >>> v, w = [30, 10, 20, 10], [1, 2, 5, 1]
+    >>> _weighted_ranks(v, w, (50, 99)) == [weighted_nearest_rank(list(zip(v, w)), q) for q in (50, 99)]
+    True
+    """
+    ordered = sorted(zip(values, weights))
+    total = 0
+    for w in weights:
+        total += w
+    if total <= 0:
+        return [weighted_nearest_rank(list(zip(values, weights)), q) for q in qs]  # its error, named
+    targets = [max(1, math.ceil(q * total / 100)) for q in qs]
+    found = {}
+    pending = sorted(set(targets))
+    k, cum = 0, 0
+    for value, w in ordered:  # one pass for every target, lowest first
+        cum += w
+        while cum >= pending[k]:
+            found[pending[k]] = value
+            k += 1
+            if k == len(pending):
+                return [found[t] for t in targets]
+    last = ordered[-1][0]
+    return [found.get(t, last) for t in targets]
+
+
 def _nice_interval_ns(min_ns: int) -> int:
     """The smallest of 1, 2, 5 x 10^k ns that is at least ``min_ns``."""
     step = 1
@@ -620,7 +653,8 @@ class Fleet:
     The time series is sampled every ``interval_ns`` (the scenario's
     ``sample_interval_s``, widened to a 1-2-5 step so that the run stays near
     ``max_time_series_points`` points; fixed before the run starts, never
-    thinned, so that a live run can send each point once).
+    thinned, so that a live run can send each point once). ``time_series=False``
+    skips the series (a caller that reads only the summary: it is the same).
 
     >>> f = Fleet(Scenario.from_dict({"workload": {"requests": 30}}))
     >>> f.advance(max_events=5), f.events
@@ -629,7 +663,7 @@ class Fleet:
     (True, 30)
     """
 
-    def __init__(self, scenario, *, step_time_s=None, hardware=None):
+    def __init__(self, scenario, *, step_time_s=None, hardware=None, time_series: bool = True):
         fs = as_fleet_scenario(scenario)
         sc = fs.scenario
         self.fleet_scenario = fs
@@ -669,7 +703,8 @@ class Fleet:
         last_arrival = self.requests[-1].arrival_ns if self.requests else 0
         want = round(sc.sample_interval_s * NS_PER_S)
         self.interval_ns = max(want, _nice_interval_ns(-(-2 * last_arrival // sc.max_time_series_points)))
-        self.next_sample_ns = self.interval_ns
+        # Without a series no sample ever falls due (the summary reads none of it).
+        self.next_sample_ns = self.interval_ns if time_series else float("inf")
         self.window_ns = max(self.interval_ns, round(fs.fleet.percentile_window_s * NS_PER_S))
         self.series = {k: [] for k in SERIES_KEYS}
         self._prev = None  # cumulative readings at the previous sample
@@ -816,9 +851,9 @@ class Fleet:
         j = bisect.bisect_left(sink.itl_t, lo, self._itl_i)
         self._itl_i = j
         if j < len(sink.itl_v):
-            pairs = list(zip(sink.itl_v[j:], sink.itl_w[j:]))
-            s["itl_p50_s"].append(_r(weighted_nearest_rank(pairs, 50) / NS_PER_S))
-            s["itl_p99_s"].append(_r(weighted_nearest_rank(pairs, 99) / NS_PER_S))
+            p50, p99 = _weighted_ranks(sink.itl_v[j:], sink.itl_w[j:], (50, 99))
+            s["itl_p50_s"].append(_r(p50 / NS_PER_S))
+            s["itl_p99_s"].append(_r(p99 / NS_PER_S))
         else:
             s["itl_p50_s"].append(None)
             s["itl_p99_s"].append(None)
@@ -906,7 +941,10 @@ class Fleet:
                     if end is not None:
                         push(end, STEP_END, m)
                         self.in_flight += 1
-                        self._note_running(rep)
+                        if single:
+                            self.running_max = rep.max_running
+                        else:
+                            self._note_running(rep)
             else:
                 _, kind, payload = pop()
                 if kind == STEP_END:
@@ -917,7 +955,10 @@ class Fleet:
                     end = rep.start_step(now)
                     if end is not None:
                         push(end, STEP_END, m)
-                        self._note_running(rep)
+                        if single:
+                            self.running_max = rep.max_running
+                        else:
+                            self._note_running(rep)
                     else:
                         self.in_flight -= 1
                         if m.draining and not rep.outstanding:
@@ -1143,15 +1184,19 @@ class Fleet:
         return row
 
 
-def simulate_fleet(scenario, *, step_time_s=None) -> FleetResult:
+def simulate_fleet(scenario, *, step_time_s=None, time_series: bool = True) -> FleetResult:
     """Run a fleet scenario (or a plain :class:`Scenario`, as a fleet of one) to the end.
 
-    Source: the engine of :mod:`calc.sim` per replica; routing, pools and
-    autoscaling as in :mod:`calc.sim.router`, :mod:`calc.sim.pools`,
-    :mod:`calc.sim.autoscaler`.
+    ``time_series=False`` leaves the result's series empty and gives the same
+    summary faster (no samples, no windowed percentiles), for callers that
+    show only the summary. Source: the engine of :mod:`calc.sim` per replica;
+    routing, pools and autoscaling as in :mod:`calc.sim.router`,
+    :mod:`calc.sim.pools`, :mod:`calc.sim.autoscaler`.
 
     >>> r = simulate_fleet(Scenario.from_dict({"workload": {"requests": 20, "arrival": "all-at-once"}}))
     >>> r.summary["requests_completed"], r.summary["replica_hours"] > 0
     (20, True)
+    >>> simulate_fleet(Scenario.from_dict({"workload": {"requests": 20}}), time_series=False).time_series["t_s"]
+    []
     """
-    return Fleet(scenario, step_time_s=step_time_s).run()
+    return Fleet(scenario, step_time_s=step_time_s, time_series=time_series).run()

@@ -335,34 +335,53 @@ class Scheduler:
         if not filed:
             return
         size, adv = self.cfg.block_size, self.adv
+        nxt = self.step_index + 1  # the step about to run, counted from each sequence's d0
         needs = []
+        need = 0
         for seq, epoch in filed:
             if seq.epoch != epoch:
                 continue
-            steps = self.step_index - seq.d0 + 1  # the step about to run
             left = seq.req.output_tokens - seq.out_done
-            e = steps * adv // TICKS
+            e = (nxt - seq.d0) * adv // TICKS
             if e > left:
                 e = left
-            n = blocks_for_tokens(seq.ctx0 + e, size) - seq.shared_blocks - seq.own_blocks
+            n = -(-(seq.ctx0 + e) // size) - seq.shared_blocks - seq.own_blocks  # blocks_for_tokens, inlined
             if n > 0:
                 needs.append((seq, epoch, n))
-        need = sum(n for _, _, n in needs)
-        if need > self.pool.free + self.pool.evictable:
+                need += n
+        if not needs:
+            return
+        pool = self.pool
+        if need > pool.free + pool.evictable:
             before = self.preemptions
             while True:
                 need = sum(n for s, ep, n in needs if s.epoch == ep)
-                if need <= self.pool.free + self.pool.evictable or not self.running:
+                if need <= pool.free + pool.evictable or not self.running:
                     break
                 self._preempt(next(reversed(self.running.values())))
             plan.preempted += self.preemptions - before
+            needs = [item for item in needs if item[0].epoch == item[1]]
+            need = sum(n for _, _, n in needs)
+            if not needs:
+                return
+        # One allocation for all of them: the pool evicts cached blocks oldest first either way, so taking the
+        # sum at once leaves it exactly as taking each sequence's blocks in turn would.
+        if not pool.take(need):
+            raise RuntimeError("KV block accounting broke: a decode block could not be allocated")
+        # Refile each under the step at whose start it next needs a block (_file_crossing, inlined).
+        cross_at, ticks_per_step = self.cross_at, adv
         for seq, epoch, n in needs:
-            if seq.epoch != epoch:
+            own = seq.own_blocks + n
+            seq.own_blocks = own
+            need_e = (own + seq.shared_blocks) * size - seq.ctx0 + 1
+            if need_e > seq.req.output_tokens - seq.out_done:
                 continue
-            if not self.pool.take(n):
-                raise RuntimeError("KV block accounting broke: a decode block could not be allocated")
-            seq.own_blocks += n
-            self._file_crossing(seq)
+            key = seq.d0 - (-need_e * TICKS // ticks_per_step) - 1
+            lst = cross_at.get(key)
+            if lst is None:
+                cross_at[key] = [(seq, epoch)]
+            else:
+                lst.append((seq, epoch))
 
     def _file_crossing(self, seq: Seq) -> None:
         """File ``seq`` under the decode step at whose start it next needs a block (if ever)."""
@@ -476,7 +495,8 @@ class Scheduler:
             prefill_only = bool(plan.prefills)
         if not prefill_only:
             if self.n_decoding:
-                self._decode_blocks(plan)
+                if self.step_index in self.cross_at:
+                    self._decode_blocks(plan)
                 budget -= self.n_decoding * cfg.tokens_per_decode
             if cfg.chunked_prefill:
                 if self.prefilling:
@@ -492,16 +512,17 @@ class Scheduler:
         new_tokens = n * q
         kv_read = ctx
         pairs = q * ctx + n * q * (q - 1) // 2 if n else 0
-        live = []
-        for seq, epoch in plan.prefills:
-            if seq.epoch != epoch or not seq.chunk:
-                continue
-            live.append((seq, epoch))
-            c, p = seq.chunk, seq.chunk_start
-            new_tokens += c
-            kv_read += p + c
-            pairs += c * p + c * (c + 1) // 2
-        plan.prefills = live
+        if plan.prefills:
+            live = []
+            for seq, epoch in plan.prefills:
+                if seq.epoch != epoch or not seq.chunk:
+                    continue
+                live.append((seq, epoch))
+                c, p = seq.chunk, seq.chunk_start
+                new_tokens += c
+                kv_read += p + c
+                pairs += c * p + c * (c + 1) // 2
+            plan.prefills = live
         plan.decode_seqs = n
         plan.decode_kv_tokens = ctx
         plan.new_tokens = new_tokens
@@ -547,27 +568,34 @@ class Scheduler:
         if plan.decode_seqs:
             # Every decoding sequence emitted tokens now: one inter-token gap per group, weighted in ticks.
             adv = self.adv
-            self.ctx_ticks += self.n_decoding * adv
-            self.emitted_ticks += self.n_decoding * adv
-            self.step_index += 1
+            inc = self.n_decoding * adv
+            self.ctx_ticks += inc
+            self.emitted_ticks += inc
+            step = self.step_index = self.step_index + 1
             groups = self.groups
             main = groups[0]
-            for g in groups:
-                if g.count:
-                    sink.itl((now_ns - g.t_ns) * TICKS // adv, g.count * adv)
-                if g is not main:
-                    main.count += g.count
-                    g.count = 0
-                    g.parent = main
+            if len(groups) == 1:
+                if main.count:
+                    sink.itl((now_ns - main.t_ns) * TICKS // adv, main.count * adv)
+            else:
+                for g in groups:
+                    if g.count:
+                        sink.itl((now_ns - g.t_ns) * TICKS // adv, g.count * adv)
+                    if g is not main:
+                        main.count += g.count
+                        g.count = 0
+                        g.parent = main
+                del groups[1:]
             main.t_ns = now_ns
-            del groups[1:]
-            done = self.finish_at.pop(self.step_index, None)
+            done = self.finish_at.pop(step, None) if step in self.finish_at else None
             if done:
                 for seq, epoch in done:
                     if seq.epoch == epoch:
                         self._leave_decoding(seq)
                         seq.out_done = seq.req.output_tokens
                         self._finish(seq, now_ns)
+        if not plan.prefills:
+            return
         for seq, epoch in plan.prefills:
             if seq.epoch != epoch:
                 continue

@@ -175,7 +175,7 @@ def prompt_layout(
 
 
 def _run(data: dict) -> dict:
-    return simulate_fleet(data).summary
+    return simulate_fleet(data, time_series=False).summary
 
 
 @widget(budget_s=10.0)

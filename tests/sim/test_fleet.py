@@ -175,3 +175,25 @@ def test_ranked_ints_match_the_sorting_percentiles(values, cut):
         b.add(v)
     assert ranked_stats([a, b], "x", mean=False) == {k: v for k, v in latency_stats([x for x, _ in values], "x").items()
                                                     if k != "x_mean_s"}
+
+
+# ------------------------------------------------------------------ speed paths that must not change a figure
+from calc.sim.fleet import _weighted_ranks  # noqa: E402
+
+
+@settings(max_examples=200, deadline=None)
+@given(pairs=st.lists(st.tuples(st.integers(0, 10**9), st.integers(1, 1 << 20)), min_size=1, max_size=60),
+       qs=st.lists(st.floats(0, 100), min_size=1, max_size=4))
+def test_weighted_ranks_sort_once_and_agree_with_weighted_nearest_rank(pairs, qs):
+    values, weights = [v for v, _ in pairs], [w for _, w in pairs]
+    assert _weighted_ranks(values, weights, qs) == [weighted_nearest_rank(pairs, q) for q in qs]
+
+
+def test_a_run_without_its_time_series_has_the_same_summary():
+    data = {"prefix_caching": True, "max_model_len": 16384,
+            "workload": {"rate_per_s": 5, "requests": 120, "prefix_tokens": 2500, "lengths": "lognormal"},
+            "fleet": {"replicas": 2, "router": "least-outstanding"}}
+    full = simulate_fleet(FleetScenario.from_dict(data))
+    lean = simulate_fleet(FleetScenario.from_dict(data), time_series=False)
+    assert lean.summary == full.summary
+    assert full.time_series["t_s"] and lean.time_series["t_s"] == []
