@@ -22,7 +22,7 @@ from typing import Annotated
 from calc.errors import CalcError
 from calc.sim import presets
 from calc.sim.live import live_frames
-from calc.units import format_number
+from calc.units import format_number, round_sig
 from calc.widgets.charts import PALETTE
 from calc.widgets.framework import Choice, FloatRange, IntRange, output, stream, view
 
@@ -34,7 +34,8 @@ CHARTS = (
     ("load", "Queue and running batch", "requests", None,
      [("queue_depth", "waiting in the queue"), ("running", "running (the batch)")]),
     ("kv", "KV cache", "share of the KV cache", ".0%",
-     [("kv_use_fraction", "in use"), ("kv_waste_fraction", "reserved, holding no token")]),
+     [("kv_token_fraction", "holding tokens"), ("kv_reserved_empty_fraction", "reserved, holding no token"),
+      ("kv_free_fraction", "free")]),
     ("latency", "Latency (trailing window)", "seconds", None,
      [("ttft_p50_s", "TTFT p50"), ("ttft_p99_s", "TTFT p99"), ("itl_p50_s", "ITL p50"), ("itl_p99_s", "ITL p99")]),
     ("throughput", "Output tokens per second", "tokens/s", None, [("output_tokens_per_s", "output tokens/s")]),
@@ -42,6 +43,13 @@ CHARTS = (
      [("gpu_util_reported", "GPU-Util (a kernel is running)"), ("compute_utilization", "compute utilization")]),
     ("replicas", "Replicas", "replicas", None, [("replicas", "replicas")]),
 )
+
+
+#: The KV chart's bands, bottom to top: the colours of step 4's cache chart (free in the palette's grey).
+KV_COLOURS = (PALETTE[0], PALETTE[1], PALETTE[-1])
+KV_SUMMARY = ("KV cache against simulated time, as shares of the whole cache stacked bottom to top: holding tokens, "
+              "reserved but holding no token, and free; they add up to 100%, and the top of the reserved band is "
+              "the cache in use, what a dashboard's KV cache usage reports.")
 
 
 def _figures(fleet_run: bool) -> dict:
@@ -52,18 +60,52 @@ def _figures(fleet_run: bool) -> dict:
         yaxis = {"title": {"text": y_title}, "automargin": True, "rangemode": "tozero"}
         if tick_format:
             yaxis["tickformat"] = tick_format
+        data = [{"type": "scatter", "mode": "lines", "name": name, "meta": series, "x": [], "y": [],
+                 "line": {"color": PALETTE[i % len(PALETTE)], "width": 2}}
+                for i, (series, name) in enumerate(traces)]
+        summary = f"{title} against simulated time."
+        if key == "kv":  # one whole, stacked: every band is a share of the cache, as the axis says
+            for trace, colour in zip(data, KV_COLOURS):
+                trace.update(stackgroup="kv", line={"color": colour, "width": 1})
+            yaxis["range"] = [0, 1.02]
+            summary = KV_SUMMARY
         figures[key] = {
-            "data": [{"type": "scatter", "mode": "lines", "name": name, "meta": series, "x": [], "y": [],
-                      "line": {"color": PALETTE[i % len(PALETTE)], "width": 2}}
-                     for i, (series, name) in enumerate(traces)],
+            "data": data,
             "layout": {"title": {"text": title, "font": {"size": 14}},
                        "xaxis": {"title": {"text": "simulated time (s)"}, "automargin": True},
                        "yaxis": yaxis, "legend": {"orientation": "h", "y": -0.42, "yanchor": "top", "x": 0},
                        "margin": {"l": 60, "r": 20, "t": 40, "b": 70}, "height": 320},
             "x_series": "t_s",
-            "summary": f"{title} against simulated time.",
+            "summary": summary,
         }
     return figures
+
+
+def kv_cache_shares(use: list, waste: list) -> dict:
+    """Holding tokens, reserved but empty, and free, each as a share of the whole KV cache.
+
+    The run's series (:data:`calc.sim.fleet.SERIES_KEYS`) give
+    ``kv_use_fraction``, blocks in use over all blocks, and
+    ``kv_waste_fraction``, token slots reserved but holding no token over the
+    *reserved* slots. On one scale: holding = use x (1 - waste), reserved but
+    empty = use x waste, free = 1 - use (blocks of a cached prefix no running
+    request holds count as free: the next allocation may take them); the three
+    add up to 1, to the rounding of 4 significant digits. Source: the
+    definitions of the two series in :class:`calc.sim.fleet.Fleet`; the
+    vLLM paper's split of KV memory into token states, reservation and free
+    (Kwon et al., SOSP 2023, Fig. 2).
+
+    >>> kv_cache_shares([0.8, 0.5], [0.75, 0.0])
+    {'kv_token_fraction': [0.2, 0.5], 'kv_reserved_empty_fraction': [0.6, 0.0], 'kv_free_fraction': [0.2, 0.5]}
+    """
+    if len(use) != len(waste):
+        raise CalcError(f"kv_waste_fraction must have one point per kv_use_fraction point ({len(use)}); "
+                        f"got {len(waste)}", "kv_waste_fraction")
+    return {
+        "kv_token_fraction": [round_sig(u * (1.0 - w), 4) for u, w in zip(use, waste)],
+        "kv_reserved_empty_fraction": [round_sig(u * w, 4) for u, w in zip(use, waste)],
+        "kv_free_fraction": [round_sig(1.0 - u, 4) for u in use],
+    }
 
 
 def _seconds(value) -> str:
@@ -144,7 +186,9 @@ def simulation_views(scenario: dict, frame_interval_s: float):
     for frame in live_frames(scenario, frame_interval_s=frame_interval_s):
         extra = {"figures": _figures(fleet_run)} if first else {}
         first = False
-        yield view(outputs=metrics(frame["summary"], fleet_run), series=frame["points"], blockmap=frame["blockmap"],
+        points = frame["points"]
+        series = {**points, **kv_cache_shares(points["kv_use_fraction"], points["kv_waste_fraction"])}
+        yield view(outputs=metrics(frame["summary"], fleet_run), series=series, blockmap=frame["blockmap"],
                    t_s=frame["t_s"], done=frame["done"], **extra)
 
 
