@@ -3,6 +3,8 @@
 * ``on_config``: puts the project on ``sys.path`` and registers the widget, drill
   and simulation blocks (:mod:`blocks`).
 * ``on_page_markdown``: fills ``{{ fact }}`` numbers in the prose from ``calc`` (:mod:`facts`).
+* ``on_page_content``: marks pages that hold a widget (``page.meta["calc_live"]``), so that
+  ``overrides/main.html`` starts the Python worker from the page's head, before the body is parsed.
 * ``on_post_build``: vendors the browser runtime (Pyodide, Plotly.js, KaTeX) from
   ``node_modules`` into the built site, packs ``calc`` into a zip for the worker,
   adds the Content-Security-Policy and writes the offline cache's list (:mod:`vendor`,
@@ -49,6 +51,11 @@ def on_config(config, **kwargs):
 def on_page_markdown(markdown, page, config, files, **kwargs):
     facts = _modules["facts"]
     return facts.fill(markdown, facts.page_module(page.file.src_uri, page.meta), page.file.src_uri)
+
+
+def on_page_content(html, page, config, files, **kwargs):
+    page.meta["calc_live"] = "data-widget=" in html
+    return html
 
 
 def on_post_build(config, **kwargs):

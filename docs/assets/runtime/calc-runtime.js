@@ -48,16 +48,25 @@
       return;
     }
     runtime.boots += 1;
-    runtime.bootStarted = performance.now();
-    setState("loading", "Loading the Python runtime");
-    var worker = new Worker(new URL("runtime/worker.mjs", ASSETS), { type: "module" });
+    // overrides/main.html starts the worker from the head of a page with widgets, while the
+    // body is still parsed; adopt it (once) and replay what it said before we listened.
+    var early = window.calcEarlyWorker;
+    window.calcEarlyWorker = null;
+    var worker = early || new Worker(new URL("runtime/worker.mjs", ASSETS), { type: "module" });
+    runtime.bootStarted = early ? early.startedAt : performance.now();
     runtime.worker = worker;
-    worker.onmessage = function (event) { onWorkerMessage(worker, event.data); };
-    worker.onerror = function (event) {
+    setState("loading", "Loading the Python runtime");
+    function onError(message) {
       if (worker !== runtime.worker) return;
-      failAll("The Python runtime stopped: " + (event.message || "worker error"));
-      setState("error", "The Python runtime failed to start: " + (event.message || "worker error"));
-    };
+      failAll("The Python runtime stopped: " + message);
+      setState("error", "The Python runtime failed to start: " + message);
+    }
+    worker.onmessage = function (event) { onWorkerMessage(worker, event.data); };
+    worker.onerror = function (event) { onError(event.message || "worker error"); };
+    if (early) {
+      early.early.forEach(function (text) { onWorkerMessage(worker, text); });
+      if (early.failed) onError(early.failed);
+    }
   }
 
   function onWorkerMessage(worker, text) {
@@ -69,6 +78,7 @@
       if (message.state === "ready") {
         runtime.readyAt = performance.now();
         runtime.bootMs = runtime.readyAt - runtime.bootStarted;
+        runtime.bootPhases = message.phases; // ms since the worker started, per boot step (bench)
       }
       setState(message.state, message.detail);
       if (message.state === "ready") pump();
@@ -236,7 +246,8 @@
   // ---- charts -------------------------------------------------------------------------------
 
   // Plotly parses rgb() and hex, not every CSS colour Material uses (hsla with "deg"): let the
-  // browser resolve a custom property to rgb() through a probe element.
+  // browser resolve a custom property to rgb() through a probe element. Resolving forces a style
+  // pass, so the colours are read once per colour scheme, not once per chart.
   function cssColour(property, fallback) {
     var probe = document.createElement("span");
     probe.style.color = "var(" + property + ")";
@@ -247,9 +258,21 @@
     return colour || fallback;
   }
 
+  var themeColours = null; // {scheme, fg, grid}
+  function currentColours() {
+    var scheme = document.body.getAttribute("data-md-color-scheme") || "";
+    if (!themeColours || themeColours.scheme !== scheme) {
+      themeColours = {
+        scheme: scheme,
+        fg: cssColour("--md-default-fg-color", "#333"),
+        grid: cssColour("--md-default-fg-color--lightest", "#ddd"),
+      };
+    }
+    return themeColours;
+  }
+
   function chartTheme(layout) {
-    var fg = cssColour("--md-default-fg-color", "#333");
-    var grid = cssColour("--md-default-fg-color--lightest", "#ddd");
+    var colours = currentColours(), fg = colours.fg, grid = colours.grid;
     var themed = JSON.parse(JSON.stringify(layout || {}));
     themed.paper_bgcolor = "rgba(0,0,0,0)";
     themed.plot_bgcolor = "rgba(0,0,0,0)";
@@ -273,55 +296,137 @@
 
   var plotConfig = { displaylogo: false, responsive: true, modeBarButtonsToRemove: ["select2d", "lasso2d"] };
 
-  // The chart's numbers as a table (its text alternative), rebuilt whenever the chart is: rows of
-  // (series, x, y), as hooks/widget_html.py renders them at build.
+  // The chart's numbers as a table (its text alternative), rows of (series, x, y) as
+  // hooks/widget_html.py renders them at build. The table sits in a closed <details>: it is
+  // rebuilt when the reader opens it, not on every redraw (a 200-row table costs a task of its own).
   var MAX_CHART_ROWS = 200;
+  var wholeNumber = new Intl.NumberFormat("en-US", { maximumFractionDigits: 0 });
   function formatCell(value) {
     if (typeof value !== "number") return String(value);
-    if (Number.isInteger(value) || Math.abs(value) >= 1e4) return Math.round(value).toLocaleString("en-US");
+    if (Number.isInteger(value) || Math.abs(value) >= 1e4) return wholeNumber.format(Math.round(value));
     return String(Number(value.toPrecision(4)));
   }
-  function renderChartTable(holder, figure) {
-    var table = holder.parentNode.querySelector('[data-chart-table="' + holder.dataset.chart + '"]');
-    if (!table) return;
+  function chartTable(holder) {
+    return holder.parentNode ? holder.parentNode.querySelector('[data-chart-table="' + holder.dataset.chart + '"]') : null;
+  }
+  function fillChartTable(table, figure) {
     var body = table.querySelector("tbody");
     var rows = [];
     (figure.data || []).forEach(function (trace) {
       var xs = trace.x || [], ys = trace.y || [];
       if (trace.orientation === "h") { var swap = xs; xs = ys; ys = swap; }
-      for (var i = 0; i < Math.min(xs.length, ys.length); i++) rows.push([trace.name || "", xs[i], ys[i]]);
+      for (var i = 0; i < Math.min(xs.length, ys.length) && rows.length < MAX_CHART_ROWS; i++) {
+        rows.push([trace.name || "", xs[i], ys[i]]);
+      }
     });
-    body.textContent = "";
-    rows.slice(0, MAX_CHART_ROWS).forEach(function (row) {
+    var fragment = document.createDocumentFragment();
+    rows.forEach(function (row) {
       var tr = document.createElement("tr");
       row.forEach(function (cell) {
         var td = document.createElement("td");
         td.textContent = formatCell(cell);
         tr.appendChild(td);
       });
-      body.appendChild(tr);
+      fragment.appendChild(tr);
     });
+    body.textContent = "";
+    body.appendChild(fragment);
+  }
+  function renderChartTable(holder, figure) {
+    var table = chartTable(holder);
+    if (!table) return;
+    var details = table.closest("details");
+    if (details && !details.open) {
+      table.__figure = figure; // drawn when opened
+      if (!details.dataset.lazyTable) {
+        details.dataset.lazyTable = "1";
+        details.addEventListener("toggle", function () {
+          if (details.open && table.__figure) { fillChartTable(table, table.__figure); table.__figure = null; }
+        });
+      }
+      return;
+    }
+    table.__figure = null;
+    fillChartTable(table, figure);
   }
 
-  function drawChart(holder, figure) {
+  // Drawing: one chart per task, charts the reader can see first, so no task holds the main thread
+  // for long (a Plotly draw is 10-40 ms here) and a page with ten charts stays responsive while
+  // they come up. A holder waiting for its turn carries data-pending; drawChart's promise settles
+  // once that chart is on screen.
+  var drawQueue = [];
+  var drawScheduled = false;
+  var visibility = typeof IntersectionObserver === "function" ? new IntersectionObserver(function (entries) {
+    entries.forEach(function (entry) { entry.target.__nearView = entry.isIntersecting; });
+  }, { rootMargin: "200px 0px" }) : null;
+
+  function scheduleDraws() {
+    if (drawScheduled || !drawQueue.length) return;
+    drawScheduled = true;
+    setTimeout(drawNext, 0);
+  }
+
+  function pick(test) {
+    for (var i = 0; i < drawQueue.length; i++) if (test(drawQueue[i])) return i;
+    return -1;
+  }
+
+  function drawNext() {
+    drawScheduled = false;
+    if (!drawQueue.length) return;
+    // A chart the reader just changed first, then one in view, then the page's order.
+    var index = pick(function (job) { return job.urgent; });
+    if (index < 0) index = pick(function (job) { return job.holder.__nearView; });
+    if (index < 0) index = 0;
+    var job = drawQueue.splice(index, 1)[0];
+    plotNow(job.holder, job.holder.__figure).then(job.resolve, job.resolve).then(scheduleDraws);
+  }
+
+  function plotNow(holder, figure) {
+    var first = !holder.dataset.drawn;
+    var plot = first ? window.Plotly.newPlot : window.Plotly.react;
+    holder.dataset.drawn = "1";
+    var result;
+    try {
+      result = plot(holder, figure.data, chartTheme(figure.layout), plotConfig);
+    } catch (error) {
+      result = Promise.reject(error);
+    }
+    return Promise.resolve(result).then(function () {
+      delete holder.dataset.pending;
+      // Drawn before the column had its final width (fonts, sidebars): fit it once laid out.
+      if (first && !holder.dataset.fitted) {
+        holder.dataset.fitted = "1";
+        requestAnimationFrame(function () { window.Plotly.Plots.resize(holder); });
+      }
+    }, function () { delete holder.dataset.pending; });
+  }
+
+  // drawChart(holder, figure, {urgent}) -> Promise that settles when the chart shows `figure`.
+  function drawChart(holder, figure, options) {
     holder.__figure = figure;
     if (holder.dataset.drawn) renderChartTable(holder, figure);
+    holder.dataset.pending = "1";
+    if (visibility && !holder.__observed) { holder.__observed = true; visibility.observe(holder); }
     return loadScript("vendor/plotly/plotly-basic.min.js").then(function () {
-      var plot = holder.dataset.drawn ? window.Plotly.react : window.Plotly.newPlot;
-      holder.dataset.drawn = "1";
-      return plot(holder, figure.data, chartTheme(figure.layout), plotConfig).then(function () {
-        // Drawn before the column had its final width (fonts, sidebars): fit it once laid out.
-        if (!holder.dataset.fitted) {
-          holder.dataset.fitted = "1";
-          requestAnimationFrame(function () { window.Plotly.Plots.resize(holder); });
+      return new Promise(function (resolve) {
+        for (var i = 0; i < drawQueue.length; i++) {
+          if (drawQueue[i].holder === holder) { // a newer figure for a chart still waiting: one draw
+            var earlier = drawQueue[i].resolve;
+            drawQueue[i].resolve = function () { earlier(); resolve(); };
+            drawQueue[i].urgent = drawQueue[i].urgent || !!(options && options.urgent);
+            return;
+          }
         }
+        drawQueue.push({ holder: holder, resolve: resolve, urgent: !!(options && options.urgent) });
+        scheduleDraws();
       });
     });
   }
 
   function drawPrerenderedCharts(container) {
     container.querySelectorAll("[data-chart][data-figure]").forEach(function (holder) {
-      if (holder.dataset.drawn) return;
+      if (holder.dataset.drawn || holder.dataset.pending) return;
       try { drawChart(holder, JSON.parse(holder.dataset.figure)); } catch (error) { /* keep the caption */ }
     });
   }
@@ -356,10 +461,11 @@
       var element = widget.querySelector('[data-output="' + key + '"]');
       if (element) element.textContent = view.outputs[key].text;
     });
+    var draws = [];
     Object.keys(view.figures || {}).forEach(function (key) {
       var holder = widget.querySelector('[data-chart="' + key + '"]');
       if (!holder) return;
-      drawChart(holder, view.figures[key]);
+      draws.push(drawChart(holder, view.figures[key], { urgent: true }));
       var caption = widget.querySelector('[data-chart-summary="' + key + '"]');
       if (caption && view.figures[key].summary) caption.textContent = view.figures[key].summary;
     });
@@ -379,6 +485,7 @@
       });
     });
     widget.dispatchEvent(new CustomEvent("calc:view", { detail: view }));
+    return Promise.all(draws);
   }
 
   function setStatusNote(widget, text) {
@@ -416,7 +523,14 @@
         if (mine !== generation) return; // a newer input has been sent since
         if (answer.ok) {
           showError(widget, "");
-          applyView(widget, answer.result);
+          // The numbers show now; the charts follow in tasks of their own. data-charts says
+          // whether they have caught up with the numbers ("drawing" or "drawn").
+          widget.dataset.charts = "drawing";
+          applyView(widget, answer.result).then(function () {
+            if (mine !== generation) return;
+            widget.dataset.charts = "drawn";
+            widget.dispatchEvent(new CustomEvent("calc:drawn"));
+          });
           setWidgetState(widget, "live");
         } else {
           showError(widget, answer.error.message);
@@ -510,6 +624,8 @@
   runtime.mountAll = mountAll;
   runtime.drawChart = drawChart;
   runtime.renderChartTable = renderChartTable;
+  runtime.formatCell = formatCell;
+  runtime.chartColours = currentColours;
   runtime.setStatusNote = setStatusNote;
   if (window.document$ && typeof window.document$.subscribe === "function") {
     window.document$.subscribe(function () { mountAll(); });

@@ -25,20 +25,36 @@
     return PALETTE[index];
   }
 
+  // The map's colours, read once per colour scheme (reading them forces a style pass).
+  var mapStyle = null;
+  function blockMapStyle() {
+    var scheme = document.body.getAttribute("data-md-color-scheme") || "";
+    if (!mapStyle || mapStyle.scheme !== scheme) {
+      var css = getComputedStyle(document.body);
+      mapStyle = {
+        scheme: scheme,
+        free: css.getPropertyValue("--md-default-fg-color--lightest").trim() || "#e0e0e0",
+        cached: css.getPropertyValue("--md-default-fg-color--lighter").trim() || "#9e9e9e",
+        background: css.getPropertyValue("--md-default-bg-color").trim() || "#fff",
+      };
+    }
+    return mapStyle;
+  }
+
+  // Blocks are a pool, not a grid, so on a narrow screen the map wraps to fewer columns rather
+  // than shrinking its cells below MIN_CELL_PX, where a hollow (reserved) cell would look solid.
+  var MIN_CELL_PX = 4;
   function drawBlockMap(canvas, map) {
     if (!map || !map.cells) return;
     var context = canvas.getContext("2d");
-    var cols = map.cols, rows = map.rows;
     var width = canvas.clientWidth || 600;
-    var cell = Math.max(1, Math.floor(width / cols));
+    var cell = Math.max(MIN_CELL_PX, Math.floor(width / map.cols));
+    var cols = Math.max(1, Math.min(map.cols, Math.floor(width / cell)));
+    var rows = Math.ceil(map.cells.length / cols);
     canvas.width = cols * cell;
     canvas.height = rows * cell;
-    var css = getComputedStyle(document.body);
-    var style = {
-      free: css.getPropertyValue("--md-default-fg-color--lightest").trim() || "#e0e0e0",
-      cached: css.getPropertyValue("--md-default-fg-color--lighter").trim() || "#9e9e9e",
-      background: css.getPropertyValue("--md-default-bg-color").trim() || "#fff",
-    };
+    canvas.dataset.cellPx = String(cell);
+    var style = blockMapStyle();
     context.fillStyle = style.background;
     context.fillRect(0, 0, canvas.width, canvas.height);
     for (var i = 0; i < map.cells.length; i++) {

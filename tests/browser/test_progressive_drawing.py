@@ -1,0 +1,114 @@
+"""How the page spends its main thread: the worker starts from the head, numbers show before charts,
+charts are drawn one per task, chart tables are filled when opened, and the block map stays legible
+on a phone. These assert behaviour by value; the time it takes is `make bench`'s to measure."""
+
+import json
+
+import pytest
+
+from calc.widgets import framework
+
+pytestmark = [pytest.mark.browser, pytest.mark.site, pytest.mark.xdist_group("browser")]
+
+PAGE = "lesson/02-kv-cache-arithmetic/"
+WIDGET = '[data-widget="kv_cache_arithmetic.kv_per_token"]'
+CHART = f'{WIDGET} [data-chart="kv_vs_context"]'
+SIM_PAGE = "lesson/22-playground/"
+SIM = '[data-widget="simulation.replica"]'
+
+
+def test_the_worker_is_started_from_the_head_and_adopted_once(visit):
+    page = visit.page
+    page.goto(visit.url(PAGE))
+    page.wait_for_selector("html[data-pyodide=ready]")
+    timing = page.evaluate("""() => {
+        const script = performance.getEntriesByType('resource').find(e => e.name.endsWith('calc-runtime.js'));
+        return {bootStarted: calcRuntime.bootStarted, runtimeScriptLoaded: script.responseEnd,
+                early: window.calcEarlyWorker, boots: calcRuntime.boots, phases: calcRuntime.bootPhases};
+    }""")
+    # The head's worker started before the body's runtime script had even arrived, and it is the
+    # one in use: one boot, nothing left waiting to be adopted.
+    assert timing["bootStarted"] < timing["runtimeScriptLoaded"]
+    assert timing["early"] is None and timing["boots"] == 1
+    assert set(timing["phases"]) == {"pyodide", "calc_unpacked", "runtime_imported"}
+    assert 0 < timing["phases"]["pyodide"] <= timing["phases"]["calc_unpacked"] <= timing["phases"]["runtime_imported"]
+    # A page without widgets starts no Python at all.
+    page.goto(visit.url("glossary/"))
+    assert page.evaluate("() => document.querySelector('script[data-calc-worker]')") is None
+    assert visit.console_errors == []
+
+
+def test_numbers_then_charts_and_the_chart_ends_on_cpythons_figure(visit):
+    page = visit.page
+    page.goto(visit.url(PAGE))
+    page.wait_for_selector(f'{WIDGET}[data-state="live"]')
+    page.wait_for_function("() => !document.querySelector('[data-chart][data-pending]')")
+    page.evaluate(f"""() => {{
+        const w = document.querySelector('{WIDGET}');
+        window.__seen = [];
+        new MutationObserver(() => window.__seen.push([w.dataset.state, w.dataset.charts || '']))
+            .observe(w, {{attributes: true, attributeFilter: ['data-state', 'data-charts']}});
+    }}""")
+    expected = framework.call("kv_cache_arithmetic.kv_per_token", {"model": "llama-3.1-70b"})
+    page.select_option(f'{WIDGET} select[name="model"]', "llama-3.1-70b")
+    page.wait_for_selector(f'{WIDGET}[data-charts="drawn"]')
+    seen = page.evaluate("() => window.__seen")
+    # computing -> live with the charts still drawing -> drawn: the numbers never wait for Plotly.
+    assert ["live", "drawing"] in seen and seen[-1] == ["live", "drawn"]
+    assert seen.index(["live", "drawing"]) < seen.index(["live", "drawn"])
+    text = page.text_content(f'{WIDGET} [data-output="kv_bytes_per_token"]')
+    assert text == expected["outputs"]["kv_bytes_per_token"]["text"]
+    chart_y = page.evaluate(f"() => document.querySelector('{CHART}').data.map(t => t.y)")
+    assert chart_y == [trace["y"] for trace in expected["figures"]["kv_vs_context"]["data"]]
+    assert page.evaluate(f"() => document.querySelector('{CHART}').dataset.pending") is None
+
+
+def test_a_chart_table_is_filled_when_opened_with_the_new_numbers(visit):
+    page = visit.page
+    page.goto(visit.url(PAGE))
+    page.wait_for_selector(f'{WIDGET}[data-state="live"]')
+    page.wait_for_function("() => !document.querySelector('[data-chart][data-pending]')")
+    table = f'{WIDGET} [data-chart-table="kv_vs_context"]'
+    built_rows = page.evaluate(f"() => document.querySelectorAll('{table} tbody tr').length")
+    expected = framework.call("kv_cache_arithmetic.kv_per_token", {"model": "llama-3.1-70b"})
+    page.select_option(f'{WIDGET} select[name="model"]', "llama-3.1-70b")
+    page.wait_for_selector(f'{WIDGET}[data-charts="drawn"]')
+    page.click(f"{WIDGET} details.calc-chart-data summary")
+    first_row = page.evaluate(f"() => [...document.querySelector('{table} tbody tr').children].map(td => td.textContent)")
+    trace = expected["figures"]["kv_vs_context"]["data"][0]
+    cell = page.evaluate("([x, y]) => [calcRuntime.formatCell(x), calcRuntime.formatCell(y)]", [trace["x"][0], trace["y"][0]])
+    assert first_row == [trace.get("name", ""), *cell]
+    assert page.evaluate(f"() => document.querySelectorAll('{table} tbody tr').length") == built_rows
+
+
+def test_number_cells_format_like_the_build(visit):
+    from hooks.widget_html import _cell  # how the build writes a chart table's cells
+
+    values = [123456.7, 1024, 0.123456, -2.5, "GQA", 12345.0, 0.5, 3.14159, 9999.5, 1e-5, 0]
+    page = visit.page
+    page.goto(visit.url(PAGE))
+    page.wait_for_selector("html[data-pyodide]")
+    assert page.evaluate("(values) => values.map(calcRuntime.formatCell)", values) == [_cell(v) for v in values]
+
+
+def test_block_map_wraps_on_a_phone_instead_of_shrinking_cells(browser, site_server):
+    from tests.browser.conftest import Visit
+
+    phone = Visit(browser, site_server, viewport={"width": 390, "height": 844})
+    try:
+        page = phone.page
+        page.goto(phone.url(SIM_PAGE))
+        canvas = f"{SIM} canvas[data-blockmap]"
+        page.wait_for_selector(f"{canvas}[data-cell-px]")
+        built = json.loads(page.get_attribute(canvas, "data-blockmap"))
+        drawn = page.evaluate(f"() => {{ const c = document.querySelector('{canvas}');"
+                              " return {cell: Number(c.dataset.cellPx), width: c.width, height: c.height}; }")
+        assert drawn["cell"] >= 4
+        columns = drawn["width"] // drawn["cell"]
+        assert columns < built["cols"]  # wrapped: fewer columns than the map has ...
+        rows = drawn["height"] // drawn["cell"]
+        assert columns * rows >= len(built["cells"]) > columns * (rows - 1)  # ... and every block still drawn
+        assert phone.console_errors == []
+    finally:
+        phone.close()
+    assert phone.external_requests == []
