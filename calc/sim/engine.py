@@ -34,7 +34,7 @@ from __future__ import annotations
 from calc.errors import CalcError
 from calc.sim.kv_blocks import BlockPool
 from calc.sim.metrics import LatencySink
-from calc.sim.scheduler import TICKS, Scheduler, SchedulerConfig
+from calc.sim.scheduler import TICKS, Scheduler, SchedulerConfig, StepPlan
 from calc.sim.speculation import advance_ticks, speculative_step_time_s, tokens_per_decode
 from calc.units import NS_PER_S
 
@@ -104,6 +104,29 @@ class ReplicaClock:
         if spec is not None:
             done += spec.draft_cost_ratio * self.flops(self.sum_draft_tokens, 0)
         return done / (self.peak_flops_per_s * t_ns / NS_PER_S)
+
+    def run_until(self, end_ns, limit_ns, budget: int = -1, sink_clock: bool = False) -> tuple:
+        """Handle this replica's step ends before ``limit_ns`` (at most ``budget``; -1: no limit), starting each next step.
+
+        The step in flight ends at ``end_ns``. An outer loop calls this when no
+        other event can come before ``limit_ns`` (one replica; the next arrival,
+        sample or stop time as the limit): the same ``end_step`` and
+        ``start_step`` calls in the same order as through the event heap.
+        ``sink_clock`` sets ``sink.now_ns`` before each step ends (the fleet's
+        sink times inter-token gaps by it). Returns ``(end of the step now in
+        flight or None, time of the last step end handled or None, steps handled)``.
+        """
+        handled = 0
+        now = None
+        sink = self.sink
+        while end_ns is not None and end_ns < limit_ns and handled != budget:
+            handled += 1
+            now = end_ns
+            if sink_clock:
+                sink.now_ns = now
+            self.end_step(now)
+            end_ns = self.start_step(now)
+        return end_ns, now, handled
 
     def _account(self, now_ns: int) -> None:
         dt = now_ns - self._last_ns
@@ -281,6 +304,110 @@ class Replica(ReplicaClock):
                 s.finished, s.preemptions)
 
     # ----------------------------------------------------------------- driving
+    def run_until(self, end_ns, limit_ns, budget: int = -1, sink_clock: bool = False) -> tuple:
+        """:meth:`ReplicaClock.run_until`, with decode-only steps taken on a fused path.
+
+        A step that only decodes (nothing prefilling, nothing that could be
+        admitted, no request finishing, no speculation) ends and the next one
+        starts inline: the same integrals, counters, inter-token gaps and price
+        as ``end_step`` then ``start_step``, without their general cases. Any
+        other step goes through those two.
+
+        >>> from calc.sim.scheduler import SchedulerConfig
+        >>> from calc.sim.workload import Request
+        >>> def run(fused):
+        ...     rep = Replica(SchedulerConfig(max_model_len=4096), 1000, lambda **k: 0.01 + 1e-6 * k["kv_tokens_read"])
+        ...     rep.submit(Request(0, 0, 100, 40), 0); rep.submit(Request(1, 0, 300, 50), 0)
+        ...     end = rep.start_step(0)
+        ...     if fused:
+        ...         end, _, _ = rep.run_until(end, float("inf"))
+        ...     else:
+        ...         while end is not None:
+        ...             rep.end_step(end); end = rep.start_step(end)
+        ...     return rep.steps, rep.now_ns, rep.int_token_states, sorted(rep.sink.itl_weights.items())
+        >>> run(True) == run(False)
+        True
+        """
+        if self.speculation is not None:
+            return ReplicaClock.run_until(self, end_ns, limit_ns, budget, sink_clock)
+        sched, pool, sink = self.sched, self.pool, self.sink
+        price = getattr(self.step_time_s, "positional", None)
+        if price is None:
+            step_time_s = self.step_time_s
+
+            def price(n, kv, pairs):
+                return step_time_s(new_tokens=n, kv_tokens_read=kv, attention_token_pairs=pairs)
+        cap = sched.cfg.max_num_seqs
+        finish_at, cross_at, groups, waiting, running = (sched.finish_at, sched.cross_at, sched.groups,
+                                                         sched.waiting, sched.running)
+        cache = sched.cache
+        block_size = pool.block_size
+        handled = 0
+        now = None
+        while end_ns is not None and end_ns < limit_ns and handled != budget:
+            handled += 1
+            now = end_ns
+            if sink_clock:
+                sink.now_ns = now
+            plan = self.plan
+            if plan.prefills or not plan.decode_seqs or len(groups) != 1 or sched.step_index + 1 in finish_at:
+                self.end_step(now)
+                end_ns = self.start_step(now)
+                continue
+            # end_step of a decode-only step (its _account and commit inlined; no request finishes in it)
+            dt = now - self._last_ns
+            if dt > 0:
+                self.int_queue += len(waiting) * dt
+                self.int_running += len(running) * dt
+                self.int_used_blocks += (pool.total_blocks - pool.free - pool.evictable) * dt
+                states = sched.ctx_ticks // TICKS + sched.prefill_kv_tokens - sched.shared_running_tokens
+                if cache is not None:
+                    states += cache.in_use_blocks * block_size
+                self.int_token_states += states * dt
+                self._last_ns = now
+            self.now_ns = now
+            inc = sched.n_decoding * TICKS
+            sched.ctx_ticks += inc
+            sched.emitted_ticks += inc
+            sched.step_index += 1
+            main = groups[0]
+            if main.count:
+                sink.itl(now - main.t_ns, main.count * TICKS)  # (gap x TICKS) // advance, with advance = TICKS
+            main.t_ns = now
+            self.busy_ns += now - self.step_start_ns
+            self.steps += 1
+            self.plan = None
+            self.step_end_ns = None
+            # start_step of the next one, inlined when it only decodes too (Scheduler.plan's decode-only case)
+            if sched.prefilling or not sched.n_decoding or (waiting and len(running) < cap):
+                end_ns = self.start_step(now)
+                continue
+            plan = StepPlan()
+            if sched.step_index in cross_at:
+                sched._decode_blocks(plan)  # may preempt: then nothing is admitted this step, as in plan()
+            n = sched.n_decoding
+            if not n:
+                end_ns = None  # everything was preempted: an empty plan, as start_step returns
+                continue
+            ctx = sched.ctx_ticks // TICKS
+            step_ns = round(price(n, ctx, ctx) * NS_PER_S)
+            if step_ns < 1:
+                step_ns = 1
+            plan.decode_seqs = n
+            plan.decode_kv_tokens = ctx
+            plan.new_tokens = n
+            plan.kv_tokens_read = ctx
+            plan.attention_token_pairs = ctx
+            self.plan = plan
+            self.step_start_ns = now
+            end_ns = self.step_end_ns = now + step_ns
+            self.sum_new_tokens += n
+            self.sum_pairs += ctx
+            r = len(running)
+            if r > self.max_running:
+                self.max_running = r
+        return end_ns, now, handled
+
     def submit(self, req, now_ns: int) -> bool:
         """A request arrives; False if it can never run here (counted as rejected)."""
         self._account(now_ns)

@@ -69,7 +69,7 @@ def step_pricer(coefficients):
             terms[new_tokens] = found
         return found
 
-    def step_time_s(*, new_tokens, kv_tokens_read, attention_token_pairs):
+    def positional(new_tokens, kv_tokens_read, attention_token_pairs):
         found = terms.get(new_tokens)
         if found is None:
             if not (type(new_tokens) is int and 0 <= new_tokens <= top):
@@ -83,8 +83,14 @@ def step_pricer(coefficients):
         linear, weights_s, comm_s = found
         attention = attention_token_pairs * per_pair / attention_roof
         kv_s = (kv_tokens_read + new_tokens) * kv_bytes / bandwidth if new_tokens else 0.0
-        return max(linear, weights_s) + max(attention, kv_s) + comm_s + overhead_s
+        a = linear if linear >= weights_s else weights_s  # max(), as breakdown takes it (the first of equals)
+        b = attention if attention >= kv_s else kv_s
+        return a + b + comm_s + overhead_s
 
+    def step_time_s(*, new_tokens, kv_tokens_read, attention_token_pairs):
+        return positional(new_tokens, kv_tokens_read, attention_token_pairs)
+
+    step_time_s.positional = positional  # the same function without keywords, for the engine's fused decode steps
     return step_time_s
 
 

@@ -17,6 +17,7 @@ the previous one is handled, and step ends as the replica starts each step.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 from calc.cost import replica_usd_per_hour, usd_per_million_tokens
@@ -127,6 +128,18 @@ class Simulation:
                 rep.end_step(now)
             if rep.plan is None:
                 end = rep.start_step(now)
+                if end is not None and handled != budget:
+                    # The steps that end before the next arrival (the only other event) and the next sample, and
+                    # not after until_ns, follow one another without the heap: the same events in the same order.
+                    limit = queue.peek_time() if len(queue) else math.inf
+                    if series.next_ns < limit:
+                        limit = series.next_ns
+                    if until_ns is not None and math.floor(until_ns) + 1 < limit:
+                        limit = math.floor(until_ns) + 1  # events at until_ns itself are handled
+                    end, last, steps = rep.run_until(end, limit, budget - handled if budget >= 0 else -1)
+                    handled += steps
+                    if last is not None:
+                        now = last
                 if end is not None:
                     push(end, STEP_END, None)
             self.now_ns = now

@@ -334,6 +334,13 @@ class Scheduler:
         filed = self.cross_at.pop(self.step_index, None)
         if not filed:
             return
+        if self.adv == TICKS:
+            self._decode_blocks_whole_tokens(plan, filed)
+        else:
+            self._decode_blocks_general(plan, filed)
+
+    def _decode_blocks_general(self, plan: StepPlan, filed: list) -> None:
+        """:meth:`_decode_blocks` for any progress per step (speculation advances by fractions of a token)."""
         size, adv = self.cfg.block_size, self.adv
         nxt = self.step_index + 1  # the step about to run, counted from each sequence's d0
         needs = []
@@ -382,6 +389,51 @@ class Scheduler:
                 cross_at[key] = [(seq, epoch)]
             else:
                 lst.append((seq, epoch))
+
+    def _decode_blocks_whole_tokens(self, plan: StepPlan, filed: list) -> None:
+        """:meth:`_decode_blocks` when every decode step adds exactly one token (no speculation).
+
+        A sequence is filed under the step at which its next token overflows
+        the blocks it holds, so at that step it needs exactly one block, and
+        its next crossing is ``block_size`` steps later (if its answer goes on
+        that long): the same allocation and refiling as the general case,
+        without its per-sequence arithmetic.
+        """
+        valid = [item for item in filed if item[0].epoch == item[1]]
+        if not valid:
+            return
+        pool = self.pool
+        if len(valid) > pool.free + pool.evictable:
+            before = self.preemptions
+            while True:
+                need = 0
+                for seq, epoch in valid:
+                    if seq.epoch == epoch:
+                        need += 1
+                if need <= pool.free + pool.evictable or not self.running:
+                    break
+                self._preempt(next(reversed(self.running.values())))
+            plan.preempted += self.preemptions - before
+            valid = [item for item in valid if item[0].epoch == item[1]]
+            if not valid:
+                return
+        if not pool.take(len(valid)):
+            raise RuntimeError("KV block accounting broke: a decode block could not be allocated")
+        size = self.cfg.block_size
+        again = []
+        for item in valid:
+            seq = item[0]
+            own = seq.own_blocks = seq.own_blocks + 1
+            # Its next token past the held blocks, need_e, must still be an answer token to file it again.
+            if (own + seq.shared_blocks) * size - seq.ctx0 < seq.req.output_tokens - seq.out_done:
+                again.append(item)
+        if again:
+            key = self.step_index + size
+            lst = self.cross_at.get(key)
+            if lst is None:
+                self.cross_at[key] = again
+            else:
+                lst.extend(again)
 
     def _file_crossing(self, seq: Seq) -> None:
         """File ``seq`` under the decode step at whose start it next needs a block (if ever)."""

@@ -1,0 +1,90 @@
+"""calc.sim's fast paths give the same runs as the general code they shortcut.
+
+The engine takes decode-only steps on a fused path (:meth:`calc.sim.engine.Replica.run_until`)
+and, without speculation, allocates block crossings without per-sequence arithmetic
+(:meth:`calc.sim.scheduler.Scheduler._decode_blocks_whole_tokens`). Here the same
+scenarios run with both switched back to the general code, and the JSON must be equal.
+"""
+
+import json
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from calc.sim import Scenario, Simulation, simulate
+from calc.sim.engine import Replica, ReplicaClock
+from calc.sim.fleet import FleetScenario, simulate_fleet
+from calc.sim.scheduler import Scheduler
+
+
+@pytest.fixture
+def general(monkeypatch):
+    """A switch to the general paths: call it, then run again."""
+    def switch():
+        monkeypatch.setattr(Replica, "run_until", ReplicaClock.run_until)
+        monkeypatch.setattr(Scheduler, "_decode_blocks_whole_tokens", Scheduler._decode_blocks_general)
+    return switch
+
+
+def _dump(result) -> str:
+    return json.dumps(result.to_dict(), sort_keys=True)
+
+
+SCENARIOS = [
+    {"workload": {"rate_per_s": 6, "requests": 150}},
+    {"max_num_seqs": 16, "workload": {"arrival": "all-at-once", "requests": 64}},
+    {"kv_cache_tokens": 20000, "workload": {"rate_per_s": 12, "requests": 150, "lengths": "lognormal"}},
+    {"kv_cache_tokens": 30000, "chunked_prefill": False, "workload": {"arrival": "all-at-once", "requests": 80}},
+    {"prefix_caching": True, "max_model_len": 16384, "kv_cache_tokens": 60000,
+     "workload": {"rate_per_s": 8, "requests": 150, "prefix_tokens": 2500, "prefix_variants": 3, "lengths": "chat"}},
+    {"allocation": "contiguous", "max_model_len": 4096, "workload": {"rate_per_s": 8, "requests": 120}},
+    {"speculation": "eagle-like", "kv_cache_tokens": 30000, "workload": {"rate_per_s": 8, "requests": 120}},
+    {"block_size": 1, "model": "llama-3.1-8b", "tp": 1, "workload": {"rate_per_s": 4, "requests": 60}},
+]
+
+
+@pytest.mark.parametrize("data", SCENARIOS)
+def test_fast_paths_give_the_general_run(data, general):
+    scenario = Scenario.from_dict(data)
+    fast = _dump(simulate(scenario)), _dump(simulate_fleet(scenario))
+    general()
+    assert (_dump(simulate(scenario)), _dump(simulate_fleet(scenario))) == fast
+
+
+def test_fast_paths_in_slices_and_fleets(general):
+    data = {"kv_cache_tokens": 40000, "workload": {"rate_per_s": 10, "requests": 200, "lengths": "chat"},
+            "fleet": {"replicas": 2, "router": "least-outstanding"}}
+
+    def sliced():
+        sim = Simulation(Scenario.from_dict({k: v for k, v in data.items() if k != "fleet"}))
+        marks = []
+        while not sim.advance(max_events=29, until_ns=(len(marks) + 1) * 700_000_000):
+            marks.append((sim.events, sim.now_ns))
+        return marks, _dump(sim.result()), _dump(simulate_fleet(FleetScenario.from_dict(data)))
+
+    fast = sliced()
+    general()
+    assert sliced() == fast
+
+
+@settings(max_examples=25, deadline=None)
+@given(seqs=st.integers(1, 64), kv=st.integers(2_000, 200_000), rate=st.floats(0.5, 30), chunked=st.booleans(),
+       block=st.sampled_from([1, 8, 16, 32]), lengths=st.sampled_from(["fixed", "chat", "lognormal"]),
+       seed=st.integers(0, 50))
+def test_fast_paths_on_random_replicas(seqs, kv, rate, chunked, block, lengths, seed):
+    data = {"max_num_seqs": seqs, "kv_cache_tokens": kv, "chunked_prefill": chunked, "block_size": block,
+            "max_model_len": 4096, "seed": seed,
+            "workload": {"rate_per_s": rate, "requests": 40, "lengths": lengths, "prompt_tokens": 700,
+                         "output_tokens": 90}}
+    if not chunked:
+        data["max_num_batched_tokens"] = 8192
+    try:
+        scenario = Scenario.from_dict(data)
+    except ValueError:
+        return
+    fast = _dump(simulate(scenario))
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(Replica, "run_until", ReplicaClock.run_until)
+        mp.setattr(Scheduler, "_decode_blocks_whole_tokens", Scheduler._decode_blocks_general)
+        assert _dump(simulate(scenario)) == fast
