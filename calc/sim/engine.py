@@ -331,17 +331,20 @@ class Replica(ReplicaClock):
         if self.speculation is not None:
             return ReplicaClock.run_until(self, end_ns, limit_ns, budget, sink_clock)
         sched, pool, sink = self.sched, self.pool, self.sink
-        price = getattr(self.step_time_s, "positional", None)
-        if price is None:
+        decode = getattr(self.step_time_s, "decode", None)
+        if decode is None:
             step_time_s = self.step_time_s
 
-            def price(n, kv, pairs):
-                return step_time_s(new_tokens=n, kv_tokens_read=kv, attention_token_pairs=pairs)
+            def decode(n):
+                return lambda ctx: step_time_s(new_tokens=n, kv_tokens_read=ctx, attention_token_pairs=ctx)
         cap = sched.cfg.max_num_seqs
         finish_at, cross_at, groups, waiting, running = (sched.finish_at, sched.cross_at, sched.groups,
                                                          sched.waiting, sched.running)
         cache = sched.cache
         block_size = pool.block_size
+        lazy, res_count = sched.lazy, sched.res_count
+        itl = sink.itl
+        price_n, price = 0, None  # the decode price function of the last batch size
         handled = 0
         now = None
         while end_ns is not None and end_ns < limit_ns and handled != budget:
@@ -355,6 +358,7 @@ class Replica(ReplicaClock):
                 end_ns = self.start_step(now)
                 continue
             # end_step of a decode-only step (its _account and commit inlined; no request finishes in it)
+            n = sched.n_decoding
             dt = now - self._last_ns
             if dt > 0:
                 self.int_queue += len(waiting) * dt
@@ -366,39 +370,43 @@ class Replica(ReplicaClock):
                 self.int_token_states += states * dt
                 self._last_ns = now
             self.now_ns = now
-            inc = sched.n_decoding * TICKS
-            sched.ctx_ticks += inc
+            inc = n * TICKS
+            ctx_ticks = sched.ctx_ticks = sched.ctx_ticks + inc
             sched.emitted_ticks += inc
-            sched.step_index += 1
+            step = sched.step_index = sched.step_index + 1
             main = groups[0]
             if main.count:
-                sink.itl(now - main.t_ns, main.count * TICKS)  # (gap x TICKS) // advance, with advance = TICKS
+                itl(now - main.t_ns, main.count * TICKS)  # (gap x TICKS) // advance, with advance = TICKS
             main.t_ns = now
             self.busy_ns += now - self.step_start_ns
             self.steps += 1
-            self.plan = None
-            self.step_end_ns = None
             # start_step of the next one, inlined when it only decodes too (Scheduler.plan's decode-only case)
-            if sched.prefilling or not sched.n_decoding or (waiting and len(running) < cap):
+            if sched.prefilling or not n or (waiting and len(running) < cap):
+                self.plan = None
+                self.step_end_ns = None
                 end_ns = self.start_step(now)
                 continue
-            plan = StepPlan()
-            if sched.step_index in cross_at:
+            if res_count[step % block_size] if lazy else step in cross_at:
+                plan.preempted = 0
                 sched._decode_blocks(plan)  # may preempt: then nothing is admitted this step, as in plan()
-            n = sched.n_decoding
-            if not n:
-                end_ns = None  # everything was preempted: an empty plan, as start_step returns
-                continue
-            ctx = sched.ctx_ticks // TICKS
-            step_ns = round(price(n, ctx, ctx) * NS_PER_S)
+                if plan.preempted:
+                    n = sched.n_decoding
+                    ctx_ticks = sched.ctx_ticks
+                    if not n:
+                        self.plan = None  # everything was preempted: an empty plan, as start_step returns
+                        self.step_end_ns = None
+                        end_ns = None
+                        continue
+            ctx = ctx_ticks // TICKS
+            if n != price_n:
+                price_n, price = n, decode(n)
+            step_ns = round(price(ctx) * NS_PER_S)
             if step_ns < 1:
                 step_ns = 1
+            # The plan in flight is the same object (a decode-only StepPlan): its sums are set below.
             plan.decode_seqs = n
-            plan.decode_kv_tokens = ctx
+            plan.decode_kv_tokens = plan.kv_tokens_read = plan.attention_token_pairs = ctx
             plan.new_tokens = n
-            plan.kv_tokens_read = ctx
-            plan.attention_token_pairs = ctx
-            self.plan = plan
             self.step_start_ns = now
             end_ns = self.step_end_ns = now + step_ns
             self.sum_new_tokens += n

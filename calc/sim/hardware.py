@@ -87,10 +87,30 @@ def step_pricer(coefficients):
         b = attention if attention >= kv_s else kv_s
         return a + b + comm_s + overhead_s
 
+    def decode(n):
+        """The price of a decode-only step of ``n`` sequences as a function of their context: ``f(ctx)``.
+
+        Such a step computes ``n`` tokens and reads and attends to ``ctx`` tokens: ``positional(n, ctx, ctx)``.
+        """
+        if not (type(n) is int and 0 < n <= top):
+            return lambda ctx: positional(n, ctx, ctx)
+        linear, weights_s, comm_s = terms.get(n) or new_token_terms(n)
+        gemm = linear if linear >= weights_s else weights_s
+
+        def at(ctx):
+            if not (type(ctx) is int and 0 <= ctx <= top):
+                return positional(n, ctx, ctx)
+            attention = ctx * per_pair / attention_roof
+            kv_s = (ctx + n) * kv_bytes / bandwidth
+            return gemm + (attention if attention >= kv_s else kv_s) + comm_s + overhead_s
+        return at
+
     def step_time_s(*, new_tokens, kv_tokens_read, attention_token_pairs):
         return positional(new_tokens, kv_tokens_read, attention_token_pairs)
 
-    step_time_s.positional = positional  # the same function without keywords, for the engine's fused decode steps
+    # For the engine's decode-only steps: the same function without keywords, and one per batch size.
+    step_time_s.positional = positional
+    step_time_s.decode = decode
     return step_time_s
 
 
@@ -127,16 +147,31 @@ class ReplicaHardware:
 
     @property
     def price_step(self):
-        """This replica's :func:`step_pricer`, made once (its memo lives as long as the hardware)."""
+        """This replica's :func:`step_pricer`, shared by every run on the same coefficients (its memo too)."""
         price = self.__dict__.get("_price_step")
         if price is None:
-            price = step_pricer(self.coefficients)
+            price = _shared_pricer(self.coefficients)
             object.__setattr__(self, "_price_step", price)
         return price
 
     def flops(self, new_tokens: int, attention_token_pairs: int) -> float:
         """FLOPs per GPU for that many new tokens and attention pairs (:meth:`calc.roofline.StepCoefficients.flops`)."""
         return self.coefficients.flops(new_tokens=new_tokens, attention_token_pairs=attention_token_pairs)
+
+
+_PRICERS: dict = {}  # StepCoefficients -> its step_pricer: runs on the same replica share the memoized terms
+
+
+def _shared_pricer(coefficients):
+    try:
+        price = _PRICERS.get(coefficients)
+    except TypeError:  # not hashable: a pricer of its own
+        return step_pricer(coefficients)
+    if price is None:
+        if len(_PRICERS) >= 64:
+            _PRICERS.clear()
+        price = _PRICERS[coefficients] = step_pricer(coefficients)
+    return price
 
 
 def replica_hardware(scenario) -> ReplicaHardware:

@@ -114,21 +114,31 @@ class Seq:
 
     Source: vLLM's ``Request`` state (``num_computed_tokens``, output so far, block table), reduced to counts.
 
+    While it decodes one token per step, the blocks it gains are counted by
+    the scheduler, not one by one here: it takes a block every ``block_size``
+    steps from step ``cross0`` on, so ``own_blocks`` adds the crossings the
+    scheduler has allocated so far (``clock``: the last step whose crossings
+    were allocated, and the block size).
+
     >>> from calc.sim.workload import Request
     >>> s = Seq(Request(3, 0, 100, 20)); (s.rid, s.prompt_len, s.computed, s.out_done)
     (3, 100, 0, 0)
+    >>> s.own_blocks = 7; s.clock, s.cross0 = [40, 16], 12; s.own_blocks   # crossings at steps 12 and 28
+    9
     """
 
-    __slots__ = ("req", "rid", "prompt_len", "computed", "out_done", "own_blocks", "shared_blocks",
-                 "d0", "ctx0", "epoch", "group", "last_token_ns", "chunk", "chunk_start")
+    __slots__ = ("req", "rid", "prompt_len", "computed", "out_done", "_own", "shared_blocks",
+                 "d0", "ctx0", "epoch", "group", "last_token_ns", "chunk", "chunk_start", "cross0", "clock")
 
-    def __init__(self, req):
+    def __init__(self, req, clock=None):
         self.req = req
         self.rid = req.rid
         self.prompt_len = req.prompt_tokens  # tokens to prefill (grows by the answer so far on recompute)
         self.computed = 0  # prompt tokens whose KV is computed
         self.out_done = 0  # answer tokens emitted
-        self.own_blocks = 0
+        self._own = 0  # own blocks (as of cross0, while the scheduler counts its crossings)
+        self.cross0 = -1  # first decode step at which it takes a block, while counted by the scheduler; else -1
+        self.clock = clock  # the scheduler's [last step whose crossings were allocated, block size]
         self.shared_blocks = 0  # leading prefix blocks held through the prefix cache
         self.d0 = 0  # decode step index when the decode phase (re)started
         self.ctx0 = 0  # tokens in KV at that moment
@@ -137,6 +147,21 @@ class Seq:
         self.last_token_ns = -1
         self.chunk = 0
         self.chunk_start = 0
+
+    @property
+    def own_blocks(self) -> int:
+        """KV blocks it holds besides shared prefix blocks."""
+        c = self.cross0
+        if c < 0:
+            return self._own
+        done, size = self.clock
+        return self._own + ((done - c) // size + 1 if done >= c else 0)
+
+    @own_blocks.setter
+    def own_blocks(self, value: int) -> None:
+        if self.cross0 >= 0:
+            raise RuntimeError("own_blocks set while the scheduler counts the sequence's crossings")
+        self._own = value
 
 
 class _Group:
@@ -219,6 +244,10 @@ class Scheduler:
     (False, True, 1)
     """
 
+    #: Count block crossings per residue of the step (True) or file each sequence under its next crossing (False,
+    #: the general way, also taken under speculation and contiguous reservation; tests compare the two).
+    COUNT_CROSSINGS = True
+
     def __init__(self, config: SchedulerConfig, pool: BlockPool, *, advance_ticks: int = TICKS, sink=None):
         self.cfg = config
         self.pool = pool
@@ -237,6 +266,11 @@ class Scheduler:
         self.shared_running_tokens = 0  # prefix tokens counted in sequences' contexts but shared
         self.step_index = 0  # decode steps done (D)
         self.cross_at: dict[int, list] = {}  # D at step start -> [(seq, epoch)] needing blocks
+        # One token per decode step and paged blocks: a decoding sequence takes a block every block_size steps,
+        # so crossings are counted per residue of the step index (mod block_size) instead of filed one by one.
+        self.lazy = self.COUNT_CROSSINGS and self.adv == TICKS and not self.reserve
+        self.res_count = [0] * config.block_size if self.lazy else None
+        self.clock = [-1, config.block_size]  # last step whose crossings were allocated; block size
         self.finish_at: dict[int, list] = {}  # D after step -> [(seq, epoch)] finishing
         self.groups: list[_Group] = []
         self.finished = 0
@@ -256,11 +290,11 @@ class Scheduler:
 
     def add(self, req) -> bool:
         """Queue ``req``; ``False`` (counted as rejected) if it can never run on this replica."""
-        if (req.prompt_tokens + req.output_tokens > self.cfg.max_model_len
-                or self.blocks_for_request(req) > self.pool.total_blocks):
-            self.rejected += 1
+        total = req.prompt_tokens + req.output_tokens
+        if total > self.cfg.max_model_len or (self.reserve or -(-total // self.cfg.block_size)) > self.pool.total_blocks:
+            self.rejected += 1  # (blocks_for_request, inlined)
             return False
-        self.waiting.append(Seq(req))
+        self.waiting.append(Seq(req, self.clock))
         return True
 
     def has_work(self) -> bool:
@@ -296,6 +330,11 @@ class Scheduler:
         self.n_decoding -= 1
         seq.group.root().count -= 1
         seq.group = None
+        if seq.cross0 >= 0:
+            own = seq.own_blocks  # the crossings allocated so far, fixed from now on
+            self.res_count[seq.cross0 % self.cfg.block_size] -= 1
+            seq.cross0 = -1
+            seq._own = own
         emitted = min(credited // TICKS, seq.req.output_tokens - seq.out_done)
         self.emitted_ticks += emitted * TICKS - credited  # replace the fluid credit by whole tokens
         return emitted
@@ -331,16 +370,15 @@ class Scheduler:
     # ------------------------------------------------------------------ planning
     def _decode_blocks(self, plan: StepPlan) -> None:
         """Give decoding sequences crossing into a new block this step their blocks (preempting if short)."""
-        filed = self.cross_at.pop(self.step_index, None)
-        if not filed:
+        if self.lazy:
+            self._decode_blocks_counted(plan)
             return
-        if self.adv == TICKS:
-            self._decode_blocks_whole_tokens(plan, filed)
-        else:
-            self._decode_blocks_general(plan, filed)
+        filed = self.cross_at.pop(self.step_index, None)
+        if filed:
+            self._decode_blocks_filed(plan, filed)
 
-    def _decode_blocks_general(self, plan: StepPlan, filed: list) -> None:
-        """:meth:`_decode_blocks` for any progress per step (speculation advances by fractions of a token)."""
+    def _decode_blocks_filed(self, plan: StepPlan, filed: list) -> None:
+        """:meth:`_decode_blocks` for sequences filed one by one (any progress per step: speculation too)."""
         size, adv = self.cfg.block_size, self.adv
         nxt = self.step_index + 1  # the step about to run, counted from each sequence's d0
         needs = []
@@ -390,50 +428,31 @@ class Scheduler:
             else:
                 lst.append((seq, epoch))
 
-    def _decode_blocks_whole_tokens(self, plan: StepPlan, filed: list) -> None:
-        """:meth:`_decode_blocks` when every decode step adds exactly one token (no speculation).
+    def _decode_blocks_counted(self, plan: StepPlan) -> None:
+        """:meth:`_decode_blocks` when every decode step adds one token to paged blocks (no speculation).
 
-        A sequence is filed under the step at which its next token overflows
-        the blocks it holds, so at that step it needs exactly one block, and
-        its next crossing is ``block_size`` steps later (if its answer goes on
-        that long): the same allocation and refiling as the general case,
-        without its per-sequence arithmetic.
+        A decoding sequence needs a block at step ``cross0`` (its first token
+        past the blocks it held when it started decoding) and then every
+        ``block_size`` steps while its answer goes on; it finishes before the
+        next one. So the sequences crossing at step ``D`` are those counted in
+        ``res_count[D % block_size]``, each needing exactly one block: the same
+        allocation (and the same preemptions when short) as filing each one,
+        in O(1). Their ``own_blocks`` follow from the scheduler's ``clock``.
         """
-        valid = [item for item in filed if item[0].epoch == item[1]]
-        if not valid:
-            return
-        pool = self.pool
-        if len(valid) > pool.free + pool.evictable:
-            before = self.preemptions
-            while True:
-                need = 0
-                for seq, epoch in valid:
-                    if seq.epoch == epoch:
-                        need += 1
-                if need <= pool.free + pool.evictable or not self.running:
-                    break
-                self._preempt(next(reversed(self.running.values())))
-            plan.preempted += self.preemptions - before
-            valid = [item for item in valid if item[0].epoch == item[1]]
-            if not valid:
-                return
-        if not pool.take(len(valid)):
-            raise RuntimeError("KV block accounting broke: a decode block could not be allocated")
-        size = self.cfg.block_size
-        again = []
-        for item in valid:
-            seq = item[0]
-            own = seq.own_blocks = seq.own_blocks + 1
-            # Its next token past the held blocks, need_e, must still be an answer token to file it again.
-            if (own + seq.shared_blocks) * size - seq.ctx0 < seq.req.output_tokens - seq.out_done:
-                again.append(item)
-        if again:
-            key = self.step_index + size
-            lst = self.cross_at.get(key)
-            if lst is None:
-                self.cross_at[key] = again
-            else:
-                lst.extend(again)
+        step = self.step_index
+        r = step % self.cfg.block_size
+        need = self.res_count[r]
+        if need:
+            pool = self.pool
+            if need > pool.free + pool.evictable:
+                before = self.preemptions
+                while need > pool.free + pool.evictable and self.running:
+                    self._preempt(next(reversed(self.running.values())))
+                    need = self.res_count[r]
+                plan.preempted += self.preemptions - before
+            if need and not pool.take(need):
+                raise RuntimeError("KV block accounting broke: a decode block could not be allocated")
+        self.clock[0] = step
 
     def _file_crossing(self, seq: Seq) -> None:
         """File ``seq`` under the decode step at whose start it next needs a block (if ever)."""
@@ -547,7 +566,8 @@ class Scheduler:
             prefill_only = bool(plan.prefills)
         if not prefill_only:
             if self.n_decoding:
-                if self.step_index in self.cross_at:
+                if (self.res_count[self.step_index % cfg.block_size] if self.lazy
+                        else self.step_index in self.cross_at):
                     self._decode_blocks(plan)
                 budget -= self.n_decoding * cfg.tokens_per_decode
             if cfg.chunked_prefill:
@@ -603,7 +623,13 @@ class Scheduler:
             self.finish_at[key] = [(seq, seq.epoch)]
         else:
             lst.append((seq, seq.epoch))
-        if not self.reserve:
+        if self.lazy:
+            size = self.cfg.block_size
+            need_e = (seq._own + seq.shared_blocks) * size - seq.ctx0 + 1  # its first token past the held blocks
+            if need_e <= left:
+                seq.cross0 = first = self.step_index + need_e - 1
+                self.res_count[first % size] += 1
+        elif not self.reserve:
             self._file_crossing(seq)
 
     def _finish(self, seq: Seq, now_ns: int) -> None:

@@ -1,9 +1,11 @@
 """calc.sim's fast paths give the same runs as the general code they shortcut.
 
 The engine takes decode-only steps on a fused path (:meth:`calc.sim.engine.Replica.run_until`)
-and, without speculation, allocates block crossings without per-sequence arithmetic
-(:meth:`calc.sim.scheduler.Scheduler._decode_blocks_whole_tokens`). Here the same
-scenarios run with both switched back to the general code, and the JSON must be equal.
+and, without speculation, counts block crossings instead of filing each sequence
+(:meth:`calc.sim.scheduler.Scheduler._decode_blocks_counted`, with ``own_blocks`` derived
+from the count). Here the same scenarios run with both switched back to the general code
+(steps through ``end_step``/``start_step``, each sequence filed under its next crossing),
+and the JSON must be equal.
 """
 
 import json
@@ -23,7 +25,7 @@ def general(monkeypatch):
     """A switch to the general paths: call it, then run again."""
     def switch():
         monkeypatch.setattr(Replica, "run_until", ReplicaClock.run_until)
-        monkeypatch.setattr(Scheduler, "_decode_blocks_whole_tokens", Scheduler._decode_blocks_general)
+        monkeypatch.setattr(Scheduler, "COUNT_CROSSINGS", False)
     return switch
 
 
@@ -86,5 +88,5 @@ def test_fast_paths_on_random_replicas(seqs, kv, rate, chunked, block, lengths, 
     fast = _dump(simulate(scenario))
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr(Replica, "run_until", ReplicaClock.run_until)
-        mp.setattr(Scheduler, "_decode_blocks_whole_tokens", Scheduler._decode_blocks_general)
+        mp.setattr(Scheduler, "COUNT_CROSSINGS", False)
         assert _dump(simulate(scenario)) == fast

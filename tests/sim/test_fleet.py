@@ -197,3 +197,21 @@ def test_a_run_without_its_time_series_has_the_same_summary():
     lean = simulate_fleet(FleetScenario.from_dict(data), time_series=False)
     assert lean.summary == full.summary
     assert full.time_series["t_s"] and lean.time_series["t_s"] == []
+
+
+def test_the_window_sink_keeps_what_the_base_sink_keeps():
+    from calc.sim.fleet import WindowSink
+    from calc.sim.metrics import LatencySink
+    from calc.sim.workload import Request
+
+    base, window = LatencySink(1), WindowSink(1)
+    for i, (arrival, first, last, cls) in enumerate([(0, 50, 90, 0), (10, 70, 200, 1), (20, 95, 150, 0)]):
+        req = Request(i, arrival, 10, 5, cls)
+        for sink in (base, window):
+            sink.first_token(req, first)
+            sink.itl(7 + i, 3)
+            sink.finish(req, last)
+    for name in ("ttft_ns", "e2e_ns", "ttft_by_class", "e2e_by_class", "itl_weights", "last_finish_ns"):
+        assert getattr(window, name) == getattr(base, name), name
+    assert window.itl_stats() == base.itl_stats()
+    assert ranked_stats([window.e2e_rank], "e2e") == latency_stats(base.e2e_ns, "e2e")
