@@ -342,7 +342,7 @@ class Replica(ReplicaClock):
                                                          sched.waiting, sched.running)
         cache = sched.cache
         block_size = pool.block_size
-        lazy, res_count = sched.lazy, sched.res_count
+        lazy, res_count, clock = sched.lazy, sched.res_count, sched.clock
         itl = sink.itl
         price_n, price = 0, None  # the decode price function of the last batch size
         handled = 0
@@ -386,7 +386,15 @@ class Replica(ReplicaClock):
                 self.step_end_ns = None
                 end_ns = self.start_step(now)
                 continue
-            if res_count[step % block_size] if lazy else step in cross_at:
+            need = res_count[step % block_size] if lazy else 0
+            if need and need <= pool.free:
+                # Scheduler._decode_blocks_counted when free blocks suffice (no eviction, no preemption), inlined.
+                free = pool.free = pool.free - need
+                used = pool.total_blocks - free - pool.evictable
+                if used > pool.peak_used:
+                    pool.peak_used = used
+                clock[0] = step
+            elif need or (not lazy and step in cross_at):
                 plan.preempted = 0
                 sched._decode_blocks(plan)  # may preempt: then nothing is admitted this step, as in plan()
                 if plan.preempted:

@@ -467,7 +467,8 @@ class WindowSink(LatencySink):
     and ranked copies of every latency (overall and per class) so that a summary never sorts them again.
 
     The fleet sets ``now_ns`` before each step ends (the scheduler reports an
-    inter-token gap without its time).
+    inter-token gap without its time). ``windows=False`` keeps no times and no
+    window lists (a run without a time series): the summary is the same.
 
     >>> from calc.sim.workload import Request
     >>> s = WindowSink(1); s.now_ns = 7; s.itl(3, 2); s.first_token(Request(0, 1, 5, 5), 9)
@@ -475,8 +476,10 @@ class WindowSink(LatencySink):
     ([7], [9], True)
     """
 
-    def __init__(self, ticks: int):
+    def __init__(self, ticks: int, windows: bool = True):
         super().__init__(ticks)
+        if not windows:
+            self.itl = self._itl_ranked_only
         self.now_ns = 0
         self.ttft_t: list[int] = []
         self.itl_t: list[int] = []
@@ -531,6 +534,17 @@ class WindowSink(LatencySink):
         self.itl_v.append(value_ns)
         self.itl_w.append(weight_ticks)
         r = self.itl_rank  # RankedInts.add, inlined: one call per engine step
+        r.buf_v.append(value_ns)
+        r.buf_w.append(weight_ticks)
+        r.count += 1
+        r.total_weight += weight_ticks
+        r.total_value += value_ns * weight_ticks
+
+    def _itl_ranked_only(self, value_ns, weight_ticks):
+        """:meth:`itl` without the window lists (no time series to draw them)."""
+        w = self.itl_weights
+        w[value_ns] = w.get(value_ns, 0) + weight_ticks
+        r = self.itl_rank
         r.buf_v.append(value_ns)
         r.buf_w.append(weight_ticks)
         r.count += 1
@@ -687,7 +701,7 @@ class Fleet:
         self.requests = fleet_requests(fs)
         self._prompt_tokens = sum(r.prompt_tokens for r in self.requests)  # integers: exact
         self._output_tokens = sum(r.output_tokens for r in self.requests)
-        self.sink = WindowSink(TICKS)
+        self.sink = WindowSink(TICKS, windows=time_series)
         self.routes = class_routes([c.name for c in sc.workload.classes], [p.classes for p in fs.fleet.pools])
         self.queue = EventQueue()
         self.members: list[_Member] = []

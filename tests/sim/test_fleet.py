@@ -189,10 +189,11 @@ def test_weighted_ranks_sort_once_and_agree_with_weighted_nearest_rank(pairs, qs
     assert _weighted_ranks(values, weights, qs) == [weighted_nearest_rank(pairs, q) for q in qs]
 
 
-def test_a_run_without_its_time_series_has_the_same_summary():
-    data = {"prefix_caching": True, "max_model_len": 16384,
+@pytest.mark.parametrize("replicas", [1, 2])
+def test_a_run_without_its_time_series_has_the_same_summary(replicas):
+    data = {"prefix_caching": True, "max_model_len": 16384, "kv_cache_tokens": 80_000,
             "workload": {"rate_per_s": 5, "requests": 120, "prefix_tokens": 2500, "lengths": "lognormal"},
-            "fleet": {"replicas": 2, "router": "least-outstanding"}}
+            "fleet": {"replicas": replicas, "router": "least-outstanding"}}
     full = simulate_fleet(FleetScenario.from_dict(data))
     lean = simulate_fleet(FleetScenario.from_dict(data), time_series=False)
     assert lean.summary == full.summary
