@@ -978,22 +978,21 @@ class Fleet:
                 if kind == STEP_END:
                     m = payload
                     rep = m.rep
-                    sink.now_ns = now
-                    rep.end_step(now)
-                    end = rep.start_step(now)
-                    if single and end is not None and handled != budget:
-                        # One replica, no other kind of event: the steps that end before the next arrival, the
-                        # next sample and the stop time follow one another without the heap, in the same order.
+                    if single:
+                        # One replica, no other kind of event: this step end and the ones before the next
+                        # arrival, the next sample and the stop time follow one another without the heap.
                         limit = reqs[self._next].arrival_ns if self._next < n_reqs else math.inf
                         if self.next_sample_ns < limit:
                             limit = self.next_sample_ns
                         if until_ns is not None and until_ns < limit:
                             limit = until_ns
-                        end, last, steps = rep.run_until(end, limit, budget - handled if budget >= 0 else -1,
-                                                         sink_clock=True)
-                        handled += steps
-                        if last is not None:
-                            now = last
+                        end, now, steps = rep.run_until(now, limit, budget - handled + 1 if budget >= 0 else -1,
+                                                        sink_clock=True)
+                        handled += steps - 1
+                    else:
+                        sink.now_ns = now
+                        rep.end_step(now)
+                        end = rep.start_step(now)
                     if end is not None:
                         push(end, STEP_END, m)
                         if single:

@@ -124,24 +124,24 @@ class Simulation:
                 self._next += 1
                 if self._next < n_reqs:
                     push(reqs[self._next].arrival_ns, ARRIVAL, None)
+                end = rep.start_step(now) if rep.plan is None else None
+                counted = 0
             else:
-                rep.end_step(now)
-            if rep.plan is None:
-                end = rep.start_step(now)
-                if end is not None and handled != budget:
-                    # The steps that end before the next arrival (the only other event) and the next sample, and
-                    # not after until_ns, follow one another without the heap: the same events in the same order.
-                    limit = queue.peek_time() if len(queue) else math.inf
-                    if series.next_ns < limit:
-                        limit = series.next_ns
-                    if until_ns is not None and math.floor(until_ns) + 1 < limit:
-                        limit = math.floor(until_ns) + 1  # events at until_ns itself are handled
-                    end, last, steps = rep.run_until(end, limit, budget - handled if budget >= 0 else -1)
-                    handled += steps
-                    if last is not None:
-                        now = last
-                if end is not None:
-                    push(end, STEP_END, None)
+                end, counted = now, 1  # the step in flight ends now: run_until ends it, and the next ones too
+            if end is not None and (counted or handled != budget):
+                # The steps that end before the next arrival (the only other event) and the next sample, and
+                # not after until_ns, follow one another without the heap: the same events in the same order.
+                limit = queue.peek_time() if len(queue) else math.inf
+                if series.next_ns < limit:
+                    limit = series.next_ns
+                if until_ns is not None and math.floor(until_ns) + 1 < limit:
+                    limit = math.floor(until_ns) + 1  # events at until_ns itself are handled
+                end, last, steps = rep.run_until(end, limit, budget - handled + counted if budget >= 0 else -1)
+                handled += steps - counted
+                if last is not None:
+                    now = last
+            if end is not None:
+                push(end, STEP_END, None)
             self.now_ns = now
         self.events += handled
         return not len(queue)
