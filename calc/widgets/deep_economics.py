@@ -24,6 +24,7 @@ to over 95% (:func:`kv_utilization`).
 
 from __future__ import annotations
 
+import inspect
 from functools import lru_cache
 from typing import Annotated
 
@@ -80,6 +81,11 @@ POLICY_LABELS = {"max": "reserve the maximum", "pow2": "reserve a power of two",
                  "paged": "paged blocks (vLLM)"}
 
 REPLICA_CHOICES = tuple((k, v["label"]) for k, v in REPLICAS.items())
+_SAMPLE_MEANS = inspect.signature(sharegpt_like_requests).parameters
+#: Shortest maximum length the paged-claim widget offers: the first 256-token step that holds the ShareGPT-like
+#: sample's mean answer (a shorter one cannot draw that sample; calc.allocation refuses it).
+MIN_PAGED_CLAIM_LEN = -(-max(_SAMPLE_MEANS["mean_prompt_tokens"].default,
+                             _SAMPLE_MEANS["mean_output_tokens"].default) // 256) * 256
 DAYS = 60
 
 
@@ -305,7 +311,8 @@ def search_claim(
 
 @widget
 def paged_claim(
-    max_model_len: Annotated[int, IntRange(256, 32_768, 256, "tokens", label="Maximum length reserved")] = 2_048,
+    max_model_len: Annotated[int, IntRange(MIN_PAGED_CLAIM_LEN, 32_768, 256, "tokens",
+                                           label="Maximum length reserved")] = 2_048,
     requests: Annotated[int, IntRange(100, 5_000, 100, "requests", label="ShareGPT-like requests")] = 2_000,
     seed: Annotated[int, IntRange(0, 1_000_000, 1, label="Seed")] = 0,
 ):

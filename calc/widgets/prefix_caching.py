@@ -19,6 +19,7 @@ only its own part. The order of the prompt decides what can hit:
 from __future__ import annotations
 
 import copy
+from functools import lru_cache
 from typing import Annotated
 
 from calc.errors import CalcError, check_choice, check_range
@@ -174,7 +175,15 @@ def prompt_layout(
     )
 
 
-def _run(data: dict) -> dict:
+@lru_cache(maxsize=32)
+def _summary(system_prompt_tokens: int, rate_per_s: float, prefix_caching: str) -> dict:
+    """Summary of step 11's traffic with these knobs (the widget shows no series, so none is kept).
+
+    Kept per input for the worker's visit: a reader moving a slider back finds the run done.
+    Source: :func:`calc.sim.fleet.simulate_fleet` on :func:`calc.widgets.system_prompt.scenario`.
+    """
+    data = before_scenario(system_prompt_tokens=system_prompt_tokens, rate_per_s=rate_per_s,
+                           prefix_caching=prefix_caching)
     return simulate_fleet(data, time_series=False).summary
 
 
@@ -185,10 +194,8 @@ def before_after(
                                                   label="System prompt")] = SYSTEM_PROMPT_TOKENS,
 ):
     """The same traffic simulated twice: the system prompt prefilled every time, then with prefix caching on."""
-    before = _run(before_scenario(system_prompt_tokens=system_prompt_tokens, rate_per_s=rate_per_s,
-                                  prefix_caching="off"))
-    after = _run(before_scenario(system_prompt_tokens=system_prompt_tokens, rate_per_s=rate_per_s,
-                                 prefix_caching="on"))
+    before = _summary(system_prompt_tokens, rate_per_s, "off")
+    after = _summary(system_prompt_tokens, rate_per_s, "on")
 
     def seconds(v):
         return f"{format_number(v)} s"

@@ -59,3 +59,19 @@ def test_bad_input_names_the_field(name, args, field):
     with pytest.raises(CalcError) as error:
         framework.call(name, args)
     assert error.value.field == field
+
+
+def test_the_maximum_length_control_starts_where_the_sample_fits():
+    # The sample's mean answer (338 tokens) must fit the maximum: the control starts at the first 256-token step
+    # that holds it, and every value it offers from there draws the sample (no error at the low end).
+    assert page.MIN_PAGED_CLAIM_LEN == 512
+    with pytest.raises(CalcError):
+        page.kv_utilization(max_model_len=256)
+    low = framework.call("deep_economics.paged_claim", {"max_model_len": "512"})["outputs"]
+    assert low["paged"]["text"] == "97.3% / 96.3%" and low["max"]["text"] == "53% / 20.4%"
+    with pytest.raises(CalcError) as error:
+        framework.call("deep_economics.paged_claim", {"max_model_len": "256"})
+    assert error.value.field == "max_model_len" and "512" in str(error.value)
+    for length in (768, 32_768):
+        shares = framework.call("deep_economics.paged_claim", {"max_model_len": str(length)})["outputs"]
+        assert shares["paged"]["value"] > 0.95 > shares["max"]["value"]

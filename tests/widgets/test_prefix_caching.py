@@ -122,3 +122,17 @@ def test_facts():
     assert (f["before_prefilled"], f["after_prefilled"]) == ("1,474,460", "413,696")
     assert (f["stamp_first_hit_pct"], f["stamp_after_hit_pct"]) == ("0%", "70.5%")
     assert (f["uneven_hit_tokens"], f["uneven_missed_tokens"]) == ("2,496", "14")
+
+
+def test_before_after_runs_keep_no_series_and_give_the_full_runs_summary():
+    from calc.sim.fleet import simulate_fleet
+    from calc.widgets.system_prompt import scenario as traffic
+
+    step._summary.cache_clear()
+    for caching in ("off", "on"):
+        lean = step._summary(1_200, 6.5, caching)
+        full = simulate_fleet(traffic(system_prompt_tokens=1_200, rate_per_s=6.5, prefix_caching=caching))
+        assert full.time_series["t_s"] and lean == full.summary
+        assert step._summary(1_200, 6.5, caching) is lean  # a slider moved back finds the run done
+    before, after = step._summary(1_200, 6.5, "off"), step._summary(1_200, 6.5, "on")
+    assert after["prefill_tokens_computed"] < before["prefill_tokens_computed"]
