@@ -120,11 +120,21 @@ class Simulation:
             if now >= series.next_ns:
                 series.advance_to(now, rep.state_at)
             if kind == ARRIVAL:
-                rep.submit(reqs[self._next], now)
-                self._next += 1
-                if self._next < n_reqs:
-                    push(reqs[self._next].arrival_ns, ARRIVAL, None)
+                nxt = self._next
+                rep.submit(reqs[nxt], now)
                 end = rep.start_step(now) if rep.plan is None else None
+                nxt += 1
+                # Arrivals at this same instant come next (an arrival outranks a step end at the same time):
+                # they are handled here, in order, without going through the heap.
+                while nxt < n_reqs and reqs[nxt].arrival_ns == now and handled != budget:
+                    handled += 1
+                    rep.submit(reqs[nxt], now)
+                    nxt += 1
+                    if end is None and rep.plan is None:
+                        end = rep.start_step(now)
+                self._next = nxt
+                if nxt < n_reqs:
+                    push(reqs[nxt].arrival_ns, ARRIVAL, None)
                 counted = 0
             else:
                 end, counted = now, 1  # the step in flight ends now: run_until ends it, and the next ones too
