@@ -17,8 +17,10 @@ import urllib.parse
 
 import pytest
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-SITE = os.environ.get("CALC_SITE_DIR", os.path.join(ROOT, "site"))  # the built site; another folder for a private build
+pytest.register_assert_rewrite("tests.browser.helpers")  # its asserts explain themselves like a test's
+
+from tests.browser.helpers import SITE  # noqa: E402 (after the rewrite is registered)
+
 CHROMIUM_FLAGS = [
     "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
     "--disable-component-update", "--disable-sync", "--disable-default-apps", "--disable-dev-shm-usage",

@@ -4,13 +4,13 @@ import re
 
 import pytest
 
-from calc.widgets import framework
+from tests.browser.helpers import (assert_outputs, fill_in, recompute, wait_for_any_error, wait_until_live,
+                                   wait_until_ready)
 
 pytestmark = [pytest.mark.browser, pytest.mark.site, pytest.mark.xdist_group("browser")]
 
 PAGE = "lesson/21-cheat-sheet/"
 WIDGET = '[data-widget="cheat_sheet.your_replica"]'
-READY_TIMEOUT_MS = 90_000
 # A browser's "default" print margins are about 10 mm; the sheet must fit inside them on either paper.
 MARGIN = {side: "10mm" for side in ("top", "bottom", "left", "right")}
 
@@ -31,17 +31,11 @@ def test_the_sheet_prints_on_one_page_and_its_widget_recomputes_like_cpython(vis
     assert page.locator("text=399,169").first.is_visible()
     page.emulate_media(media="screen")
 
-    page.wait_for_selector("html[data-pyodide=ready]", timeout=READY_TIMEOUT_MS)
-    page.wait_for_selector(f"{WIDGET}[data-state=live]")
-    expected = framework.call("cheat_sheet.your_replica", {"weights": "fp8", "kv_dtype": "fp8"})["outputs"]
-    page.select_option(f'{WIDGET} select[name="weights"]', "fp8")
-    page.select_option(f'{WIDGET} select[name="kv_dtype"]', "fp8")
-    page.wait_for_function("([sel, want]) => document.querySelector(sel).textContent === want",
-                           arg=[f'{WIDGET} [data-output="kv_tokens"]', expected["kv_tokens"]["text"]])
-    for key, item in expected.items():
-        assert page.locator(f'{WIDGET} [data-output="{key}"]').inner_text() == item["text"], key
+    wait_until_ready(page)
+    wait_until_live(page, WIDGET)
+    expected = recompute(page, WIDGET, "kv_tokens", weights="fp8", kv_dtype="fp8")
+    assert_outputs(page, WIDGET, expected)
     # calc's message for a replica that cannot run, in the widget.
-    page.fill(f'{WIDGET} input[name="tp"]', "3")
-    page.wait_for_function(f"() => document.querySelector('{WIDGET} [data-error]').textContent.length > 0")
-    assert "tp must divide the 64 attention heads" in page.locator(f"{WIDGET} [data-error]").inner_text()
+    fill_in(page, WIDGET, "tp", "3")
+    assert "tp must divide the 64 attention heads" in wait_for_any_error(page, WIDGET)
     assert visit.console_errors == []

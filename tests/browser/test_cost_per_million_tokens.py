@@ -2,8 +2,7 @@
 
 import pytest
 
-from calc.errors import CalcError
-from calc.widgets import framework
+from tests.browser.helpers import assert_outputs, open_live, output_text, recompute, reject, table_rows, wait_until_live
 
 pytestmark = [pytest.mark.browser, pytest.mark.site, pytest.mark.xdist_group("browser")]
 
@@ -11,42 +10,21 @@ PAGE = "lesson/16-cost-per-million-tokens/"
 WIDGET = '[data-widget="cost_per_million_tokens.cost_by_batch"]'
 
 
-def wait_text(page, selector, want):
-    page.wait_for_function("([sel, want]) => document.querySelector(sel).textContent === want", arg=[selector, want])
-
-
 def test_the_lessons_numbers_are_on_the_page_before_python_runs(visit):
     page = visit.page
     page.goto(visit.url(PAGE))
-    assert page.locator(f'{WIDGET} [data-output="discount_1_to_10"]').inner_text() == "9.74 times cheaper"
+    assert output_text(page, WIDGET, "discount_1_to_10") == "9.74 times cheaper"
     assert "$64.24 per million tokens" in page.locator("article").inner_text()
-    assert "listed 2026-05-07" in page.locator(f'{WIDGET} [data-output="price_note"]').inner_text()
+    assert "listed 2026-05-07" in output_text(page, WIDGET, "price_note")
 
 
 def test_cost_by_batch_recomputes_like_cpython(visit):
-    page = visit.page
-    page.set_default_timeout(60_000)
-    page.goto(visit.url(PAGE))
-    page.wait_for_selector("html[data-pyodide=ready]", timeout=90_000)
-    page.wait_for_selector(f'{WIDGET}[data-state="live"]')
+    page = open_live(visit, PAGE, WIDGET)
+    expected = recompute(page, WIDGET, "usd_per_million_tokens", usd_per_gpu_hour="5.49", batch="100",
+                         include_prefill=True)
+    wait_until_live(page, WIDGET)
+    assert_outputs(page, WIDGET, expected)
+    assert table_rows(page, WIDGET, "batches") == expected["tables"]["batches"]["rows"]
 
-    args = {"batch": "100", "include_prefill": True, "usd_per_gpu_hour": "5.49"}
-    expected = framework.call("cost_per_million_tokens.cost_by_batch", args)
-    page.fill(f'{WIDGET} input[name="usd_per_gpu_hour"]', "5.49")
-    page.fill(f'{WIDGET} input[name="batch"]', "100")
-    page.check(f'{WIDGET} input[name="include_prefill"]')
-    wait_text(page, f'{WIDGET} [data-output="usd_per_million_tokens"]',
-              expected["outputs"]["usd_per_million_tokens"]["text"])
-    page.wait_for_selector(f'{WIDGET}[data-state="live"]')
-    for key, item in expected["outputs"].items():
-        assert page.locator(f'{WIDGET} [data-output="{key}"]').inner_text() == item["text"], key
-    cells = page.evaluate(f"""() => [...document.querySelectorAll('{WIDGET} [data-table="batches"] tbody tr')]
-                                     .map(r => [...r.children].map(c => c.textContent))""")
-    assert cells == expected["tables"]["batches"]["rows"]
-
-    with pytest.raises(CalcError) as caught:
-        framework.call("cost_per_million_tokens.cost_by_batch", {"tp": "3"})
-    page.fill(f'{WIDGET} input[name="tp"]', "3")
-    page.dispatch_event(f'{WIDGET} input[name="tp"]', "change")
-    wait_text(page, f"{WIDGET} [data-error]", str(caught.value))
+    reject(page, WIDGET, tp="3", change=True)
     assert visit.console_errors == []

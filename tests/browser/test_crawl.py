@@ -11,10 +11,10 @@ import os
 
 import pytest
 
+from tests.browser.helpers import ROOT, SITE
+
 pytestmark = [pytest.mark.browser, pytest.mark.site, pytest.mark.xdist_group("browser")]
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-SITE = os.environ.get("CALC_SITE_DIR", os.path.join(ROOT, "site"))  # the built site; another folder for a private build
 AXE = os.path.join(ROOT, "node_modules", "axe-core", "axe.min.js")
 PHONE = {"width": 390, "height": 844}
 

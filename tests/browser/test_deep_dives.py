@@ -7,12 +7,13 @@ output to show what ``calc`` computes in CPython for the same inputs.
 
 import pytest
 
-from calc.widgets import framework
+from tests.browser.helpers import (assert_outputs, calc_final_view, calc_view, open_live, output_text, play_to_done,
+                                   set_control, wait_for_output, wait_until_live, widget_selector)
 
 pytestmark = [pytest.mark.browser, pytest.mark.site, pytest.mark.xdist_group("browser")]
 
-READY_TIMEOUT_MS = 90_000
 RECOMPUTE_TIMEOUT_MS = 45_000
+RUN_TIMEOUT_MS = 90_000
 
 # page: [(widget, control, value, output)] - one control change per widget, the output it must update.
 PAGES = {
@@ -31,70 +32,39 @@ PAGES = {
 }
 
 
-def set_control(page, widget, control, value):
-    selector = f'[data-widget="{widget}"] [name="{control}"]'
-    if page.eval_on_selector(selector, "e => e.tagName") == "SELECT":
-        page.select_option(selector, value)
-    else:
-        page.fill(selector, value)
-        page.dispatch_event(selector, "change")
-
-
-def expect_output(page, widget, key, want):
-    page.wait_for_function(
-        "([sel, want]) => { const e = document.querySelector(sel); return e && e.textContent === want; }",
-        arg=[f'[data-widget="{widget}"] [data-output="{key}"]', want], timeout=RECOMPUTE_TIMEOUT_MS)
-
-
 def test_every_deep_dive_widget_recomputes_like_cpython(visit):
-    page = visit.page
     paths = list(PAGES)
-    page.goto(visit.url(paths[0]))
-    page.wait_for_selector("html[data-pyodide=ready]", timeout=READY_TIMEOUT_MS)
+    page = open_live(visit, paths[0])
     for index, path in enumerate(paths):
         if index:
             page.click("a.md-footer__link--next")
             page.wait_for_url(f"**/{path}")
         for widget, control, value, key in PAGES[path]:
-            page.wait_for_selector(f'[data-widget="{widget}"][data-state="live"]', timeout=RECOMPUTE_TIMEOUT_MS)
-            expected = framework.call(widget, {control: value})["outputs"][key]["text"]
-            assert page.locator(f'[data-widget="{widget}"] [data-output="{key}"]').inner_text() != expected, \
-                f"{widget}: the change must move {key}"
-            set_control(page, widget, control, value)
-            expect_output(page, widget, key, expected)
+            root = widget_selector(widget)
+            wait_until_live(page, root, timeout_ms=RECOMPUTE_TIMEOUT_MS)
+            expected = calc_view(widget, **{control: value})["outputs"][key]["text"]
+            assert output_text(page, root, key) != expected, f"{widget}: the change must move {key}"
+            set_control(page, root, control, value, change=True)
+            wait_for_output(page, root, key, expected, RECOMPUTE_TIMEOUT_MS)
     assert page.evaluate("() => window.calcRuntime.boots") == 1, "navigation restarted the worker"
     assert visit.console_errors == []
 
 
 def test_static_batching_simulation_plays_to_the_cpython_result(visit):
-    page = visit.page
-    page.goto(visit.url("deep-dives/serving-engines/"))
-    page.wait_for_selector("html[data-pyodide=ready]", timeout=READY_TIMEOUT_MS)
+    page = open_live(visit, "deep-dives/serving-engines/")
     sims = page.locator('[data-kind="simulation"]')
     assert sims.count() == 2
     static = sims.nth(0)
-    static.locator('select[name="__speed"]').select_option("8")
-    args = {"batching": "static", "requests": "60", "frame_interval_s": "5"}
-    static.locator('input[name="requests"]').fill("60")
-    static.locator('input[name="requests"]').dispatch_event("change")
-    page.wait_for_function("(el) => el.dataset.simState === 'done'", arg=static.element_handle(), timeout=90_000)
-    entry, bound = framework.bind("deep_serving_engines.engine", args)
-    final = framework.collect_stream(framework.check_view(v) for v in entry.function(**bound))
-    for key in ("requests_completed", "ttft_p50_s", "running_max", "kv_token_share"):
-        assert static.locator(f'[data-output="{key}"]').inner_text() == final["outputs"][key]["text"], key
+    play_to_done(page, static, "requests", "60", timeout_ms=RUN_TIMEOUT_MS)
+    final = calc_final_view("deep_serving_engines.engine", batching="static", requests="60", frame_interval_s="5")
+    assert_outputs(page, static, final, ("requests_completed", "ttft_p50_s", "running_max", "kv_token_share"))
     assert visit.console_errors == []
 
 
 def test_trade_off_operating_point_plays_to_the_cpython_result(visit):
-    page = visit.page
-    page.goto(visit.url("deep-dives/trade-off-triangle/"))
-    page.wait_for_selector("html[data-pyodide=ready]", timeout=READY_TIMEOUT_MS)
+    page = open_live(visit, "deep-dives/trade-off-triangle/")
     sim = page.locator('[data-widget="deep_trade_off_triangle.operating_point"]')
-    sim.locator('select[name="__speed"]').select_option("8")
-    sim.locator('select[name="weights"]').select_option("fp8")
-    page.wait_for_function("(el) => el.dataset.simState === 'done'", arg=sim.element_handle(), timeout=90_000)
-    entry, bound = framework.bind("deep_trade_off_triangle.operating_point", {"weights": "fp8"})
-    final = framework.collect_stream(framework.check_view(v) for v in entry.function(**bound))
-    for key in ("requests_completed", "ttft_p50_s", "itl_p50_s", "queue_depth_max"):
-        assert sim.locator(f'[data-output="{key}"]').inner_text() == final["outputs"][key]["text"], key
+    play_to_done(page, sim, "weights", "fp8", timeout_ms=RUN_TIMEOUT_MS)
+    final = calc_final_view("deep_trade_off_triangle.operating_point", weights="fp8")
+    assert_outputs(page, sim, final, ("requests_completed", "ttft_p50_s", "itl_p50_s", "queue_depth_max"))
     assert visit.console_errors == []

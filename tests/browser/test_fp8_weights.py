@@ -2,7 +2,8 @@
 
 import pytest
 
-from calc.widgets import framework
+from tests.browser.helpers import (assert_outputs, calc_final_view, chart_traces, figure_traces, open_live,
+                                   play_to_done, recompute)
 
 pytestmark = [pytest.mark.browser, pytest.mark.site, pytest.mark.xdist_group("browser")]
 
@@ -12,42 +13,18 @@ STEP = '[data-widget="fp8_weights.step_before_after"]'
 SIM = '[data-widget="fp8_weights.twice_the_traffic"]'
 
 
-def wait_text(page, selector, want):
-    page.wait_for_function("([sel, want]) => document.querySelector(sel).textContent === want", arg=[selector, want])
-
-
-def final_view(name, args):
-    entry, bound = framework.bind(name, args)
-    return framework.collect_stream(framework.check_view(v) for v in entry.function(**bound))
-
-
 def test_widgets_and_simulation_recompute_like_cpython(visit):
-    page = visit.page
-    page.set_default_timeout(60_000)
-    page.goto(visit.url(PAGE))
-    page.wait_for_selector("html[data-pyodide=ready]", timeout=90_000)
-    for widget in (MEMORY, STEP, SIM):
-        page.wait_for_selector(f'{widget}[data-state="live"]')
+    page = open_live(visit, PAGE, MEMORY, STEP, SIM)
 
-    expected = framework.call("fp8_weights.memory_before_after", {"weights": "int4"})
-    page.select_option(f'{MEMORY} select[name="weights"]', "int4")
-    wait_text(page, f'{MEMORY} [data-output="kv_tokens_after"]', expected["outputs"]["kv_tokens_after"]["text"])
-    for key, item in expected["outputs"].items():
-        assert page.locator(f'{MEMORY} [data-output="{key}"]').inner_text() == item["text"], key
+    expected = recompute(page, MEMORY, "kv_tokens_after", weights="int4")
+    assert_outputs(page, MEMORY, expected)
 
-    expected = framework.call("fp8_weights.step_before_after", {"batch": "256"})
-    page.fill(f'{STEP} input[name="batch"]', "256")
-    wait_text(page, f'{STEP} [data-output="step_before"]', expected["outputs"]["step_before"]["text"])
-    for key, item in expected["outputs"].items():
-        assert page.locator(f'{STEP} [data-output="{key}"]').inner_text() == item["text"], key
-    curve = page.evaluate(f"() => document.querySelector('{STEP} [data-chart=vs_batch]').data[1].y")
-    assert curve == expected["figures"]["vs_batch"]["data"][1]["y"]
+    expected = recompute(page, STEP, "step_before", batch="256")
+    assert_outputs(page, STEP, expected)
+    assert chart_traces(page, STEP, "vs_batch", "y")[1] == figure_traces(expected, "vs_batch", "y")[1]
 
     # The simulation: back to bf16 weights (step 6's queue), played at 8x to the end.
-    page.select_option(f'{SIM} select[name="__speed"]', "8")
-    page.select_option(f'{SIM} select[name="weights"]', "bf16")
-    page.wait_for_function(f"() => document.querySelector('{SIM}').dataset.simState === 'done'", timeout=120_000)
-    expected = final_view("fp8_weights.twice_the_traffic", {"weights": "bf16"})
-    for key in ("requests_completed", "ttft_p99_s", "queue_depth_max"):
-        assert page.locator(f'{SIM} [data-output="{key}"]').inner_text() == expected["outputs"][key]["text"], key
+    play_to_done(page, SIM, "weights", "bf16")
+    expected = calc_final_view("fp8_weights.twice_the_traffic", weights="bf16")
+    assert_outputs(page, SIM, expected, ("requests_completed", "ttft_p99_s", "queue_depth_max"))
     assert visit.console_errors == []

@@ -3,8 +3,8 @@ gets calc's message."""
 
 import pytest
 
-from calc.errors import CalcError
-from calc.widgets import framework
+from tests.browser.helpers import (assert_outputs, chart_traces, figure_traces, output_text, recompute, reject,
+                                   wait_until_live, wait_until_ready)
 
 pytestmark = [pytest.mark.browser, pytest.mark.site, pytest.mark.xdist_group("browser")]
 
@@ -14,44 +14,22 @@ DISPLACED = '[data-widget="long_context.long_vs_short"]'
 FLASH = '[data-widget="long_context.flash_attention"]'
 
 
-def wait_text(page, selector, want):
-    page.wait_for_function("([sel, want]) => document.querySelector(sel).textContent === want", arg=[selector, want])
-
-
-def check_outputs(page, widget, expected):
-    for key, item in expected["outputs"].items():
-        assert page.locator(f'{widget} [data-output="{key}"]').inner_text() == item["text"], key
-
-
 def test_widgets_recompute_like_cpython(visit):
     page = visit.page
-    page.set_default_timeout(60_000)
     page.goto(visit.url(PAGE))
-    assert page.locator(f'{DISPLACED} [data-output="conversations"]').inner_text() == "78 (78.1×)"
-    page.wait_for_selector("html[data-pyodide=ready]", timeout=90_000)
-    for widget in (GROWTH, DISPLACED, FLASH):
-        page.wait_for_selector(f'{widget}[data-state="live"]')
+    assert output_text(page, DISPLACED, "conversations") == "78 (78.1×)"
+    wait_until_ready(page)
+    wait_until_live(page, GROWTH, DISPLACED, FLASH)
 
-    expected = framework.call("long_context.context_growth", {"context_tokens": "32768"})
-    page.fill(f'{GROWTH} input[name="context_tokens"]', "32768")
-    wait_text(page, f'{GROWTH} [data-output="prefill_s"]', expected["outputs"]["prefill_s"]["text"])
-    check_outputs(page, GROWTH, expected)
+    expected = recompute(page, GROWTH, "prefill_s", context_tokens="32768")
+    assert_outputs(page, GROWTH, expected)
 
-    expected = framework.call("long_context.long_vs_short", {"kv_dtype": "fp8", "long_tokens": "131072"})
-    page.select_option(f'{DISPLACED} select[name="kv_dtype"]', "fp8")
-    page.fill(f'{DISPLACED} input[name="long_tokens"]', "131072")
-    wait_text(page, f'{DISPLACED} [data-output="fit"]', expected["outputs"]["fit"]["text"])
-    check_outputs(page, DISPLACED, expected)
-    bars = page.evaluate(f"() => document.querySelector('{DISPLACED} [data-chart=cache]').data.map(t => t.x)")
-    assert bars == [trace["x"] for trace in expected["figures"]["cache"]["data"]]
+    expected = recompute(page, DISPLACED, "fit", kv_dtype="fp8", long_tokens="131072")
+    assert_outputs(page, DISPLACED, expected)
+    assert chart_traces(page, DISPLACED, "cache", "x") == figure_traces(expected, "cache", "x")
 
-    expected = framework.call("long_context.flash_attention", {"context_tokens": "50176"})
-    page.fill(f'{FLASH} input[name="context_tokens"]', "50176")
-    wait_text(page, f'{FLASH} [data-output="scores_bytes"]', expected["outputs"]["scores_bytes"]["text"])
-    check_outputs(page, FLASH, expected)
+    expected = recompute(page, FLASH, "scores_bytes", context_tokens="50176")
+    assert_outputs(page, FLASH, expected)
 
-    with pytest.raises(CalcError) as err:
-        framework.call("long_context.flash_attention", {"context_tokens": "200000"})
-    page.fill(f'{FLASH} input[name="context_tokens"]', "200000")
-    wait_text(page, f"{FLASH} [data-error]", str(err.value))
+    reject(page, FLASH, context_tokens="200000")
     assert visit.console_errors == []

@@ -2,7 +2,7 @@
 
 import pytest
 
-from calc.widgets import framework
+from tests.browser.helpers import open_live, recompute, wait_until_live, wait_until_ready
 
 pytestmark = [pytest.mark.browser, pytest.mark.site, pytest.mark.xdist_group("browser")]
 
@@ -16,15 +16,6 @@ document.addEventListener("securitypolicyviolation", (e) => {
 """
 
 
-def change_and_expect(page, model):
-    expected = framework.call("kv_cache_arithmetic.kv_per_token", {"model": model})
-    page.select_option(f'{WIDGET} select[name="model"]', model)
-    page.wait_for_function(
-        "([sel, want]) => document.querySelector(sel).textContent === want",
-        arg=[f'{WIDGET} [data-output="kv_bytes_per_token"]', expected["outputs"]["kv_bytes_per_token"]["text"]],
-    )
-
-
 def test_pages_carry_a_policy_and_break_none_of_it(visit):
     page = visit.page
     page.add_init_script(RECORD_VIOLATIONS)
@@ -32,30 +23,28 @@ def test_pages_carry_a_policy_and_break_none_of_it(visit):
     assert response.ok
     policy = page.get_attribute('meta[http-equiv="Content-Security-Policy"]', "content")
     assert "script-src 'self' 'wasm-unsafe-eval' 'sha256-" in policy and "unsafe-eval'" not in policy.replace("wasm-unsafe-eval", "")
-    page.wait_for_selector("html[data-pyodide=ready]", timeout=90_000)
-    change_and_expect(page, "qwen2.5-72b")
+    wait_until_ready(page)
+    recompute(page, WIDGET, "kv_bytes_per_token", model="qwen2.5-72b")
     page.wait_for_load_state("networkidle")
     page.click("a.md-footer__link--next")
     page.wait_for_url("**/03-drill-kv-bytes/")
     page.go_back()
-    page.wait_for_selector(f"{WIDGET}[data-state=live]")
+    wait_until_live(page, WIDGET)
     assert page.evaluate("() => window.__cspViolations") == []
     assert visit.console_errors == []
 
 
 def test_live_widgets_survive_the_server_stopping(visit, site_server):
-    page = visit.page
-    page.goto(visit.url(PAGE))
-    page.wait_for_selector("html[data-pyodide=ready]", timeout=90_000)
+    page = open_live(visit, PAGE)
     # Wait until the service worker has cached the site and controls the page.
     page.evaluate("() => navigator.serviceWorker.ready")
     page.reload()
     page.wait_for_function("() => navigator.serviceWorker.controller !== null", timeout=60_000)
-    page.wait_for_selector("html[data-pyodide=ready]", timeout=90_000)
+    wait_until_ready(page)
     site_server.stop()
     try:
         page.reload()
-        page.wait_for_selector("html[data-pyodide=ready]", timeout=90_000)
-        change_and_expect(page, "mixtral-8x7b")
+        wait_until_ready(page)
+        recompute(page, WIDGET, "kv_bytes_per_token", model="mixtral-8x7b")
     finally:
         site_server.start()

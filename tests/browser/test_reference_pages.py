@@ -14,13 +14,10 @@ import pytest
 from bs4 import BeautifulSoup
 
 from calc.catalog import get_gpu
-from calc.widgets import framework
+from tests.browser.helpers import (ROOT, SITE, assert_outputs, chart_traces, figure_traces, fill_in, open_live,
+                                   output_text, recompute, wait_for_any_error)
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-SITE = os.environ.get("CALC_SITE_DIR", os.path.join(ROOT, "site"))  # the built site; another folder for a private build
-READY_TIMEOUT_MS = 90_000
 PAGES = ("primer", "gb-vs-gib", "glossary", "references", "credits")
-
 
 
 def built(page: str) -> BeautifulSoup:
@@ -29,14 +26,6 @@ def built(page: str) -> BeautifulSoup:
         pytest.fail("the site is not built: run `make build` (make test does it)")
     with open(path, encoding="utf-8") as handle:
         return BeautifulSoup(handle.read(), "html.parser")
-
-
-def wait_ready(page):
-    page.wait_for_selector("html[data-pyodide=ready]", timeout=READY_TIMEOUT_MS)
-
-
-def wait_text(page, selector, want):
-    page.wait_for_function("([sel, want]) => document.querySelector(sel).textContent === want", arg=[selector, want])
 
 
 # --- in the browser ------------------------------------------------------------------------------
@@ -48,19 +37,10 @@ PRIMER = '[data-widget="primer.request_timeline"]'
 @pytest.mark.site
 @pytest.mark.xdist_group("browser")
 def test_primer_goes_live_and_recomputes_like_cpython(visit):
-    page = visit.page
-    page.goto(visit.url("primer/"))
-    wait_ready(page)
-    page.wait_for_selector(f'{PRIMER}[data-state="live"]')
-    expected = framework.call("primer.request_timeline", {"prompt_tokens": "8192", "weights": "fp8"})
-    page.select_option(f'{PRIMER} select[name="weights"]', "fp8")
-    page.fill(f'{PRIMER} input[name="prompt_tokens"]', "8192")
-    wait_text(page, f'{PRIMER} [data-output="ttft_s"]', expected["outputs"]["ttft_s"]["text"])
-    for key in ("itl_first_s", "e2e_s", "decode_share", "kv_held_bytes"):
-        assert page.locator(f'{PRIMER} [data-output="{key}"]').inner_text() == expected["outputs"][key]["text"]
-    chart = page.evaluate(f"""() => document.querySelector('{PRIMER} [data-chart="timeline"]').data[0]""")
-    trace = expected["figures"]["timeline"]["data"][0]
-    assert chart["x"] == trace["x"] and chart["y"] == trace["y"]
+    page = open_live(visit, "primer/", PRIMER)
+    expected = recompute(page, PRIMER, "ttft_s", weights="fp8", prompt_tokens="8192")
+    assert_outputs(page, PRIMER, expected, ("itl_first_s", "e2e_s", "decode_share", "kv_held_bytes"))
+    assert chart_traces(page, PRIMER, "timeline", "x", "y")[0] == figure_traces(expected, "timeline", "x", "y")[0]
     cells = page.locator(f'{PRIMER} table[data-table="steps"] tbody td').all_inner_texts()
     assert cells == [cell for row in expected["tables"]["steps"]["rows"] for cell in row]
     assert visit.console_errors == []
@@ -70,18 +50,12 @@ def test_primer_goes_live_and_recomputes_like_cpython(visit):
 @pytest.mark.site
 @pytest.mark.xdist_group("browser")
 def test_primer_says_when_the_model_does_not_fit(visit):
-    page = visit.page
-    page.goto(visit.url("primer/"))
-    wait_ready(page)
-    page.wait_for_selector(f'{PRIMER}[data-state="live"]')
-    page.fill(f'{PRIMER} input[name="tp"]', "1")
-    page.wait_for_function(f"() => document.querySelector('{PRIMER} [data-error]').textContent.length > 0")
-    message = page.locator(f"{PRIMER} [data-error]").inner_text()
+    page = open_live(visit, "primer/", PRIMER)
+    fill_in(page, PRIMER, "tp", "1")
+    message = wait_for_any_error(page, PRIMER)
     assert message.startswith("Llama 3.1 70B does not fit on 1 x H100 SXM 80GB in bf16")
     assert page.get_attribute(PRIMER, "data-state") == "error"
-    page.fill(f'{PRIMER} input[name="tp"]', "8")
-    expected = framework.call("primer.request_timeline", {"tp": "8"})
-    wait_text(page, f'{PRIMER} [data-output="itl_first_s"]', expected["outputs"]["itl_first_s"]["text"])
+    recompute(page, PRIMER, "itl_first_s", tp="8")
     assert page.locator(f"{PRIMER} [data-error]").inner_text() == ""
     assert visit.console_errors == []
 
@@ -94,25 +68,15 @@ GPU_MEMORY = '[data-widget="gb_vs_gib.gpu_memory"]'
 @pytest.mark.site
 @pytest.mark.xdist_group("browser")
 def test_converter_and_gpu_readings_go_live(visit):
-    page = visit.page
-    page.goto(visit.url("gb-vs-gib/"))
-    wait_ready(page)
-    page.wait_for_selector(f'{CONVERT}[data-state="live"]')
-    page.select_option(f'{CONVERT} select[name="unit"]', "MiB")
-    page.fill(f'{CONVERT} input[name="value"]', "81559")
-    expected = framework.call("gb_vs_gib.convert", {"value": "81559", "unit": "MiB"})
-    wait_text(page, f'{CONVERT} [data-output="GB"]', expected["outputs"]["GB"]["text"])
-    for key, item in expected["outputs"].items():
-        assert page.locator(f'{CONVERT} [data-output="{key}"]').inner_text() == item["text"]
+    page = open_live(visit, "gb-vs-gib/", CONVERT)
+    expected = recompute(page, CONVERT, "GB", unit="MiB", value="81559")
+    assert_outputs(page, CONVERT, expected)
 
-    page.select_option(f'{GPU_MEMORY} select[name="gpu"]', "mi300x")
-    expected = framework.call("gb_vs_gib.gpu_memory", {"gpu": "mi300x"})
-    wait_text(page, f'{GPU_MEMORY} [data-output="runtime_mib"]', expected["outputs"]["runtime_mib"]["text"])
-    assert page.locator(f'{GPU_MEMORY} [data-output="difference"]').inner_text() == expected["outputs"]["difference"]["text"]
+    expected = recompute(page, GPU_MEMORY, "runtime_mib", gpu="mi300x")
+    assert output_text(page, GPU_MEMORY, "difference") == expected["outputs"]["difference"]["text"]
 
-    page.fill(f'{CONVERT} input[name="value"]', "-3")
-    page.wait_for_function(f"() => document.querySelector('{CONVERT} [data-error]').textContent.length > 0")
-    assert "Amount (value)" in page.locator(f"{CONVERT} [data-error]").inner_text()
+    fill_in(page, CONVERT, "value", "-3")
+    assert "Amount (value)" in wait_for_any_error(page, CONVERT)
     assert visit.console_errors == []
 
 
