@@ -216,7 +216,11 @@ def table_rows(page, widget: str, key: str) -> list[list[str]]:
 
 
 def chart_traces(page, widget: str, key: str, *fields: str) -> list[dict]:
-    """The traces Plotly holds in the widget's chart ``key``, each cut down to ``fields`` (for ``figure_traces``)."""
+    """The traces Plotly holds in the widget's chart ``key``, each cut down to ``fields`` (for ``figure_traces``).
+
+    Charts are drawn after the numbers, one per task: wait until this one has no draw pending."""
+    page.wait_for_function("(sel) => { const h = document.querySelector(sel); return h && h.data && !h.dataset.pending; }",
+                           arg=f'{widget} [data-chart="{key}"]')
     return page.evaluate("([sel, fields]) => document.querySelector(sel).data"
                          ".map(t => Object.fromEntries(fields.map(f => [f, t[f]])))",
                          [f'{widget} [data-chart="{key}"]', list(fields)])

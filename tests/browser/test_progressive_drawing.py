@@ -7,6 +7,7 @@ import json
 import pytest
 
 from calc.widgets import framework
+from tests.browser.helpers import wait_for_output
 
 pytestmark = [pytest.mark.browser, pytest.mark.site, pytest.mark.xdist_group("browser")]
 
@@ -72,6 +73,7 @@ def test_a_chart_table_is_filled_when_opened_with_the_new_numbers(visit):
     built_rows = page.evaluate(f"() => document.querySelectorAll('{table} tbody tr').length")
     expected = framework.call("kv_cache_arithmetic.kv_per_token", {"model": "llama-3.1-70b"})
     page.select_option(f'{WIDGET} select[name="model"]', "llama-3.1-70b")
+    wait_for_output(page, WIDGET, "kv_bytes_per_token", expected["outputs"]["kv_bytes_per_token"]["text"])
     page.wait_for_selector(f'{WIDGET}[data-charts="drawn"]')
     page.click(f"{WIDGET} details.calc-chart-data summary")
     first_row = page.evaluate(f"() => [...document.querySelector('{table} tbody tr').children].map(td => td.textContent)")

@@ -402,10 +402,10 @@
     }, function () { delete holder.dataset.pending; });
   }
 
-  // drawChart(holder, figure, {urgent}) -> Promise that settles when the chart shows `figure`.
+  // drawChart(holder, figure, {urgent, keepTable}) -> Promise that settles when the chart shows `figure`.
   function drawChart(holder, figure, options) {
     holder.__figure = figure;
-    if (holder.dataset.drawn) renderChartTable(holder, figure);
+    if (!(options && options.keepTable)) renderChartTable(holder, figure); // the build wrote it, or it holds this figure
     holder.dataset.pending = "1";
     if (visibility && !holder.__observed) { holder.__observed = true; visibility.observe(holder); }
     return loadScript("vendor/plotly/plotly-basic.min.js").then(function () {
@@ -427,14 +427,14 @@
   function drawPrerenderedCharts(container) {
     container.querySelectorAll("[data-chart][data-figure]").forEach(function (holder) {
       if (holder.dataset.drawn || holder.dataset.pending) return;
-      try { drawChart(holder, JSON.parse(holder.dataset.figure)); } catch (error) { /* keep the caption */ }
+      try { drawChart(holder, JSON.parse(holder.dataset.figure), { keepTable: true }); } catch (error) { /* keep the caption */ }
     });
   }
 
   // Redraw in the other colours when the reader flips light/dark.
   new MutationObserver(function () {
     document.querySelectorAll("[data-chart][data-drawn]").forEach(function (holder) {
-      if (holder.__figure) drawChart(holder, holder.__figure);
+      if (holder.__figure) drawChart(holder, holder.__figure, { keepTable: true });
     });
   }).observe(document.body, { attributes: true, attributeFilter: ["data-md-color-scheme"] });
 
