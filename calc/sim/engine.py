@@ -342,6 +342,7 @@ class Replica(ReplicaClock):
                                                          sched.waiting, sched.running)
         cache = sched.cache
         block_size = pool.block_size
+        total_blocks = pool.total_blocks
         lazy, res_count, clock = sched.lazy, sched.res_count, sched.clock
         itl = sink.itl
         price_n, price = 0, None  # the decode price function of the last batch size
@@ -357,71 +358,99 @@ class Replica(ReplicaClock):
                 self.end_step(now)
                 end_ns = self.start_step(now)
                 continue
-            # end_step of a decode-only step (its _account and commit inlined; no request finishes in it)
-            n = sched.n_decoding
-            dt = now - self._last_ns
-            if dt > 0:
-                self.int_queue += len(waiting) * dt
-                self.int_running += len(running) * dt
-                self.int_used_blocks += (pool.total_blocks - pool.free - pool.evictable) * dt
-                states = sched.ctx_ticks // TICKS + sched.prefill_kv_tokens - sched.shared_running_tokens
-                if cache is not None:
-                    states += cache.in_use_blocks * block_size
-                self.int_token_states += states * dt
-                self._last_ns = now
-            self.now_ns = now
-            inc = n * TICKS
-            ctx_ticks = sched.ctx_ticks = sched.ctx_ticks + inc
-            sched.emitted_ticks += inc
-            step = sched.step_index = sched.step_index + 1
+            # A run of decode-only steps. The state they change lives in locals (written back before any other
+            # code runs and when the run stops); each iteration is end_step then start_step of such a step.
             main = groups[0]
-            if main.count:
-                itl(now - main.t_ns, main.count * TICKS)  # (gap x TICKS) // advance, with advance = TICKS
-            main.t_ns = now
-            self.busy_ns += now - self.step_start_ns
-            self.steps += 1
-            # start_step of the next one, inlined when it only decodes too (Scheduler.plan's decode-only case)
-            if sched.prefilling or not n or (waiting and len(running) < cap):
+            n = sched.n_decoding
+            ctx_ticks, emitted, step = sched.ctx_ticks, sched.emitted_ticks, sched.step_index
+            busy, steps, sum_new, sum_pairs = self.busy_ns, self.steps, self.sum_new_tokens, self.sum_pairs
+            iq, ir, iu, ist = self.int_queue, self.int_running, self.int_used_blocks, self.int_token_states
+            last, start = self._last_ns, self.step_start_ns
+            queued, live = len(waiting), len(running)
+            used = total_blocks - pool.free - pool.evictable
+            offset = sched.prefill_kv_tokens - sched.shared_running_tokens  # token states besides contexts
+            if cache is not None:
+                offset += cache.in_use_blocks * block_size
+            stopped = None  # "general" when the next step needs start_step; "idle" when none starts
+            while True:
+                # end_step, inlined: _account's integrals and commit's decode branch (no request finishes here)
+                dt = now - last
+                if dt > 0:
+                    iq += queued * dt
+                    ir += live * dt
+                    iu += used * dt
+                    ist += (ctx_ticks // TICKS + offset) * dt
+                    last = now
+                inc = n * TICKS
+                ctx_ticks += inc
+                emitted += inc
+                step += 1
+                if main.count:
+                    itl(now - main.t_ns, main.count * TICKS)  # (gap x TICKS) // advance, with advance = TICKS
+                main.t_ns = now
+                busy += now - start
+                steps += 1
+                # start_step, inlined when the next step only decodes too (Scheduler.plan's decode-only case)
+                if sched.prefilling or not n or (queued and live < cap):
+                    stopped = "general"
+                    break
+                need = res_count[step % block_size] if lazy else 0
+                if need and need <= pool.free:
+                    # Scheduler._decode_blocks_counted when free blocks suffice (no eviction, no preemption).
+                    pool.free -= need
+                    used += need
+                    if used > pool.peak_used:
+                        pool.peak_used = used
+                    clock[0] = step
+                elif need or (not lazy and step in cross_at):
+                    sched.ctx_ticks, sched.emitted_ticks, sched.step_index = ctx_ticks, emitted, step
+                    plan.preempted = 0
+                    sched._decode_blocks(plan)  # may preempt: then nothing is admitted this step, as in plan()
+                    if plan.preempted:
+                        n = sched.n_decoding
+                        ctx_ticks, emitted = sched.ctx_ticks, sched.emitted_ticks
+                        queued, live = len(waiting), len(running)
+                        offset = sched.prefill_kv_tokens - sched.shared_running_tokens
+                        if cache is not None:
+                            offset += cache.in_use_blocks * block_size
+                        if not n:
+                            stopped = "idle"  # everything was preempted: an empty plan, as start_step returns
+                            break
+                    used = total_blocks - pool.free - pool.evictable
+                ctx = ctx_ticks // TICKS
+                if n != price_n:
+                    price_n, price = n, decode(n)
+                step_ns = round(price(ctx) * NS_PER_S)
+                if step_ns < 1:
+                    step_ns = 1
+                start = now
+                end_ns = now + step_ns
+                sum_new += n
+                sum_pairs += ctx
+                if live > self.max_running:
+                    self.max_running = live
+                if not (end_ns < limit_ns and handled != budget) or step + 1 in finish_at:
+                    break
+                handled += 1
+                now = end_ns
+                if sink_clock:
+                    sink.now_ns = now
+            sched.ctx_ticks, sched.emitted_ticks, sched.step_index = ctx_ticks, emitted, step
+            self.busy_ns, self.steps, self.sum_new_tokens, self.sum_pairs = busy, steps, sum_new, sum_pairs
+            self.int_queue, self.int_running, self.int_used_blocks, self.int_token_states = iq, ir, iu, ist
+            self._last_ns = last
+            self.now_ns = now
+            self.step_start_ns = start
+            if stopped is None:
+                # The plan in flight stays the same decode-only StepPlan object, with this step's sums.
+                plan.decode_seqs = n
+                plan.decode_kv_tokens = plan.kv_tokens_read = plan.attention_token_pairs = ctx
+                plan.new_tokens = n
+                self.step_end_ns = end_ns
+            else:
                 self.plan = None
                 self.step_end_ns = None
-                end_ns = self.start_step(now)
-                continue
-            need = res_count[step % block_size] if lazy else 0
-            if need and need <= pool.free:
-                # Scheduler._decode_blocks_counted when free blocks suffice (no eviction, no preemption), inlined.
-                free = pool.free = pool.free - need
-                used = pool.total_blocks - free - pool.evictable
-                if used > pool.peak_used:
-                    pool.peak_used = used
-                clock[0] = step
-            elif need or (not lazy and step in cross_at):
-                plan.preempted = 0
-                sched._decode_blocks(plan)  # may preempt: then nothing is admitted this step, as in plan()
-                if plan.preempted:
-                    n = sched.n_decoding
-                    ctx_ticks = sched.ctx_ticks
-                    if not n:
-                        self.plan = None  # everything was preempted: an empty plan, as start_step returns
-                        self.step_end_ns = None
-                        end_ns = None
-                        continue
-            ctx = ctx_ticks // TICKS
-            if n != price_n:
-                price_n, price = n, decode(n)
-            step_ns = round(price(ctx) * NS_PER_S)
-            if step_ns < 1:
-                step_ns = 1
-            # The plan in flight is the same object (a decode-only StepPlan): its sums are set below.
-            plan.decode_seqs = n
-            plan.decode_kv_tokens = plan.kv_tokens_read = plan.attention_token_pairs = ctx
-            plan.new_tokens = n
-            self.step_start_ns = now
-            end_ns = self.step_end_ns = now + step_ns
-            self.sum_new_tokens += n
-            self.sum_pairs += ctx
-            r = len(running)
-            if r > self.max_running:
-                self.max_running = r
+                end_ns = self.start_step(now) if stopped == "general" else None
         return end_ns, now, handled
 
     def submit(self, req, now_ns: int) -> bool:

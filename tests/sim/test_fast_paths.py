@@ -90,3 +90,37 @@ def test_fast_paths_on_random_replicas(seqs, kv, rate, chunked, block, lengths, 
         mp.setattr(Replica, "run_until", ReplicaClock.run_until)
         mp.setattr(Scheduler, "COUNT_CROSSINGS", False)
         assert _dump(simulate(scenario)) == fast
+
+
+def _state(sim) -> tuple:
+    """Everything a replica and its scheduler hold, as plain values (the fast paths must leave the same)."""
+    rep, sched, pool = sim.replica, sim.replica.sched, sim.replica.pool
+    clock = tuple(getattr(rep, k) for k in (
+        "busy_ns", "steps", "int_queue", "int_running", "int_used_blocks", "int_token_states", "_last_ns",
+        "now_ns", "step_start_ns", "step_end_ns", "max_running", "max_queue", "sum_new_tokens", "sum_pairs"))
+    plan = rep.plan
+    planned = None if plan is None else (plan.decode_seqs, plan.new_tokens, plan.kv_tokens_read,
+                                         plan.attention_token_pairs, plan.decode_kv_tokens,
+                                         [(s.rid, e) for s, e in plan.prefills])
+    scheduler = tuple(getattr(sched, k) for k in (
+        "n_decoding", "ctx_ticks", "emitted_ticks", "step_index", "prefill_kv_tokens", "shared_running_tokens",
+        "finished", "preemptions", "prefill_tokens_computed"))
+    seqs = [(s.rid, s.own_blocks, s.shared_blocks, s.computed, s.out_done, sched.seq_kv_tokens(s))
+            for s in sched.running.values()]
+    return clock, planned, scheduler, seqs, (pool.free, pool.evictable, pool.peak_used), sim.events, sim.now_ns
+
+
+@pytest.mark.parametrize("data", SCENARIOS[:5])
+def test_fast_paths_leave_the_same_state_at_every_slice(data, general):
+    def slices():
+        sim = Simulation(Scenario.from_dict(data))
+        out = []
+        k = 1
+        while not sim.advance(max_events=k):
+            out.append(_state(sim))
+            k = k % 17 + 3
+        return out
+
+    fast = slices()
+    general()
+    assert slices() == fast
