@@ -170,6 +170,8 @@ class Replica(ReplicaClock):
         self.sink = sink if sink is not None else LatencySink(TICKS)
         self.sched = Scheduler(config, self.pool, advance_ticks=self.adv, sink=self.sink)
         self.step_time_s = step_time_s
+        self._positional = getattr(step_time_s, "positional", None)
+        self._fused = None  # run_until's fixed references, made on its first call
         self._init_clock(flops=flops, peak_flops_per_s=peak_flops_per_s, name=name)
 
     # ------------------------------------------------------------- observation
@@ -330,21 +332,11 @@ class Replica(ReplicaClock):
         """
         if self.speculation is not None:
             return ReplicaClock.run_until(self, end_ns, limit_ns, budget, sink_clock)
-        sched, pool, sink = self.sched, self.pool, self.sink
-        decode = getattr(self.step_time_s, "decode", None)
-        if decode is None:
-            step_time_s = self.step_time_s
-
-            def decode(n):
-                return lambda ctx: step_time_s(new_tokens=n, kv_tokens_read=ctx, attention_token_pairs=ctx)
-        cap = sched.cfg.max_num_seqs
-        finish_at, cross_at, groups, waiting, running = (sched.finish_at, sched.cross_at, sched.groups,
-                                                         sched.waiting, sched.running)
-        cache = sched.cache
-        block_size = pool.block_size
-        total_blocks = pool.total_blocks
-        lazy, res_count, clock = sched.lazy, sched.res_count, sched.clock
-        itl = sink.itl
+        fixed = self._fused
+        if fixed is None:
+            fixed = self._fused = self._fused_refs()
+        (sched, pool, sink, decode, cap, finish_at, cross_at, groups, waiting, running, cache, block_size,
+         total_blocks, lazy, res_count, clock, itl) = fixed
         price_n, price = 0, None  # the decode price function of the last batch size
         handled = 0
         now = None
@@ -453,6 +445,19 @@ class Replica(ReplicaClock):
                 end_ns = self.start_step(now) if stopped == "general" else None
         return end_ns, now, handled
 
+    def _fused_refs(self) -> tuple:
+        """What :meth:`run_until` reads on every call: objects that stay the same for the replica's life."""
+        sched, pool, sink = self.sched, self.pool, self.sink
+        decode = getattr(self.step_time_s, "decode", None)
+        if decode is None:
+            step_time_s = self.step_time_s
+
+            def decode(n):
+                return lambda ctx: step_time_s(new_tokens=n, kv_tokens_read=ctx, attention_token_pairs=ctx)
+        return (sched, pool, sink, decode, sched.cfg.max_num_seqs, sched.finish_at, sched.cross_at, sched.groups,
+                sched.waiting, sched.running, sched.cache, pool.block_size, pool.total_blocks, sched.lazy,
+                sched.res_count, sched.clock, sink.itl)
+
     def submit(self, req, now_ns: int) -> bool:
         """A request arrives; False if it can never run here (counted as rejected)."""
         self._account(now_ns)
@@ -475,8 +480,12 @@ class Replica(ReplicaClock):
         if n == 0 and not plan.prefills:
             return None
         if self.speculation is None:
-            seconds = self.step_time_s(new_tokens=plan.new_tokens, kv_tokens_read=plan.kv_tokens_read,
-                                       attention_token_pairs=plan.attention_token_pairs)
+            positional = self._positional
+            if positional is not None:  # the same price, without keywords (calc.sim.hardware.step_pricer)
+                seconds = positional(plan.new_tokens, plan.kv_tokens_read, plan.attention_token_pairs)
+            else:
+                seconds = self.step_time_s(new_tokens=plan.new_tokens, kv_tokens_read=plan.kv_tokens_read,
+                                           attention_token_pairs=plan.attention_token_pairs)
         else:
             seconds = speculative_step_time_s(
                 self.step_time_s, self.speculation, decode_seqs=n, decode_kv_tokens=plan.decode_kv_tokens,
