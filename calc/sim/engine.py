@@ -115,6 +115,13 @@ class ReplicaClock:
         ``sink_clock`` sets ``sink.now_ns`` before each step ends (the fleet's
         sink times inter-token gaps by it). Returns ``(end of the step now in
         flight or None, time of the last step end handled or None, steps handled)``.
+
+        >>> from calc.sim.scheduler import SchedulerConfig
+        >>> from calc.sim.workload import Request
+        >>> rep = Replica(SchedulerConfig(), 100, lambda **k: 0.01); rep.submit(Request(0, 0, 20, 3), 0)
+        True
+        >>> ReplicaClock.run_until(rep, rep.start_step(0), 25_000_000)   # two 10 ms steps end before 25 ms
+        (30000000, 20000000, 2)
         """
         handled = 0
         now = None
