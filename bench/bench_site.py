@@ -5,7 +5,8 @@ Figures (targets of issue 11 on the 2-core development machine in brackets):
 * cold load to ``data-pyodide=ready`` on a lesson page, fresh browser context each time [2.5 s];
 * navigation (instant) to the first live recompute on another page;
 * widget recompute latency, p50 and p95 over every widget of every page [p95 50 ms]: to the numbers,
-  and to the charts drawn (they follow the numbers, one per task);
+  and to the charts drawn (they follow the numbers, one per task); each widget's figure is its median
+  over ``--sweeps`` fresh browser contexts;
 * the longest main-thread task while a simulation plays [50 ms];
 * bytes of the first lesson page, gzip-compressed, with and without the Pyodide runtime [1 MB without];
 * ``mkdocs build`` time.
@@ -214,6 +215,7 @@ def main() -> int:
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=3, help="cold loads to time (median reported)")
+    parser.add_argument("--sweeps", type=int, default=3, help="recompute sweeps over every widget (median per widget)")
     parser.add_argument("--no-build", action="store_true", help="use site/ as it is")
     args = parser.parse_args()
 
@@ -231,7 +233,12 @@ def main() -> int:
             results["cold_ready_ms"] = {"median": median_run["ready"], "runs": [run["ready"] for run in colds],
                                         "worker_started": median_run["workerStarted"], "phases": median_run["phases"]}
             results["navigation_to_live_ms"] = navigation_to_live_ms(browser, server.url)
-            by_widget = recompute_latencies(browser, server.url, pages_with_widgets())
+            # Each sweep in a fresh context (its own worker, cold caches): a widget's figure is its median
+            # over the sweeps, which damps one-off pauses (GC, tier-up) without warming any cache.
+            pages = pages_with_widgets()
+            sweeps = [recompute_latencies(browser, server.url, pages) for _ in range(args.sweeps)]
+            by_widget = {key: {part: statistics.median(sweep[key][part] for sweep in sweeps if key in sweep)
+                               for part in ("numbers", "charts")} for key in sweeps[0]}
             for part in ("numbers", "charts"):
                 values = [timing[part] for timing in by_widget.values()]
                 results[f"recompute_{part}_ms"] = {"widgets": len(values), "p50": percentile(values, 50),

@@ -79,6 +79,7 @@
         runtime.readyAt = performance.now();
         runtime.bootMs = runtime.readyAt - runtime.bootStarted;
         runtime.bootPhases = message.phases; // ms since the worker started, per boot step (bench)
+        runtime.bootFetched = message.fetched;
       }
       setState(message.state, message.detail);
       if (message.state === "ready") pump();
@@ -103,7 +104,11 @@
 
   function pump() {
     if (runtime.inFlight || runtime.state !== "ready" || !runtime.queue.length) return;
-    var item = runtime.queue.shift();
+    // A reader's request goes before background work (warming a page's widgets), whatever its place.
+    var index = 0;
+    while (index < runtime.queue.length && runtime.queue[index].background) index++;
+    if (index === runtime.queue.length) index = 0;
+    var item = runtime.queue.splice(index, 1)[0];
     runtime.inFlight = item;
     // The budget starts when the worker gets the request, not while it waits its turn.
     item.timer = setTimeout(function () { overBudget(item); }, item.budgetMs);
@@ -129,15 +134,19 @@
     runtime.queue = waiting;
   }
 
-  // request(op, payload, budgetMs) -> Promise of the worker's answer ({ok, result} or {ok: false, error}).
-  runtime.request = function (op, payload, budgetMs) {
+  // request(op, payload, budgetMs, {background}) -> Promise of the worker's answer ({ok, result} or
+  // {ok: false, error}). Background requests wait until no reader's request is queued.
+  runtime.request = function (op, payload, budgetMs, options) {
     if (!runtime.worker && runtime.state !== "error") startWorker();
     return new Promise(function (resolve) {
       if (runtime.state === "error" && !runtime.worker) {
         resolve({ ok: false, error: { kind: "runtime", field: null, message: runtime.detail } });
         return;
       }
-      runtime.queue.push({ id: runtime.nextId++, payload: Object.assign({ op: op }, payload), budgetMs: budgetMs || 5000, resolve: resolve });
+      runtime.queue.push({
+        id: runtime.nextId++, payload: Object.assign({ op: op }, payload), budgetMs: budgetMs || 5000, resolve: resolve,
+        background: !!(options && options.background),
+      });
       pump();
     });
   };
@@ -360,10 +369,12 @@
     entries.forEach(function (entry) { entry.target.__nearView = entry.isIntersecting; });
   }, { rootMargin: "200px 0px" }) : null;
 
+  // Each draw waits for the next frame to be rendered first, so the numbers (or the chart before) are
+  // painted, and Plotly's own layout reads find the page already laid out instead of paying for it.
   function scheduleDraws() {
     if (drawScheduled || !drawQueue.length) return;
     drawScheduled = true;
-    setTimeout(drawNext, 0);
+    requestAnimationFrame(function () { setTimeout(drawNext, 0); });
   }
 
   function pick(test) {
@@ -610,6 +621,17 @@
       // Have the worker import this page's widget modules as soon as it is ready.
       var names = Array.prototype.map.call(widgets, function (w) { return w.dataset.widget; });
       runtime.request("warm", { names: names }, 30000);
+      // Then run each widget once on the inputs it shows, in the background: the page already holds
+      // these numbers, but the run fills calc's per-input caches (samples, step pricers, measurement
+      // evaluations) and warms the interpreter, so the reader's first change answers sooner.
+      widgets.forEach(function (widget) {
+        if (widget.dataset.kind !== "widget" || widget.dataset.warmed) return;
+        widget.dataset.warmed = "1";
+        var form = widget.querySelector("form");
+        if (!form) return;
+        runtime.request("call", { fn: widget.dataset.widget, args: formValues(form) },
+          Number(widget.dataset.budgetMs) || 5000, { background: true });
+      });
     }
     setState(runtime.state, runtime.detail); // Material may have swapped the page: mark it again
   }
