@@ -2,12 +2,15 @@
 charts are drawn one per task, chart tables are filled when opened, and the block map stays legible
 on a phone. These assert behaviour by value; the time it takes is `make bench`'s to measure."""
 
+import html
 import json
+import os
+import re
 
 import pytest
 
 from calc.widgets import framework
-from tests.browser.helpers import wait_for_output
+from tests.browser.helpers import SITE, wait_for_output
 
 pytestmark = [pytest.mark.browser, pytest.mark.site, pytest.mark.xdist_group("browser")]
 
@@ -75,11 +78,14 @@ def test_a_chart_table_is_filled_when_opened_with_the_new_numbers(visit):
     page.select_option(f'{WIDGET} select[name="model"]', "llama-3.1-70b")
     wait_for_output(page, WIDGET, "kv_bytes_per_token", expected["outputs"]["kv_bytes_per_token"]["text"])
     page.wait_for_selector(f'{WIDGET}[data-charts="drawn"]')
-    page.click(f"{WIDGET} details.calc-chart-data summary")
-    first_row = page.evaluate(f"() => [...document.querySelector('{table} tbody tr').children].map(td => td.textContent)")
     trace = expected["figures"]["kv_vs_context"]["data"][0]
     cell = page.evaluate("([x, y]) => [calcRuntime.formatCell(x), calcRuntime.formatCell(y)]", [trace["x"][0], trace["y"][0]])
-    assert first_row == [trace.get("name", ""), *cell]
+    want = [trace.get("name", ""), *cell]
+    first_row = f"() => [...document.querySelector('{table} tbody tr').children].map(td => td.textContent)"
+    assert page.evaluate(first_row) != want  # closed, it still holds the build's rows ...
+    page.click(f"{WIDGET} details.calc-chart-data summary")
+    # ... and opening it fills it (on the details' toggle event) with the recomputed figure.
+    page.wait_for_function(f"(want) => JSON.stringify(({first_row})()) === JSON.stringify(want)", arg=want)
     assert page.evaluate(f"() => document.querySelectorAll('{table} tbody tr').length") == built_rows
 
 
@@ -114,3 +120,35 @@ def test_block_map_wraps_on_a_phone_instead_of_shrinking_cells(browser, site_ser
     finally:
         phone.close()
     assert phone.external_requests == []
+
+
+def test_a_readers_request_goes_before_background_warming(visit):
+    page = visit.page
+    page.goto(visit.url(PAGE))
+    page.wait_for_selector("html[data-pyodide=ready]")
+    page.wait_for_function("() => !calcRuntime.inFlight && !calcRuntime.queue.length")
+    order = page.evaluate("""async () => {
+        const done = [];
+        const rt = window.calcRuntime;
+        const busy = (label, background) => rt.request('call', {fn: 'diagnostics.busy', args: {seconds: '0.2'}}, 5000,
+            {background}).then(answer => done.push([label, answer.ok]));
+        const all = [busy('warm-1', true), busy('warm-2', true), busy('warm-3', true), busy('reader', false)];
+        await Promise.all(all);
+        return done;
+    }""")
+    # warm-1 was already running when the reader asked; the reader's request overtakes warm-2 and warm-3.
+    assert order == [["warm-1", True], ["reader", True], ["warm-2", True], ["warm-3", True]]
+
+
+def test_widgets_are_warmed_once_on_the_inputs_they_show(visit):
+    page = visit.page
+    page.goto(visit.url(PAGE))
+    page.wait_for_selector("html[data-pyodide=ready]")
+    page.wait_for_function("() => !calcRuntime.inFlight && !calcRuntime.queue.length")
+    kinds = page.evaluate("() => [...document.querySelectorAll('[data-widget]')].map(w => [w.dataset.kind, w.dataset.warmed || null])")
+    assert kinds and all((warmed == "1") == (kind == "widget") for kind, warmed in kinds)
+    # Warming changed nothing on the page: the widget still shows what the build computed.
+    with open(os.path.join(SITE, PAGE, "index.html"), encoding="utf-8") as handle:
+        built = re.search(r'data-output="kv_bytes_per_token"[^>]*>([^<]*)<', handle.read()).group(1)
+    assert page.text_content(f'{WIDGET} [data-output="kv_bytes_per_token"]') == html.unescape(built)
+    assert page.get_attribute(WIDGET, "data-state") == "live"
