@@ -493,38 +493,24 @@ class WindowSink(LatencySink):
 
     def first_token(self, req, now_ns):
         """Record the TTFT (as the base sink), its time and its rank."""
+        super().first_token(req, now_ns)  # once per request: not worth inlining
         value = now_ns - req.arrival_ns
-        cls = req.class_index
-        self.ttft_ns.append(value)
-        lst = self.ttft_by_class.get(cls)
-        if lst is None:
-            self.ttft_by_class[cls] = [value]
-        else:
-            lst.append(value)
         self.ttft_t.append(now_ns)
         self.ttft_rank.add(value)
-        r = self.ttft_rank_by_class.get(cls)
-        if r is None:
-            r = self.ttft_rank_by_class[cls] = RankedInts()
-        r.add(value)
+        rank = self.ttft_rank_by_class.get(req.class_index)
+        if rank is None:
+            rank = self.ttft_rank_by_class[req.class_index] = RankedInts()
+        rank.add(value)
 
     def finish(self, req, now_ns):
         """Record the end-to-end latency (as the base sink) and its rank."""
+        super().finish(req, now_ns)
         value = now_ns - req.arrival_ns
-        cls = req.class_index
-        self.e2e_ns.append(value)
-        lst = self.e2e_by_class.get(cls)
-        if lst is None:
-            self.e2e_by_class[cls] = [value]
-        else:
-            lst.append(value)
-        if now_ns > self.last_finish_ns:
-            self.last_finish_ns = now_ns
         self.e2e_rank.add(value)
-        r = self.e2e_rank_by_class.get(cls)
-        if r is None:
-            r = self.e2e_rank_by_class[cls] = RankedInts()
-        r.add(value)
+        rank = self.e2e_rank_by_class.get(req.class_index)
+        if rank is None:
+            rank = self.e2e_rank_by_class[req.class_index] = RankedInts()
+        rank.add(value)
 
     def itl(self, value_ns, weight_ticks):
         """Record the gap (as the base sink) with the current time and its rank."""
