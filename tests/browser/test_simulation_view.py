@@ -18,6 +18,8 @@ def frames(page):
 def test_simulation_plays_pauses_resets_and_reruns(visit):
     page = open_live(visit, PAGE, SIM)
     assert blockmap_colours(page, SIM, 97) > 1, "the build's block map is drawn before any run"
+    # Live, the panel no longer tells the reader to serve the site: it says what Play does.
+    assert page.locator(f"{SIM} [data-status]").inner_text().startswith("Live: press Play")
 
     # Long tasks on the main thread while the simulation runs (the worker does the work): printed, not asserted.
     page.evaluate("""() => { window.__longTasks = [];

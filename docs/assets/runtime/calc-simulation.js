@@ -261,10 +261,19 @@
     setButtons("idle");
     widget.simulation = { start: startRun, stop: stopRun, frames: function () { return run ? run.frames : 0; } };
 
-    runtime.listeners.push(function (state) {
-      if (state === "ready" && widget.isConnected && widget.dataset.state === "static") widget.dataset.state = "live";
-    });
-    if (runtime.state === "ready") widget.dataset.state = "live";
+    // The build's note says how to go live; once Python is ready, say what the buttons do instead.
+    var LIVE_NOTE = "Live: press Play to run this simulation in your browser; changing a control runs it again.";
+    function onRuntime(state, detail) {
+      if (!widget.isConnected) return;
+      if (state === "ready") {
+        if (widget.dataset.state === "static") widget.dataset.state = "live";
+        runtime.setStatusNote(widget, LIVE_NOTE);
+      } else if (state === "error") {
+        runtime.setStatusNote(widget, detail);
+      }
+    }
+    runtime.listeners.push(onRuntime);
+    onRuntime(runtime.state, runtime.detail);
   }
 
   runtime.mounters.simulation = mountSimulation;
