@@ -4,6 +4,10 @@ Every number and chart is computed here, at build, by calling the widget functio
 in CPython with its defaults (plus the page's overrides); the browser later calls
 the same function in Pyodide. Elements are built with ElementTree, so every string
 from ``calc`` lands as text, never as markup.
+
+Search indexes the lesson, not the machinery: the parts of a widget that are not
+prose carry ``data-search-exclude`` (see ``NOT_SEARCHED``), which Material's search
+plugin honours by skipping the element's subtree and then strips from the page.
 """
 
 from __future__ import annotations
@@ -18,6 +22,15 @@ from calc.units import format_number
 from calc.widgets import framework
 
 _ids = itertools.count(1)
+
+# Material's search parser skips the subtree of an element with this attribute, then removes
+# every ``data-search-*="..."`` (non-empty value) from the page, so the served HTML never carries it.
+# Its parser tracks skipped elements by tag name: a marked element must not contain an element of
+# its own tag, or the inner one's end tag would end the skip early (tests/site/test_search_index.py).
+NOT_SEARCHED = {"data_search_exclude": "true"}
+"""Not indexed: the controls (option lists, buttons), chart data tables, status notes, empty error
+and verdict lines, the block map's legend. Indexed: a block's intro, output labels and values,
+chart captions, widget tables (the lesson's comparisons) and a drill's question and explanation."""
 
 STATIC_NOTE = (
     "Computed when the site was built. Serve the site (make serve) and the controls recompute live in your browser."
@@ -134,7 +147,7 @@ def _outputs(root: etree.Element, result: dict) -> None:
         _sub(holder, "div", data_chart=key, data_figure=_figure_json(figure))
         caption = _sub(holder, "figcaption")
         _sub(caption, "span", figure.get("summary") or title_text, data_chart_summary=key)
-        details = _sub(caption, "details", class_="calc-chart-data")
+        details = _sub(caption, "details", class_="calc-chart-data", **NOT_SEARCHED)
         _sub(details, "summary", "The numbers")
         _chart_table(details, key, figure)
     for key, item in result["tables"].items():
@@ -164,12 +177,13 @@ def render_widget(name: str, overrides: dict | None = None, hide: list[str] | tu
         "class": "calc-widget", "id": uid, "data-widget": name, "data-kind": "widget", "data-state": "static",
         "data-budget-ms": str(int(spec["budget_s"] * 1000)),
     })
-    form = _sub(root, "form", class_="calc-controls", novalidate="novalidate", aria_label=f"Controls of {name}")
+    form = _sub(root, "form", class_="calc-controls", novalidate="novalidate", aria_label=f"Controls of {name}",
+                **NOT_SEARCHED)
     for control in spec["controls"]:
         _control(form, uid, control, args[control["name"]], control["name"] in hide)
-    _sub(root, "p", "", class_="calc-error", data_error="", role="alert")
+    _sub(root, "p", "", class_="calc-error", data_error="", role="alert", **NOT_SEARCHED)
     _outputs(root, result)
-    _sub(root, "p", STATIC_NOTE, class_="calc-status", data_status="")
+    _sub(root, "p", STATIC_NOTE, class_="calc-status", data_status="", **NOT_SEARCHED)
     return root
 
 
@@ -186,7 +200,7 @@ def render_drill(name: str, seed: int = 0) -> etree.Element:
         "data-state": "static", "data-seed": str(seed), "data-budget-ms": str(int(spec["budget_s"] * 1000)),
     })
     _sub(root, "p", question["question"], class_="calc-drill__question", data_output="question")
-    form = _sub(root, "form", class_="calc-controls calc-drill__form", novalidate="novalidate")
+    form = _sub(root, "form", class_="calc-controls calc-drill__form", novalidate="novalidate", **NOT_SEARCHED)
     row = _sub(form, "div", class_="calc-control calc-control--answer")
     _sub(row, "label", "Your answer", for_=f"{uid}-answer")
     _sub(row, "input", id=f"{uid}-answer", name="answer", type="text", autocomplete="off",
@@ -194,13 +208,13 @@ def render_drill(name: str, seed: int = 0) -> etree.Element:
     buttons = _sub(form, "div", class_="calc-drill__buttons")
     _sub(buttons, "button", "Check", type="submit", class_="md-button md-button--primary", data_action="check")
     _sub(buttons, "button", "New numbers", type="button", class_="md-button", data_action="new")
-    _sub(root, "p", "", class_="calc-error", data_error="", role="alert")
-    _sub(root, "p", "", class_="calc-drill__verdict", data_output="verdict", aria_live="polite")
+    _sub(root, "p", "", class_="calc-error", data_error="", role="alert", **NOT_SEARCHED)
+    _sub(root, "p", "", class_="calc-drill__verdict", data_output="verdict", aria_live="polite", **NOT_SEARCHED)
     details = _sub(root, "details", class_="calc-drill__explanation", data_explanation="", hidden="hidden")
     _sub(details, "summary", "How to work it out")
     _sub(details, "p", question["explanation"], data_output="explanation")
     _sub(root, "p", STATIC_NOTE.replace("the controls recompute", "answers are checked"), class_="calc-status",
-         data_status="")
+         data_status="", **NOT_SEARCHED)
     return root
 
 
@@ -225,7 +239,8 @@ def render_simulation(name: str, overrides: dict | None = None, hide: list[str] 
         "class": "calc-widget calc-sim", "id": uid, "data-widget": name, "data-kind": "simulation",
         "data-state": "static", "data-budget-ms": str(int(spec["budget_s"] * 1000)),
     })
-    form = _sub(root, "form", class_="calc-controls", novalidate="novalidate", aria_label=f"Scenario of {name}")
+    form = _sub(root, "form", class_="calc-controls", novalidate="novalidate", aria_label=f"Scenario of {name}",
+                **NOT_SEARCHED)
     for control in spec["controls"]:
         _control(form, uid, control, args[control["name"]], control["name"] in hide)
     bar = _sub(form, "div", class_="calc-sim__bar")
@@ -238,7 +253,7 @@ def render_simulation(name: str, overrides: dict | None = None, hide: list[str] 
     for value, label in SPEED_CHOICES:
         _sub(select, "option", label, value=value)
     _sub(bar, "span", f"t = {result.get('t_s', 0):.1f} s simulated", class_="calc-sim__progress", data_sim_progress="")
-    _sub(root, "p", "", class_="calc-error", data_error="", role="alert")
+    _sub(root, "p", "", class_="calc-error", data_error="", role="alert", **NOT_SEARCHED)
     _outputs(root, result)
     if "blockmap" in result:
         holder = _sub(root, "figure", class_="calc-blockmap")
@@ -249,8 +264,10 @@ def render_simulation(name: str, overrides: dict | None = None, hide: list[str] 
         legend = _sub(caption, "span", class_="calc-blockmap__legend")
         for css_class, text in (("used", "holds tokens"), ("reserved", "reserved, empty"), ("free", "free"),
                                 ("cached", "cached prefix")):
-            item = _sub(legend, "span", class_=f"calc-blockmap__key calc-blockmap__key--{css_class}")
+            # Each key is marked, not the legend: a marked <span> must hold no <span> (see NOT_SEARCHED).
+            item = _sub(legend, "span", class_=f"calc-blockmap__key calc-blockmap__key--{css_class}", **NOT_SEARCHED)
             item.text = AtomicString(text)
     _sub(root, "p", "The run above was computed when the site was built. Serve the site (make serve) and press "
-                    "Play to watch it unfold in your browser.", class_="calc-status", data_status="")
+                    "Play to watch it unfold in your browser.", class_="calc-status", data_status="",
+         **NOT_SEARCHED)
     return root
