@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import copy
 import math
+from functools import lru_cache
 from typing import Annotated
 
 from calc.catalog import get_gpu
@@ -58,18 +59,25 @@ CHART_STEP_TOKENS = 250
 SLOW_RATE_PER_S = 2.0
 
 
+@lru_cache(maxsize=1)
 def coefficients():
     """The roofline of the running example: Llama 3.1 70B, bf16, TP 4 on H100 SXM (calc.roofline).
 
+    Made once (a frozen :class:`calc.roofline.StepCoefficients`): the widget prices 50 ceilings
+    per recompute, and rebuilding it for each was most of that time.
+
     >>> coefficients().tp
     4
+    >>> coefficients() is coefficients()
+    True
     """
     return step_coefficients(LESSON_REPLICA["model"], LESSON_REPLICA["gpu"], tp=LESSON_REPLICA["tp"],
                              weights=LESSON_REPLICA["weights"], kv_dtype=LESSON_REPLICA["kv_dtype"])
 
 
+@lru_cache(maxsize=1)
 def _kv_capacity_tokens() -> int:
-    # The lesson's 399,169 tokens (step 1): rounded parameter count, datasheet memory.
+    # The lesson's 399,169 tokens (step 1): rounded parameter count, datasheet memory. A constant, made once.
     return lesson_kv_capacity(rounded_params=True).kv_cache_tokens_raw
 
 
