@@ -6,6 +6,7 @@ widget in every page, so pages added later are covered without new code.
 
 from __future__ import annotations
 
+import gzip
 import json
 import os
 import re
@@ -20,7 +21,7 @@ from calc.widgets import framework
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 SITE = os.environ.get("CALC_SITE_DIR", os.path.join(ROOT, "site"))  # the built site; another folder for a private build
 sys.path.insert(0, os.path.join(ROOT, "hooks"))
-from vendor import RUNTIME_FILES, calc_zip_bytes  # noqa: E402
+from vendor import RUNTIME_FILES, calc_zip_bytes, snapshot_name  # noqa: E402
 
 pytestmark = pytest.mark.site
 
@@ -122,6 +123,20 @@ def test_runtime_is_vendored_with_the_calc_zip_of_these_sources():
     assert shipped == calc_zip_bytes(ROOT), "the site's calc zip is stale: rebuild"
     names = zipfile.ZipFile(os.path.join(SITE, "assets", "runtime", manifest["calc_zip"])).namelist()
     assert "calc/widgets/runtime.py" in names and not any("__pycache__" in n for n in names)
+
+
+def test_the_pyodide_snapshot_fits_this_pyodide_and_this_calc_zip():
+    runtime_dir = os.path.join(SITE, "assets", "runtime")
+    with open(os.path.join(runtime_dir, "manifest.json"), encoding="utf-8") as handle:
+        manifest = json.load(handle)
+    assert manifest["pyodide_snapshot"] == snapshot_name(
+        os.path.join(ROOT, "node_modules", "pyodide"), os.path.join(runtime_dir, manifest["calc_zip"]),
+        manifest["pyodide_version"]), "the site's Pyodide snapshot was made from other files: rebuild"
+    snapshots = [name for name in os.listdir(runtime_dir) if name.endswith(".snapshot")]
+    assert snapshots == [manifest["pyodide_snapshot"]], "only this build's snapshot is shipped"
+    with open(os.path.join(runtime_dir, manifest["pyodide_snapshot"]), "rb") as handle:
+        memory = gzip.decompress(handle.read())
+    assert len(memory) == manifest["pyodide_snapshot_bytes"] > 16 * 2**20  # CPython's heap is more than 16 MiB
 
 
 REMOTE = re.compile(r"^(https?:)?//", re.IGNORECASE)
