@@ -34,7 +34,10 @@ def test_the_worker_is_started_from_the_head_and_adopted_once(visit):
     # one in use: one boot, nothing left waiting to be adopted.
     assert timing["bootStarted"] < timing["runtimeScriptLoaded"]
     assert timing["early"] is None and timing["boots"] == 1
-    assert set(timing["phases"]) == {"pyodide", "calc_unpacked", "runtime_imported"}
+    # The snapshot phase is there when the build made a Pyodide memory snapshot (the manifest names it).
+    with open(os.path.join(SITE, "assets", "runtime", "manifest.json"), encoding="utf-8") as handle:
+        snapshot = {"snapshot_fetched"} if json.load(handle).get("pyodide_snapshot") else set()
+    assert set(timing["phases"]) == {"pyodide", "calc_unpacked", "runtime_imported"} | snapshot
     assert 0 < timing["phases"]["pyodide"] <= timing["phases"]["calc_unpacked"] <= timing["phases"]["runtime_imported"]
     # A page without widgets starts no Python at all.
     page.goto(visit.url("glossary/"))
@@ -152,3 +155,44 @@ def test_widgets_are_warmed_once_on_the_inputs_they_show(visit):
         built = re.search(r'data-output="kv_bytes_per_token"[^>]*>([^<]*)<', handle.read()).group(1)
     assert page.text_content(f'{WIDGET} [data-output="kv_bytes_per_token"]') == html.unescape(built)
     assert page.get_attribute(WIDGET, "data-state") == "live"
+
+
+def test_computing_shows_only_when_the_answer_is_late_and_calc_answered_closes_each_call(visit):
+    page = visit.page
+    page.goto(visit.url(PAGE))
+    page.wait_for_selector(f'{WIDGET}[data-state="live"]')
+    page.wait_for_function("() => !calcRuntime.inFlight && !calcRuntime.queue.length")
+    page.evaluate(f"""() => {{
+        const w = document.querySelector('{WIDGET}');
+        window.__seen = []; window.__answers = [];
+        new MutationObserver(() => window.__seen.push([w.dataset.state, w.getAttribute('aria-busy')]))
+            .observe(w, {{attributes: true, attributeFilter: ['data-state', 'aria-busy']}});
+        w.addEventListener('calc:answered', (e) => window.__answers.push(
+            Object.assign({{busy: w.getAttribute('aria-busy'), state: w.dataset.state}}, e.detail)));
+    }}""")
+    # The call is marked busy for assistive technology at once; the dimmed "computing" look waits.
+    first = framework.call("kv_cache_arithmetic.kv_per_token", {"model": "llama-3.1-70b"})
+    marked = page.evaluate(f"""() => new Promise((resolve) => {{
+        const w = document.querySelector('{WIDGET}'), select = w.querySelector('select[name="model"]');
+        select.value = 'llama-3.1-70b';
+        select.dispatchEvent(new Event('change', {{bubbles: true}}));
+        setTimeout(() => resolve([w.getAttribute('aria-busy'), w.dataset.state]), 0);  // after the recompute timer
+    }})""")
+    assert marked == ["true", "live"]
+    page.wait_for_function("() => window.__answers.length === 1")
+    wait_for_output(page, WIDGET, "kv_bytes_per_token", first["outputs"]["kv_bytes_per_token"]["text"])
+    answer = page.evaluate("() => window.__answers[0]")
+    assert answer["ok"] is True and isinstance(answer["id"], int) and answer["ms"] > 0
+    assert (answer["busy"], answer["state"]) == (None, "live")  # the event comes once the numbers are written
+    # A late answer (the worker is busy for 0.4 s first) shows "computing" until it arrives.
+    page.evaluate("() => { window.__seen = []; calcRuntime.request('call', {fn: 'diagnostics.busy', args: {seconds: '0.4'}}, 5000); }")
+    second = framework.call("kv_cache_arithmetic.kv_per_token", {"model": "llama-3.1-8b"})
+    page.select_option(f'{WIDGET} select[name="model"]', "llama-3.1-8b")
+    page.wait_for_function("() => window.__answers.length === 2")
+    wait_for_output(page, WIDGET, "kv_bytes_per_token", second["outputs"]["kv_bytes_per_token"]["text"])
+    seen = page.evaluate("() => window.__seen")
+    assert ["computing", "true"] in seen and seen[-1] == ["live", None]
+    answer = page.evaluate("() => window.__answers[1]")
+    assert answer["ok"] is True and answer["ms"] >= 100 and answer["state"] == "live"
+    assert page.get_attribute(WIDGET, "aria-busy") is None
+    assert visit.console_errors == []

@@ -467,10 +467,63 @@
 
   function setWidgetState(widget, state) { widget.dataset.state = state; }
 
+  // A call in flight: aria-busy at once (assistive technology waits for the answer before reading the
+  // outputs; no style depends on it), but the visible "computing" state only once the answer is late.
+  // Most answers come back in 10-30 ms: painting the dimmed outputs and then the numbers costs the main
+  // thread a frame (and the worker CPU on a 2-core machine) for a flash the reader would not see.
+  var COMPUTING_DELAY_MS = 100;
+  function markBusy(widget) {
+    widget.setAttribute("aria-busy", "true");
+    clearTimeout(widget.__computingTimer);
+    widget.__computingTimer = setTimeout(function () { setWidgetState(widget, "computing"); }, COMPUTING_DELAY_MS);
+  }
+
+  // The answer of call `answer` is written: leave the busy state for `state`, then tell listeners
+  // (calc:answered, detail {id, ok, ms}: the bench and tests time a recompute on it).
+  function settle(widget, state, answer, startedAt) {
+    clearTimeout(widget.__computingTimer);
+    widget.__computingTimer = null;
+    widget.removeAttribute("aria-busy");
+    setWidgetState(widget, state);
+    widget.dispatchEvent(new CustomEvent("calc:answered", {
+      detail: { id: answer.id, ok: !!answer.ok, ms: performance.now() - startedAt },
+    }));
+  }
+
+  // Write `text` only when it differs: replacing a text node with the same words still costs a layout.
+  function setText(element, text) {
+    if (element.textContent !== text) element.textContent = text;
+  }
+
+  // A widget's table: cells of the same shape are rewritten in place (only those whose text changed),
+  // otherwise the body is rebuilt off the document and swapped in once.
+  function fillTableBody(body, rows) {
+    var trs = body.rows;
+    var sameShape = trs.length === rows.length && rows.every(function (row, i) { return trs[i].cells.length === row.length; });
+    if (sameShape) {
+      rows.forEach(function (row, i) {
+        row.forEach(function (cell, j) { setText(trs[i].cells[j], String(cell)); });
+      });
+      return;
+    }
+    var fragment = document.createDocumentFragment();
+    rows.forEach(function (row) {
+      var tr = document.createElement("tr");
+      row.forEach(function (cell) {
+        var td = document.createElement("td");
+        td.textContent = cell;
+        tr.appendChild(td);
+      });
+      fragment.appendChild(tr);
+    });
+    body.textContent = "";
+    body.appendChild(fragment);
+  }
+
   function applyView(widget, view) {
     Object.keys(view.outputs || {}).forEach(function (key) {
       var element = widget.querySelector('[data-output="' + key + '"]');
-      if (element) element.textContent = view.outputs[key].text;
+      if (element) setText(element, view.outputs[key].text);
     });
     var draws = [];
     Object.keys(view.figures || {}).forEach(function (key) {
@@ -478,22 +531,14 @@
       if (!holder) return;
       draws.push(drawChart(holder, view.figures[key], { urgent: true }));
       var caption = widget.querySelector('[data-chart-summary="' + key + '"]');
-      if (caption && view.figures[key].summary) caption.textContent = view.figures[key].summary;
+      if (caption && view.figures[key].summary) setText(caption, view.figures[key].summary);
     });
     Object.keys(view.tables || {}).forEach(function (key) {
       var tableEl = widget.querySelector('[data-table="' + key + '"]');
       if (!tableEl) return;
-      var body = tableEl.querySelector("tbody");
-      body.textContent = "";
-      view.tables[key].rows.forEach(function (row) {
-        var tr = document.createElement("tr");
-        row.forEach(function (cell) {
-          var td = document.createElement("td");
-          td.textContent = cell;
-          tr.appendChild(td);
-        });
-        body.appendChild(tr);
-      });
+      fillTableBody(tableEl.querySelector("tbody"), view.tables[key].rows);
+      var caption = tableEl.querySelector("caption"); // it may name the inputs ("400 requests at 4/s")
+      if (caption && view.tables[key].caption) setText(caption, view.tables[key].caption);
     });
     widget.dispatchEvent(new CustomEvent("calc:view", { detail: view }));
     return Promise.all(draws);
@@ -529,7 +574,8 @@
 
     function recompute() {
       var mine = ++generation;
-      setWidgetState(widget, "computing");
+      var startedAt = performance.now();
+      markBusy(widget);
       runtime.request("call", { fn: widget.dataset.widget, args: formValues(form) }, budget).then(function (answer) {
         if (mine !== generation) return; // a newer input has been sent since
         if (answer.ok) {
@@ -542,10 +588,10 @@
             widget.dataset.charts = "drawn";
             widget.dispatchEvent(new CustomEvent("calc:drawn"));
           });
-          setWidgetState(widget, "live");
+          settle(widget, "live", answer, startedAt);
         } else {
           showError(widget, answer.error.message);
-          setWidgetState(widget, "error");
+          settle(widget, "error", answer, startedAt);
         }
       });
     }
@@ -570,23 +616,25 @@
     form.addEventListener("submit", function (event) {
       event.preventDefault();
       var args = { seed: Number(widget.dataset.seed) };
-      setWidgetState(widget, "computing");
+      var startedAt = performance.now();
+      markBusy(widget);
       runtime.request("check", { fn: widget.dataset.widget, args: args, answer: input.value }, budget).then(function (answer) {
-        if (!answer.ok) { showError(widget, answer.error.message); setWidgetState(widget, "error"); return; }
+        if (!answer.ok) { showError(widget, answer.error.message); settle(widget, "error", answer, startedAt); return; }
         showError(widget, "");
         verdict.textContent = answer.result.message + (answer.result.correct ? "" : " The answer is " + answer.result.expected_text + ".");
         verdict.dataset.correct = String(answer.result.correct);
         widget.querySelector('[data-output="explanation"]').textContent = answer.result.explanation;
         explanation.hidden = false;
         explanation.open = true;
-        setWidgetState(widget, "live");
+        settle(widget, "live", answer, startedAt);
       });
     });
     form.querySelector('[data-action="new"]').addEventListener("click", function () {
       var seed = 1 + Math.floor(Math.random() * 999999);
-      setWidgetState(widget, "computing");
+      var startedAt = performance.now();
+      markBusy(widget);
       runtime.request("drill", { fn: widget.dataset.widget, args: { seed: seed } }, budget).then(function (answer) {
-        if (!answer.ok) { showError(widget, answer.error.message); setWidgetState(widget, "error"); return; }
+        if (!answer.ok) { showError(widget, answer.error.message); settle(widget, "error", answer, startedAt); return; }
         widget.dataset.seed = String(seed);
         widget.querySelector('[data-output="question"]').textContent = answer.result.question;
         widget.querySelector('[data-output="explanation"]').textContent = answer.result.explanation;
@@ -595,7 +643,7 @@
         delete verdict.dataset.correct;
         explanation.hidden = true;
         showError(widget, "");
-        setWidgetState(widget, "live");
+        settle(widget, "live", answer, startedAt);
         input.focus();
       });
     });
