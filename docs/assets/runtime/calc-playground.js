@@ -139,8 +139,9 @@
         if (item) setDownload(item.text);
       });
       download.addEventListener("click", function (event) {
-        // While calc rejects a knob the file would be the last good one: say so instead of downloading it.
-        if (fileWidget.dataset.state === "error" || fileWidget.dataset.state === "computing") event.preventDefault();
+        // While calc rejects a knob, or has not answered for the latest one, the file would be the last good
+        // one: do not download it (aria-busy is set at once; data-state="computing" only once an answer is late).
+        if (fileWidget.dataset.state === "error" || fileWidget.getAttribute("aria-busy") === "true") event.preventDefault();
       });
       copy.addEventListener("click", function () {
         linkField.select();

@@ -3,7 +3,7 @@
 // A classic script (not a module), so that pages opened from file:// still draw their
 // pre-rendered charts. Widgets are found by their data-widget attribute and mounted
 // from Material's document$ subscription, so they survive instant navigation while the
-// worker (and its 2-second Python boot) is kept for the whole visit.
+// worker (and its Python boot, restored from the build's snapshot) is kept for the whole visit.
 (function () {
   "use strict";
 
@@ -124,7 +124,7 @@
       error: {
         kind: "budget", field: null,
         message: "That input took longer than its " + seconds + " s budget, so it was stopped and the Python " +
-          "runtime restarted (about 2 s). Try a smaller value.",
+          "runtime restarted (about a second). Try a smaller value.",
       },
     });
     runtime.worker.terminate();
