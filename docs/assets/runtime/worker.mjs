@@ -139,8 +139,9 @@ async function boot() {
     fetched: performance.getEntriesByType("resource").map((entry) => ({
       name: entry.name.split("/").pop(), start: Math.round(entry.startTime), end: Math.round(entry.responseEnd),
     })),
-    detail: `Python ${pyodide.version} ready in ${Math.round(performance.now() - started)} ms`
-      + (snapshotUsed ? " (restored from the site's snapshot)" : ""),
+    detail: `Python ${pyodide.runPython("import sys; sys.version.split()[0]")} (Pyodide ${pyodide.version}) `
+      + `ready in ${Math.round(performance.now() - started)} ms`
+      + (snapshotUsed ? ", restored from the site's snapshot" : ""),
   }));
   return runtime.handle;
 }
