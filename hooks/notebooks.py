@@ -130,6 +130,18 @@ def focusable_code(html: str) -> str:
                   r'<div class="\1" tabindex="0" role="region" aria-label="code">', html)
 
 
+def unsearched_copies(html: str) -> str:
+    """Keep the clipboard's hidden copy of each code cell and its "Copied!" notice out of the search index
+    (Material skips elements marked ``data-search-exclude``, then strips the mark): else every cell is
+    indexed twice. Neither element holds another of its own tag, which Material's parser needs.
+
+    >>> unsearched_copies('<span class="notice" hidden="">Copied!</span><div class="clipboard-copy-txt" id="cell-1">x</div>')
+    '<span class="notice" hidden="" data-search-exclude="true">Copied!</span><div class="clipboard-copy-txt" id="cell-1" data-search-exclude="true">x</div>'
+    """
+    html = re.sub(r'<div class="clipboard-copy-txt"([^>]*)>', r'<div class="clipboard-copy-txt"\1 data-search-exclude="true">', html)
+    return re.sub(r'<span class="notice"([^>]*)>', r'<span class="notice"\1 data-search-exclude="true">', html)
+
+
 def extract_styles(html: str) -> tuple[str, str]:
     """Take the inline ``<style>`` blocks out of ``html``: (html without them, their CSS joined).
 
@@ -227,6 +239,7 @@ def on_page_content(html, page, config, files, **kwargs):
 
     html = strip_cdn(html)
     html = focusable_code(html)
+    html = unsearched_copies(html)
     html, css = extract_styles(html)
     css = css + "\n" + NOTEBOOK_CSS
     name = css_name(css)

@@ -249,3 +249,20 @@ def test_lesson_words_find_their_page(index, query):
     hits = {doc["location"].split("#")[0] for doc in index[1]
             if query in plain(doc["title"] + " " + doc["text"]).lower()}
     assert KEY_WORDS[query] in hits, f"'{query}' finds {sorted(hits)[:8]}"
+
+
+@pytest.mark.site
+def test_notebook_code_cells_are_indexed_once(pages, page_texts):
+    checked = 0
+    for url, soup in pages.items():
+        copies = soup.select("div.clipboard-copy-txt")  # the clipboard's hidden copy of each code cell
+        if not copies:
+            continue
+        text = page_texts.get(url, "")
+        assert "Copied!" not in text, f"{url}: the clipboard's notice is in the search index"
+        for copy in copies:
+            source = plain(copy.get_text())
+            if len(source) > 40:  # long enough to occur only where the cell is
+                assert text.count(source) == 1, f"{url}: a code cell is indexed {text.count(source)} times"
+                checked += 1
+    assert checked >= 7  # every notebook has code cells
