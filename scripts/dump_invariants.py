@@ -8,7 +8,8 @@ What is dumped (one JSON document, keys sorted):
 * ``presets``: every lesson preset's result (``python -m calc simulate --preset NAME --json``);
 * ``goldens``: the golden scenarios' results (``tests/sim/golden``);
 * ``pages``: the article of every built page in ``--site`` (if given), with content hashes in asset names
-  replaced by ``#`` (the calc zip's name changes with any edit to calc's sources).
+  replaced by ``#`` (the calc zip's name changes with any edit to calc's sources), and so are the notebook
+  cells' ids (random at each build).
 
 Use::
 
@@ -33,6 +34,7 @@ sys.path.insert(0, PROJECT_DIR)
 
 ARTICLE = re.compile(r"<article[^>]*>(.*?)</article>", re.S)
 HASHED_NAME = re.compile(r"([A-Za-z0-9_-]+)[.-][0-9a-f]{8,64}(\.[a-z]+)")
+NOTEBOOK_CELL_ID = re.compile(r'id="cell-id=[0-9a-f-]+"')  # jupytext gives cells random ids at each build
 
 
 def dump_facts() -> dict:
@@ -88,7 +90,8 @@ def dump_pages(site_dir: str) -> dict:
                 html = handle.read()
             match = ARTICLE.search(html)
             if match:
-                pages[os.path.relpath(path, site_dir)] = HASHED_NAME.sub(r"\1.#\2", match.group(1))
+                article = NOTEBOOK_CELL_ID.sub('id="cell-id=#"', HASHED_NAME.sub(r"\1.#\2", match.group(1)))
+                pages[os.path.relpath(path, site_dir)] = article
     return dict(sorted(pages.items()))
 
 
