@@ -9,7 +9,8 @@ What is dumped (one JSON document, keys sorted):
 * ``goldens``: the golden scenarios' results (``tests/sim/golden``);
 * ``pages``: the article of every built page in ``--site`` (if given), with content hashes in asset names
   replaced by ``#`` (the calc zip's name changes with any edit to calc's sources), and so are the notebook
-  cells' ids (random at each build).
+  cells' ids (random at each build); a notebook page is kept as its text (its outputs split into
+  chunks by timing).
 
 Use::
 
@@ -34,6 +35,7 @@ sys.path.insert(0, PROJECT_DIR)
 
 ARTICLE = re.compile(r"<article[^>]*>(.*?)</article>", re.S)
 HASHED_NAME = re.compile(r"([A-Za-z0-9_-]+)[.-][0-9a-f]{8,64}(\.[a-z]+)")
+TAG = re.compile(r"<[^>]+>")
 NOTEBOOK_CELL_ID = re.compile(r'id="cell-id=[0-9a-f-]+"')  # jupytext gives cells random ids at each build
 
 
@@ -91,6 +93,8 @@ def dump_pages(site_dir: str) -> dict:
             match = ARTICLE.search(html)
             if match:
                 article = NOTEBOOK_CELL_ID.sub('id="cell-id=#"', HASHED_NAME.sub(r"\1.#\2", match.group(1)))
+                if "jp-Notebook" in article:  # a cell's printed output splits into chunks by timing: keep the text
+                    article = " ".join(TAG.sub(" ", article).split())
                 pages[os.path.relpath(path, site_dir)] = article
     return dict(sorted(pages.items()))
 
