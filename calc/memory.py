@@ -12,13 +12,11 @@ Three questions, one module:
 
 Sizes are bytes (int or float); "GB" in prose is 1e9 bytes and "GiB" 2**30.
 
-The lesson's replica (Llama 3.1 70B in bf16 on four H100s, TP 4):
+The lesson's replica (Llama 3.1 70B in bf16 on four H100s, TP 4; :mod:`calc.lesson`):
 
->>> cap = lesson_kv_capacity()
+>>> cap = kv_capacity(get_model("llama-3.1-70b"), "h100-sxm-80gb", tp=4)
 >>> cap.kv_bytes_per_token, cap.kv_bytes_per_token_per_gpu, cap.kv_cache_tokens_raw
 (327680, 81920, 399452)
->>> lesson_kv_capacity(rounded_params=True).kv_cache_tokens_raw
-399169
 """
 
 from __future__ import annotations
@@ -35,8 +33,7 @@ __all__ = [
     "weights_bytes_per_gpu", "kv_bytes_per_token", "kv_bytes_per_token_per_gpu", "kv_heads_per_gpu",
     "allowed_tp", "check_tp", "kv_tokens_per_request", "kv_bytes_per_request", "kv_bytes_per_token_by_attention",
     "KVCapacity", "kv_capacity", "default_activation_bytes", "default_non_torch_bytes",
-    "ACTIVATION_WORKSPACE_BYTES", "NON_TORCH_BASE_BYTES", "NON_TORCH_TP_BYTES", "LESSON_REPLICA",
-    "lesson_kv_capacity",
+    "ACTIVATION_WORKSPACE_BYTES", "NON_TORCH_BASE_BYTES", "NON_TORCH_TP_BYTES",
 ]
 
 WEIGHT_FORMATS = ("bf16", "fp16", "fp8", "int8", "int4", "nf4")
@@ -361,7 +358,7 @@ class KVCapacity:
     it as "GPU KV cache size"); ``max_concurrency = kv_cache_tokens / max_model_len``.
     ``unclaimed_bytes`` is what utilization leaves to other processes.
 
-    >>> cap = lesson_kv_capacity()
+    >>> cap = kv_capacity(get_model("llama-3.1-70b"), "h100-sxm-80gb", tp=4)
     >>> round(cap.kv_cache_bytes / 1e9, 1), cap.kv_cache_blocks, cap.kv_cache_tokens
     (32.7, 24965, 399440)
     """
@@ -394,7 +391,7 @@ class KVCapacity:
     def weights_bytes_per_gpu(self) -> float:
         """Alias of ``weights_bytes`` (every term here is per GPU).
 
-        >>> lesson_kv_capacity().weights_bytes_per_gpu == lesson_kv_capacity().weights_bytes
+        >>> c = kv_capacity(get_model("llama-3.1-70b"), "h100-sxm-80gb", tp=4); c.weights_bytes_per_gpu == c.weights_bytes
         True
         """
         return self.weights_bytes
@@ -402,7 +399,7 @@ class KVCapacity:
     def to_dict(self) -> dict:
         """Every field as JSON-ready data: byte terms as whole bytes, other floats to 6 significant digits.
 
-        >>> d = lesson_kv_capacity(max_model_len=8192).to_dict()
+        >>> d = kv_capacity(get_model("llama-3.1-70b"), "h100-sxm-80gb", tp=4, max_model_len=8192).to_dict()
         >>> d["kv_cache_tokens"], d["weights_bytes_per_gpu"], d["max_concurrency"]
         (399440, 35276853248, 48.7598)
         """
@@ -513,36 +510,16 @@ def kv_capacity(model, gpu, *, tp: int = 1, weights: str = "bf16", kv_dtype: str
     )
 
 
-#: The lesson's running example: Llama 3.1 70B in bf16 on four H100s (TP 4), vLLM
-#: at 90% of each GPU counted as exactly 80e9 bytes, default workspace and overhead
-#: (2.5 + 1.5 = 4 GB per GPU). LESSON.md, "The running example".
-LESSON_REPLICA = {
-    "model": "llama-3.1-70b",
-    "gpu": "h100-sxm-80gb",
-    "tp": 4,
-    "weights": "bf16",
-    "kv_dtype": "bf16",
-    "gpu_memory_utilization": 0.9,
-    "block_size": 16,
-    "memory_basis": "marketed",
-}
+def __getattr__(name: str):
+    """``LESSON_REPLICA`` and ``lesson_kv_capacity`` moved to :mod:`calc.lesson` (``REPLICA``, ``kv_capacity``).
 
+    Kept readable here, imported on first use (calc.lesson imports this module), for code written before the move.
 
-def lesson_kv_capacity(*, rounded_params: bool = False, **overrides) -> KVCapacity:
-    """:func:`kv_capacity` of :data:`LESSON_REPLICA`, with any argument overridden.
-
-    With the exact parameter count (70,553,706,496) the replica holds 399,452
-    tokens before block rounding; with the lesson's rounded 70.6 B
-    (``rounded_params=True``: weights = 70.6e9 x 2 / 4 = 35.3 GB) it holds the
-    lesson's 399,169. Both are the same within 0.1%.
-
-    >>> lesson_kv_capacity().kv_cache_tokens_raw, lesson_kv_capacity(memory_basis="runtime").kv_cache_tokens_raw
-    (399452, 460105)
+    >>> __getattr__("LESSON_REPLICA")["tp"]
+    4
     """
-    args = {**LESSON_REPLICA, **overrides}
-    model = get_model(args.pop("model"))
-    gpu = args.pop("gpu")
-    if rounded_params and args.get("weights_bytes") is None:
-        bits = WEIGHT_BITS[check_choice("weights", args["weights"], WEIGHT_FORMATS)]
-        args["weights_bytes"] = round_sig(model.total_params, 3) * bits / 8 / check_tp(model, args["tp"])
-    return kv_capacity(model, gpu, **args)
+    if name in ("LESSON_REPLICA", "lesson_kv_capacity"):
+        from calc import lesson
+
+        return lesson.REPLICA if name == "LESSON_REPLICA" else lesson.kv_capacity
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

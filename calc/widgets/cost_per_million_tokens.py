@@ -19,13 +19,14 @@ from __future__ import annotations
 import math
 from typing import Annotated
 
+from calc import lesson
 from calc.catalog import GPUS, MODELS, get_gpu, get_model
 from calc.cost import batching_discount, batching_limit, cost_vs_batch, replica_usd_per_hour, usd_per_million_tokens
 from calc.errors import CalcError, check_range
-from calc.memory import LESSON_REPLICA, WEIGHT_FORMATS
+from calc.memory import WEIGHT_FORMATS
 from calc.roofline import decode_step, step_coefficients, steady_state_step
 from calc.units import format_number
-from calc.widgets.a_70b_assistant import ANSWER_TOKENS, PROMPT_TOKENS, replica_capacity
+from calc.lesson import ANSWER_TOKENS, PROMPT_TOKENS, replica_capacity
 from calc.widgets.charts import PALETTE, line_chart
 from calc.widgets.framework import Choice, FloatRange, IntRange, Toggle, output, table, view, widget
 
@@ -37,7 +38,7 @@ LESSON_CONTEXT_TOKENS = PROMPT_TOKENS + ANSWER_TOKENS // 2
 #: "Nearly ten times cheaper" holds while batching is at least this efficient (step(1) / step(b)).
 EFFICIENCY_FLOOR = 0.9
 MAX_BATCH = 4096
-_GPU = get_gpu(LESSON_REPLICA["gpu"])
+_GPU = get_gpu(lesson.REPLICA["gpu"])
 _POWERS = tuple(2 ** i for i in range(13))  # 1 .. 4096
 #: H100 SXM on-demand prices per GPU-hour, one listing per seller, all from the same day. The catalog keeps the
 #: first as the H100's price; the others are for the reader's comparison and the step 17 drill.
@@ -45,14 +46,14 @@ H100_LISTINGS = (("Lambda", 3.78), ("Modal", 3.95), ("Replicate", 5.49))
 H100_LISTINGS_SOURCE = "on-demand H100 SXM per GPU-hour, listed 2026-05-07 (reference/published.md)"
 
 
-def _coefficients(model: str = LESSON_REPLICA["model"], gpu: str = LESSON_REPLICA["gpu"],
-                  tp: int = LESSON_REPLICA["tp"], weights: str = LESSON_REPLICA["weights"]):
+def _coefficients(model: str = lesson.REPLICA["model"], gpu: str = lesson.REPLICA["gpu"],
+                  tp: int = lesson.REPLICA["tp"], weights: str = lesson.REPLICA["weights"]):
     return step_coefficients(get_model(model), get_gpu(gpu), tp=tp, weights=weights,
-                             kv_dtype=LESSON_REPLICA["kv_dtype"])
+                             kv_dtype=lesson.REPLICA["kv_dtype"])
 
 
-def decode_rows(*, model: str = LESSON_REPLICA["model"], gpu: str = LESSON_REPLICA["gpu"],
-                tp: int = LESSON_REPLICA["tp"], weights: str = LESSON_REPLICA["weights"],
+def decode_rows(*, model: str = lesson.REPLICA["model"], gpu: str = lesson.REPLICA["gpu"],
+                tp: int = lesson.REPLICA["tp"], weights: str = lesson.REPLICA["weights"],
                 usd_per_gpu_hour: float | None = None, context_tokens: int = LESSON_CONTEXT_TOKENS,
                 batches=_POWERS) -> list[dict]:
     """Decode-only cost per million output tokens at each batch: :func:`calc.cost.cost_vs_batch` for a replica.
@@ -70,8 +71,8 @@ def decode_rows(*, model: str = LESSON_REPLICA["model"], gpu: str = LESSON_REPLI
                          batches=batches)
 
 
-def prefill_rows(*, model: str = LESSON_REPLICA["model"], gpu: str = LESSON_REPLICA["gpu"],
-                 tp: int = LESSON_REPLICA["tp"], weights: str = LESSON_REPLICA["weights"],
+def prefill_rows(*, model: str = lesson.REPLICA["model"], gpu: str = lesson.REPLICA["gpu"],
+                 tp: int = lesson.REPLICA["tp"], weights: str = lesson.REPLICA["weights"],
                  usd_per_gpu_hour: float | None = None, prompt_tokens: int = PROMPT_TOKENS,
                  answer_tokens: int = ANSWER_TOKENS, batches=_POWERS) -> list[dict]:
     """Cost per million output tokens at each batch when the prompts' prefill shares the steps (steady state).
@@ -153,8 +154,8 @@ def _prefill_limit(coefficients, prompt: int, answer: int, floor: float = EFFICI
     return MAX_BATCH if beyond is None else beyond - 1
 
 
-def kv_batch_limit(*, model: str = LESSON_REPLICA["model"], gpu: str = LESSON_REPLICA["gpu"],
-                   tp: int = LESSON_REPLICA["tp"], weights: str = LESSON_REPLICA["weights"],
+def kv_batch_limit(*, model: str = lesson.REPLICA["model"], gpu: str = lesson.REPLICA["gpu"],
+                   tp: int = lesson.REPLICA["tp"], weights: str = lesson.REPLICA["weights"],
                    request_tokens: int = PROMPT_TOKENS + ANSWER_TOKENS) -> int:
     """Requests of ``request_tokens`` whose whole KV fits in the replica at once (step 1's sizing).
 
@@ -203,10 +204,10 @@ def _ms(seconds: float) -> str:
 
 @widget
 def cost_by_batch(
-    model: Annotated[str, Choice(MODEL_CHOICES, label="Model")] = LESSON_REPLICA["model"],
-    gpu: Annotated[str, Choice(GPU_CHOICES, label="GPU")] = LESSON_REPLICA["gpu"],
-    tp: Annotated[int, IntRange(1, 64, label="GPUs per replica (tensor parallel)")] = LESSON_REPLICA["tp"],
-    weights: Annotated[str, Choice(WEIGHT_FORMATS, label="Weight precision")] = LESSON_REPLICA["weights"],
+    model: Annotated[str, Choice(MODEL_CHOICES, label="Model")] = lesson.REPLICA["model"],
+    gpu: Annotated[str, Choice(GPU_CHOICES, label="GPU")] = lesson.REPLICA["gpu"],
+    tp: Annotated[int, IntRange(1, 64, label="GPUs per replica (tensor parallel)")] = lesson.REPLICA["tp"],
+    weights: Annotated[str, Choice(WEIGHT_FORMATS, label="Weight precision")] = lesson.REPLICA["weights"],
     usd_per_gpu_hour: Annotated[float, FloatRange(0.01, 100, 0.01, "USD", label="Price per GPU-hour")] =
         _GPU.price_usd_per_hour,
     prompt_tokens: Annotated[int, IntRange(1, 100_000, 64, "tokens", label="Prompt")] = PROMPT_TOKENS,
@@ -314,7 +315,7 @@ def facts() -> dict[str, str]:
     """
     coef = _coefficients()
     price = _GPU.price_usd_per_hour
-    usd_hour = replica_usd_per_hour(price, LESSON_REPLICA["tp"])
+    usd_hour = replica_usd_per_hour(price, lesson.REPLICA["tp"])
     kv_limit = kv_batch_limit()
     compute_from = first_compute_bound_batch(coef)
     limit = batching_limit(coef, context_tokens=LESSON_CONTEXT_TOKENS, efficiency_floor=EFFICIENCY_FLOOR)
@@ -328,7 +329,7 @@ def facts() -> dict[str, str]:
         "price": f"${price:.2f}",
         "price_date": _GPU.price_date,
         "price_seller": price_note(_GPU.key, price).split(", listed")[0],
-        "gpus": str(LESSON_REPLICA["tp"]),
+        "gpus": str(lesson.REPLICA["tp"]),
         "price_others": " and ".join(f"{seller} ${usd:.2f}" for seller, usd in H100_LISTINGS[1:]),
         "prompt_per_answer": format_number(PROMPT_TOKENS / ANSWER_TOKENS),
         "replica_usd_hour": _usd(usd_hour),

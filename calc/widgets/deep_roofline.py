@@ -24,6 +24,9 @@ from typing import Annotated
 
 from calc.catalog import GPUS, MODELS, get_gpu, get_model
 from calc.errors import CalcError
+from calc.lesson import DECODE_CONTEXT_TOKENS, PROMPT_TOKENS
+from calc.lesson import MODEL as LESSON_MODEL
+from calc.lesson import TP as LESSON_TP
 from calc.memory import WEIGHT_FORMATS, check_tp, kv_capacity, kv_tokens_per_request
 from calc.roofline import CALIBRATED, decode_step, prefill_chunk, step_coefficients, ttft_s
 from calc.units import format_bytes, format_number, round_sig
@@ -35,10 +38,8 @@ __all__ = ["roofline_points", "bandwidth_wall_s", "max_batch", "batch_sweep", "c
 
 MS = 1_000  # milliseconds per second, for display
 WORKSHOP_MODEL, GPU = "mistral-7b", "h100-sxm-80gb"
-#: The running example's request (LESSON.md): a 1,024-token prompt, 256 answered; mid-answer context 1,152.
-PROMPT_TOKENS, ANSWER_TOKENS = 1_024, 256
-CONTEXT_TOKENS = PROMPT_TOKENS + ANSWER_TOKENS // 2
-LESSON_MODEL, LESSON_TP = "llama-3.1-70b", 4
+#: The running example's request, mid-answer (1,152 tokens of context): :data:`calc.lesson.DECODE_CONTEXT_TOKENS`.
+CONTEXT_TOKENS = DECODE_CONTEXT_TOKENS
 BATCH_POINTS = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024)
 PROMPT_POINTS = (128, 256, 512, 1_024, 2_048, 4_096, 8_192, 16_384, 32_768)
 INTENSITY_RANGE = (0.1, 100_000.0)

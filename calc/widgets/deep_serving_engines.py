@@ -26,9 +26,9 @@ from __future__ import annotations
 from functools import lru_cache
 from typing import Annotated
 
+from calc import lesson
 from calc.catalog import get_gpu, get_model
 from calc.errors import check_choice, check_range
-from calc.memory import LESSON_REPLICA
 from calc.prefix import prefix_cache_hit
 from calc.roofline import prefill_chunk, step_coefficients
 from calc.sim import Scenario, simulate
@@ -144,8 +144,8 @@ def conversation(
 ):
     """Prefill work and the last turn's TTFT of a multi-turn chat, with and without reusing the history's KV."""
     r = conversation_prefill(turns=turns, turn_tokens=turn_tokens, system_tokens=system_tokens)
-    coef = step_coefficients(get_model(LESSON_REPLICA["model"]), get_gpu(LESSON_REPLICA["gpu"]),
-                             tp=LESSON_REPLICA["tp"])
+    coef = step_coefficients(get_model(lesson.REPLICA["model"]), get_gpu(lesson.REPLICA["gpu"]),
+                             tp=lesson.REPLICA["tp"])
     last_prompt = r["per_turn_without"][-1]
     cold = prefill_chunk(coef, chunk_tokens=last_prompt)["time_s"]
     reused = last_prompt - r["per_turn_with"][-1]

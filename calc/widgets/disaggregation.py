@@ -31,12 +31,11 @@ import dataclasses
 import math
 from typing import Annotated
 
+from calc import lesson
 from calc.catalog import get_gpu, get_model
 from calc.cost import sustained_at_latency
 from calc.errors import CalcError, check_range
-from calc.memory import (
-    allowed_tp, kv_bytes_per_token, kv_bytes_per_token_per_gpu, kv_capacity, lesson_kv_capacity, weights_bytes_per_gpu,
-)
+from calc.memory import allowed_tp, kv_bytes_per_token, kv_bytes_per_token_per_gpu, kv_capacity, weights_bytes_per_gpu
 from calc.parallel import allreduce_time_s, pipeline_bubble_fraction, pipeline_step_time_s
 from calc.roofline import (
     ACTIVATION_BYTES, decode_step, prefill_attention_pairs, prefill_chunk, ridge_point_flops_per_byte,
@@ -175,7 +174,7 @@ def pool_sizing(
     itl_target = itl_target_ms / 1000
     coef = _coefficients()
     model = get_model(MODEL)
-    cap = lesson_kv_capacity()
+    cap = lesson.kv_capacity()
     per_request = prompt_tokens + output_tokens
     fit = cap.kv_cache_tokens // per_request
     if fit < 1:

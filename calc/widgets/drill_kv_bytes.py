@@ -31,7 +31,7 @@ from calc.memory import (
     KV_DTYPE_BYTES, allowed_tp, kv_bytes_per_request, kv_bytes_per_token, kv_bytes_per_token_per_gpu, kv_heads_per_gpu,
 )
 from calc.units import GB, GiB, KiB, MiB, format_bytes, format_number
-from calc.widgets.a_70b_assistant import replica_capacity
+from calc.lesson import replica_capacity
 from calc.widgets.framework import IntRange, drill
 
 __all__ = ["bytes_per_token_drill", "conversation_drill", "conversations_fit_drill", "per_gpu_drill",

@@ -5,7 +5,7 @@ Halving the bytes per weight does two things to the running example (Llama 3.1
 
 * the weights of each GPU shrink, and vLLM hands the freed memory to the KV
   cache (``vllm/v1/worker/gpu_worker.py``, ``determine_available_memory``, via
-  :func:`calc.memory.lesson_kv_capacity`);
+  :func:`calc.lesson.kv_capacity`);
 * a small-batch decode step, which is bound by reading the weights from HBM,
   takes nearly half the time (the roofline of :mod:`calc.roofline`).
 
@@ -25,28 +25,25 @@ from __future__ import annotations
 import functools
 from typing import Annotated
 
+from calc import lesson
 from calc.catalog import get_gpu, get_model
-from calc.memory import LESSON_REPLICA, WEIGHT_BITS, WEIGHT_FORMATS, KVCapacity, lesson_kv_capacity, weight_bytes
-from calc.roofline import StepCoefficients, decode_step, step_coefficients, ttft_s
+from calc.memory import WEIGHT_BITS, WEIGHT_FORMATS, KVCapacity, weight_bytes
+from calc.roofline import StepCoefficients, decode_step, ttft_s
 from calc.sim import presets
 from calc.sim.fleet import simulate_fleet
 from calc.sim.scenario import Scenario
 from calc.units import GB, format_number, round_sig
-from calc.widgets.a_70b_assistant import ANSWER_TOKENS, PROMPT_TOKENS
+from calc.lesson import DECODE_CONTEXT_TOKENS, PROMPT_TOKENS, REQUEST_TOKENS
 from calc.widgets.charts import PALETTE, bar_chart, line_chart
 from calc.widgets.framework import Choice, FloatRange, IntRange, output, stream, table, view, widget
 from calc.widgets.simulation import scenario_for, simulation_views
 
 __all__ = ["capacity", "coefficients", "decode_ms", "memory_before_after", "step_before_after", "twice_the_traffic",
-           "sim_summary", "facts", "BEFORE", "AFTER", "REQUEST_TOKENS", "DECODE_CONTEXT_TOKENS", "SIM_PRESET"]
+           "sim_summary", "facts", "BEFORE", "AFTER", "SIM_PRESET"]
 
 #: The running example's weights (bf16) and this step's change (fp8).
-BEFORE = LESSON_REPLICA["weights"]
+BEFORE = lesson.REPLICA["weights"]
 AFTER = "fp8"
-#: An average request holds its 1,024-token prompt and 256-token answer at its end (LESSON.md).
-REQUEST_TOKENS = PROMPT_TOKENS + ANSWER_TOKENS
-#: A decoding request is on average half-way through its answer: 1,024 + 128 tokens of context.
-DECODE_CONTEXT_TOKENS = PROMPT_TOKENS + ANSWER_TOKENS // 2
 #: Step 6's saturated replica, the scenario this step replays with fewer bytes per weight.
 SIM_PRESET = "step06-twice-the-traffic"
 SIM_RATE_PER_S = float(presets.load_data(SIM_PRESET)["workload"]["rate_per_s"])
@@ -62,25 +59,24 @@ _TERM_COLOURS = (("Weights", PALETTE[0]), ("Activation workspace", PALETTE[1]), 
 def capacity(weights: str = AFTER) -> KVCapacity:
     """The running example's KV sizing with ``weights`` in another format (every tensor counted).
 
-    Source: :func:`calc.memory.lesson_kv_capacity` (vLLM's ``determine_available_memory``),
+    Source: :func:`calc.lesson.kv_capacity` (vLLM's ``determine_available_memory``),
     weights from :func:`calc.memory.weight_bytes` (16-bit embeddings and head, per-channel scales).
 
     >>> round(capacity("fp8").weights_bytes / 1e9, 2), round(capacity("fp8").kv_cache_bytes / 1e9, 1)
     (18.17, 49.8)
     """
-    return lesson_kv_capacity(weights=weights)
+    return lesson.kv_capacity(weights=weights)
 
 
 def coefficients(weights: str = AFTER) -> StepCoefficients:
     """The roofline of one GPU of the running example with ``weights`` (fp8 computes on FP8 tensor cores).
 
-    Source: :func:`calc.roofline.step_coefficients`.
+    Source: :func:`calc.lesson.coefficients`.
 
     >>> coefficients("fp8").compute_dtype, coefficients("int4").compute_dtype
     ('fp8', 'bf16')
     """
-    r = LESSON_REPLICA
-    return step_coefficients(r["model"], r["gpu"], tp=r["tp"], weights=weights, kv_dtype=r["kv_dtype"])
+    return lesson.coefficients(weights)
 
 
 def decode_ms(weights: str = AFTER, batch: int = 1, context_tokens: int = DECODE_CONTEXT_TOKENS) -> float:
@@ -279,7 +275,7 @@ def facts() -> dict[str, str]:
     >>> f["weights_before"], f["weights_after"], f["kv_tokens_before"], f["kv_tokens_after"], f["step_after"]
     ('35.3 GB', '18.2 GB', '399,452', '608,266', '8.58 ms')
     """
-    model, gpu = get_model(LESSON_REPLICA["model"]), get_gpu(LESSON_REPLICA["gpu"])
+    model, gpu = get_model(lesson.REPLICA["model"]), get_gpu(lesson.REPLICA["gpu"])
     before, after = capacity(BEFORE), capacity(AFTER)
     wb_before, wb_after = weight_bytes(model, BEFORE), weight_bytes(model, AFTER)
     step_b, step_a = decode_ms(BEFORE), decode_ms(AFTER)
@@ -294,7 +290,7 @@ def facts() -> dict[str, str]:
     return {
         "model": model.name,
         "gpu": gpu.name,
-        "tp": str(LESSON_REPLICA["tp"]),
+        "tp": str(lesson.REPLICA["tp"]),
         "params_exact": f"{model.total_params:,}",
         "weights_before": _gb(before.weights_bytes),
         "weights_after": _gb(after.weights_bytes),

@@ -19,6 +19,7 @@ from __future__ import annotations
 import math
 from typing import Annotated
 
+from calc import lesson
 from calc import memory
 from calc.catalog import GPUS, get_gpu, get_model
 from calc.errors import CalcError, check_choice, check_range
@@ -137,14 +138,14 @@ def facts() -> dict[str, str]:
     >>> f["h100_gib"], f["smi_mib"], f["kv_tokens_marketed"]
     ('74.5 GiB', '81,559 MiB', '399,169')
     """
-    h100 = get_gpu(memory.LESSON_REPLICA["gpu"])
+    h100 = get_gpu(lesson.REPLICA["gpu"])
     marketed, runtime = h100.memory_bytes("marketed"), h100.memory_bytes("runtime")
-    lesson = dict(memory.LESSON_REPLICA)
-    model, gpu = get_model(lesson.pop("model")), lesson.pop("gpu")
-    lesson.pop("memory_basis")
-    rounded = memory.lesson_kv_capacity(rounded_params=True)  # weights = 70.6e9 x 2 / 4, as the lesson counts
-    on_box = memory.kv_capacity(model, gpu, memory_basis="marketed", weights_bytes=rounded.weights_bytes, **lesson)
-    on_smi = memory.kv_capacity(model, gpu, memory_basis="runtime", weights_bytes=rounded.weights_bytes, **lesson)
+    replica = dict(lesson.REPLICA)
+    model, gpu = get_model(replica.pop("model")), replica.pop("gpu")
+    replica.pop("memory_basis")
+    rounded = lesson.kv_capacity(rounded_params=True)  # weights = 70.6e9 x 2 / 4, as the lesson counts
+    on_box = memory.kv_capacity(model, gpu, memory_basis="marketed", weights_bytes=rounded.weights_bytes, **replica)
+    on_smi = memory.kv_capacity(model, gpu, memory_basis="runtime", weights_bytes=rounded.weights_bytes, **replica)
     model_8b = get_model(VLLM_LOG["model"])
     weights_8b = memory.weight_bytes(model_8b, "bf16").total_bytes
     kv_8b = memory.kv_bytes_per_token(model_8b, "bf16")
@@ -169,7 +170,7 @@ def facts() -> dict[str, str]:
         "smi_gib": f"{format_number(runtime / GiB)} GiB",
         "smi_over_box": f"{format_number(100 * (runtime / marketed - 1), 2)}%",
         "smi_minus_box": format_bytes(runtime - marketed),
-        "utilization": f"{lesson['gpu_memory_utilization']:.0%}",
+        "utilization": f"{replica['gpu_memory_utilization']:.0%}",
         "requested_box": format_bytes(on_box.requested_bytes),
         "requested_smi": format_bytes(on_smi.requested_bytes),
         "weights_per_gpu": format_bytes(on_box.weights_bytes),

@@ -28,9 +28,9 @@ import random
 import statistics
 from typing import Annotated
 
+from calc import lesson
 from calc.catalog import get_gpu, get_model
 from calc.errors import check_range
-from calc.memory import lesson_kv_capacity
 from calc.roofline import step_coefficients, ttft_s
 from calc.sim import presets
 from calc.sim.fleet import FleetScenario, fleet_requests, simulate_fleet
@@ -497,7 +497,7 @@ def facts() -> dict[str, str]:
     per_replica_doc = prefill_tokens_per_s(prompt_tokens=doc["prompt_tokens"])
     replicas = data["fleet"]["replicas"]
     sweep = seed_sweep()
-    cap = lesson_kv_capacity()
+    cap = lesson.kv_capacity()
     p99_window = [v for v in ts["ttft_p99_s"] if v is not None]
     before_p99 = _in_phase(ts, "ttft_p99_s", 0)
     classes = {c["name"]: c for c in s["classes"]}

@@ -20,9 +20,10 @@ from __future__ import annotations
 
 from typing import Annotated
 
+from calc import lesson
 from calc.catalog import get_gpu, get_model
 from calc.errors import CalcError
-from calc.memory import KV_DTYPES, LESSON_REPLICA, WEIGHT_FORMATS, kv_capacity, weight_bytes
+from calc.memory import KV_DTYPES, WEIGHT_FORMATS, kv_capacity, weight_bytes
 from calc.quantization import (
     ACCURACY, FORMAT_NOTES, STUDY_SOURCE, STUDY_SUMMARY, accuracy_deltas, kv_formats_table, weight_formats_table,
 )
@@ -34,10 +35,10 @@ from calc.widgets.framework import Choice, IntRange, output, table, view, widget
 
 __all__ = ["REPLICAS", "kv_tokens", "formats", "published_accuracy", "kv_formats", "facts"]
 
-GPU = LESSON_REPLICA["gpu"]
+GPU = lesson.REPLICA["gpu"]
 #: The replicas the formats table can describe: (model, tensor parallel, label).
 REPLICAS = {
-    "llama-3.1-70b": (LESSON_REPLICA["model"], LESSON_REPLICA["tp"], "70B on 4 × H100 (running example)"),
+    "llama-3.1-70b": (lesson.REPLICA["model"], lesson.REPLICA["tp"], "70B on 4 × H100 (running example)"),
     "llama-3.1-8b": ("llama-3.1-8b", 1, "Llama 3.1 8B on 1 × H100"),
     "mistral-7b": ("mistral-7b", 1, "Mistral 7B on 1 × H100 (workshop)"),
 }
@@ -88,7 +89,7 @@ def _accuracy_cell(row: dict) -> str:
 
 @widget
 def formats(
-    replica: Annotated[str, Choice(REPLICA_CHOICES, label="Replica")] = LESSON_REPLICA["model"],
+    replica: Annotated[str, Choice(REPLICA_CHOICES, label="Replica")] = lesson.REPLICA["model"],
     batch: Annotated[int, IntRange(1, 1024, 1, "sequences", label="Decode batch")] = 1,
     context_tokens: Annotated[int, IntRange(1, 131_072, 64, "tokens", label="Context per sequence")] = DECODE_CONTEXT_TOKENS,
 ):
@@ -204,7 +205,7 @@ def published_accuracy(
 
 @widget
 def kv_formats(
-    weights: Annotated[str, Choice(WEIGHT_FORMATS, label="Weights")] = LESSON_REPLICA["weights"],
+    weights: Annotated[str, Choice(WEIGHT_FORMATS, label="Weights")] = lesson.REPLICA["weights"],
     batch: Annotated[int, IntRange(1, 1024, 1, "sequences", label="Decode batch")] = KV_BATCH,
     context_tokens: Annotated[int, IntRange(1, 131_072, 64, "tokens", label="Context per sequence")] = KV_CONTEXT_TOKENS,
 ):
@@ -217,7 +218,7 @@ def kv_formats(
     >>> out["per_token_fp8"]["text"], out["kv_tokens_fp8"]["text"], out["speedup"]["text"]
     ('40,960 B', '798,904', '1.21x')
     """
-    r = LESSON_REPLICA
+    r = lesson.REPLICA
     rows = {row["kv_dtype"]: row for row in kv_formats_table(r["model"], GPU, tp=r["tp"], weights=weights,
                                                               batch=batch, context_tokens=context_tokens)}
     tokens = {dtype: kv_tokens(r["model"], r["tp"], weights, dtype) for dtype in KV_DTYPES}
@@ -257,7 +258,7 @@ def facts() -> dict[str, str]:
     >>> f["acc_70b_fp8"], f["acc_8b_int4"], f["int4_sat_step"], f["bf16_sat_step"]
     ('-0.11', '-1.75', '31 ms', '31 ms')
     """
-    r = LESSON_REPLICA
+    r = lesson.REPLICA
     model = get_model(r["model"])
     rows = {row["weights"]: row for row in weight_formats_table(model, GPU, tp=r["tp"], batch=1,
                                                                  context_tokens=DECODE_CONTEXT_TOKENS)}

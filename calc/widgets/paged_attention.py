@@ -21,13 +21,14 @@ from __future__ import annotations
 import functools
 from typing import Annotated
 
+from calc import lesson
 from calc.accuracy import token_state_percent
 from calc.allocation import (
     POLICIES, compare_allocation, concurrency, contiguous_max_concurrency, paged_waste_bound_tokens, reserved_tokens,
 )
 from calc.catalog import get_model
 from calc.errors import CalcError
-from calc.memory import LESSON_REPLICA, kv_bytes_per_token
+from calc.memory import kv_bytes_per_token
 from calc.sim import presets
 from calc.sim.fleet import Fleet, simulate_fleet
 from calc.sim.live import MAX_EVENTS_PER_FRAME, block_map
@@ -137,7 +138,7 @@ def allocation_shares(
     figure["data"][1]["marker"]["color"] = PALETTE[7]
     for trace in figure["data"]:
         trace["hovertemplate"] = "%{y:.1%}<extra>" + trace["name"] + "</extra>"
-    per_token = kv_bytes_per_token(get_model(LESSON_REPLICA["model"]), LESSON_REPLICA["kv_dtype"])
+    per_token = kv_bytes_per_token(get_model(lesson.REPLICA["model"]), lesson.REPLICA["kv_dtype"])
     bound = paged_waste_bound_tokens(block_size)
     outs = [
         output("paged_share", "Paged: memory holding tokens", shares["paged"], "",
@@ -382,8 +383,8 @@ def facts() -> dict[str, str]:
     >>> f["paged_requests"], f["contiguous_requests"], f["paged_share_published"], f["waste_published"]
     ('311', '48', '96.3%', '3.7%')
     """
-    model = get_model(LESSON_REPLICA["model"])
-    per_token = kv_bytes_per_token(model, LESSON_REPLICA["kv_dtype"])
+    model = get_model(lesson.REPLICA["model"])
+    per_token = kv_bytes_per_token(model, lesson.REPLICA["kv_dtype"])
     request = [(PROMPT_TOKENS, ANSWER_TOKENS)]
     length = PROMPT_TOKENS + ANSWER_TOKENS
     paged = concurrency(_LESSON_TOKENS, request, "paged", max_model_len=MAX_MODEL_LEN)

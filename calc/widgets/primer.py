@@ -32,19 +32,17 @@ from __future__ import annotations
 import math
 from typing import Annotated
 
+from calc import lesson
 from calc import memory, roofline
 from calc.catalog import GPUS, MODELS, get_gpu, get_model
 from calc.errors import CalcError, check_range
+from calc.lesson import ANSWER_TOKENS, PROMPT_TOKENS
 from calc.units import GB, KiB, format_bytes, format_number
 from calc.widgets.charts import PALETTE
 from calc.widgets.framework import Choice, IntRange, output, table, view, widget
 
-__all__ = ["request_timeline_s", "decode_runs", "elapsed_s", "request_timeline", "timeline_figure", "facts",
-           "PROMPT_TOKENS", "ANSWER_TOKENS"]
+__all__ = ["request_timeline_s", "decode_runs", "elapsed_s", "request_timeline", "timeline_figure", "facts"]
 
-#: The running example's average request (LESSON.md, "The running example").
-PROMPT_TOKENS = 1_024
-ANSWER_TOKENS = 256
 #: The longest answer the widget prices (its steps are summed in closed form: :func:`decode_runs`).
 MAX_ANSWER_TOKENS = 32_768
 MAX_PROMPT_TOKENS = 131_072  # Llama 3.1's context window
@@ -66,14 +64,14 @@ def _fit(model, gpu, tp: int, weights: str) -> memory.KVCapacity:
     """The replica's KV capacity (the lesson's vLLM settings), or a CalcError on the tp control."""
     try:
         return memory.kv_capacity(model, gpu, tp=tp, weights=weights, kv_dtype=KV_DTYPE,
-                                  gpu_memory_utilization=memory.LESSON_REPLICA["gpu_memory_utilization"],
-                                  block_size=memory.LESSON_REPLICA["block_size"],
-                                  memory_basis=memory.LESSON_REPLICA["memory_basis"])
+                                  gpu_memory_utilization=lesson.REPLICA["gpu_memory_utilization"],
+                                  block_size=lesson.REPLICA["block_size"],
+                                  memory_basis=lesson.REPLICA["memory_basis"])
     except CalcError as exc:
         if exc.field not in ("tp", "gpu_memory_utilization"):
             raise
         per_gpu = memory.weights_bytes_per_gpu(model, tp, weights)
-        share = gpu.memory_bytes("marketed") * memory.LESSON_REPLICA["gpu_memory_utilization"]
+        share = gpu.memory_bytes("marketed") * lesson.REPLICA["gpu_memory_utilization"]
         raise CalcError(
             f"{model.name} does not fit on {tp} x {gpu.name} in {weights}: {per_gpu / GB:.1f} GB of weights per GPU "
             f"leave no room for the KV cache in the {share / GB:.1f} GB vLLM takes of each GPU; allowed: more GPUs "

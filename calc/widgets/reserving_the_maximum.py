@@ -22,10 +22,11 @@ from __future__ import annotations
 import functools
 from typing import Annotated
 
+from calc import lesson
 from calc.accuracy import load_measurements
 from calc.allocation import compare_allocation, concurrency, contiguous_max_concurrency
 from calc.errors import CalcError
-from calc.memory import lesson_kv_capacity
+from calc.lesson import ANSWER_TOKENS, MAX_MODEL_LEN, PROMPT_TOKENS
 from calc.sim import presets
 from calc.sim.fleet import simulate_fleet
 from calc.units import format_number, round_sig
@@ -34,14 +35,9 @@ from calc.widgets.framework import IntRange, output, view, widget
 from calc.widgets.simulation import scenario_for
 
 __all__ = ["reservation", "lesson_capacity_tokens", "published_share", "preset_summary", "facts",
-           "MAX_MODEL_LEN", "PROMPT_TOKENS", "ANSWER_TOKENS", "LLAMA_31_CONTEXT_TOKENS", "BREAK_PRESET",
+           "LLAMA_31_CONTEXT_TOKENS", "BREAK_PRESET",
            "FIX_PRESET"]
 
-#: The running example's average request (LESSON.md): 1,024-token prompts, 256-token answers.
-PROMPT_TOKENS = 1_024
-ANSWER_TOKENS = 256
-#: The longest request the server admits (vLLM's ``max_model_len``), as in the step-04 preset.
-MAX_MODEL_LEN = 8_192
 #: Llama 3.1's context window: ``max_position_embeddings`` = 131072 in config.json of
 #: meta-llama/Llama-3.1-70B (https://huggingface.co/meta-llama/Llama-3.1-70B/blob/main/config.json).
 LLAMA_31_CONTEXT_TOKENS = 131_072
@@ -59,12 +55,12 @@ _FREE_COLOUR = "#9e9e9e"
 def lesson_capacity_tokens() -> int:
     """KV cache tokens of the running example as the lesson counts them (rounded parameter count).
 
-    Source: :func:`calc.memory.lesson_kv_capacity` (step 1: 32.7 GB per GPU / 81,920 B per token per GPU).
+    Source: :func:`calc.lesson.kv_capacity` (step 1: 32.7 GB per GPU / 81,920 B per token per GPU).
 
     >>> lesson_capacity_tokens()
     399169
     """
-    return lesson_kv_capacity(rounded_params=True).kv_cache_tokens_raw
+    return lesson.kv_capacity(rounded_params=True).kv_cache_tokens_raw
 
 
 _LESSON_TOKENS = lesson_capacity_tokens()

@@ -29,15 +29,15 @@ import functools
 import math
 from typing import Annotated
 
+from calc import lesson
 from calc.catalog import get_gpu, get_model
 from calc.errors import CalcError, check_range
-from calc.memory import LESSON_REPLICA
 from calc.roofline import itl_s, max_throughput, prefill_attention_pairs, step_coefficients, ttft_s
 from calc.sim import presets
 from calc.sim.autoscaler import DEFAULT_THRESHOLDS
 from calc.sim.live import live_frames
 from calc.units import format_number
-from calc.widgets.a_70b_assistant import ANSWER_TOKENS, PROMPT_TOKENS, replica_capacity
+from calc.lesson import ANSWER_TOKENS, PROMPT_TOKENS, replica_capacity
 from calc.widgets.charts import PALETTE, line_chart
 from calc.widgets.framework import FloatRange, IntRange, output, stream, view, widget
 from calc.widgets.simulation import metrics
@@ -59,9 +59,9 @@ def lesson_coefficients():
     >>> lesson_coefficients().tp
     4
     """
-    return step_coefficients(get_model(LESSON_REPLICA["model"]), get_gpu(LESSON_REPLICA["gpu"]),
-                             tp=LESSON_REPLICA["tp"], weights=LESSON_REPLICA["weights"],
-                             kv_dtype=LESSON_REPLICA["kv_dtype"])
+    return step_coefficients(get_model(lesson.REPLICA["model"]), get_gpu(lesson.REPLICA["gpu"]),
+                             tp=lesson.REPLICA["tp"], weights=lesson.REPLICA["weights"],
+                             kv_dtype=lesson.REPLICA["kv_dtype"])
 
 
 def _lengths(prompt_tokens: int, answer_tokens: int) -> tuple[int, int]:

@@ -17,8 +17,8 @@ import functools
 import math
 from typing import Annotated
 
+from calc import lesson
 from calc.catalog import get_gpu, get_model
-from calc.memory import LESSON_REPLICA
 from calc.roofline import step_coefficients
 from calc.sim import presets
 from calc.sim.fleet import simulate_fleet
@@ -42,7 +42,7 @@ PUBLISHED_EAGLE = {
 #: The two replicas on the chart: the published set-up (8B on one H100) and the running example (70B on four).
 REPLICAS = (
     ("llama-3.1-8b", 1, "8B, 1 × H100 (published set-up)"),
-    (LESSON_REPLICA["model"], LESSON_REPLICA["tp"], "70B, 4 × H100 (running example)"),
+    (lesson.REPLICA["model"], lesson.REPLICA["tp"], "70B, 4 × H100 (running example)"),
 )
 #: Short prompts, as in the chat benchmarks the published figures come from (EAGLE_LIKE is calibrated at 512).
 CONTEXT_TOKENS = 512
@@ -61,7 +61,7 @@ def coefficients(model: str):
     4
     """
     tp = dict((m, t) for m, t, _ in REPLICAS)[model]
-    return step_coefficients(model, LESSON_REPLICA["gpu"], tp=tp)
+    return step_coefficients(model, lesson.REPLICA["gpu"], tp=tp)
 
 
 def break_even(model: str, config: SpeculationConfig = EAGLE_LIKE, context_tokens: int = CONTEXT_TOKENS):
@@ -223,7 +223,7 @@ def facts() -> dict[str, str]:
     low_on, low_off = saturation_summary("eagle-like", rate_per_s=low_rate), saturation_summary("off", rate_per_s=low_rate)
     lesson_rate = presets.load_data(LESSON_PRESET)["workload"]["rate_per_s"]
     l_on, l_off = saturation_summary("eagle-like", LESSON_PRESET), saturation_summary("off", LESSON_PRESET)
-    gpu = get_gpu(LESSON_REPLICA["gpu"])
+    gpu = get_gpu(lesson.REPLICA["gpu"])
     return {
         "model_8b": get_model(REPLICAS[0][0]).name,
         "model_70b": get_model(REPLICAS[1][0]).name,

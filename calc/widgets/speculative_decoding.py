@@ -21,8 +21,8 @@ import functools
 import math
 from typing import Annotated
 
+from calc import lesson
 from calc.catalog import get_model
-from calc.memory import LESSON_REPLICA
 from calc.roofline import decode_step, step_coefficients
 from calc.sim import presets
 from calc.sim.fleet import simulate_fleet
@@ -30,7 +30,7 @@ from calc.sim.scenario import Scenario
 from calc.speculative import EAGLE_LIKE, SpeculationConfig, expected_tokens_per_step, speedup, speedup_at_batch
 from calc.units import format_number, round_sig
 from calc.widgets.charts import PALETTE, bar_chart, line_chart
-from calc.widgets.fp8_weights import DECODE_CONTEXT_TOKENS
+from calc.lesson import DECODE_CONTEXT_TOKENS
 from calc.widgets.framework import Choice, FloatRange, IntRange, output, stream, table, view, widget
 from calc.widgets.simulation import scenario_for, simulation_views
 
@@ -55,7 +55,7 @@ OTHER_P = tuple(reversed(TARGET_P))
 
 
 def _target():
-    r = LESSON_REPLICA
+    r = lesson.REPLICA
     return step_coefficients(r["model"], r["gpu"], tp=r["tp"], weights=r["weights"], kv_dtype=r["kv_dtype"])
 
 
@@ -77,7 +77,7 @@ def draft_cost_ratio(draft: str = DRAFTS[0][0], batch: int = 1, context_tokens: 
     >>> round(draft_cost_ratio("llama-3.1-8b"), 2)
     0.39
     """
-    r = LESSON_REPLICA
+    r = lesson.REPLICA
     draft_coef = step_coefficients(get_model(draft), r["gpu"], tp=DRAFT_TP, weights=r["weights"], kv_dtype=r["kv_dtype"])
     d = decode_step(draft_coef, batch=batch, context_tokens=context_tokens)["time_s"]
     t = decode_step(_target(), batch=batch, context_tokens=context_tokens)["time_s"]
@@ -276,7 +276,7 @@ def facts() -> dict[str, str]:
                             config=SpeculationConfig(ACCEPTANCE, K, c, source="the page's worked example"))
     quiz_a, quiz_k = 0.6, 4
     return {
-        "model": get_model(LESSON_REPLICA["model"]).name,
+        "model": get_model(lesson.REPLICA["model"]).name,
         "draft": dict(DRAFTS)[DRAFTS[0][0]],
         "acceptance": f"{ACCEPTANCE:g}",
         "k": str(K),

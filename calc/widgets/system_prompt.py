@@ -22,9 +22,9 @@ import math
 from functools import lru_cache
 from typing import Annotated
 
+from calc import lesson
 from calc.catalog import get_gpu
 from calc.errors import CalcError, check_range
-from calc.memory import LESSON_REPLICA, lesson_kv_capacity
 from calc.prefix import cached_prefix_tokens
 from calc.roofline import prefill_chunk, step_coefficients
 from calc.sim import presets
@@ -51,7 +51,7 @@ _ENGINE = Scenario()
 CHUNK_TOKENS: int = _ENGINE.max_num_batched_tokens
 #: vLLM's cap on running requests (max_num_seqs).
 MAX_RUNNING: int = _ENGINE.max_num_seqs
-BLOCK_TOKENS: int = LESSON_REPLICA["block_size"]
+BLOCK_TOKENS: int = lesson.REPLICA["block_size"]
 #: Longest system prompt the controls accept: prompt + answer must stay within the engine's max_model_len.
 MAX_SYSTEM_PROMPT_TOKENS = 6_000
 CHART_STEP_TOKENS = 250
@@ -71,14 +71,14 @@ def coefficients():
     >>> coefficients() is coefficients()
     True
     """
-    return step_coefficients(LESSON_REPLICA["model"], LESSON_REPLICA["gpu"], tp=LESSON_REPLICA["tp"],
-                             weights=LESSON_REPLICA["weights"], kv_dtype=LESSON_REPLICA["kv_dtype"])
+    return step_coefficients(lesson.REPLICA["model"], lesson.REPLICA["gpu"], tp=lesson.REPLICA["tp"],
+                             weights=lesson.REPLICA["weights"], kv_dtype=lesson.REPLICA["kv_dtype"])
 
 
 @lru_cache(maxsize=1)
 def _kv_capacity_tokens() -> int:
     # The lesson's 399,169 tokens (step 1): rounded parameter count, datasheet memory. A constant, made once.
-    return lesson_kv_capacity(rounded_params=True).kv_cache_tokens_raw
+    return lesson.kv_capacity(rounded_params=True).kv_cache_tokens_raw
 
 
 def prefill_time_s(prompt_tokens: int, cached_tokens: int = 0, *, chunk_tokens: int = CHUNK_TOKENS) -> float:
@@ -192,8 +192,8 @@ def prefill_load(
     ceiling = replica_ceiling(system_prompt_tokens, question_tokens=question_tokens)
     cached = replica_ceiling(system_prompt_tokens, question_tokens=question_tokens, cached=True)
     bare = replica_ceiling(0, question_tokens=question_tokens)
-    gpu = get_gpu(LESSON_REPLICA["gpu"])
-    gpus = LESSON_REPLICA["tp"]
+    gpu = get_gpu(lesson.REPLICA["gpu"])
+    gpus = lesson.REPLICA["tp"]
     repeated_gpu_hours = repeated_s * gpus / SECONDS_PER_HOUR
     per_million_usd = repeated_gpu_hours * 1e6 * gpu.price_usd_per_hour
     ceiling_rps = ceiling["requests_per_s"]
@@ -303,8 +303,8 @@ def facts() -> dict[str, str]:
     ceiling = replica_ceiling(SYSTEM_PROMPT_TOKENS)
     bare = replica_ceiling(0)
     run = presets.run(PRESET).summary
-    gpu = get_gpu(LESSON_REPLICA["gpu"])
-    repeated_gpu_hours_per_million = (full_s - question_s) * LESSON_REPLICA["tp"] / SECONDS_PER_HOUR * 1e6
+    gpu = get_gpu(lesson.REPLICA["gpu"])
+    repeated_gpu_hours_per_million = (full_s - question_s) * lesson.REPLICA["tp"] / SECONDS_PER_HOUR * 1e6
     slow_run = simulate_fleet(scenario(rate_per_s=SLOW_RATE_PER_S)).summary
     return {
         "system_prompt_tokens": f"{SYSTEM_PROMPT_TOKENS:,}",

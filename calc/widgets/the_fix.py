@@ -23,8 +23,8 @@ import copy
 import functools
 from typing import Annotated
 
+from calc import lesson
 from calc.errors import check_choice, check_range
-from calc.memory import lesson_kv_capacity
 from calc.roofline import prefill_chunk, step_coefficients
 from calc.sim import presets
 from calc.catalog import get_gpu, get_model
@@ -187,7 +187,7 @@ def facts() -> dict[str, str]:
     data = fix_scenario()
     chat, docs, batch = _pool(data, "chat"), _pool(data, "documents"), _pool(data, "batch")
     classes = {c["name"]: c for c in data["workload"]["classes"]}
-    cap = lesson_kv_capacity()
+    cap = lesson.kv_capacity()
     st = prompt_statistics()
     surge = data["fleet"]["traffic"][SURGE_PHASE]
     rate = surge["rate_per_s"]

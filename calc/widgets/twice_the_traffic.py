@@ -26,9 +26,9 @@ from __future__ import annotations
 import math
 from typing import Annotated
 
+from calc import lesson
 from calc.catalog import GPUS, get_gpu, get_model
 from calc.errors import CalcError
-from calc.memory import LESSON_REPLICA, lesson_kv_capacity
 from calc.roofline import CALIBRATED, decode_step, prefill_chunk, steady_state_step, step_coefficients
 from calc.sim import presets
 from calc.sim.fleet import simulate_fleet
@@ -59,12 +59,12 @@ def _ms(seconds: float) -> str:
     return f"{format_number(seconds * 1000)} ms"
 
 
-def replica_coefficients(gpu: str = LESSON_REPLICA["gpu"], weights: str = LESSON_REPLICA["weights"],
-                         kv_dtype: str = LESSON_REPLICA["kv_dtype"]):
+def replica_coefficients(gpu: str = lesson.REPLICA["gpu"], weights: str = lesson.REPLICA["weights"],
+                         kv_dtype: str = lesson.REPLICA["kv_dtype"]):
     """Per-GPU roofline coefficients of the running example's replica (70B, TP 4) on ``gpu``.
 
     Refuses, with calc's reason, a GPU on which the replica's weights leave no KV cache
-    (:func:`calc.memory.lesson_kv_capacity`). Source: :func:`calc.roofline.step_coefficients`.
+    (:func:`calc.lesson.kv_capacity`). Source: :func:`calc.roofline.step_coefficients`.
 
     >>> round(replica_coefficients().dense_weight_bytes / 1e9, 2)
     34.75
@@ -73,8 +73,8 @@ def replica_coefficients(gpu: str = LESSON_REPLICA["gpu"], weights: str = LESSON
     ...
     calc.errors.CalcError: Llama 3.1 70B does not fit: 35.3 GB of bf16 weights per GPU at tp=4 exceed the 21.6 GB vLLM may use (0.9 x 24.0 GB); allowed: tp one of 8, 16, 32, 64, a higher gpu_memory_utilization (at most 1.0), or fewer bits per weight
     """
-    lesson_kv_capacity(gpu=gpu, weights=weights, kv_dtype=kv_dtype)
-    return step_coefficients(LESSON_REPLICA["model"], gpu, tp=LESSON_REPLICA["tp"], weights=weights,
+    lesson.kv_capacity(gpu=gpu, weights=weights, kv_dtype=kv_dtype)
+    return step_coefficients(lesson.REPLICA["model"], gpu, tp=lesson.REPLICA["tp"], weights=weights,
                              kv_dtype=kv_dtype)
 
 
@@ -92,8 +92,8 @@ def _kernels(coef, d: dict) -> dict:
 
 @widget
 def roofline(
-    gpu: Annotated[str, Choice(GPU_CHOICES, label="GPU")] = LESSON_REPLICA["gpu"],
-    weights: Annotated[str, Choice(FORMATS, label="Weights")] = LESSON_REPLICA["weights"],
+    gpu: Annotated[str, Choice(GPU_CHOICES, label="GPU")] = lesson.REPLICA["gpu"],
+    weights: Annotated[str, Choice(FORMATS, label="Weights")] = lesson.REPLICA["weights"],
     batch: Annotated[int, IntRange(1, 4_096, 1, "sequences", label="Decode batch")] = MAX_NUM_SEQS,
     context_tokens: Annotated[int, IntRange(1, 131_072, 128, "tokens", label="Context per sequence",
                                             help="prompt + answer so far")] = DECODE_CONTEXT_TOKENS,
@@ -187,8 +187,8 @@ def step_cost(
     batch: Annotated[int, IntRange(1, 4_096, 1, "sequences", label="Running batch")] = MAX_NUM_SEQS,
     prompt_tokens: Annotated[int, IntRange(1, 131_072, 1, "tokens", label="Prompt")] = PROMPT_TOKENS,
     answer_tokens: Annotated[int, IntRange(1, 131_072, 1, "tokens", label="Answer")] = ANSWER_TOKENS,
-    weights: Annotated[str, Choice(FORMATS, label="Weights")] = LESSON_REPLICA["weights"],
-    kv_dtype: Annotated[str, Choice((("bf16", "bf16"), ("fp8", "fp8")), label="KV cache")] = LESSON_REPLICA["kv_dtype"],
+    weights: Annotated[str, Choice(FORMATS, label="Weights")] = lesson.REPLICA["weights"],
+    kv_dtype: Annotated[str, Choice((("bf16", "bf16"), ("fp8", "fp8")), label="KV cache")] = lesson.REPLICA["kv_dtype"],
 ):
     """What one decode step of the saturated replica costs: weights + the batch's KV + prefill work.
 
@@ -249,7 +249,7 @@ def facts() -> dict[str, str]:
     ('295', '13.6 ms', '256')
     """
     coef = replica_coefficients()
-    gpu = get_gpu(LESSON_REPLICA["gpu"])
+    gpu = get_gpu(lesson.REPLICA["gpu"])
     eff = CALIBRATED
     ridge = coef.linear_flops_per_s / coef.hbm_bytes_per_s
     achieved_bw = coef.hbm_bytes_per_s * eff.memory
@@ -267,13 +267,13 @@ def facts() -> dict[str, str]:
     calm_rate = presets.load_data(FIX_PRESET)["workload"]["rate_per_s"]
     needed = rate * ANSWER_TOKENS
     steady_tokens_per_s = MAX_NUM_SEQS / split["step"]
-    model = get_model(LESSON_REPLICA["model"])
+    model = get_model(lesson.REPLICA["model"])
     long = decode_step(coef, batch=TRY_CONTEXT_BATCH, context_tokens=TRY_CONTEXT_TOKENS)
     capped = simulate_fleet(scenario_for(SATURATION_PRESET, max_num_seqs=TRY_MAX_NUM_SEQS)).summary
     return {
         "model": model.name,
         "gpu": gpu.name,
-        "tp": str(LESSON_REPLICA["tp"]),
+        "tp": str(lesson.REPLICA["tp"]),
         "peak_tflops": format_number(coef.linear_flops_per_s / 1e12),
         "peak_tbps": format_number(coef.hbm_bytes_per_s / 1e12),
         "ridge": format_number(ridge),

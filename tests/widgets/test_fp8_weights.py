@@ -4,8 +4,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from calc import lesson
 from calc.errors import CalcError
-from calc.memory import WEIGHT_FORMATS, lesson_kv_capacity
+from calc.memory import WEIGHT_FORMATS
 from calc.units import GB
 from calc.widgets import fp8_weights as step
 from calc.widgets import framework
@@ -41,7 +42,7 @@ def test_memory_view_defaults_and_byte_for_byte_transfer():
     out = outputs(MEMORY)
     assert out["weights_before"]["text"] == "35.3 GB" and out["weights_after"]["text"] == "18.2 GB"
     assert out["kv_tokens_after"]["value"] == 608_266 and out["requests_after"]["value"] == 475
-    before, after = lesson_kv_capacity(weights="bf16"), lesson_kv_capacity(weights="fp8")
+    before, after = lesson.kv_capacity(weights="bf16"), lesson.kv_capacity(weights="fp8")
     freed = before.weights_bytes - after.weights_bytes
     assert out["freed"]["value"] == round(freed)
     assert after.kv_cache_bytes - before.kv_cache_bytes == pytest.approx(freed)  # the weights' loss is the KV's gain
