@@ -45,7 +45,7 @@ __all__ = [
     "DATA_PATH", "KINDS", "KIND_LABELS", "ROLES", "EAGLE3_LIKE", "SPECULATION_METHODS",
     "EAGLE_CALIBRATION_ID", "EAGLE3_CALIBRATION_ID", "calibration_ids", "load_measurements",
     "measured_value", "kv_capacity_tokens", "trtllm_max_throughput", "decode_output_tokens_per_s",
-    "token_state_percent", "speculation_speedup", "speculation_break_even_batch", "fit_acceptance",
+    "token_state_percent", "published_token_share", "speculation_speedup", "speculation_break_even_batch", "fit_acceptance",
     "repeated_prompts_cache", "Result", "predict", "evaluate", "median", "kind_summary", "baseline",
     "relative_error", "predict_user", "USER_KINDS",
 ]
@@ -117,6 +117,26 @@ def load_measurements(path: str | None = None) -> tuple[dict, ...]:
     ('trtllm-llama-3.1-8b-fp8-h100-tp1-128-128', 28312, "table 'Llama 3.1 8B', column 'H100 TP1 (FP8)', row 128/128")
     """
     return _read(path or DATA_PATH)
+
+
+def published_token_share(measurement_id: str) -> tuple[float, str, int]:
+    """A published share of KV memory holding token states (percent), its short citation and the max length run.
+
+    Read from ``calc/data/measurements.json`` (:func:`load_measurements`), where
+    every figure carries its source; steps 4 and 5 quote them next to calc's own.
+
+    >>> published_token_share("vllm-paper-fig2-max")
+    (20.4, 'vLLM paper, Fig. 2', 2048)
+    >>> published_token_share("nope")
+    Traceback (most recent call last):
+    ...
+    calc.errors.CalcError: measurement_id must name a measurement in calc/data/measurements.json; got 'nope'
+    """
+    for item in load_measurements():
+        if item["id"] == measurement_id:
+            return float(item["figure"]["value"]), item["source"]["cite"], int(item["inputs"]["max_model_len"])
+    raise CalcError(f"measurement_id must name a measurement in calc/data/measurements.json; got {measurement_id!r}",
+                    "measurement_id")
 
 
 def measured_value(measurement: dict) -> tuple[float, str]:

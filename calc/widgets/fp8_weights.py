@@ -22,7 +22,6 @@ output channel), so the bf16 replica holds 399,452 tokens, step 1's exact figure
 
 from __future__ import annotations
 
-import functools
 from typing import Annotated
 
 from calc import lesson
@@ -30,16 +29,15 @@ from calc.catalog import get_gpu, get_model
 from calc.memory import WEIGHT_BITS, WEIGHT_FORMATS, KVCapacity, weight_bytes
 from calc.roofline import StepCoefficients, decode_step, ttft_s
 from calc.sim import presets
-from calc.sim.fleet import simulate_fleet
-from calc.sim.scenario import Scenario
 from calc.units import GB, format_number, round_sig
 from calc.lesson import DECODE_CONTEXT_TOKENS, PROMPT_TOKENS, REQUEST_TOKENS
 from calc.widgets.charts import PALETTE, bar_chart, line_chart
 from calc.widgets.framework import Choice, FloatRange, IntRange, output, stream, table, view, widget
-from calc.widgets.simulation import scenario_for, simulation_views
+from calc.sim_views import preset_summary, scenario_for
+from calc.widgets.simulation import simulation_views
 
 __all__ = ["capacity", "coefficients", "decode_ms", "memory_before_after", "step_before_after", "twice_the_traffic",
-           "sim_summary", "facts", "BEFORE", "AFTER", "SIM_PRESET"]
+           "facts", "BEFORE", "AFTER", "SIM_PRESET"]
 
 #: The running example's weights (bf16) and this step's change (fp8).
 BEFORE = lesson.REPLICA["weights"]
@@ -255,19 +253,6 @@ def _scenario(weights: str, rate_per_s: float) -> dict:
     return data
 
 
-@functools.lru_cache(maxsize=8)
-def sim_summary(weights: str = AFTER, rate_per_s: float = SIM_RATE_PER_S) -> dict:
-    """The finished run of :func:`twice_the_traffic` (the numbers its metrics panel ends on).
-
-    Source: :func:`calc.sim.fleet.simulate_fleet` on the step-6 preset with ``weights``.
-
-    >>> s = sim_summary("fp8")
-    >>> s["requests_completed"], s["ttft_p99_s"] < sim_summary("bf16")["ttft_p99_s"] / 10
-    (1200, True)
-    """
-    return simulate_fleet(Scenario.from_dict(_scenario(weights, rate_per_s))).summary
-
-
 def facts() -> dict[str, str]:
     """Numbers quoted in the step's prose, computed from calc.
 
@@ -281,7 +266,7 @@ def facts() -> dict[str, str]:
     step_b, step_a = decode_ms(BEFORE), decode_ms(AFTER)
     d_b = decode_step(coefficients(BEFORE), batch=1, context_tokens=DECODE_CONTEXT_TOKENS)
     d_a = decode_step(coefficients(AFTER), batch=1, context_tokens=DECODE_CONTEXT_TOKENS)
-    sim_b, sim_a = sim_summary(BEFORE), sim_summary(AFTER)
+    sim_b, sim_a = preset_summary(SIM_PRESET, weights=BEFORE), preset_summary(SIM_PRESET, weights=AFTER)
     sat = sim_b["running_max"]  # step 6's saturated batch: vLLM's cap on running sequences
     ttft_b = ttft_s(coefficients(BEFORE), prompt_tokens=PROMPT_TOKENS)
     ttft_a = ttft_s(coefficients(AFTER), prompt_tokens=PROMPT_TOKENS)

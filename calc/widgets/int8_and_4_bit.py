@@ -23,14 +23,15 @@ from typing import Annotated
 from calc import lesson
 from calc.catalog import get_gpu, get_model
 from calc.errors import CalcError
+from calc.lesson import DECODE_CONTEXT_TOKENS
 from calc.memory import KV_DTYPES, WEIGHT_FORMATS, kv_capacity, weight_bytes
 from calc.quantization import (
     ACCURACY, FORMAT_NOTES, STUDY_SOURCE, STUDY_SUMMARY, accuracy_deltas, kv_formats_table, weight_formats_table,
 )
 from calc.roofline import decode_step, step_coefficients
+from calc.sim_views import preset_summary
 from calc.units import GB, format_number
 from calc.widgets.charts import PALETTE, bar_chart, line_chart
-from calc.widgets.fp8_weights import DECODE_CONTEXT_TOKENS, sim_summary
 from calc.widgets.framework import Choice, IntRange, output, table, view, widget
 
 __all__ = ["REPLICAS", "kv_tokens", "formats", "published_accuracy", "kv_formats", "facts"]
@@ -48,6 +49,8 @@ CURVE_FORMATS = ("bf16", "fp8", "int4")
 BATCH_POINTS = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512)
 #: vLLM's default cap on running sequences (``max_num_seqs``): the batch of a saturated replica.
 SATURATED_BATCH = 256
+#: Step 6's saturated replica, replayed in each weight format (step 7 replays it in fp8).
+SIM_PRESET = "step06-twice-the-traffic"
 #: A long-context, many-sequence decode batch where KV reads matter (KV formats).
 KV_BATCH, KV_CONTEXT_TOKENS = 64, 4_096
 _MODEL_NAMES = {"llama-3.1-70b": "Llama 3.1 70B", "llama-3.1-8b": "Llama 3.1 8B"}
@@ -310,7 +313,7 @@ def facts() -> dict[str, str]:
         "metric": ACCURACY[0]["metric"],
     }
     for fmt in ("bf16", "fp8", "int4"):
-        run = sim_summary(fmt)
+        run = preset_summary(SIM_PRESET, weights=fmt)
         out[f"sim_ttft_p99_{fmt}"] = f"{format_number(run['ttft_p99_s'])} s"
         out[f"sim_tokens_per_s_{fmt}"] = format_number(run["throughput_output_tokens_per_s"])
     for fmt in ("bf16", "fp8", "int8", "int4", "nf4"):

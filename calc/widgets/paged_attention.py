@@ -22,24 +22,21 @@ import functools
 from typing import Annotated
 
 from calc import lesson
-from calc.accuracy import token_state_percent
+from calc.accuracy import published_token_share, token_state_percent
 from calc.allocation import (
     POLICIES, compare_allocation, concurrency, contiguous_max_concurrency, paged_waste_bound_tokens, reserved_tokens,
 )
 from calc.catalog import get_model
 from calc.errors import CalcError
+from calc.lesson import ANSWER_TOKENS, MAX_MODEL_LEN, PROMPT_TOKENS
 from calc.memory import kv_bytes_per_token
 from calc.sim import presets
 from calc.sim.fleet import Fleet, simulate_fleet
 from calc.sim.live import MAX_EVENTS_PER_FRAME, block_map
 from calc.units import NS_PER_S, format_bytes, format_number, round_sig
+from calc.sim_views import preset_summary, scenario_for
 from calc.widgets.charts import PALETTE, bar_chart
 from calc.widgets.framework import Choice, FloatRange, IntRange, output, stream, table, view, widget
-from calc.widgets.reserving_the_maximum import (
-    ANSWER_TOKENS, BREAK_PRESET, FIX_PRESET, MAX_MODEL_LEN, PROMPT_TOKENS, lesson_capacity_tokens, preset_summary,
-    published_share,
-)
-from calc.widgets.simulation import scenario_for
 
 __all__ = ["allocation_shares", "side_by_side", "side_by_side_scenarios", "facts", "POLICY_LABELS",
            "SATURATION_PRESET"]
@@ -61,11 +58,13 @@ SHAREGPT_REQUESTS = 2000
 #: Short chart labels (two lines each), so the four groups fit side by side on a phone.
 TICK_LABELS = {"max": "Orca<br>Max", "pow2": "Orca<br>Pow2", "oracle": "Orca<br>Oracle", "paged": "vLLM<br>paged"}
 WORKLOADS = (("sharegpt", "ShareGPT-like, as in the paper"), ("lesson", "The running example (1,024 + 256)"))
+#: Step 4's replica that reserves the maximum, and step 5's paged one (the presets this page compares).
+BREAK_PRESET, FIX_PRESET = "step04-reserve-max", "step05-paged"
 SATURATION_PRESET = "step06-twice-the-traffic"
 #: Values the page's "Try this" asks the reader to enter.
 BIG_BLOCK = 256
 LONG_MAX_LEN = 32_768
-_LESSON_TOKENS = lesson_capacity_tokens()
+_LESSON_TOKENS = lesson.KV_CAPACITY_TOKENS_LESSON_GB
 
 
 def _pct(fraction: float) -> str:
@@ -115,10 +114,10 @@ def allocation_shares(
     # One pass per policy over the checked requests: shares over each request's life and mean peak reservations.
     results = compare_allocation(requests, max_model_len=max_model_len, block_size=block_size)
     shares = {p: results[p].token_state_fraction for p in POLICIES}
-    published = {p: published_share(PUBLISHED_IDS[p])[0] / 100 for p in POLICIES}
+    published = {p: published_token_share(PUBLISHED_IDS[p])[0] / 100 for p in POLICIES}
     fits = {p: int(_LESSON_TOKENS // results[p].peak_reserved_tokens_per_request) for p in POLICIES}
-    cite = published_share(PUBLISHED_IDS["paged"])[1]
-    paper_len = published_share(PUBLISHED_IDS["paged"])[2]
+    cite = published_token_share(PUBLISHED_IDS["paged"])[1]
+    paper_len = published_token_share(PUBLISHED_IDS["paged"])[2]
     labels = [TICK_LABELS[p] for p in POLICIES]
     figure = bar_chart(
         "KV memory holding tokens", labels, "share of reserved memory",
@@ -392,8 +391,8 @@ def facts() -> dict[str, str]:
     bound = paged_waste_bound_tokens(16)
     paged_run, broken, saturated = preset_summary(FIX_PRESET), preset_summary(BREAK_PRESET), \
         preset_summary(SATURATION_PRESET)
-    published = {p: published_share(PUBLISHED_IDS[p])[0] for p in POLICIES}
-    cite = published_share(PUBLISHED_IDS["paged"])[1]
+    published = {p: published_token_share(PUBLISHED_IDS[p])[0] for p in POLICIES}
+    cite = published_token_share(PUBLISHED_IDS["paged"])[1]
     ours = {p: token_state_percent(p, mean_prompt_tokens=SHAREGPT_PROMPT_TOKENS,
                                    mean_output_tokens=SHAREGPT_OUTPUT_TOKENS) for p in POLICIES}
     quiz_prompt, quiz_generated, block = 1_000, 37, 16

@@ -35,8 +35,9 @@ from calc.sim.fleet import FleetScenario, simulate_fleet
 from calc.units import GB, format_number
 from calc.widgets.charts import bar_chart, line_chart
 from calc.widgets.framework import REGISTRY, Choice, FloatRange, IntRange, output, stream, view, widget
-from calc.widgets.scaling_on_gpu_util import fleet_scenario, fleet_views, preset_summary
-from calc.widgets.scaling_on_gpu_util import replica_capacity_rps as _capacity_rps
+from calc.sim_views import fleet_scenario, preset_summary
+from calc.widgets.views import fleet_views
+from calc.gpu_util import replica_capacity_rps as _capacity_rps
 
 __all__ = ["autoscaler_choice", "lesson_delay_s", "scale_up_delay", "warm_headroom_view", "queue_autoscaler", "autoscaler_label",
            "variant_summary", "facts", "SCENARIOS"]

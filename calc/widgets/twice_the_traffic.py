@@ -23,32 +23,30 @@ ridge point ``F / beta`` it is memory-bound. Every time here comes from
 
 from __future__ import annotations
 
-import math
 from typing import Annotated
 
 from calc import lesson
 from calc.catalog import GPUS, get_gpu, get_model
 from calc.errors import CalcError
-from calc.roofline import CALIBRATED, decode_step, prefill_chunk, steady_state_step, step_coefficients
+from calc.lesson import ANSWER_TOKENS, DECODE_CONTEXT_TOKENS, PROMPT_TOKENS
+from calc.roofline import CALIBRATED, decode_step, prefill_chunk, steady_state_step
 from calc.sim import presets
 from calc.sim.fleet import simulate_fleet
-from calc.units import GB, format_number, round_sig
+from calc.units import GB, format_number
 from calc.widgets.charts import PALETTE, bar_chart, roofline_chart
 from calc.widgets.framework import Choice, IntRange, output, view, widget
-from calc.widgets.simulation import scenario_for
-from calc.widgets.reserving_the_maximum import ANSWER_TOKENS, FIX_PRESET, PROMPT_TOKENS, preset_summary
+from calc.sim_views import preset_summary, scenario_for
 
 __all__ = ["roofline", "step_cost", "cost_split", "replica_coefficients", "facts", "SATURATION_PRESET",
-           "MAX_NUM_SEQS", "DECODE_CONTEXT_TOKENS"]
+           "MAX_NUM_SEQS"]
 
-SATURATION_PRESET = "step06-twice-the-traffic"
+#: Step 5's paged replica at its own rate, and this step's saturated one at twice the traffic.
+FIX_PRESET, SATURATION_PRESET = "step05-paged", "step06-twice-the-traffic"
 #: Values the page's "Try this" asks the reader to enter.
 TRY_CONTEXT_TOKENS, TRY_CONTEXT_BATCH = 32_768, 8
 TRY_MAX_NUM_SEQS = 64
 #: vLLM's default cap on running requests (``max_num_seqs``), the batch the replica saturates at.
 MAX_NUM_SEQS = 256
-#: A decoding request is on average half-way through its answer: prompt + answer / 2 tokens of context.
-DECODE_CONTEXT_TOKENS = PROMPT_TOKENS + ANSWER_TOKENS // 2
 GPU_CHOICES = tuple((key, gpu.name) for key, gpu in GPUS.items())
 FORMATS = (("bf16", "bf16 (the running example)"), ("fp8", "fp8 (step 7)"))
 BATCH_POINTS = (1, 16, 64, 128, 256)
@@ -64,7 +62,7 @@ def replica_coefficients(gpu: str = lesson.REPLICA["gpu"], weights: str = lesson
     """Per-GPU roofline coefficients of the running example's replica (70B, TP 4) on ``gpu``.
 
     Refuses, with calc's reason, a GPU on which the replica's weights leave no KV cache
-    (:func:`calc.lesson.kv_capacity`). Source: :func:`calc.roofline.step_coefficients`.
+    (:func:`calc.lesson.kv_capacity`). Source: :func:`calc.lesson.coefficients`.
 
     >>> round(replica_coefficients().dense_weight_bytes / 1e9, 2)
     34.75
@@ -74,8 +72,7 @@ def replica_coefficients(gpu: str = lesson.REPLICA["gpu"], weights: str = lesson
     calc.errors.CalcError: Llama 3.1 70B does not fit: 35.3 GB of bf16 weights per GPU at tp=4 exceed the 21.6 GB vLLM may use (0.9 x 24.0 GB); allowed: tp one of 8, 16, 32, 64, a higher gpu_memory_utilization (at most 1.0), or fewer bits per weight
     """
     lesson.kv_capacity(gpu=gpu, weights=weights, kv_dtype=kv_dtype)
-    return step_coefficients(lesson.REPLICA["model"], gpu, tp=lesson.REPLICA["tp"], weights=weights,
-                             kv_dtype=kv_dtype)
+    return lesson.coefficients(weights, kv_dtype, gpu=gpu)
 
 
 def _kernels(coef, d: dict) -> dict:

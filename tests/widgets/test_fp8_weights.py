@@ -8,6 +8,7 @@ from calc import lesson
 from calc.errors import CalcError
 from calc.memory import WEIGHT_FORMATS
 from calc.units import GB
+from calc.sim_views import preset_summary
 from calc.widgets import fp8_weights as step
 from calc.widgets import framework
 
@@ -77,10 +78,10 @@ def test_fewer_bits_never_make_the_step_slower_or_the_cache_smaller(fmt, batch, 
 def test_live_simulation_ends_on_the_facts():
     entry, bound = framework.bind(SIM, {})
     final = framework.collect_stream(framework.check_view(v) for v in entry.function(**bound))
-    summary = step.sim_summary("fp8")
+    summary = preset_summary(step.SIM_PRESET, weights="fp8")
     assert final["outputs"]["ttft_p99_s"]["value"] == pytest.approx(summary["ttft_p99_s"])
     assert final["outputs"]["requests_completed"]["text"] == "1,200 of 1,200"
-    assert step.sim_summary("bf16")["kv_cache_tokens"] < summary["kv_cache_tokens"]
+    assert preset_summary(step.SIM_PRESET, weights="bf16")["kv_cache_tokens"] < summary["kv_cache_tokens"]
 
 
 @pytest.mark.parametrize("name, args, field", [
