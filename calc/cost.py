@@ -15,20 +15,29 @@ that stops holding.
 from __future__ import annotations
 
 from calc.errors import CalcError, check_positive, check_range
-from calc.roofline import steady_state_step
+from calc.roofline import MAX_SEARCH_BATCH, smallest_batch_where, steady_state_step
 from calc.units import SECONDS_PER_HOUR
 
 __all__ = [
+    "H100_LISTINGS",
+    "H100_LISTINGS_SOURCE",
     "usd_per_million_tokens",
     "replica_usd_per_hour",
     "price_replica",
     "cost_vs_batch",
     "batching_discount",
     "batching_limit",
+    "steady_batching_limit",
     "sustained_at_latency",
 ]
 
 TOKENS_PER_MILLION = 1_000_000
+#: H100 SXM on-demand prices per GPU-hour, one listing per seller, all read on the same day from the sellers'
+#: public pricing pages (lambda.ai/service/gpu-cloud, modal.com/pricing, replicate.com/pricing). The GPU catalog
+#: keeps the first as the H100's price; the others are for comparison (steps 16 and 17).
+H100_LISTINGS = (("Lambda", 3.78), ("Modal", 3.95), ("Replicate", 5.49))
+#: Shown on step 17's page as it stands (the wording is a page fact, kept byte-identical).
+H100_LISTINGS_SOURCE = "on-demand H100 SXM per GPU-hour, listed 2026-05-07 (reference/published.md)"
 MAX_GPUS = 100_000
 MAX_BATCH = 100_000
 
@@ -208,6 +217,28 @@ def batching_limit(coefficients, *, context_tokens: int, efficiency_floor: float
         else:
             high = mid
     return low
+
+
+def steady_batching_limit(coefficients, *, input_tokens: int, output_tokens: int, efficiency_floor: float = 0.9,
+                          max_batch: int = 4096) -> int:
+    """:func:`batching_limit` for steps that carry the prompts too: the largest batch still ``efficiency_floor`` as good as linear.
+
+    The steps are :func:`calc.roofline.steady_state_step`'s (``batch`` decode
+    tokens and ``batch x input / output`` prompt tokens on average: a replica
+    kept full by real traffic); efficiency at ``b`` = step(1) / step(b).
+    Returns ``max_batch`` if the floor is never crossed.
+
+    >>> from calc.roofline import step_coefficients
+    >>> coef = step_coefficients("llama-3.1-70b", "h100-sxm-80gb", tp=4)
+    >>> steady_batching_limit(coef, input_tokens=1024, output_tokens=256)
+    22
+    """
+    floor = check_range("efficiency_floor", efficiency_floor, 0.01, 1.0)
+    max_batch = check_range("max_batch", max_batch, 1, MAX_SEARCH_BATCH, integer=True)
+    base = steady_state_step(coefficients, batch=1, input_tokens=input_tokens, output_tokens=output_tokens)["time_s"]
+    beyond = smallest_batch_where(lambda b: base / steady_state_step(
+        coefficients, batch=b, input_tokens=input_tokens, output_tokens=output_tokens)["time_s"] < floor, max_batch)
+    return max_batch if beyond is None else beyond - 1
 
 
 def _prefill_answer_tokens(context: int, prompt_tokens: int, answer_tokens) -> int:

@@ -27,7 +27,7 @@ from __future__ import annotations
 import functools
 
 from calc.catalog import get_model
-from calc.errors import CalcError, check_choice
+from calc.errors import CalcError, check_choice, check_range
 from calc.memory import WEIGHT_BITS, WEIGHT_FORMATS, KVCapacity, check_tp, kv_capacity as _kv_capacity
 from calc.roofline import StepCoefficients, step_coefficients
 from calc.units import round_sig
@@ -35,7 +35,7 @@ from calc.units import round_sig
 __all__ = [
     "REPLICA", "MODEL", "GPU", "TP", "WEIGHTS", "KV_DTYPE", "PROMPT_TOKENS", "ANSWER_TOKENS", "REQUEST_TOKENS",
     "DECODE_CONTEXT_TOKENS", "MAX_MODEL_LEN", "PARAMETER_COUNTS", "LESSON_PARAM_DIGITS", "kv_capacity",
-    "replica_capacity", "coefficients", "KV_CAPACITY_TOKENS_LESSON_GB", "KV_CAPACITY_TOKENS_LESSON_GB_BLOCKS",
+    "replica_capacity", "kv_batch_limit", "coefficients", "KV_CAPACITY_TOKENS_LESSON_GB", "KV_CAPACITY_TOKENS_LESSON_GB_BLOCKS",
     "KV_CAPACITY_TOKENS_EXACT_PARAMETERS", "KV_CAPACITY_TOKENS_EXACT_PARAMETERS_BLOCKS",
 ]
 
@@ -132,6 +132,24 @@ def replica_capacity(model: str = MODEL, gpu: str = GPU, *, tp: int = TP, weight
     if parameter_count == "exact":
         return exact
     return kv_capacity(rounded_params=True, **args)
+
+
+def kv_batch_limit(*, model: str = MODEL, gpu: str = GPU, tp: int = TP, weights: str = WEIGHTS,
+                   request_tokens: int = REQUEST_TOKENS) -> int:
+    """Requests of ``request_tokens`` whose whole KV fits in the replica at once (step 1's sizing).
+
+    ``floor(KV tokens / request tokens)``, the KV tokens from :func:`replica_capacity`
+    (vLLM's sizing at 90%, the lesson's parameter count).
+
+    >>> kv_batch_limit(), kv_batch_limit(request_tokens=8192)
+    (311, 48)
+    >>> kv_batch_limit(request_tokens=0)
+    Traceback (most recent call last):
+    ...
+    calc.errors.CalcError: request_tokens must be a whole number between 1 and 1e+07; got 0
+    """
+    tokens = check_range("request_tokens", request_tokens, 1, 10_000_000, integer=True)
+    return replica_capacity(model, gpu, tp=tp, weights=weights).kv_cache_tokens_raw // tokens
 
 
 @functools.lru_cache(maxsize=64)

@@ -57,6 +57,9 @@ __all__ = [
     "itl_s",
     "decode_tokens_per_s",
     "steady_state_step",
+    "smallest_batch_where",
+    "first_compute_bound_batch",
+    "first_compute_bound_steady_batch",
     "max_throughput",
     "CALIBRATION_SETUP",
     "CALIBRATION_ROW",
@@ -650,6 +653,70 @@ def steady_state_step(coefficients: StepCoefficients, *, batch: int, input_token
         output_tokens_per_s=batch / d["time_s"],
     )
     return d
+
+
+MAX_SEARCH_BATCH = 4096  # the largest batch the searches below try (16x vLLM's default max_num_seqs)
+
+
+def smallest_batch_where(predicate, max_batch: int = MAX_SEARCH_BATCH) -> int | None:
+    """The smallest batch in 1..max_batch for which ``predicate`` holds, or None; ``predicate`` must hold from some batch on.
+
+    Bisection: about log2(max_batch) calls of ``predicate`` (a step price each).
+
+    >>> smallest_batch_where(lambda b: b * b >= 200), smallest_batch_where(lambda b: False, 16)
+    (15, None)
+    """
+    max_batch = check_range("max_batch", max_batch, 1, MAX_SEARCH_BATCH, integer=True)
+    if not predicate(max_batch):
+        return None
+    if predicate(1):
+        return 1
+    low, high = 1, max_batch  # predicate(low) is False, predicate(high) is True
+    while high - low > 1:
+        mid = (low + high) // 2
+        if predicate(mid):
+            high = mid
+        else:
+            low = mid
+    return high
+
+
+def first_compute_bound_batch(coefficients: StepCoefficients, *, context_tokens: int,
+                              max_batch: int = MAX_SEARCH_BATCH) -> int | None:
+    """The smallest decode batch whose step is compute-bound, or None if none up to ``max_batch`` is.
+
+    Past it the step time grows in proportion to the batch and a token costs
+    about the same at any larger batch. At a real context the batch's KV reads
+    grow as fast as its FLOPs, so decode may never cross the ridge: batching
+    amortises the weights, not the KV (Williams et al., "Roofline", CACM 2009;
+    which roof binds comes from :func:`decode_step`).
+
+    >>> from calc.catalog import get_model, get_gpu
+    >>> c = step_coefficients(get_model("llama-3.1-70b"), get_gpu("h100-sxm-80gb"), tp=4)
+    >>> first_compute_bound_batch(c, context_tokens=1152)
+    199
+    >>> m = step_coefficients(get_model("mistral-7b"), get_gpu("h100-sxm-80gb"))
+    >>> first_compute_bound_batch(m, context_tokens=1152) is None, first_compute_bound_batch(m, context_tokens=16)
+    (True, 199)
+    """
+    return smallest_batch_where(lambda b: decode_step(coefficients, batch=b, context_tokens=context_tokens)["bound"] == "compute",
+                        max_batch)
+
+
+def first_compute_bound_steady_batch(coefficients: StepCoefficients, *, input_tokens: int, output_tokens: int,
+                                     max_batch: int = MAX_SEARCH_BATCH) -> int | None:
+    """The smallest batch whose steady-state step (prefill mixed into decode) is compute-bound, or None.
+
+    The steps of :func:`steady_state_step`: ``batch`` decode tokens and, on
+    average, ``batch x input / output`` prompt tokens each.
+
+    >>> from calc.catalog import get_model, get_gpu
+    >>> c = step_coefficients(get_model("llama-3.1-70b"), get_gpu("h100-sxm-80gb"), tp=4)
+    >>> first_compute_bound_steady_batch(c, input_tokens=1024, output_tokens=256)
+    40
+    """
+    return smallest_batch_where(lambda b: steady_state_step(coefficients, batch=b, input_tokens=input_tokens,
+                                                    output_tokens=output_tokens)["bound"] == "compute", max_batch)
 
 
 def max_throughput(coefficients: StepCoefficients, *, input_tokens: int, output_tokens: int, kv_capacity_tokens: int, max_running: int = 256) -> dict:

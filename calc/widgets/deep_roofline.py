@@ -28,12 +28,12 @@ from calc.lesson import DECODE_CONTEXT_TOKENS, PROMPT_TOKENS
 from calc.lesson import MODEL as LESSON_MODEL
 from calc.lesson import TP as LESSON_TP
 from calc.memory import WEIGHT_FORMATS, check_tp, kv_capacity, kv_tokens_per_request
-from calc.roofline import CALIBRATED, decode_step, prefill_chunk, step_coefficients, ttft_s
+from calc.roofline import CALIBRATED, decode_step, first_compute_bound_batch, prefill_chunk, step_coefficients, ttft_s
 from calc.units import format_bytes, format_number, round_sig
 from calc.widgets.charts import PALETTE, line_chart
 from calc.widgets.framework import Choice, IntRange, output, view, widget
 
-__all__ = ["roofline_points", "bandwidth_wall_s", "max_batch", "batch_sweep", "compute_bound_batch", "roofline",
+__all__ = ["roofline_points", "bandwidth_wall_s", "max_batch", "batch_sweep", "roofline",
            "latency", "facts"]
 
 MS = 1_000  # milliseconds per second, for display
@@ -137,32 +137,6 @@ def batch_sweep(model, gpu, *, tp: int = 1, weights: str = "bf16", context_token
                      "weights_s": d["weights_s"], "kv_s": d["kv_s"],
                      "intensity_flops_per_byte": d["intensity_flops_per_byte"]})
     return rows
-
-
-def compute_bound_batch(model, gpu, *, tp: int = 1, weights: str = "bf16", context_tokens: int,
-                        max_batch: int = 4096) -> int | None:
-    """The smallest decode batch whose step is compute-bound, or None up to ``max_batch``.
-
-    At a real context the batch's KV reads grow as fast as its FLOPs, so decode
-    may never cross the ridge: batching amortises the weights, not the KV.
-    Source: :func:`calc.roofline.decode_step`.
-
-    >>> compute_bound_batch("mistral-7b", "h100-sxm-80gb", context_tokens=1152) is None
-    True
-    >>> compute_bound_batch("mistral-7b", "h100-sxm-80gb", context_tokens=16)
-    199
-    """
-    coef = _coefficients(model, gpu, tp, weights)
-    if decode_step(coef, batch=max_batch, context_tokens=context_tokens)["bound"] != "compute":
-        return None
-    low, high = 0, max_batch  # bound(low) is memory (or low is 0), bound(high) is compute
-    while high - low > 1:
-        mid = (low + high) // 2
-        if decode_step(coef, batch=mid, context_tokens=context_tokens)["bound"] == "compute":
-            high = mid
-        else:
-            low = mid
-    return high
 
 
 def _tp_of(model: str, tp: str) -> int:
@@ -308,7 +282,7 @@ def facts() -> dict[str, str]:
                           context_tokens=CONTEXT_TOKENS)
     wall = bandwidth_wall_s(WORKSHOP_MODEL, GPU)
     sweep = batch_sweep(WORKSHOP_MODEL, GPU, context_tokens=CONTEXT_TOKENS)
-    short = compute_bound_batch(WORKSHOP_MODEL, GPU, context_tokens=16)
+    short = first_compute_bound_batch(_coefficients(WORKSHOP_MODEL, GPU, 1, "bf16"), context_tokens=16)
     lesson = roofline_points(LESSON_MODEL, GPU, tp=LESSON_TP, batch=1, prompt_tokens=PROMPT_TOKENS,
                              context_tokens=CONTEXT_TOKENS)
     lesson_wall = bandwidth_wall_s(LESSON_MODEL, GPU, tp=LESSON_TP)

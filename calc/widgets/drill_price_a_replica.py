@@ -25,13 +25,12 @@ from typing import Annotated
 
 from calc import lesson
 from calc.catalog import GPUS, MODELS, get_gpu, get_model
-from calc.cost import price_replica, sustained_at_latency
+from calc.cost import H100_LISTINGS, H100_LISTINGS_SOURCE, price_replica, sustained_at_latency
 from calc.memory import WEIGHT_FORMATS
 from calc.roofline import step_coefficients, steady_state_step
 from calc.units import SECONDS_PER_HOUR, format_number, round_sig
-from calc.lesson import ANSWER_TOKENS, PROMPT_TOKENS
+from calc.lesson import ANSWER_TOKENS, PROMPT_TOKENS, kv_batch_limit
 from calc.widgets.charts import line_chart
-from calc.widgets.cost_per_million_tokens import H100_LISTINGS, H100_LISTINGS_SOURCE, kv_batch_limit
 from calc.widgets.framework import Choice, FloatRange, IntRange, drill, output, view, widget
 
 __all__ = ["sustained_at_target", "price_from_measurements", "price_drill", "latency_table_drill",
