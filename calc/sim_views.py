@@ -19,8 +19,11 @@ import functools
 from calc.errors import CalcError
 from calc.sim import presets
 from calc.sim.fleet import simulate_fleet
+from calc.sim.scenario import Scenario
 
-__all__ = ["KEEP", "scenario_for", "preset_summary", "fleet_scenario"]
+__all__ = ["KEEP", "scenario_for", "preset_summary", "fleet_scenario", "SYSTEM_PROMPT_PRESET", "SYSTEM_PROMPT_TOKENS",
+           "QUESTION_TOKENS", "SYSTEM_PROMPT_ANSWER_TOKENS", "SYSTEM_PROMPT_RATE_PER_S", "MAX_SYSTEM_PROMPT_TOKENS",
+           "system_prompt_scenario"]
 
 #: A control left at this value keeps the preset's own setting.
 KEEP = "preset"
@@ -94,3 +97,48 @@ def fleet_scenario(preset: str, **autoscaler) -> dict:
         raise CalcError(f"preset must be a fleet with an autoscaler; {preset} has none", "preset")
     data["fleet"]["autoscaler"].update(autoscaler)
     return data
+
+
+# --- steps 11 and 12: one shared system prompt in front of every question -------------------------
+
+#: The simulator's scenario of step 11; its numbers are the defaults of steps 11 and 12.
+SYSTEM_PROMPT_PRESET = "step11-system-prompt"
+_SYSTEM_PROMPT_DATA = presets.load_data(SYSTEM_PROMPT_PRESET)
+_SYSTEM_PROMPT_CLASS = _SYSTEM_PROMPT_DATA["workload"]["classes"][0]
+SYSTEM_PROMPT_TOKENS: int = _SYSTEM_PROMPT_CLASS["prefix_tokens"]
+QUESTION_TOKENS: int = _SYSTEM_PROMPT_CLASS["prompt_tokens"]
+SYSTEM_PROMPT_ANSWER_TOKENS: int = _SYSTEM_PROMPT_CLASS["output_tokens"]
+SYSTEM_PROMPT_RATE_PER_S: float = float(_SYSTEM_PROMPT_DATA["workload"]["rate_per_s"])
+#: Longest system prompt the pages' controls accept: prompt + answer must stay within the engine's max_model_len.
+MAX_SYSTEM_PROMPT_TOKENS = 6_000
+
+
+def check_system_prompt_fits(system_prompt_tokens: int, question_tokens: int) -> None:
+    """CalcError (naming ``system_prompt_tokens``) if a request of the step-11 workload exceeds ``max_model_len``.
+
+    >>> check_system_prompt_fits(7_000, 1_024)
+    Traceback (most recent call last):
+    ...
+    calc.errors.CalcError: system_prompt_tokens + question_tokens + the 256-token answer must stay within the engine's max_model_len of 8,192; got 7,000 + 1,024
+    """
+    limit = Scenario().max_model_len
+    if system_prompt_tokens + question_tokens + SYSTEM_PROMPT_ANSWER_TOKENS > limit:
+        raise CalcError(
+            f"system_prompt_tokens + question_tokens + the {SYSTEM_PROMPT_ANSWER_TOKENS}-token answer must stay within "
+            f"the engine's max_model_len of {limit:,}; got {system_prompt_tokens:,} + {question_tokens:,}",
+            "system_prompt_tokens")
+
+
+def system_prompt_scenario(*, system_prompt_tokens: int = SYSTEM_PROMPT_TOKENS,
+                           rate_per_s: float = SYSTEM_PROMPT_RATE_PER_S, prefix_caching: str = "off") -> dict:
+    """The preset ``step11-system-prompt`` with steps 11 and 12's three knobs applied (a scenario dict).
+
+    >>> s = system_prompt_scenario(system_prompt_tokens=0, prefix_caching="on")
+    >>> s["workload"]["classes"][0]["prefix_tokens"], s["prefix_caching"], s["workload"]["rate_per_s"]
+    (0, True, 4.0)
+    """
+    check_system_prompt_fits(system_prompt_tokens, QUESTION_TOKENS)
+    data = scenario_for(SYSTEM_PROMPT_PRESET, rate_per_s=rate_per_s, prefix_caching=prefix_caching)
+    for request_class in data["workload"]["classes"]:
+        request_class["prefix_tokens"] = system_prompt_tokens
+    return copy.deepcopy(data)

@@ -29,15 +29,14 @@ from calc.catalog import GPUS, MEMORY_BASES, MODELS, get_gpu, get_model
 from calc.lesson import (
     ANSWER_TOKENS, LESSON_PARAM_DIGITS, MAX_MODEL_LEN, PROMPT_TOKENS, replica_capacity,
 )
-from calc.memory import KV_DTYPES, WEIGHT_BITS, WEIGHT_FORMATS, KVCapacity, kv_bytes_per_request, kv_heads_per_gpu
+from calc.memory import KV_DTYPES, WEIGHT_FORMATS, kv_bytes_per_request, kv_heads_per_gpu
 from calc.units import GB, GiB, KiB, MiB, format_bytes, format_number, round_sig
-from calc.widgets.charts import PALETTE, bar_chart, line_chart
-from calc.widgets.framework import Choice, FloatRange, IntRange, output, table, view, widget
+from calc.widgets.charts import PALETTE, line_chart
+from calc.widgets.framework import Choice, FloatRange, IntRange, output, view, widget
+from calc.widgets.views import replica_memory_view
 
 __all__ = ["memory_view", "tokens_in_flight", "facts"]
 
-#: Draw one bar per GPU up to this many; above it one bar stands for all (they are identical).
-MAX_BARS = 8
 
 _LESSON_MODEL = get_model(lesson.REPLICA["model"])
 _PARAM_LABELS = (
@@ -53,8 +52,6 @@ MODEL_CHOICES = tuple((key, model.name) for key, model in MODELS.items())
 GPU_CHOICES = tuple((key, gpu.name) for key, gpu in GPUS.items())
 LENGTH_POINTS = (256, 512, 1_024, 2_048, 4_096, 8_192, 16_384, 32_768, 65_536, 131_072)
 
-_COLOURS = {"Weights": PALETTE[0], "Activation workspace": PALETTE[1], "Non-torch overhead": PALETTE[3],
-            "KV cache": PALETTE[2], "Unclaimed (1 − utilization)": "#9e9e9e"}
 
 
 def _gb(n_bytes: float) -> str:
@@ -63,78 +60,6 @@ def _gb(n_bytes: float) -> str:
 
 def _gib(n_bytes: float) -> str:
     return format_number(n_bytes / GiB)
-
-
-def _memory_text(cap: KVCapacity) -> str:
-    gpu = get_gpu(cap.gpu_key)
-    if cap.memory_basis == "runtime":
-        return f"{_gb(cap.total_bytes)} GB = {gpu.memory_bytes_runtime / MiB:,.0f} MiB = {_gib(cap.total_bytes)} GiB"
-    return f"{_gb(cap.total_bytes)} GB = {_gib(cap.total_bytes)} GiB"
-
-
-def _weights_source(cap: KVCapacity, parameter_count: str) -> str:
-    model = get_model(cap.model_key)
-    bits = WEIGHT_BITS[cap.weights]
-    per_weight = f"{bits // 8} B" if bits >= 8 else f"{bits} bits"
-    if parameter_count == "lesson":
-        params = round_sig(model.total_params, LESSON_PARAM_DIGITS)
-        return f"{format_number(params / 1e9)} B params × {per_weight} / {cap.tp} GPUs"
-    return f"{model.total_params:,} params × {per_weight} (+ scales, 16-bit embeddings) / {cap.tp} GPUs"
-
-
-def _terms_table(cap: KVCapacity, parameter_count: str) -> dict:
-    gpu = get_gpu(cap.gpu_key)
-    where = (f"nvidia-smi: {gpu.memory_bytes_runtime / MiB:,.0f} MiB × 2²⁰" if cap.memory_basis == "runtime"
-             else f"datasheet: {_gb(gpu.memory_bytes_marketed)} GB × 10⁹")
-    rows = [
-        ("GPU memory", cap.total_bytes, where),
-        (f"× {format_number(cap.gpu_memory_utilization)} = vLLM's budget", cap.requested_bytes,
-         "gpu_memory_utilization"),
-        ("− weights", cap.weights_bytes, _weights_source(cap, parameter_count)),
-        ("− activation workspace", cap.activation_bytes, "peak of vLLM's profiling pass (assumed)"),
-        ("− non-torch overhead", cap.non_torch_bytes,
-         "CUDA context" + (", NCCL buffers" if cap.tp > 1 else "") + " (assumed)"),
-        ("= KV cache", cap.kv_cache_bytes, f"/ {cap.kv_bytes_per_token_per_gpu:,} B per token per GPU"),
-        ("unclaimed", cap.unclaimed_bytes, "left to other processes (1 − utilization)"),
-    ]
-    return table(
-        ["Per GPU", "Bytes", "GB (10⁹ B)", "GiB (2³⁰ B)", "From"],
-        [[name, f"{round(value):,}", _gb(value), _gib(value), source] for name, value, source in rows],
-        caption="Every term on one GPU",
-    )
-
-
-def _memory_figure(cap: KVCapacity) -> dict:
-    model, gpu = get_model(cap.model_key), get_gpu(cap.gpu_key)
-    bars = [f"GPU {i}" for i in range(cap.tp)] if cap.tp <= MAX_BARS else [f"each of {cap.tp} GPUs"]
-    terms = {
-        "Weights": cap.weights_bytes, "Activation workspace": cap.activation_bytes,
-        "Non-torch overhead": cap.non_torch_bytes, "KV cache": cap.kv_cache_bytes,
-        "Unclaimed (1 − utilization)": cap.unclaimed_bytes,
-    }
-    summary = f"{model.name} on {cap.tp} × {gpu.name}. " + (
-        f"Each of the {cap.tp} GPUs: " if cap.tp > 1 else "The one GPU: ") + ", ".join(
-        f"{name.split(' (')[0]} {_gb(value)} GB" for name, value in terms.items()
-    ) + f", of {_gb(cap.total_bytes)} GB."
-    figure = bar_chart(
-        "Memory per GPU, GB (10⁹ bytes)", list(reversed(bars)), "",
-        {name: [value / GB] * len(bars) for name, value in terms.items()}, horizontal=True, summary=summary,
-    )
-    for trace in figure["data"]:
-        trace["marker"]["color"] = _COLOURS[trace["name"]]
-        trace["hovertemplate"] = "%{x:.3~r} GB<extra>" + trace["name"] + "</extra>"
-    layout = figure["layout"]
-    layout["height"] = 190 + 32 * len(bars)
-    layout["xaxis"] = {"automargin": True, "range": [0, round_sig(cap.total_bytes / GB * 1.02, 4)]}
-    layout["legend"] = {"orientation": "h", "yanchor": "top", "y": -0.12, "traceorder": "normal"}
-    layout["margin"] = {"l": 60, "r": 20, "t": 50, "b": 30}
-    budget = round_sig(cap.requested_bytes / GB, 6)
-    layout["shapes"] = [{"type": "line", "x0": budget, "x1": budget, "yref": "paper", "y0": 0, "y1": 1,
-                         "line": {"dash": "dot", "width": 1.5, "color": "#757575"}}]
-    layout["annotations"] = [{"x": budget, "y": 1, "yref": "paper", "yanchor": "bottom", "showarrow": False,
-                              "text": f"vLLM's {format_number(cap.gpu_memory_utilization * 100)}%",
-                              "font": {"size": 11}}]
-    return figure
 
 
 @widget
@@ -154,50 +79,15 @@ def memory_view(
 ):
     """The memory of one replica per GPU: weights, workspace, overhead, KV cache, and what is left unclaimed.
 
-    Every term comes from :func:`replica_capacity` (vLLM's ``determine_available_memory``);
-    the requests that fit at once are tokens // request length (:func:`calc.allocation.contiguous_max_concurrency`).
+    The view is :func:`calc.widgets.views.replica_memory_view` (the playground shows it too).
 
     >>> out = memory_view(weights="fp8")["outputs"]
     >>> out["weights_bytes_per_gpu"]["text"], out["kv_cache_tokens"]["text"], out["max_requests"]["value"]
     ('17.6 GB', '614,624 tokens', 480)
     """
-    cap = replica_capacity(model, gpu, tp=tp, weights=weights, kv_dtype=kv_dtype,
-                           gpu_memory_utilization=gpu_memory_utilization, memory_basis=memory_basis,
-                           parameter_count=parameter_count, max_model_len=request_tokens)
-    other_count = "exact" if parameter_count == "lesson" else "lesson"
-    other = replica_capacity(model, gpu, tp=tp, weights=weights, kv_dtype=kv_dtype,
-                             gpu_memory_utilization=gpu_memory_utilization, memory_basis=memory_basis,
-                             parameter_count=other_count)
-    tokens = cap.kv_cache_tokens_raw
-    change = (other.kv_cache_tokens_raw - tokens) / tokens * 100
-    fits = contiguous_max_concurrency(tokens, request_tokens)
-    per_token = cap.kv_bytes_per_token_per_gpu
-    return view(
-        outputs=[
-            output("gpu_memory", "GPU memory counted", round(cap.total_bytes), "B", text=_memory_text(cap)),
-            output("requested_bytes", "vLLM's budget per GPU", round(cap.requested_bytes), "B",
-                   text=f"{_gb(cap.requested_bytes)} GB"),
-            output("weights_bytes_per_gpu", "Weights per GPU", round(cap.weights_bytes), "B",
-                   text=f"{_gb(cap.weights_bytes)} GB"),
-            output("overhead_bytes", "Workspace + overhead per GPU", round(cap.activation_bytes + cap.non_torch_bytes), "B",
-                   text=f"{_gb(cap.activation_bytes)} + {_gb(cap.non_torch_bytes)} GB"),
-            output("kv_cache_bytes_per_gpu", "KV cache per GPU", round(cap.kv_cache_bytes), "B",
-                   text=f"{_gb(cap.kv_cache_bytes)} GB"),
-            output("kv_bytes_per_token_per_gpu", "KV per token per GPU", per_token, "B",
-                   text=f"{per_token:,} B ({format_bytes(per_token, binary=True)})"),
-            output("kv_bytes_per_token", "KV per token, whole replica", cap.kv_bytes_per_token, "B",
-                   text=f"{cap.kv_bytes_per_token:,} B ({format_bytes(cap.kv_bytes_per_token, binary=True)})"),
-            output("kv_cache_tokens", "KV cache of the replica", tokens, "tokens", text=f"{tokens:,} tokens"),
-            output("other_count_tokens", "With the other parameter count", other.kv_cache_tokens_raw, "tokens",
-                   text=f"{other.kv_cache_tokens_raw:,} ({change:+.2f}%)"),
-            output("vllm_blocks", "As vLLM logs it", cap.kv_cache_tokens, "tokens",
-                   text=f"{cap.kv_cache_blocks:,} blocks of {cap.block_size} = {cap.kv_cache_tokens:,}"),
-            output("max_requests", "Requests of that length at once", fits, "requests",
-                   text=f"{fits:,} ({cap.max_concurrency:,.2f}x)"),
-        ],
-        figures={"memory": _memory_figure(cap)},
-        tables={"terms": _terms_table(cap, parameter_count)},
-    )
+    return replica_memory_view(model, gpu, tp=tp, weights=weights, kv_dtype=kv_dtype,
+                               gpu_memory_utilization=gpu_memory_utilization, memory_basis=memory_basis,
+                               parameter_count=parameter_count, request_tokens=request_tokens)
 
 
 @widget

@@ -23,19 +23,19 @@ from functools import lru_cache
 from typing import Annotated
 
 from calc.errors import CalcError, check_choice, check_range
-from calc.prefix import hit_tokens_for_layout
+from calc.prefix import BLOCK_TOKENS, hit_tokens_for_layout, prefill_time_s, replica_ceiling
 from calc.sim import presets
 from calc.sim.fleet import simulate_fleet
+from calc.sim_views import (
+    MAX_SYSTEM_PROMPT_TOKENS, QUESTION_TOKENS, SYSTEM_PROMPT_PRESET, SYSTEM_PROMPT_TOKENS, system_prompt_scenario,
+)
+from calc.sim_views import SYSTEM_PROMPT_ANSWER_TOKENS as ANSWER_TOKENS
+from calc.sim_views import SYSTEM_PROMPT_RATE_PER_S as RATE_PER_S
 from calc.units import format_number
 from calc.widgets.charts import PALETTE, bar_chart
 from calc.widgets.framework import Choice, FloatRange, IntRange, output, stream, table, view, widget
 from calc.widgets.simulation import scenario_for, simulation_views
-from calc.widgets.system_prompt import (
-    ANSWER_TOKENS, BLOCK_TOKENS, MAX_SYSTEM_PROMPT_TOKENS, QUESTION_TOKENS, RATE_PER_S, SYSTEM_PROMPT_TOKENS,
-    prefill_time_s, replica_ceiling, with_hit_rate,
-)
-from calc.widgets.system_prompt import PRESET as BEFORE_PRESET
-from calc.widgets.system_prompt import scenario as before_scenario
+from calc.widgets.views import with_hit_rate
 
 __all__ = ["PRESET", "LAYOUTS", "TIMESTAMP_TOKENS", "layout_parts", "layout_hit", "prompt_layout", "before_after",
            "replica", "scenario", "facts"]
@@ -180,9 +180,9 @@ def _summary(system_prompt_tokens: int, rate_per_s: float, prefix_caching: str) 
     """Summary of step 11's traffic with these knobs (the widget shows no series, so none is kept).
 
     Kept per input for the worker's visit: a reader moving a slider back finds the run done.
-    Source: :func:`calc.sim.fleet.simulate_fleet` on :func:`calc.widgets.system_prompt.scenario`.
+    Source: :func:`calc.sim.fleet.simulate_fleet` on :func:`calc.sim_views.system_prompt_scenario`.
     """
-    data = before_scenario(system_prompt_tokens=system_prompt_tokens, rate_per_s=rate_per_s,
+    data = system_prompt_scenario(system_prompt_tokens=system_prompt_tokens, rate_per_s=rate_per_s,
                            prefix_caching=prefix_caching)
     return simulate_fleet(data, time_series=False).summary
 
@@ -301,7 +301,7 @@ def facts() -> dict[str, str]:
     stable = layout_hit("stable-first")
     prompt = stable["prompt_tokens"]
     hit = stable["hit_tokens"]
-    before = presets.run(BEFORE_PRESET).summary
+    before = presets.run(SYSTEM_PROMPT_PRESET).summary
     after = presets.run(PRESET).summary
     cold_s = prefill_time_s(prompt)
     warm_s = prefill_time_s(prompt, hit)
