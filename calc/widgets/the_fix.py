@@ -25,18 +25,18 @@ from typing import Annotated
 
 from calc import lesson
 from calc.errors import check_choice, check_range
-from calc.roofline import prefill_chunk, step_coefficients
+from calc.roofline import prefill_chunk
 from calc.sim import presets
 from calc.catalog import get_gpu, get_model
+from calc.incident import (
+    HIGH_SHARE, SURGE_PHASE, incident_run, incident_scenario, prefill_tokens_per_s, prompt_statistics,
+)
 from calc.memory import weights_bytes_per_gpu
 from calc.sim.autoscaler import AutoscalerConfig, scale_up_delay_ns
 from calc.sim.fleet import FleetScenario, simulate_fleet
 from calc.units import NS_PER_S, format_number, round_sig
 from calc.widgets.framework import Choice, IntRange, stream
-from calc.widgets.incident_p99_ttft import (
-    DOCUMENT_SHARE, FLEET_PANELS, FRAME, HIGH_SHARE, SEED, SURGE_PHASE, dashboard_views, incident_scenario,
-    incident_run, prefill_tokens_per_s, prompt_statistics,
-)
+from calc.widgets.views import DOCUMENT_SHARE, FLEET_PANELS, FRAME, SEED, dashboard_views
 
 __all__ = ["PRESET", "LAYOUTS", "fix_scenario", "fleet", "fix_run", "COMPARED", "comparison", "facts"]
 
@@ -54,7 +54,7 @@ def fix_scenario(*, layout: str = "pools", shared_replicas: int = 3, chat_replic
                  document_share: float = 0.1, seed: int = 3) -> dict:
     """The incident's traffic on the chosen layout, as a scenario dict.
 
-    ``shared``: the incident's fleet (:func:`~calc.widgets.incident_p99_ttft.incident_scenario`)
+    ``shared``: the incident's fleet (:func:`~calc.incident.incident_scenario`)
     with ``shared_replicas`` replicas. ``pools``: the preset ``step20-pools`` with
     the reader's replica counts; the chat pool's prefill chunk
     (``max_num_batched_tokens``) is ``chat_chunk_tokens``; the documents' pool
@@ -193,7 +193,7 @@ def facts() -> dict[str, str]:
     rate = surge["rate_per_s"]
     doc_rate = rate * surge["shares"]["document"]
     chat_rate = rate * surge["shares"]["chat"]
-    coef = step_coefficients("llama-3.1-70b", "h100-sxm-80gb", tp=4)
+    coef = lesson.coefficients()
     scheduler_chunk = presets.load("step19-incident-p99").scenario.max_num_batched_tokens
     chunk_chat_s = prefill_chunk(coef, chunk_tokens=chat["max_num_batched_tokens"])["time_s"]
     chunk_default_s = prefill_chunk(coef, chunk_tokens=scheduler_chunk)["time_s"]

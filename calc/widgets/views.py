@@ -1,4 +1,4 @@
-"""Views that several pages share: a replica's memory (step 1 and the playground), the live fleet (steps 14 and 15), the prefix cache's hit rate (steps 11 and 12).
+"""Views that several pages share: a replica's memory (step 1 and the playground), the live fleet (steps 14 and 15), the prefix cache's hit rate (steps 11 and 12), the on-call dashboard and its controls (steps 19 and 20).
 
 A page module turns calc's science into a view; what more than one page shows the
 same way lives here, so that no page module imports another. The simulation view
@@ -15,14 +15,18 @@ from calc.allocation import contiguous_max_concurrency
 from calc.catalog import get_gpu, get_model
 from calc.lesson import LESSON_PARAM_DIGITS, replica_capacity
 from calc.memory import WEIGHT_BITS, KVCapacity
+from calc.incident import DOCUMENT_SHARE_MAX, incident_scenario, prompt_tokens_per_sample
+from calc.sim.fleet import FleetScenario, fleet_requests
 from calc.sim.live import live_frames
 from calc.sim_views import fleet_scenario  # noqa: F401 (the doctest's scenario)
 from calc.units import GB, GiB, MiB, format_bytes, format_number, round_sig
 from calc.widgets.charts import PALETTE, bar_chart
-from calc.widgets.framework import output, table, view
+from calc.widgets.framework import FloatRange, IntRange, output, table, view
 from calc.widgets.simulation import metrics
 
-__all__ = ["FLEET_CHARTS", "FLEET_METRICS", "fleet_views", "replica_memory_view", "with_hit_rate"]
+__all__ = ["FLEET_CHARTS", "FLEET_METRICS", "fleet_views", "replica_memory_view", "with_hit_rate", "PANELS",
+           "FLEET_PANELS", "dashboard_figures", "dashboard_outputs", "dashboard_views", "DOCUMENT_SHARE", "SEED",
+           "FRAME", "seconds_text", "share_text"]
 
 #: Draw one bar per GPU up to this many; above it one bar stands for all (they are identical).
 MAX_BARS = 8
@@ -250,3 +254,143 @@ def with_hit_rate(views):
         frame["outputs"].setdefault("prefix_cache_hit_rate", output("prefix_cache_hit_rate", "Prefix cache hit rate",
                                                                     0, "", text="cache off"))
         yield frame
+
+
+# --- steps 19 and 20: the on-call dashboard --------------------------------------------------------
+
+#: Controls of the incident's traffic, the same on both pages.
+DOCUMENT_SHARE = FloatRange(0.0, DOCUMENT_SHARE_MAX, 0.01, label="Long documents during the surge",
+                            help="share of the requests in the surge minute; the request rate stays the same")
+SEED = IntRange(0, 2**31 - 1, label="Seed", help="another draw of the same traffic")
+FRAME = FloatRange(1, 60, 1, "s", label="Simulated seconds per frame")
+
+# (figure key, title, y-axis title, tick format, [(series key, trace name)])
+PANELS = (
+    ("requests", "Requests per second", "requests/s", None, [("requests_per_s", "arriving")]),
+    ("gpu_util", "GPU-Util", "reported busy", ".0%", [("gpu_util_reported", "GPU-Util")]),
+    ("ttft", "TTFT, 10 s window", "seconds", None,
+     [("ttft_p99_s", "p99"), ("ttft_p50_s", "p50")]),
+    ("prompt", "Prompt tokens per request", "tokens (mean)", None,
+     [("prompt_tokens_per_request", "arriving requests")]),
+    ("queue", "Queue depth", "requests waiting", None, [("queue_depth", "waiting")]),
+    ("kv", "KV cache use", "share of the KV cache", ".0%", [("kv_use_fraction", "in use")]),
+    ("running", "Requests running", "requests in the batches", None, [("running", "running")]),
+    ("preemptions", "Preemptions", "requests evicted (total)", None, [("preemptions", "preempted so far")]),
+)
+REPLICAS_PANEL = ("replicas", "Replicas", "replicas", None, [("replicas", "serving or starting")])
+#: Step 20's dashboard compares layouts on the same traffic: latency, queue, KV cache and replicas only.
+FLEET_PANELS = tuple(p for p in PANELS if p[0] in ("ttft", "queue", "kv")) + (REPLICAS_PANEL,)
+
+
+def dashboard_figures(panels=PANELS) -> dict:
+    """Empty dashboard charts whose traces name the series that fill them (``meta``).
+
+    Compact panels (two to a row on a wide screen), each a Plotly figure dict
+    like :mod:`calc.widgets.charts` makes; frames append points to them.
+
+    >>> figures = dashboard_figures()
+    >>> list(figures)[:3], figures["ttft"]["data"][0]["meta"]
+    (['requests', 'gpu_util', 'ttft'], 'ttft_p99_s')
+    """
+    figures = {}
+    for key, title, y_title, tick_format, traces in panels:
+        yaxis = {"title": {"text": y_title}, "automargin": True, "rangemode": "tozero"}
+        if tick_format:
+            yaxis["tickformat"] = tick_format
+        many = len(traces) > 1
+        figures[key] = {
+            "data": [{"type": "scatter", "mode": "lines", "name": name, "meta": series, "x": [], "y": [],
+                      "line": {"color": PALETTE[i % len(PALETTE)], "width": 2}}
+                     for i, (series, name) in enumerate(traces)],
+            "layout": {"title": {"text": title, "font": {"size": 13}},
+                       "xaxis": {"title": {"text": "time (s)"}, "automargin": True},
+                       "yaxis": yaxis, "showlegend": many,
+                       "legend": {"orientation": "h", "y": 1.02, "yanchor": "bottom", "x": 1, "xanchor": "right"},
+                       "margin": {"l": 55, "r": 10, "t": 50 if many else 36, "b": 40}, "height": 240},
+            "x_series": "t_s",
+            "summary": f"{title} against simulated time.",
+        }
+    return figures
+
+
+def seconds_text(value) -> str:
+    """``'12.3 s'``, or ``'n/a'`` for a metric with no value yet."""
+    return "n/a" if value is None else f"{format_number(value)} s"
+
+
+def share_text(value) -> str:
+    """A share as a whole percentage (``None`` is 0%)."""
+    return f"{(value or 0) * 100:.0f}%"
+
+
+def dashboard_outputs(summary: dict, *, costs: bool = False) -> list[dict]:
+    """The metrics under the dashboard, from a fleet run's summary (so far).
+
+    With ``costs`` (step 20 compares layouts on these), the traffic's own
+    numbers give way to each request class's TTFT p99, the replicas, the
+    replica-hours and what they cost.
+
+    >>> [o["text"] for o in dashboard_outputs({"arrival_rate_per_s": 15.2, "ttft_p99_s": 32.17})][:3]
+    ['15.2 /s', '0%', 'n/a']
+    """
+    get = summary.get
+    panel = [
+        output("arrival_rate_per_s", "Requests arriving", get("arrival_rate_per_s") or 0, "/s",
+               text=f"{format_number(get('arrival_rate_per_s') or 0)} /s"),
+        output("gpu_util_reported", "GPU-Util (reported)", get("gpu_util_reported") or 0, "",
+               text=share_text(get("gpu_util_reported"))),
+        output("ttft_p50_s", "TTFT p50", get("ttft_p50_s") or 0, "s", text=seconds_text(get("ttft_p50_s"))),
+        output("ttft_p99_s", "TTFT p99", get("ttft_p99_s") or 0, "s", text=seconds_text(get("ttft_p99_s"))),
+        output("itl_p99_s", "ITL p99", get("itl_p99_s") or 0, "s", text=seconds_text(get("itl_p99_s"))),
+        output("prompt_tokens_mean", "Prompt tokens per request", get("prompt_tokens_mean") or 0, "tokens",
+               text=f"{format_number(round(get('prompt_tokens_mean') or 0))} tokens"),
+        output("queue_depth_max", "Longest queue", get("queue_depth_max", 0), "requests"),
+        output("kv_use_peak", "KV cache use, peak", get("kv_use_peak") or 0, "", text=share_text(get("kv_use_peak"))),
+        output("preemptions", "Preemptions", get("preemptions", 0), ""),
+        output("requests_completed", "Requests done", get("requests_completed", 0), "",
+               text=f"{get('requests_completed', 0):,} of {get('requests_total', 0):,}"),
+    ]
+    if costs:
+        same_traffic = ("arrival_rate_per_s", "prompt_tokens_mean", "requests_completed", "gpu_util_reported")
+        panel = [o for o in panel if o["key"] not in same_traffic]
+        by_class = {c["name"]: c for c in get("classes") or []}
+        for name, label in (("chat", "Chat TTFT p99"), ("document", "Documents TTFT p99"),
+                            ("batch", "Batch jobs TTFT p99")):
+            value = by_class.get(name, {}).get("ttft_p99_s")
+            panel.append(output(f"{name}_ttft_p99_s", label, value or 0, "s", text=seconds_text(value)))
+        panel.append(output("replicas", "Replicas (start / peak / end)", get("replicas_max") or 0, "",
+                            text=f"{get('replicas_initial', 0)} / {get('replicas_max', 0)} / {get('replicas_final', 0)}"))
+        hours = get("replica_hours") or 0
+        panel.append(output("replica_hours", "Replica-hours", hours, "h", text=f"{format_number(hours)} h"))
+        cost = get("cost_usd")
+        panel.append(output("cost_usd", "GPU cost of the run", cost or 0, "USD",
+                            text="no GPU price" if cost is None else f"${cost:,.2f}"))
+    return panel
+
+
+def dashboard_views(scenario: dict, frame_interval_s: float, *, panels=PANELS, costs: bool = False):
+    """Views of a live run of a fleet ``scenario``: the dashboard's charts first, then per frame its
+    metrics, its new points (the fleet's series plus prompt tokens per request) and one replica's block map.
+
+    Source: :func:`calc.sim.live.live_frames`; :func:`prompt_tokens_per_sample`.
+
+    >>> views = list(dashboard_views(incident_scenario(seed=1), 60))
+    >>> sorted(views[0]["figures"])[:2], views[-1]["done"]
+    (['gpu_util', 'kv'], True)
+    >>> tokens = [x for v in views for x in v["series"]["prompt_tokens_per_request"]]
+    >>> len(tokens) == len([t for v in views for t in v["series"]["t_s"]]), tokens[0]
+    (True, 1116.55)
+    """
+    requests = fleet_requests(FleetScenario.from_dict(scenario))
+    interval_s = None
+    first = True
+    for frame in live_frames(scenario, frame_interval_s=frame_interval_s):
+        points = dict(frame["points"])
+        times = points["t_s"]
+        if times and interval_s is None:
+            interval_s = times[0]  # the first sample falls one sample interval after the start
+        points["prompt_tokens_per_request"] = prompt_tokens_per_sample(requests, times, interval_s or 1.0)
+        extra = {"figures": dashboard_figures(panels)} if first else {}
+        first = False
+        yield view(outputs=dashboard_outputs(frame["summary"], costs=costs), series=points,
+                   blockmap=frame["blockmap"], t_s=frame["t_s"], done=frame["done"], **extra)
