@@ -62,11 +62,12 @@ def scenario_for(preset: str, *, rate_per_s: float = 0, allocation: str = KEEP, 
 
 
 @functools.lru_cache(maxsize=64)
-def preset_summary(name: str, rate_per_s: float = 0, weights: str | None = None) -> dict:
+def preset_summary(name: str, rate_per_s: float = 0, weights: str | None = None, speculation: str = KEEP) -> dict:
     """The summary of a lesson preset run to its end, at its own arrival rate or at ``rate_per_s``.
 
     ``weights`` replaces the replica's weight format (step 7 replays step 6's
-    traffic in fp8). Source: :func:`calc.sim.fleet.simulate_fleet` on
+    traffic in fp8); ``speculation`` turns speculative decoding on or off
+    (as :func:`scenario_for`). Source: :func:`calc.sim.fleet.simulate_fleet` on
     :func:`scenario_for` (the scenario the page's live simulation runs).
 
     >>> preset_summary("step04-reserve-max", 4)["queue_depth_max"]
@@ -75,7 +76,7 @@ def preset_summary(name: str, rate_per_s: float = 0, weights: str | None = None)
     >>> s["requests_completed"], s["ttft_p99_s"] < preset_summary("step06-twice-the-traffic")["ttft_p99_s"] / 10
     (1200, True)
     """
-    data = scenario_for(name, rate_per_s=rate_per_s)
+    data = scenario_for(name, rate_per_s=rate_per_s, speculation=speculation)
     if weights is not None:
         data["weights"] = weights
     return dict(simulate_fleet(data).summary)
