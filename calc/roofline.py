@@ -57,6 +57,7 @@ __all__ = [
     "itl_s",
     "decode_tokens_per_s",
     "steady_state_step",
+    "mixed_step_s",
     "smallest_batch_where",
     "first_compute_bound_batch",
     "first_compute_bound_steady_batch",
@@ -653,6 +654,30 @@ def steady_state_step(coefficients: StepCoefficients, *, batch: int, input_token
         output_tokens_per_s=batch / d["time_s"],
     )
     return d
+
+
+def mixed_step_s(coefficients, *, batch: int, context_tokens: int, chunk_tokens: int) -> float:
+    """Seconds of one engine step that decodes ``batch`` sequences and prefills a ``chunk_tokens`` chunk.
+
+    Every decoding sequence waits for the whole step, so this is the
+    inter-token latency of everyone in the batch while the chunk runs.
+    Source: :meth:`calc.roofline.StepCoefficients.step_time_s` (decode tokens
+    and prefill tokens in one step, as vLLM's chunked prefill schedules them).
+
+    >>> from calc.catalog import get_model, get_gpu
+    >>> c = step_coefficients(get_model("llama-3.1-70b"), get_gpu("h100-sxm-80gb"), tp=4)
+    >>> round(mixed_step_s(c, batch=64, context_tokens=1152, chunk_tokens=0) * 1000, 1)
+    18.2
+    >>> round(mixed_step_s(c, batch=64, context_tokens=1152, chunk_tokens=8192) * 1000)
+    686
+    """
+    batch = check_range("batch", batch, 0, 10**6, integer=True)
+    ctx = check_range("context_tokens", context_tokens, 1, 10**8, integer=True)
+    chunk = check_range("chunk_tokens", chunk_tokens, 0, 10**7, integer=True)
+    if batch + chunk == 0:
+        return 0.0
+    return coefficients.step_time_s(new_tokens=batch + chunk, kv_tokens_read=batch * ctx + chunk,
+                                    attention_token_pairs=batch * ctx + prefill_attention_pairs(chunk))
 
 
 MAX_SEARCH_BATCH = 4096  # the largest batch the searches below try (16x vLLM's default max_num_seqs)
