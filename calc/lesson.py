@@ -29,13 +29,13 @@ import functools
 from calc.catalog import get_model
 from calc.errors import CalcError, check_choice, check_range
 from calc.memory import WEIGHT_BITS, WEIGHT_FORMATS, KVCapacity, check_tp, kv_capacity as _kv_capacity
-from calc.roofline import StepCoefficients, step_coefficients
+from calc.roofline import StepCoefficients, decode_step, step_coefficients
 from calc.units import round_sig
 
 __all__ = [
     "REPLICA", "MODEL", "GPU", "TP", "WEIGHTS", "KV_DTYPE", "PROMPT_TOKENS", "ANSWER_TOKENS", "REQUEST_TOKENS",
     "DECODE_CONTEXT_TOKENS", "MAX_MODEL_LEN", "PARAMETER_COUNTS", "LESSON_PARAM_DIGITS", "kv_capacity",
-    "replica_capacity", "kv_batch_limit", "coefficients", "KV_CAPACITY_TOKENS_LESSON_GB", "KV_CAPACITY_TOKENS_LESSON_GB_BLOCKS",
+    "replica_capacity", "kv_batch_limit", "coefficients", "decode_ms", "KV_CAPACITY_TOKENS_LESSON_GB", "KV_CAPACITY_TOKENS_LESSON_GB_BLOCKS",
     "KV_CAPACITY_TOKENS_EXACT_PARAMETERS", "KV_CAPACITY_TOKENS_EXACT_PARAMETERS_BLOCKS",
 ]
 
@@ -168,6 +168,17 @@ def coefficients(weights: str = WEIGHTS, kv_dtype: str = KV_DTYPE, *, model: str
     'fp8'
     """
     return step_coefficients(model, gpu, tp=tp, weights=weights, kv_dtype=kv_dtype)
+
+
+def decode_ms(weights: str = WEIGHTS, batch: int = 1, context_tokens: int = DECODE_CONTEXT_TOKENS) -> float:
+    """Milliseconds of one decode step of ``batch`` sequences at ``context_tokens`` on the running example.
+
+    Source: :func:`calc.roofline.decode_step` on :func:`coefficients` (steps 7 and 8 compare weight formats on it).
+
+    >>> round(decode_ms("bf16", batch=256), 1), round(decode_ms("fp8", batch=256), 1)
+    (31.0, 22.1)
+    """
+    return decode_step(coefficients(weights), batch=batch, context_tokens=context_tokens)["time_s"] * 1000
 
 
 #: Tokens of KV cache with the lesson's rounded parameter count (35.3 GB of weights per GPU), before block

@@ -11,7 +11,7 @@ deltas) come from :func:`calc.quantization.weight_formats_table`.
 How 4 bits hold a weight: absmax integer quantization scales each group by its
 largest magnitude onto the integers -7..7; NF4 (Dettmers et al., QLoRA, 2023)
 uses 16 levels at quantiles of a normal distribution instead, which fit
-normally distributed weights better (:func:`rounding_error`).
+normally distributed weights better (:func:`calc.quantization.rounding_error`).
 
 >>> rows = {r["weights"]: r for r in formats_rows("mistral-7b", "l4")}
 >>> round(rows["bf16"]["total_bytes"] / 1e9, 1), round(rows["int4"]["nominal_bytes"] / 1e9, 1)
@@ -30,7 +30,7 @@ from calc.errors import check_range
 from calc.memory import WEIGHT_BITS
 from calc.quantization import (
     CONTEXT_TOKENS, GROUP_SIZES, ROUNDING_SCHEMES, SAMPLE_GROUPS, STUDY_SUMMARY, accuracy_deltas, formats_rows,
-    nf4_levels, normal_sample, quantize_group, rounding_error, rounding_errors, weight_formats_table,
+    nf4_levels, normal_sample, quantize_group, rounding_errors, weight_formats_table,
 )
 from calc.units import format_bytes, format_number
 from calc.widgets.charts import bar_chart
