@@ -40,6 +40,7 @@ from calc import memory
 from calc.catalog import GPU, Model, get_gpu, get_model
 from calc.errors import CalcError, check_choice, check_range
 from calc.parallel import allreduce_time_s, ALLREDUCE_LATENCY_S
+from calc.memory import check_tp, kv_capacity, kv_tokens_per_request
 from calc.units import round_sig
 
 __all__ = [
@@ -58,6 +59,10 @@ __all__ = [
     "decode_tokens_per_s",
     "steady_state_step",
     "mixed_step_s",
+    "roofline_points",
+    "bandwidth_wall_s",
+    "max_kv_batch",
+    "batch_sweep",
     "smallest_batch_where",
     "first_compute_bound_batch",
     "first_compute_bound_steady_batch",
@@ -950,3 +955,87 @@ def calibrate(*, compute_grid=None, memory_grid=None, overhead_grid_s=None) -> d
         "loss": loss,
         "ratios": [round_sig(r["ratio"], 4) for r in calibration_report(efficiency)],
     }
+
+
+def roofline_points(model, gpu, *, tp: int = 1, weights: str = "bf16", batch: int, prompt_tokens: int,
+                    context_tokens: int) -> dict:
+    """The decode step and the prefill of one prompt on the roofline, per GPU.
+
+    ``decode``: :func:`calc.roofline.decode_step` of ``batch`` sequences at
+    ``context_tokens``; ``prefill``: :func:`calc.roofline.prefill_chunk` of the
+    whole prompt. Each carries its FLOPs, bytes, intensity, time, bound, and
+    ``attained_flops_per_s`` (FLOPs / modelled time). ``peak_flops_per_s`` and
+    ``hbm_bytes_per_s`` are the datasheet roofs; ``ridge_flops_per_byte`` their
+    ratio. Source: :mod:`calc.roofline`.
+
+    >>> p = roofline_points("llama-3.1-70b", "h100-sxm-80gb", tp=4, batch=1, prompt_tokens=1024, context_tokens=1152)
+    >>> round(p["ridge_flops_per_byte"]), round(p["decode"]["time_s"] * 1000, 1)
+    (295, 15.3)
+    """
+    coef = step_coefficients(model, gpu, tp=tp, weights=weights)
+    decode = decode_step(coef, batch=batch, context_tokens=context_tokens)
+    prefill = prefill_chunk(coef, chunk_tokens=prompt_tokens)
+    for step in (decode, prefill):
+        step["attained_flops_per_s"] = step["flops"] / step["time_s"]
+    return {
+        "decode": decode, "prefill": prefill, "peak_flops_per_s": coef.linear_flops_per_s,
+        "hbm_bytes_per_s": coef.hbm_bytes_per_s, "ridge_flops_per_byte": coef.linear_flops_per_s / coef.hbm_bytes_per_s,
+        "compute_dtype": coef.compute_dtype, "weight_bytes_per_gpu": coef.weight_bytes_read(1),
+    }
+
+
+def bandwidth_wall_s(model, gpu, *, tp: int = 1, weights: str = "bf16", efficiency: float = 1.0) -> float:
+    """The floor under any decode step: every GPU streams its share of the weights once, at ``efficiency`` x bandwidth.
+
+    ``weights read per step / (HBM bandwidth x efficiency)``. The input embedding is looked up row by
+    row, not streamed (:meth:`calc.roofline.StepCoefficients.weight_bytes_read`). Mistral-7B on one H100
+    at the datasheet's 3.35 TB/s: 4.25 ms, so at most about 235 tokens/s for one sequence.
+    Source: the roofline's memory roof (Williams et al. 2009); the workshop's example (Mistral-7B on one H100).
+
+    >>> round(bandwidth_wall_s("mistral-7b", "h100-sxm-80gb") * 1000, 2)
+    4.25
+    """
+    coef = step_coefficients(model, gpu, tp=tp, weights=weights)
+    return coef.weight_bytes_read(1) / (coef.hbm_bytes_per_s * efficiency)
+
+
+def max_kv_batch(model, gpu, *, tp: int = 1, weights: str = "bf16", context_tokens: int) -> int:
+    """Sequences of ``context_tokens`` the replica's KV cache holds at once (vLLM's sizing, 90% of each GPU).
+
+    Source: :func:`calc.memory.kv_capacity` with its defaults (it raises CalcError
+    naming ``tp`` when the weights do not fit); window-capped by
+    :func:`calc.memory.kv_tokens_per_request`.
+
+    >>> max_kv_batch("mistral-7b", "h100-sxm-80gb", context_tokens=1152)
+    361
+    """
+    model = get_model(model)
+    cap = kv_capacity(model, gpu, tp=check_tp(model, tp), weights=weights)
+    return cap.kv_cache_tokens // max(1, kv_tokens_per_request(model, context_tokens))
+
+
+def batch_sweep(model, gpu, *, tp: int = 1, weights: str = "bf16", context_tokens: int,
+                batches=(1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024)) -> list[dict]:
+    """ITL (the decode step), tokens/s and the bound at each batch size that fits in the KV cache.
+
+    Batches above :func:`max_kv_batch` are dropped and that largest batch is added
+    as the last row (``fits_all``: the KV cache is full there). Source:
+    :func:`decode_step`, :func:`max_kv_batch`.
+
+    >>> rows = batch_sweep("mistral-7b", "h100-sxm-80gb", context_tokens=1152, batches=[1, 64, 1024])
+    >>> [(r["batch"], round(r["itl_s"] * 1000, 2), round(r["tokens_per_s"])) for r in rows]
+    [(1, 5.65, 177), (64, 9.38, 6820), (361, 31.61, 11422)]
+    """
+    coef = step_coefficients(model, gpu, tp=tp, weights=weights)
+    limit = max_kv_batch(model, gpu, tp=tp, weights=weights, context_tokens=context_tokens)
+    if limit < 1:
+        raise CalcError(f"context_tokens: one sequence of {context_tokens:,} tokens does not fit in the KV cache of "
+                        f"this replica; allowed: a shorter context, or more GPUs (tp)", "context_tokens")
+    chosen = sorted({b for b in batches if b <= limit} | ({limit} if limit and limit < max(batches) else set()))
+    rows = []
+    for batch in chosen:
+        d = decode_step(coef, batch=batch, context_tokens=context_tokens)
+        rows.append({"batch": batch, "itl_s": d["time_s"], "tokens_per_s": batch / d["time_s"], "bound": d["bound"],
+                     "weights_s": d["weights_s"], "kv_s": d["kv_s"],
+                     "intensity_flops_per_byte": d["intensity_flops_per_byte"]})
+    return rows
