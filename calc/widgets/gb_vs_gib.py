@@ -27,7 +27,7 @@ from calc.units import GB, KB, MB, TB, GiB, KiB, MiB, TiB, format_bytes, format_
 from calc.widgets.framework import Choice, FloatRange, output, table, view, widget
 from calc.units import MAX_BYTES, UNITS, to_bytes
 
-__all__ = ["UNITS", "to_bytes", "convert", "gpu_memory", "VLLM_LOG", "facts"]
+__all__ = ["convert", "gpu_memory", "VLLM_LOG", "facts"]
 
 UNIT_LABELS = (
     ("B", "B (byte)"), ("KB", "KB (10^3 B)"), ("MB", "MB (10^6 B)"), ("GB", "GB (10^9 B)"), ("TB", "TB (10^12 B)"),

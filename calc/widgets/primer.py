@@ -39,7 +39,7 @@ from calc.widgets.charts import PALETTE
 from calc.widgets.framework import Choice, IntRange, output, table, view, widget
 from calc.timeline import KV_DTYPE, MAX_ANSWER_TOKENS, MAX_PROMPT_TOKENS, elapsed_s, request_timeline_s
 
-__all__ = ["request_timeline_s", "decode_runs", "elapsed_s", "request_timeline", "timeline_figure", "facts"]
+__all__ = ["request_timeline", "timeline_figure", "facts"]
 
 #: The timeline chart draws at most this many points (the line is straight between them).
 MAX_POINTS = 240
