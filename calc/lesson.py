@@ -35,8 +35,9 @@ from calc.units import round_sig
 __all__ = [
     "REPLICA", "MODEL", "GPU", "TP", "WEIGHTS", "KV_DTYPE", "PROMPT_TOKENS", "ANSWER_TOKENS", "REQUEST_TOKENS",
     "DECODE_CONTEXT_TOKENS", "MAX_MODEL_LEN", "PARAMETER_COUNTS", "LESSON_PARAM_DIGITS", "kv_capacity",
-    "replica_capacity", "kv_batch_limit", "coefficients", "decode_ms", "KV_CAPACITY_TOKENS_LESSON_GB", "KV_CAPACITY_TOKENS_LESSON_GB_BLOCKS",
-    "KV_CAPACITY_TOKENS_EXACT_PARAMETERS", "KV_CAPACITY_TOKENS_EXACT_PARAMETERS_BLOCKS",
+    "replica_capacity", "kv_batch_limit", "coefficients", "decode_ms", "KV_CAPACITY_TOKENS_LESSON_GB",
+    "KV_CAPACITY_TOKENS_LESSON_GB_BLOCKS", "KV_CAPACITY_TOKENS_EXACT_PARAMETERS",
+    "KV_CAPACITY_TOKENS_EXACT_PARAMETERS_BLOCKS", "kv_tokens", "replica_kv_tokens", "replica_coefficients",
 ]
 
 #: The running example's replica: Llama 3.1 70B in bf16 on four H100s (TP 4), vLLM at 90% of each GPU
@@ -191,3 +192,46 @@ KV_CAPACITY_TOKENS_LESSON_GB_BLOCKS: int = kv_capacity(rounded_params=True).kv_c
 KV_CAPACITY_TOKENS_EXACT_PARAMETERS: int = kv_capacity().kv_cache_tokens_raw
 #: The same, rounded down to whole 16-token blocks (what the simulator's replica holds).
 KV_CAPACITY_TOKENS_EXACT_PARAMETERS_BLOCKS: int = kv_capacity().kv_cache_tokens
+
+
+def kv_tokens(model: str, tp: int, weights: str, kv_dtype: str = "bf16") -> int | None:
+    """Tokens of KV cache the replica holds with these formats (before block rounding), None if it does not fit.
+
+    Source: :func:`calc.memory.kv_capacity` (vLLM's sizing, 90% of 80 GB, every tensor counted).
+
+    >>> kv_tokens("llama-3.1-70b", 4, "bf16"), kv_tokens("llama-3.1-70b", 4, "int4")
+    (399452, 708716)
+    """
+    try:
+        return _kv_capacity(model, GPU, tp=tp, weights=weights, kv_dtype=kv_dtype).kv_cache_tokens_raw
+    except CalcError:
+        return None
+
+
+def replica_kv_tokens(kv_dtype: str = "bf16") -> int:
+    """The running example's KV cache in tokens: 399,169 in bf16 (step 1), twice that with an fp8 cache.
+
+    Source: :func:`kv_capacity` with the lesson's rounded parameter count.
+
+    >>> replica_kv_tokens(), replica_kv_tokens("fp8")
+    (399169, 798339)
+    """
+    return kv_capacity(rounded_params=True, kv_dtype=kv_dtype).kv_cache_tokens_raw
+
+
+def replica_coefficients(gpu: str = REPLICA["gpu"], weights: str = REPLICA["weights"],
+                         kv_dtype: str = REPLICA["kv_dtype"]):
+    """Per-GPU roofline coefficients of the running example's replica (70B, TP 4) on ``gpu``.
+
+    Refuses, with calc's reason, a GPU on which the replica's weights leave no KV cache
+    (:func:`kv_capacity`). Source: :func:`coefficients`.
+
+    >>> round(replica_coefficients().dense_weight_bytes / 1e9, 2)
+    34.75
+    >>> replica_coefficients(gpu="l4")
+    Traceback (most recent call last):
+    ...
+    calc.errors.CalcError: Llama 3.1 70B does not fit: 35.3 GB of bf16 weights per GPU at tp=4 exceed the 21.6 GB vLLM may use (0.9 x 24.0 GB); allowed: tp one of 8, 16, 32, 64, a higher gpu_memory_utilization (at most 1.0), or fewer bits per weight
+    """
+    kv_capacity(gpu=gpu, weights=weights, kv_dtype=kv_dtype)
+    return coefficients(weights, kv_dtype, gpu=gpu)

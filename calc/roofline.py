@@ -39,41 +39,18 @@ from dataclasses import dataclass
 from calc import memory
 from calc.catalog import GPU, Model, get_gpu, get_model
 from calc.errors import CalcError, check_choice, check_range
-from calc.parallel import allreduce_time_s, ALLREDUCE_LATENCY_S
 from calc.memory import check_tp, kv_capacity, kv_tokens_per_request
+from calc.parallel import allreduce_time_s, ALLREDUCE_LATENCY_S
 from calc.units import round_sig
 
 __all__ = [
-    "Efficiency",
-    "CALIBRATED",
-    "StepCoefficients",
-    "step_coefficients",
-    "compute_dtype",
-    "arithmetic_intensity",
-    "ridge_point_flops_per_byte",
-    "prefill_attention_pairs",
-    "decode_step",
-    "prefill_chunk",
-    "ttft_s",
-    "itl_s",
-    "decode_tokens_per_s",
-    "steady_state_step",
-    "mixed_step_s",
-    "roofline_points",
-    "bandwidth_wall_s",
-    "max_kv_batch",
-    "batch_sweep",
-    "smallest_batch_where",
-    "first_compute_bound_batch",
-    "first_compute_bound_steady_batch",
-    "max_throughput",
-    "CALIBRATION_SETUP",
-    "CALIBRATION_ROW",
-    "VALIDATION_ROWS",
-    "calibration_coefficients",
-    "calibration_kv_tokens",
-    "calibration_report",
-    "calibrate",
+    "Efficiency", "CALIBRATED", "StepCoefficients", "step_coefficients", "compute_dtype", "arithmetic_intensity",
+    "ridge_point_flops_per_byte", "prefill_attention_pairs", "decode_step", "prefill_chunk", "ttft_s", "itl_s",
+    "decode_tokens_per_s", "steady_state_step", "mixed_step_s", "roofline_points", "bandwidth_wall_s",
+    "max_kv_batch", "batch_sweep", "smallest_batch_where", "first_compute_bound_batch",
+    "first_compute_bound_steady_batch", "max_throughput", "CALIBRATION_SETUP", "CALIBRATION_ROW",
+    "VALIDATION_ROWS", "calibration_coefficients", "calibration_kv_tokens", "calibration_report", "calibrate",
+    "cost_split",
 ]
 
 #: Bytes per activation value moved between GPUs (activations stay in 16 bits).
@@ -1039,3 +1016,26 @@ def batch_sweep(model, gpu, *, tp: int = 1, weights: str = "bf16", context_token
                      "weights_s": d["weights_s"], "kv_s": d["kv_s"],
                      "intensity_flops_per_byte": d["intensity_flops_per_byte"]})
     return rows
+
+
+def cost_split(coef, *, batch: int, prompt_tokens: int, answer_tokens: int) -> dict:
+    """One saturated decode step split into weights, the batch's KV, prefill work, and all-reduce + overhead (s).
+
+    ``weights`` is the matmul time of the decode tokens alone (reading the weights,
+    or their FLOPs when those take longer), ``kv`` the attention over the batch's KV
+    cache, ``comm`` the tensor-parallel all-reduces and fixed overhead of that
+    decode-only step, and ``prefill`` what the average prefill work scheduled into
+    the step adds (``batch x prompt / answer`` tokens). They sum to the step time of
+    :func:`calc.roofline.steady_state_step`. Source: :mod:`calc.roofline`.
+
+    >>> from calc.lesson import coefficients
+    >>> split = cost_split(coefficients(), batch=256, prompt_tokens=1024, answer_tokens=256)
+    >>> {k: round(v * 1000, 1) for k, v in split.items()}
+    {'weights': 17.6, 'kv': 9.5, 'prefill': 79.5, 'comm': 3.8, 'step': 110.5}
+    """
+    mixed = steady_state_step(coef, batch=batch, input_tokens=prompt_tokens, output_tokens=answer_tokens)
+    context = prompt_tokens + answer_tokens // 2
+    alone = decode_step(coef, batch=batch, context_tokens=context)
+    comm = alone["comm_s"] + alone["overhead_s"]
+    return {"weights": alone["gemm_s"], "kv": alone["attention_s"],
+            "prefill": max(0.0, mixed["time_s"] - alone["time_s"]), "comm": comm, "step": mixed["time_s"]}

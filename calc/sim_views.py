@@ -17,16 +17,19 @@ import copy
 import functools
 
 from calc.errors import CalcError
+from calc.lesson import MAX_MODEL_LEN
 from calc.sim import presets
 from calc.sim.fleet import simulate_fleet
 from calc.sim.scenario import Scenario
 
-__all__ = ["KEEP", "scenario_for", "preset_summary", "fleet_scenario", "SYSTEM_PROMPT_PRESET", "SYSTEM_PROMPT_TOKENS",
+__all__ = ["KEEP", "BREAK_PRESET", "FIX_PRESET", "SIDES", "side_by_side_scenarios", "scenario_for", "preset_summary", "fleet_scenario", "SYSTEM_PROMPT_PRESET", "SYSTEM_PROMPT_TOKENS",
            "QUESTION_TOKENS", "SYSTEM_PROMPT_ANSWER_TOKENS", "SYSTEM_PROMPT_RATE_PER_S", "MAX_SYSTEM_PROMPT_TOKENS",
            "system_prompt_scenario"]
 
 #: A control left at this value keeps the preset's own setting.
 KEEP = "preset"
+#: Step 4's replica that reserves the maximum, and step 5's paged one (steps 4-6 compare them).
+BREAK_PRESET, FIX_PRESET = "step04-reserve-max", "step05-paged"
 
 
 def scenario_for(preset: str, *, rate_per_s: float = 0, allocation: str = KEEP, prefix_caching: str = KEEP,
@@ -143,3 +146,23 @@ def system_prompt_scenario(*, system_prompt_tokens: int = SYSTEM_PROMPT_TOKENS,
     for request_class in data["workload"]["classes"]:
         request_class["prefix_tokens"] = system_prompt_tokens
     return copy.deepcopy(data)
+
+
+SIDES = (("c", "contiguous", "reserve the maximum"), ("p", "paged", "paged blocks"))
+
+
+def side_by_side_scenarios(rate_per_s: float = 8, max_model_len: int = MAX_MODEL_LEN, block_size: int = 16,
+                           max_num_seqs: int = 256) -> dict[str, dict]:
+    """The step-05 preset's scenario twice, once per allocation, with the page's overrides.
+
+    >>> s = side_by_side_scenarios(max_model_len=16384)
+    >>> s["contiguous"]["allocation"], s["paged"]["allocation"], s["paged"]["max_model_len"]
+    ('contiguous', 'paged', 16384)
+    """
+    out = {}
+    for _, allocation, _ in SIDES:
+        data = scenario_for(FIX_PRESET, rate_per_s=rate_per_s, allocation=allocation, max_num_seqs=max_num_seqs)
+        data["max_model_len"] = max_model_len
+        data["block_size"] = block_size
+        out[allocation] = data
+    return out

@@ -22,9 +22,9 @@ from typing import Annotated
 
 from calc import lesson
 from calc.catalog import get_gpu, get_model
-from calc.errors import CalcError
 from calc.lesson import DECODE_CONTEXT_TOKENS
-from calc.memory import KV_DTYPES, WEIGHT_FORMATS, kv_capacity, weight_bytes
+from calc.lesson import kv_tokens
+from calc.memory import KV_DTYPES, WEIGHT_FORMATS, weight_bytes
 from calc.quantization import (
     ACCURACY, FORMAT_NOTES, STUDY_SOURCE, STUDY_SUMMARY, accuracy_deltas, kv_formats_table, weight_formats_table,
 )
@@ -63,20 +63,6 @@ def _gb(n_bytes: float) -> str:
 
 def _ms(seconds: float) -> str:
     return f"{format_number(seconds * 1000)} ms"
-
-
-def kv_tokens(model: str, tp: int, weights: str, kv_dtype: str = "bf16") -> int | None:
-    """Tokens of KV cache the replica holds with these formats (before block rounding), None if it does not fit.
-
-    Source: :func:`calc.memory.kv_capacity` (vLLM's sizing, 90% of 80 GB, every tensor counted).
-
-    >>> kv_tokens("llama-3.1-70b", 4, "bf16"), kv_tokens("llama-3.1-70b", 4, "int4")
-    (399452, 708716)
-    """
-    try:
-        return kv_capacity(model, GPU, tp=tp, weights=weights, kv_dtype=kv_dtype).kv_cache_tokens_raw
-    except CalcError:
-        return None
 
 
 def _accuracy_cell(row: dict) -> str:

@@ -22,6 +22,7 @@ from typing import Annotated
 from calc import lesson
 from calc.catalog import get_gpu, get_model
 from calc.context import context_cost, prefill_flops, requests_displaced, unfused_attention_scores_bytes
+from calc.lesson import replica_kv_tokens
 from calc.memory import KV_DTYPES, kv_bytes_per_request, kv_bytes_per_token_per_gpu
 from calc.units import GB, TB, format_bytes, format_number
 from calc.widgets.charts import PALETTE, bar_chart, line_chart
@@ -44,17 +45,6 @@ CHART_CONTEXTS = tuple(2 ** k for k in range(10, 18))
 TEN_K_TOKENS = LONG_TOKENS // 10
 #: The reference length of the growth chart: a typical prompt.
 BASE_TOKENS = 1_024
-
-
-def replica_kv_tokens(kv_dtype: str = "bf16") -> int:
-    """The running example's KV cache in tokens: 399,169 in bf16 (step 1), twice that with an fp8 cache.
-
-    Source: :func:`calc.lesson.kv_capacity` with the lesson's rounded parameter count.
-
-    >>> replica_kv_tokens(), replica_kv_tokens("fp8")
-    (399169, 798339)
-    """
-    return lesson.kv_capacity(rounded_params=True, kv_dtype=kv_dtype).kv_cache_tokens_raw
 
 
 def _cost(n: int) -> dict:

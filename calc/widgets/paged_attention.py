@@ -33,8 +33,9 @@ from calc.memory import kv_bytes_per_token
 from calc.sim import presets
 from calc.sim.fleet import Fleet, simulate_fleet
 from calc.sim.live import MAX_EVENTS_PER_FRAME, block_map
-from calc.units import NS_PER_S, format_bytes, format_number, round_sig
+from calc.sim_views import BREAK_PRESET, FIX_PRESET, SIDES, side_by_side_scenarios
 from calc.sim_views import preset_summary, scenario_for
+from calc.units import NS_PER_S, format_bytes, format_number, round_sig
 from calc.widgets.charts import PALETTE, bar_chart
 from calc.widgets.framework import Choice, FloatRange, IntRange, output, stream, table, view, widget
 
@@ -58,8 +59,6 @@ SHAREGPT_REQUESTS = 2000
 #: Short chart labels (two lines each), so the four groups fit side by side on a phone.
 TICK_LABELS = {"max": "Orca<br>Max", "pow2": "Orca<br>Pow2", "oracle": "Orca<br>Oracle", "paged": "vLLM<br>paged"}
 WORKLOADS = (("sharegpt", "ShareGPT-like, as in the paper"), ("lesson", "The running example (1,024 + 256)"))
-#: Step 4's replica that reserves the maximum, and step 5's paged one (the presets this page compares).
-BREAK_PRESET, FIX_PRESET = "step04-reserve-max", "step05-paged"
 SATURATION_PRESET = "step06-twice-the-traffic"
 #: Values the page's "Try this" asks the reader to enter.
 BIG_BLOCK = 256
@@ -161,7 +160,6 @@ def allocation_shares(
 
 # --- both allocations in one live run --------------------------------------------------------------------
 
-SIDES = (("c", "contiguous", "reserve the maximum"), ("p", "paged", "paged blocks"))
 SHORT = {"c": "reserve max", "p": "paged"}
 _CHARTS = (
     ("queue", "Requests waiting in the queue", "requests", None, [("queue_depth", "")]),
@@ -184,23 +182,6 @@ _PANEL = (
 BLOCKMAP_COLS = 40
 BLOCKMAP_ROWS = 48
 GAP_COLS = 2
-
-
-def side_by_side_scenarios(rate_per_s: float = 8, max_model_len: int = MAX_MODEL_LEN, block_size: int = 16,
-                           max_num_seqs: int = 256) -> dict[str, dict]:
-    """The step-05 preset's scenario twice, once per allocation, with the page's overrides.
-
-    >>> s = side_by_side_scenarios(max_model_len=16384)
-    >>> s["contiguous"]["allocation"], s["paged"]["allocation"], s["paged"]["max_model_len"]
-    ('contiguous', 'paged', 16384)
-    """
-    out = {}
-    for _, allocation, _ in SIDES:
-        data = scenario_for(FIX_PRESET, rate_per_s=rate_per_s, allocation=allocation, max_num_seqs=max_num_seqs)
-        data["max_model_len"] = max_model_len
-        data["block_size"] = block_size
-        out[allocation] = data
-    return out
 
 
 def _figures() -> dict:

@@ -27,21 +27,22 @@ from typing import Annotated
 
 from calc import lesson
 from calc.catalog import GPUS, get_gpu, get_model
-from calc.errors import CalcError
 from calc.lesson import ANSWER_TOKENS, DECODE_CONTEXT_TOKENS, PROMPT_TOKENS
-from calc.roofline import CALIBRATED, decode_step, prefill_chunk, steady_state_step
+from calc.lesson import replica_coefficients
+from calc.roofline import CALIBRATED, decode_step, prefill_chunk
+from calc.roofline import cost_split
 from calc.sim import presets
 from calc.sim.fleet import simulate_fleet
+from calc.sim_views import FIX_PRESET, preset_summary, scenario_for
 from calc.units import GB, format_number
 from calc.widgets.charts import PALETTE, bar_chart, roofline_chart
 from calc.widgets.framework import Choice, IntRange, output, view, widget
-from calc.sim_views import preset_summary, scenario_for
 
 __all__ = ["roofline", "step_cost", "cost_split", "replica_coefficients", "facts", "SATURATION_PRESET",
            "MAX_NUM_SEQS"]
 
-#: Step 5's paged replica at its own rate, and this step's saturated one at twice the traffic.
-FIX_PRESET, SATURATION_PRESET = "step05-paged", "step06-twice-the-traffic"
+#: This step's saturated replica: step 5's paged one (:data:`calc.sim_views.FIX_PRESET`) at twice the traffic.
+SATURATION_PRESET = "step06-twice-the-traffic"
 #: Values the page's "Try this" asks the reader to enter.
 TRY_CONTEXT_TOKENS, TRY_CONTEXT_BATCH = 32_768, 8
 TRY_MAX_NUM_SEQS = 64
@@ -55,24 +56,6 @@ _COLOURS = {"weights": PALETTE[0], "kv": PALETTE[2], "prefill": PALETTE[1], "com
 
 def _ms(seconds: float) -> str:
     return f"{format_number(seconds * 1000)} ms"
-
-
-def replica_coefficients(gpu: str = lesson.REPLICA["gpu"], weights: str = lesson.REPLICA["weights"],
-                         kv_dtype: str = lesson.REPLICA["kv_dtype"]):
-    """Per-GPU roofline coefficients of the running example's replica (70B, TP 4) on ``gpu``.
-
-    Refuses, with calc's reason, a GPU on which the replica's weights leave no KV cache
-    (:func:`calc.lesson.kv_capacity`). Source: :func:`calc.lesson.coefficients`.
-
-    >>> round(replica_coefficients().dense_weight_bytes / 1e9, 2)
-    34.75
-    >>> replica_coefficients(gpu="l4")
-    Traceback (most recent call last):
-    ...
-    calc.errors.CalcError: Llama 3.1 70B does not fit: 35.3 GB of bf16 weights per GPU at tp=4 exceed the 21.6 GB vLLM may use (0.9 x 24.0 GB); allowed: tp one of 8, 16, 32, 64, a higher gpu_memory_utilization (at most 1.0), or fewer bits per weight
-    """
-    lesson.kv_capacity(gpu=gpu, weights=weights, kv_dtype=kv_dtype)
-    return lesson.coefficients(weights, kv_dtype, gpu=gpu)
 
 
 def _kernels(coef, d: dict) -> dict:
@@ -155,28 +138,6 @@ def roofline(
         ],
         figures={"roofline": figure},
     )
-
-
-def cost_split(coef, *, batch: int, prompt_tokens: int, answer_tokens: int) -> dict:
-    """One saturated decode step split into weights, the batch's KV, prefill work, and all-reduce + overhead (s).
-
-    ``weights`` is the matmul time of the decode tokens alone (reading the weights,
-    or their FLOPs when those take longer), ``kv`` the attention over the batch's KV
-    cache, ``comm`` the tensor-parallel all-reduces and fixed overhead of that
-    decode-only step, and ``prefill`` what the average prefill work scheduled into
-    the step adds (``batch x prompt / answer`` tokens). They sum to the step time of
-    :func:`calc.roofline.steady_state_step`. Source: :mod:`calc.roofline`.
-
-    >>> split = cost_split(replica_coefficients(), batch=256, prompt_tokens=1024, answer_tokens=256)
-    >>> {k: round(v * 1000, 1) for k, v in split.items()}
-    {'weights': 17.6, 'kv': 9.5, 'prefill': 79.5, 'comm': 3.8, 'step': 110.5}
-    """
-    mixed = steady_state_step(coef, batch=batch, input_tokens=prompt_tokens, output_tokens=answer_tokens)
-    context = prompt_tokens + answer_tokens // 2
-    alone = decode_step(coef, batch=batch, context_tokens=context)
-    comm = alone["comm_s"] + alone["overhead_s"]
-    return {"weights": alone["gemm_s"], "kv": alone["attention_s"],
-            "prefill": max(0.0, mixed["time_s"] - alone["time_s"]), "comm": comm, "step": mixed["time_s"]}
 
 
 @widget
