@@ -44,7 +44,7 @@ PROMPT_TOKENS, OUTPUT_TOKENS = 1_024, 256
 
 GPT3 = {"flops": 3.14e23, "petaflop_s_days": 3_640, "v100_flops_per_s": 28e12, "training_usd": 4.6e6,
         "source": "Brown et al. 2020, table D.1; Lambda Labs, 'OpenAI's GPT-3 Language Model: A Technical "
-                  "Overview', 2020; the workshop (seeds/003)"}
+                  "Overview', 2020; the AI Engineer workshop 'Deep dive on LLM Inference at Scale'"}
 
 
 #: The search claim's inputs, as published. SemiAnalysis (Dylan Patel and Afzal Ahmad, "The Inference Cost Of

@@ -96,7 +96,7 @@ def weight_bytes(model: Model, weights: str = "bf16", *, group_size: int = 128,
     their scales (see ``_SCALE_BYTES_PER_GROUP``); embeddings and the LM head stay
     16-bit unless ``quantize_embeddings``, and norms, biases and MoE routers
     always do. Mistral-7B: 14.5 GB in 16 bits and 3.6 GB "at INT4" (the
-    workshop's figures, seeds/003: every parameter at 4 bits); the 4-bit
+    workshop's figures: every parameter at 4 bits; the AI Engineer workshop "Deep dive on LLM Inference at Scale" (Harshul Jain and Tanmay Sah)); the 4-bit
     payload of its linear layers alone is 3.49 GB, and the full checkpoint with
     group scales and 16-bit embeddings about 4.15 GB.
 
@@ -204,7 +204,8 @@ def kv_bytes_per_token(model: Model, kv_dtype: str = "bf16") -> int:
 
     MLA caches one latent per layer instead: layers x (kv_lora_rank + qk_rope_head_dim) x bytes
     (DeepSeek-V2 paper, arXiv 2405.04434). Llama 3.1 8B in bf16: 131,072 B = 128 KiB
-    (the lesson's drill); Mistral-7B: 131 KB (the workshop, seeds/003).
+    (the lesson's drill, docs/lesson/03-drill-kv-bytes.md); Mistral-7B: 131 KB
+    (the AI Engineer workshop "Deep dive on LLM Inference at Scale" (Harshul Jain and Tanmay Sah)).
 
     >>> kv_bytes_per_token(get_model("llama-3.1-8b"))
     131072
@@ -550,8 +551,8 @@ def memory_budget(model, gpu, *, users: int, context_tokens: int, weights: str =
     ``max_context_tokens`` how long each of ``users`` requests may grow. With
     ``honour_window`` a sliding-window model (Mistral-7B: 4,096) keeps at most its
     window per request, as an engine that frees out-of-window blocks does. GPU
-    memory is the datasheet's decimal figure. Source: the workshop's equation
-    (seeds/003); :func:`calc.memory.weight_bytes`, :func:`calc.memory.kv_bytes_per_token`;
+    memory is the datasheet's decimal figure. Source: the GPU memory equation of
+    the AI Engineer workshop "Deep dive on LLM Inference at Scale" (Harshul Jain and Tanmay Sah); :func:`calc.memory.weight_bytes`, :func:`calc.memory.kv_bytes_per_token`;
     the utilization as in :func:`calc.memory.kv_capacity`.
 
     >>> b = memory_budget("mistral-7b", "h100-sxm-80gb", users=100, context_tokens=4096)

@@ -74,7 +74,7 @@ _CARDS_W4 = "RedHatAI/Meta-Llama-3.1-{}-Instruct-quantized.w4a16"
 _KURTIC = ("Kurtic et al., '\"Give Me BF16 or Give Me Death\"? Accuracy-Performance Trade-Offs in LLM "
            "Quantization', arXiv 2411.02355 (500,000+ evaluations on Llama 3.1)")
 
-#: Published accuracy of quantized checkpoints against their 16-bit base (reference/published.md).
+#: Published accuracy of quantized checkpoints against their 16-bit base (each row names its model card).
 ACCURACY = (
     {"model": "llama-3.1-70b", "weights": "fp8", "metric": "OpenLLM v1 average", "base": 84.40, "quantized": 84.29,
      "source": f"{_NM}: {_CARDS_FP8.format('70B')}"},
@@ -99,8 +99,7 @@ STUDY_SUMMARY = {
 def accuracy_deltas(model=None, weights: str | None = None) -> list[dict]:
     """Published accuracy deltas (quantized - base, in points and relative), optionally for one model or format.
 
-    Source: :data:`ACCURACY` (Neural Magic / Red Hat model cards, as collected in
-    reference/published.md).
+    Source: :data:`ACCURACY` (the Neural Magic / Red Hat model cards on Hugging Face each row names).
 
     >>> [(r["model"], r["weights"], round(r["delta_points"], 2)) for r in accuracy_deltas("llama-3.1-8b")]
     [('llama-3.1-8b', 'fp8', -0.35), ('llama-3.1-8b', 'int4', -1.75)]

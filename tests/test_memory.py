@@ -1,4 +1,4 @@
-"""Memory: LESSON.md's table, the vLLM log of issue #10517, properties, and bad inputs."""
+"""Memory: step 1's table (docs/lesson/01-a-70b-assistant.md), the vLLM log of issue #10517, properties, and bad inputs."""
 
 import dataclasses
 import math
@@ -18,7 +18,7 @@ from calc.units import GB, GiB, KiB, MiB
 L70, L8, M7 = MODELS["llama-3.1-70b"], MODELS["llama-3.1-8b"], MODELS["mistral-7b"]
 
 
-# ---- LESSON.md's table ------------------------------------------------------------------
+# ---- step 1's table ------------------------------------------------------------------
 
 def test_35_gb_of_weights_per_gpu():
     assert round(weights_bytes_per_gpu(L70, tp=4) / GB, 1) == 35.3

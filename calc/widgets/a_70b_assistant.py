@@ -99,7 +99,7 @@ def tokens_in_flight(
 ):
     """Tokens in flight against the running example's KV cache: how many requests of a given length fit.
 
-    Requests that fit = KV cache tokens // (prompt + answer) (LESSON.md, step 1: the ratio is the concurrency).
+    Requests that fit = KV cache tokens // (prompt + answer) (step 1, docs/lesson/01-a-70b-assistant.md: the ratio is the concurrency).
 
     >>> out = tokens_in_flight(requests_in_flight=400)["outputs"]
     >>> out["requests_that_fit"]["value"], out["waiting"]["value"], out["kv_use"]["text"]

@@ -33,7 +33,7 @@ __all__ = ["kv_per_kind", "flash_attention", "facts"]
 
 WORKSHOP_MODEL, GPU = "mistral-7b", "h100-sxm-80gb"
 LESSON_MODEL, LESSON_TP = "llama-3.1-70b", 4
-#: The running example's conversation: a 1,024-token prompt and a 256-token answer (LESSON.md).
+#: The running example's conversation: a 1,024-token prompt and a 256-token answer (calc.lesson.REQUEST_TOKENS).
 QUIZ_CONTEXT = 1_280
 CONTEXT_TOKENS = 4_096
 LONG_PROMPT = 100_000

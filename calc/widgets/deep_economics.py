@@ -1,7 +1,7 @@
 """Widgets and facts of the deep dive "Economics of inference" (docs/deep-dives/economics.md).
 
 Training is paid once; inference is paid for every query, for as long as the
-product lives (the workshop, seeds/003: "GPT-3 training was a one-time cost of
+product lives (the AI Engineer workshop "Deep dive on LLM Inference at Scale" (Harshul Jain and Tanmay Sah): "GPT-3 training was a one-time cost of
 $4.6M, while inference costs scale with every user and token"). The cost of a
 query follows from what a replica sustains:
 

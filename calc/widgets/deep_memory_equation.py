@@ -1,6 +1,6 @@
 """Widgets and facts of the deep dive "The GPU memory equation" (docs/deep-dives/memory-equation.md).
 
-The workshop's equation (seeds/003): what one GPU must hold is fixed weights,
+The GPU memory equation of the AI Engineer workshop "Deep dive on LLM Inference at Scale" (Harshul Jain and Tanmay Sah): what one GPU must hold is fixed weights,
 a KV cache that grows with every user and every token of context, and some
 overhead:
 
@@ -32,7 +32,7 @@ from calc.widgets.framework import Choice, FloatRange, IntRange, Toggle, output,
 
 __all__ = ["budget", "facts", "WORKSHOP_MODEL"]
 
-#: The workshop's model (seeds/003: "Mistral-7B with 16-bit precision takes 14.5 GB ... 131 KB per token").
+#: The workshop's model ("Mistral-7B with 16-bit precision takes 14.5 GB ... 131 KB per token").
 WORKSHOP_MODEL = "mistral-7b"
 #: Contexts drawn on the chart, tokens (a chat turn, the lesson's 4K conversation, 8K and a long document).
 CURVE_CONTEXTS = (1_024, 4_096, 8_192, 32_768)

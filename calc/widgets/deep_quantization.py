@@ -1,7 +1,7 @@
 """Widgets and facts of the deep dive "Quantization" (docs/deep-dives/quantization.md).
 
 Fewer bits per weight: FP16/BF16 (16), INT8 and FP8 (8), INT4 and NF4 (4). The
-workshop's example (seeds/003): Mistral-7B from 14.5 GB in 16 bits to 3.6 GB at
+workshop's example (the AI Engineer workshop "Deep dive on LLM Inference at Scale"): Mistral-7B from 14.5 GB in 16 bits to 3.6 GB at
 INT4, every parameter at 4 bits. A real 4-bit checkpoint adds terms the nominal
 figure leaves out: a scale (and zero point) per group of weights, and the
 embeddings and norms kept in 16 bits (:func:`calc.memory.weight_bytes`). What

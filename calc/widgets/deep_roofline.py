@@ -6,7 +6,7 @@ its bytes over the memory bandwidth (Williams, Waterman and Patterson,
 binds: below the GPU's ridge point a kernel waits on memory. Prefill computes a
 whole prompt per read of the weights and sits far right of the ridge; a decode
 step computes one token per sequence and sits far left: the bandwidth wall
-(the workshop, seeds/003: "decode is bottlenecked by how fast weights move").
+(the AI Engineer workshop "Deep dive on LLM Inference at Scale" (Harshul Jain and Tanmay Sah): "decode is bottlenecked by how fast weights move").
 
 Step times come from :mod:`calc.roofline` (per kernel ``max(compute, memory)``
 with efficiency factors fitted on one published row, :data:`calc.roofline.CALIBRATED`).

@@ -1,6 +1,6 @@
 """Widgets and facts of the deep dive "The trade-off triangle" (docs/deep-dives/trade-off-triangle.md).
 
-Latency, quality, throughput: pick two (the workshop, seeds/003). On one
+Latency, quality, throughput: pick two (the AI Engineer workshop "Deep dive on LLM Inference at Scale" (Harshul Jain and Tanmay Sah)). On one
 replica the batch trades latency for throughput: every extra sequence shares
 the step's weight reads (more tokens/s) but lengthens the step (a slower
 stream for everyone). Fewer bits per weight move the whole frontier toward

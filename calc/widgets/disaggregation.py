@@ -50,7 +50,7 @@ __all__ = [
     "split_layouts", "tp_or_pp", "facts",
 ]
 
-# The running example (LESSON.md): Llama 3.1 70B in bf16, TP 4, on H100 SXM 80GB.
+# The running example (calc.lesson): Llama 3.1 70B in bf16, TP 4, on H100 SXM 80GB.
 MODEL, GPU, TP = "llama-3.1-70b", "h100-sxm-80gb", 4
 MAX_NUM_SEQS = 256  # vLLM's default cap on running sequences (engine arguments)
 

@@ -36,7 +36,7 @@ UNIT_LABELS = (
 #: Significant digits in the converter's outputs: enough to tell 74.5058 GiB from 74.5 GB.
 DIGITS = 6
 
-#: A logged vLLM start-up that writes GiB as "GB" (reference/published.md, "How vLLM sizes its KV cache").
+#: A logged vLLM start-up that writes GiB as "GB" (the log quoted in vllm-project/vllm issue #10517).
 VLLM_LOG = {
     "gpu": "RTX 3090",
     "model": "llama-3.1-8b",

@@ -18,7 +18,7 @@ def outputs(**args):
 
 
 def test_ten_times_the_batch_is_nearly_ten_times_cheaper():
-    """LESSON.md: 70B on 4 H100, decode memory-bound, about 9.7x from batch 1 to 10 (9.74 in calc)."""
+    """Step 16: 70B on 4 H100, decode memory-bound, about 9.7x from batch 1 to 10 (9.74 in calc)."""
     out = outputs()
     assert out["discount_1_to_10"]["value"] == pytest.approx(9.74, abs=0.005)
     assert out["discount_1_to_10"]["text"] == "9.74 times cheaper"

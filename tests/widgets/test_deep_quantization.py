@@ -12,7 +12,7 @@ from calc.widgets import framework
 
 def test_workshop_figures_and_the_terms_a_checkpoint_adds():
     f = page.facts()
-    assert (f["bf16"], f["int4_nominal_short"]) == ("14.5 GB", "3.6 GB")   # seeds/003
+    assert (f["bf16"], f["int4_nominal_short"]) == ("14.5 GB", "3.6 GB")   # the workshop's figures
     assert (f["int4_payload"], f["int4_scales"], f["kept_16bit"], f["int4_total"]) == \
         ("3.49 GB", "136 MB", "525 MB", "4.15 GB")
     assert (f["users_bf16"], f["users_int8"], f["users_int4"]) == ("7", "20", "26")

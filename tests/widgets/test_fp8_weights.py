@@ -34,7 +34,7 @@ def test_facts_are_the_running_example_with_fp8_weights():
 
 
 def test_bf16_replica_is_step_ones_exact_count():
-    # Step 1 quotes 399,169 with the rounded parameter count and 399,452 counted exactly (LESSON.md: either within 0.1%).
+    # Step 1 quotes 399,169 with the rounded parameter count and 399,452 counted exactly (calc.lesson: either within 0.1%).
     assert lesson.kv_capacity(weights="bf16").kv_cache_tokens_raw == 399_452
     assert abs(399_452 - 399_169) / 399_169 < 0.001
 

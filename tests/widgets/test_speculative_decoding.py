@@ -22,7 +22,7 @@ def outputs(name, **args):
 
 
 def test_leviathan_formula_figures():
-    # LESSON.md: expected tokens per target step (1 - a^(k+1)) / (1 - a) (Leviathan et al. 2023).
+    # Step 9: expected tokens per target step (1 - a^(k+1)) / (1 - a) (Leviathan et al. 2023).
     assert expected_tokens_per_step(0.7, 4) == pytest.approx((1 - 0.7 ** 5) / 0.3)
     assert expected_tokens_per_step(0.8, 4) == pytest.approx(3.3616)
     assert expected_tokens_per_step(0.0, 4) == 1.0
