@@ -203,16 +203,8 @@ def batching_limit(coefficients, *, context_tokens: int, efficiency_floor: float
     def efficient(b: int) -> bool:
         return base / _decode_row(coefficients, b, context, 1.0)["step_s"] >= floor
 
-    if efficient(max_batch):
-        return max_batch
-    low, high = 1, max_batch  # efficient(1) is True (ratio 1), efficient(high) is False
-    while high - low > 1:
-        mid = (low + high) // 2
-        if efficient(mid):
-            low = mid
-        else:
-            high = mid
-    return low
+    beyond = smallest_batch_where(lambda b: not efficient(b), max_batch)  # efficient(1) always: ratio 1
+    return max_batch if beyond is None else beyond - 1
 
 
 def steady_batching_limit(coefficients, *, input_tokens: int, output_tokens: int, efficiency_floor: float = 0.9,

@@ -668,16 +668,17 @@ MAX_SEARCH_BATCH = 4096  # the largest batch the searches below try (16x vLLM's 
 def smallest_batch_where(predicate, max_batch: int = MAX_SEARCH_BATCH) -> int | None:
     """The smallest batch in 1..max_batch for which ``predicate`` holds, or None; ``predicate`` must hold from some batch on.
 
-    Bisection: about log2(max_batch) calls of ``predicate`` (a step price each).
+    Bisection: about log2(max_batch) calls of ``predicate`` (a step price each). The callers'
+    own ``max_batch`` checks set their ranges; this one only refuses what no search needs.
 
     >>> smallest_batch_where(lambda b: b * b >= 200), smallest_batch_where(lambda b: False, 16)
     (15, None)
     """
-    max_batch = check_range("max_batch", max_batch, 1, MAX_SEARCH_BATCH, integer=True)
-    if not predicate(max_batch):
-        return None
+    max_batch = check_range("max_batch", max_batch, 1, 10_000_000, integer=True)
     if predicate(1):
         return 1
+    if not predicate(max_batch):
+        return None
     low, high = 1, max_batch  # predicate(low) is False, predicate(high) is True
     while high - low > 1:
         mid = (low + high) // 2

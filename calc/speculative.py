@@ -26,7 +26,7 @@ from dataclasses import dataclass
 
 from calc.catalog import get_model
 from calc.errors import CalcError, check_range
-from calc.roofline import decode_step
+from calc.roofline import decode_step, smallest_batch_where
 
 __all__ = [
     "MAX_DRAFT_TOKENS",
@@ -279,18 +279,7 @@ def break_even_batch(coefficients, *, context_tokens: int, config: SpeculationCo
     def below_one(b: int) -> bool:
         return speedup_at_batch(coefficients, batch=b, context_tokens=context_tokens, config=config)["speedup"] < 1.0
 
-    if below_one(1):
-        return 1
-    if not below_one(max_batch):
-        return None
-    low, high = 1, max_batch  # below_one(low) is False, below_one(high) is True
-    while high - low > 1:
-        mid = (low + high) // 2
-        if below_one(mid):
-            high = mid
-        else:
-            low = mid
-    return high
+    return smallest_batch_where(below_one, max_batch)
 
 
 # --- choosing the draft: its cost, its length, and why the output is the target's -----------------------

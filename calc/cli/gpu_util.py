@@ -13,9 +13,9 @@ from __future__ import annotations
 
 import argparse
 
+from calc.cli.spec import parse_number_list
 from calc.cli.step import json_ready
 from calc.cli.table import format_table
-from calc.errors import CalcError
 from calc.gpu_util import gpu_util_at_rate, rate_for_gpu_util, replica_capacity_rps
 from calc.lesson import ANSWER_TOKENS, PROMPT_TOKENS
 from calc.units import format_number
@@ -24,25 +24,6 @@ HELP = ("GPU-Util against real compute use: 1 - exp(-requests in flight) on the 
         "and the rate at which it reads a threshold")
 
 DEFAULT_RATES = "0.1,0.5,1,2,5"
-
-
-def _floats(field: str, text: str) -> list[float]:
-    """``"0.1,2"`` to ``[0.1, 2.0]``; CalcError naming ``field`` otherwise.
-
-    >>> _floats("rates", "0.5, 2")
-    [0.5, 2.0]
-    >>> _floats("rates", "fast")
-    Traceback (most recent call last):
-    ...
-    calc.errors.CalcError: rates must be numbers separated by commas; got 'fast'
-    """
-    try:
-        values = [float(part) for part in str(text).split(",") if part.strip()]
-    except ValueError:
-        raise CalcError(f"{field} must be numbers separated by commas; got {text!r}", field) from None
-    if not values:
-        raise CalcError(f"{field} must list at least one number; got {text!r}", field)
-    return values
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -68,7 +49,7 @@ def run(args) -> dict:
     (0.33, 9.05, 0.403)
     """
     lengths = dict(prompt_tokens=args.prompt_tokens, answer_tokens=args.answer_tokens)
-    rows = [gpu_util_at_rate(rate, **lengths) for rate in _floats("rates", args.rates)]
+    rows = [gpu_util_at_rate(rate, **lengths) for rate in parse_number_list("rates", args.rates, float)]
     return json_ready({
         "prompt_tokens": args.prompt_tokens,
         "answer_tokens": args.answer_tokens,

@@ -4,6 +4,7 @@ widget layer's shared modules (calc/widgets/framework.py, charts.py, simulation.
 from __future__ import annotations
 
 import ast
+import glob
 import os
 import re
 
@@ -20,21 +21,13 @@ CALC_MODULE = re.compile(r"^calc_module:\s*([a-z0-9_]+)\s*$", re.M)
 def page_modules() -> set[str]:
     """The widget modules that belong to a page of docs/ (front matter ``calc_module``, else the file name)."""
     found = set()
-    for folder, _, files in os.walk(DOCS):
-        for name in files:
-            if not name.endswith(".md"):
-                continue
-            path = os.path.join(folder, name)
-            with open(path, encoding="utf-8") as handle:
-                text = handle.read()
-            meta = {}
-            if text.startswith("---\n"):
-                match = CALC_MODULE.search(text[: text.find("\n---", 4)])
-                if match:
-                    meta["calc_module"] = match.group(1)
-            module = page_module(os.path.relpath(path, DOCS), meta)
-            if os.path.exists(os.path.join(WIDGETS, f"{module}.py")):
-                found.add(module)
+    for path in glob.glob(os.path.join(DOCS, "**", "*.md"), recursive=True):
+        with open(path, encoding="utf-8") as handle:
+            front = handle.read().split("\n---", 1)[0]
+        match = CALC_MODULE.search(front)
+        module = page_module(os.path.relpath(path, DOCS), {"calc_module": match.group(1)} if match else {})
+        if os.path.exists(os.path.join(WIDGETS, f"{module}.py")):
+            found.add(module)
     return found
 
 
