@@ -280,8 +280,8 @@ def facts() -> dict[str, str]:
     f.update(reserve_running_max=f"{reserve['running_max']:,}", paged_running_max=f"{paged['running_max']:,}",
              reserve_ttft_p99=_seconds(reserve["ttft_p99_s"]), paged_ttft_p99=_seconds(paged["ttft_p99_s"]))
     # --- fewer bytes per token (steps 6-10)
-    coef = step_coefficients(m70, gpu, tp=lesson.REPLICA["tp"])
-    context = PROMPT_TOKENS + ANSWER_TOKENS // 2
+    coef = lesson.coefficients()
+    context = lesson.DECODE_CONTEXT_TOKENS
     fp8 = replica_numbers(weights="fp8")
     int4 = weight_bytes(m70, "int4")
     deltas = {(d["model"], d["weights"]): d["delta_points"] for d in accuracy_deltas()}

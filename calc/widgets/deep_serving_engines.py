@@ -27,8 +27,7 @@ from typing import Annotated
 
 from calc import lesson
 from calc.batching import BATCHING, LENGTHS, RATE_PER_S, REQUESTS, STATIC_BATCH, compare_runs, conversation_prefill, scenario
-from calc.catalog import get_gpu, get_model
-from calc.roofline import prefill_chunk, step_coefficients
+from calc.roofline import prefill_chunk
 from calc.units import format_number
 from calc.widgets.charts import line_chart
 from calc.widgets.framework import Choice, FloatRange, IntRange, output, stream, view, widget
@@ -66,8 +65,7 @@ def conversation(
 ):
     """Prefill work and the last turn's TTFT of a multi-turn chat, with and without reusing the history's KV."""
     r = conversation_prefill(turns=turns, turn_tokens=turn_tokens, system_tokens=system_tokens)
-    coef = step_coefficients(get_model(lesson.REPLICA["model"]), get_gpu(lesson.REPLICA["gpu"]),
-                             tp=lesson.REPLICA["tp"])
+    coef = lesson.coefficients()
     last_prompt = r["per_turn_without"][-1]
     cold = prefill_chunk(coef, chunk_tokens=last_prompt)["time_s"]
     reused = last_prompt - r["per_turn_with"][-1]

@@ -105,8 +105,8 @@ def _replicas(n: int) -> str:
 @widget
 def pool_sizing(
     rate_per_s: Annotated[float, FloatRange(0.1, 500, 0.1, "requests/s", label="Requests per second")] = 10.0,
-    prompt_tokens: Annotated[int, IntRange(1, 100_000, 64, "tokens", label="Prompt")] = 1024,
-    output_tokens: Annotated[int, IntRange(1, 16_384, 16, "tokens", label="Answer")] = 256,
+    prompt_tokens: Annotated[int, IntRange(1, 100_000, 64, "tokens", label="Prompt")] = lesson.PROMPT_TOKENS,
+    output_tokens: Annotated[int, IntRange(1, 16_384, 16, "tokens", label="Answer")] = lesson.ANSWER_TOKENS,
     itl_target_ms: Annotated[float, FloatRange(5, 1000, 1, "ms", label="Inter-token latency target")] = 50.0,
     busy_max: Annotated[float, FloatRange(0.1, 1.0, 0.05, label="Busiest share allowed per pool",
                                           help="headroom for bursts, the same for every pool")] = 0.7,
@@ -442,7 +442,7 @@ def facts() -> dict[str, str]:
     tp16, pp2 = split["tp"], split["pp"]
     faster = split_layouts(inter_server_bytes_per_s=2 * NIC_BYTES_PER_S)["tp"]
     fabric = split_layouts(inter_server_bytes_per_s=FABRIC_BYTES_PER_S, inter_server_latency_s=FABRIC_LATENCY_S)
-    kv_request = 1024 * kv_bytes_per_token(model)
+    kv_request = lesson.PROMPT_TOKENS * kv_bytes_per_token(model)
     one_link = allreduce_time_s(64 * big.hidden_size * ACTIVATION_BYTES, 16, NIC_BYTES_PER_S,
                                 latency_s=INTER_SERVER_LATENCY_S)
     nvlink = allreduce_time_s(64 * big.hidden_size * ACTIVATION_BYTES, 8, get_gpu(GPU).interconnect_bytes_per_s)
