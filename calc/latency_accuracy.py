@@ -196,13 +196,17 @@ def _predicted(row: dict, summary: dict) -> float:
         return summary[_stat_key("ttft", statistic)] * scale
     if quantity == "e2e":
         return summary[_stat_key("e2e", statistic)] * scale
-    if quantity in ("tpot", "itl"):
+    if quantity == "tpot":
         lengths = x["lengths"]
-        if summary.get("tpot_mean_s") is not None and statistic == "mean":
-            return summary["tpot_mean_s"] * scale  # the per-request TPOT, once the simulator reports it
+        key = _stat_key("tpot", statistic)
+        if summary.get(key) is not None:
+            return summary[key] * scale  # the per-request TPOT, once the simulator reports it
         if lengths["kind"] == "fixed" and lengths["output_tokens"] > 1 and statistic == "mean":
             # With every answer the same length, the mean of (e2e - TTFT) / (n - 1) is exactly this.
             return (summary["e2e_mean_s"] - summary["ttft_mean_s"]) / (lengths["output_tokens"] - 1) * scale
+        # Until then, the token-weighted ITL of the same statistic stands in for the per-request TPOT.
+        return summary[_stat_key("itl", statistic)] * scale
+    if quantity == "itl":
         return summary[_stat_key("itl", statistic)] * scale
     if quantity == "throughput":
         if unit == "requests/s":

@@ -41,6 +41,15 @@ def test_one_client_closed_loop_is_one_request_at_a_time_and_larger_ones_keep_n_
         assert summary["queue_depth_mean"] + summary["running_mean"] == pytest.approx(n, rel=0.05)
 
 
+def test_a_poisson_row_replays_its_rate_and_prompt_count():
+    row = BY_ID["sglang-060-sglang-llama-3.1-70b-bf16-h100-tp4-sharegpt-rps4-ttft"]
+    summary, client, scenario = la.simulate_row(row)
+    assert client == "poisson" and scenario["tp"] == 4 and scenario["gpu"] == "h100-sxm-80gb"
+    assert scenario["workload"] == {"arrival": "poisson", "rate_per_s": 4, "requests": 1200, "lengths": "chat"}
+    assert summary["requests_completed"] == 1200
+    assert RESULTS[row["id"]].predicted == pytest.approx(summary["ttft_p50_s"] * 1000)
+
+
 def test_nim_itl_is_predicted_as_aiperf_defines_it_per_request():
     row = BY_ID[f"{NIM}5000-500-c25-itl"]
     summary, _, _ = la.simulate_row(row)

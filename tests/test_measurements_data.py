@@ -155,7 +155,9 @@ def test_forty_online_figures_over_at_least_eight_setups_models_gpus_and_tp_size
     inputs = [m["inputs"] for m in LATENCY_ROWS]
     assert {"llama-3.1-8b", "llama-3.1-70b", "llama-3.3-70b"} <= {x["model"] for x in inputs}
     assert {"h100-sxm-80gb", "h200"} <= {x["gpu"] for x in inputs} and {1, 2, 4} <= {x["tp"] for x in inputs}
-    assert {m["figure"]["quantity"] for m in LATENCY_ROWS} >= {"ttft", "itl", "e2e", "throughput"}
+    assert {m["figure"]["quantity"] for m in LATENCY_ROWS} == {"ttft", "itl", "tpot", "e2e", "throughput"}
+    assert {m["inputs"]["client"]["kind"] for m in LATENCY_ROWS} == {"batch", "all_at_once", "poisson", "closed_loop"}
+    assert {"h100-sxm-80gb", "h200", "a100-80gb"} <= {x["gpu"] for x in inputs}
 
 
 @pytest.mark.parametrize("m", LATENCY_ROWS, ids=[m["id"] for m in LATENCY_ROWS])
@@ -214,3 +216,12 @@ def test_online_figures_match_the_sources_as_read():
     assert LATENCY_BY_ID[f"{nim}5000-500-c50-ttft"]["inputs"]["client"] == {
         "kind": "closed_loop", "concurrency": 50, "how": LATENCY_BY_ID[f"{nim}5000-500-c50-ttft"]["inputs"]["client"]["how"]}
     assert "docs.nvidia.com/nim/benchmarking" in LATENCY_BY_ID[f"{nim}5000-500-c1-ttft"]["source"]["url"]
+    assert LATENCY_BY_ID[f"{nim}5000-500-c1-itl"]["figure"]["quantity"] == "tpot", "AIPerf's ITL is per request"
+    # SGLang's reproduction of SGLang v0.3.0 against vLLM v0.6.0: Poisson ShareGPT traffic, medians.
+    sg = "sglang-060-sglang-llama-3.1-70b-bf16-h100-tp4-sharegpt-rps4-"
+    assert [LATENCY_BY_ID[sg + q]["figure"]["value"] for q in ("e2e", "ttft", "tpot", "itl")] == \
+        [3005.24, 53.94, 25.03, 21.67]
+    assert LATENCY_BY_ID[sg + "ttft"]["inputs"]["client"]["rate_per_s"] == 4
+    assert LATENCY_BY_ID[sg + "ttft"]["inputs"]["num_prompts"] == 1200
+    assert "sglang-060-vllm-llama-3.1-70b-bf16-h100-tp4-sharegpt-rps4-itl" not in LATENCY_BY_ID, \
+        "vLLM's multi-step ITL measures 10-token chunks: not kept"
