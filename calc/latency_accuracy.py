@@ -36,7 +36,7 @@ from calc.errors import CalcError, check_choice, check_range
 from calc.units import round_sig
 
 __all__ = ["LATENCY_KIND", "METRICS", "METRIC_LABELS", "CLIENTS", "CLOSED_LOOP_STANDIN", "load_rows", "metric_of",
-           "scenario_for", "simulate_row", "predict_row", "LatencyResult", "evaluate", "summary", "report"]
+           "scenario_for", "simulate_row", "predict_row", "LatencyResult", "evaluate", "summary", "by_source", "report"]
 
 LATENCY_KIND = "online_latency"
 #: The four figures the issue's targets are set on, and the published quantities each one gathers.
@@ -302,6 +302,24 @@ def summary(results=None) -> dict:
     return out
 
 
+def by_source(results=None) -> dict:
+    """Per source (its short citation) and metric, over every row of it: n and the median signed error.
+
+    The sign says which way calc is off for that engine and set-up (negative: calc is faster than measured),
+    which a single median over all sources hides.
+
+    >>> s = by_source()
+    >>> s["NVIDIA NIM benchmarking guide"]["ttft"]["n"]
+    10
+    """
+    results = evaluate() if results is None else results
+    out: dict = {}
+    for r in results:
+        out.setdefault(r.source_cite, {}).setdefault(r.metric, []).append(r.error)
+    return {cite: {metric: {"n": len(errors), "median_error": median(errors)} for metric, errors in metrics.items()}
+            for cite, metrics in out.items()}
+
+
 def report(results=None, *, rows: bool = False) -> str:
     """The baseline report as text: the per-role, per-metric table, and with ``rows`` every figure.
 
@@ -323,6 +341,11 @@ def report(results=None, *, rows: bool = False) -> str:
                 continue
             lines.append(f"{role:<12} {METRIC_LABELS[metric]:<11} {m['n']:>3} {m['median_abs_error']:>13.1%} "
                          f"{m['median_error']:>+11.1%} {m['n_optimistic']:>5} of {m['n']:<3}")
+    lines += ["", "median signed error by source (all roles):"]
+    for cite, metrics in by_source(results).items():
+        parts = [f"{METRIC_LABELS[m]} {metrics[m]['median_error']:+.0%} (n={metrics[m]['n']})"
+                 for m in METRICS if m in metrics]
+        lines.append(f"  {cite}: " + "; ".join(parts))
     if rows:
         lines += ["", f"{'id':<58} {'role':<11} {'measured':>11} {'calc':>11} {'error':>8}  client"]
         for r in results:

@@ -81,6 +81,15 @@ def test_todays_baseline_is_optimistic_on_the_batch_8_steps_as_issue_18_says():
     assert len(latency) == 6 and all(r.error < 0 for r in latency)
 
 
+def test_by_source_groups_every_figure_under_its_citation():
+    groups = la.by_source(tuple(RESULTS.values()))
+    assert sum(m["n"] for metrics in groups.values() for m in metrics.values()) == len(ROWS)
+    assert set(groups) == {r["source"]["cite"] for r in ROWS}
+    nightly = [r.error for i, r in RESULTS.items() if i.startswith("vllm-nightly-") and r.metric == "e2e"
+               and i.endswith("-h100")]
+    assert groups["vLLM nightly benchmark, H100"]["e2e"]["median_error"] == pytest.approx(sorted(nightly)[1])
+
+
 def test_report_prints_each_role_and_metric_and_the_rows_on_request():
     text = la.report(tuple(RESULTS.values()), rows=True)
     for role in ("calibration", "validation"):
