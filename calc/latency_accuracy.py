@@ -222,6 +222,10 @@ class LatencyResult:
     """One published figure beside the simulator's, with the client that produced it.
 
     ``optimistic`` is True when calc promises better than measured (a shorter latency, a higher throughput).
+
+    >>> r = LatencyResult("x", "validation", "ttft", "a run", "ms", 100.0, 80.0, -0.2, True, "poisson", "src", "row")
+    >>> r.optimistic, r.to_dict()["error"]
+    (True, -0.2)
     """
 
     id: str
