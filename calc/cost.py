@@ -14,21 +14,26 @@ that stops holding.
 
 from __future__ import annotations
 
+from calc import lesson
+from calc.catalog import get_gpu, get_model
 from calc.errors import CalcError, check_positive, check_range
-from calc.roofline import steady_state_step
+from calc.lesson import ANSWER_TOKENS, PROMPT_TOKENS
+from calc.roofline import MAX_SEARCH_BATCH, smallest_batch_where, steady_state_step
 from calc.units import SECONDS_PER_HOUR
 
 __all__ = [
-    "usd_per_million_tokens",
-    "replica_usd_per_hour",
-    "price_replica",
-    "cost_vs_batch",
-    "batching_discount",
-    "batching_limit",
-    "sustained_at_latency",
+    "H100_LISTINGS", "H100_LISTINGS_SOURCE", "usd_per_million_tokens", "replica_usd_per_hour", "price_replica",
+    "cost_vs_batch", "batching_discount", "batching_limit", "steady_batching_limit", "sustained_at_latency",
+    "decode_rows", "prefill_rows",
 ]
 
 TOKENS_PER_MILLION = 1_000_000
+#: H100 SXM on-demand prices per GPU-hour, one listing per seller, all read on the same day from the sellers'
+#: public pricing pages (lambda.ai/service/gpu-cloud, modal.com/pricing, replicate.com/pricing). The GPU catalog
+#: keeps the first as the H100's price; the others are for comparison (steps 16 and 17).
+H100_LISTINGS = (("Lambda", 3.78), ("Modal", 3.95), ("Replicate", 5.49))
+#: Shown on step 17's page as it stands (the wording is a page fact, kept byte-identical).
+H100_LISTINGS_SOURCE = "on-demand H100 SXM per GPU-hour, listed 2026-05-07 (reference/published.md)"
 MAX_GPUS = 100_000
 MAX_BATCH = 100_000
 
@@ -198,16 +203,30 @@ def batching_limit(coefficients, *, context_tokens: int, efficiency_floor: float
     def efficient(b: int) -> bool:
         return base / _decode_row(coefficients, b, context, 1.0)["step_s"] >= floor
 
-    if efficient(max_batch):
-        return max_batch
-    low, high = 1, max_batch  # efficient(1) is True (ratio 1), efficient(high) is False
-    while high - low > 1:
-        mid = (low + high) // 2
-        if efficient(mid):
-            low = mid
-        else:
-            high = mid
-    return low
+    beyond = smallest_batch_where(lambda b: not efficient(b), max_batch)  # efficient(1) always: ratio 1
+    return max_batch if beyond is None else beyond - 1
+
+
+def steady_batching_limit(coefficients, *, input_tokens: int, output_tokens: int, efficiency_floor: float = 0.9,
+                          max_batch: int = 4096) -> int:
+    """:func:`batching_limit` for steps that carry the prompts too: the largest batch still ``efficiency_floor`` as good as linear.
+
+    The steps are :func:`calc.roofline.steady_state_step`'s (``batch`` decode
+    tokens and ``batch x input / output`` prompt tokens on average: a replica
+    kept full by real traffic); efficiency at ``b`` = step(1) / step(b).
+    Returns ``max_batch`` if the floor is never crossed.
+
+    >>> from calc.roofline import step_coefficients
+    >>> coef = step_coefficients("llama-3.1-70b", "h100-sxm-80gb", tp=4)
+    >>> steady_batching_limit(coef, input_tokens=1024, output_tokens=256)
+    22
+    """
+    floor = check_range("efficiency_floor", efficiency_floor, 0.01, 1.0)
+    max_batch = check_range("max_batch", max_batch, 1, MAX_SEARCH_BATCH, integer=True)
+    base = steady_state_step(coefficients, batch=1, input_tokens=input_tokens, output_tokens=output_tokens)["time_s"]
+    beyond = smallest_batch_where(lambda b: base / steady_state_step(
+        coefficients, batch=b, input_tokens=input_tokens, output_tokens=output_tokens)["time_s"] < floor, max_batch)
+    return max_batch if beyond is None else beyond - 1
 
 
 def _prefill_answer_tokens(context: int, prompt_tokens: int, answer_tokens) -> int:
@@ -298,3 +317,70 @@ def sustained_at_latency(coefficients, *, context_tokens: int, itl_target_s: flo
         best, limited = low, "latency"
     t = step(best)
     return {"batch": best, "itl_s": t, "tokens_per_s": best / t, "limited_by": limited}
+
+
+_POWERS = tuple(2 ** i for i in range(13))  # 1 .. 4096
+
+
+def _coefficients(model: str = lesson.REPLICA["model"], gpu: str = lesson.REPLICA["gpu"],
+                  tp: int = lesson.REPLICA["tp"], weights: str = lesson.REPLICA["weights"]):
+    return lesson.coefficients(weights, model=model, gpu=gpu, tp=tp)
+
+
+def decode_rows(*, model: str = lesson.REPLICA["model"], gpu: str = lesson.REPLICA["gpu"],
+                tp: int = lesson.REPLICA["tp"], weights: str = lesson.REPLICA["weights"],
+                usd_per_gpu_hour: float | None = None, context_tokens: int = lesson.DECODE_CONTEXT_TOKENS,
+                batches=_POWERS) -> list[dict]:
+    """Decode-only cost per million output tokens at each batch: :func:`calc.cost.cost_vs_batch` for a replica.
+
+    ``usd_per_gpu_hour`` defaults to the GPU's dated catalog price (H100 SXM:
+    Lambda's $3.78 listed 2026-05-07). Source: :mod:`calc.cost`, :mod:`calc.roofline`.
+
+    >>> r = decode_rows(batches=(1,))[0]
+    >>> round(r["step_s"] * 1000, 1), round(r["tokens_per_s"], 1), r["bound"]
+    (15.3, 65.4, 'memory')
+    """
+    price = _price(gpu, usd_per_gpu_hour)
+    coef = _coefficients(model, gpu, tp, weights)
+    return cost_vs_batch(coef, usd_per_hour=replica_usd_per_hour(price, tp), context_tokens=context_tokens,
+                         batches=batches)
+
+
+def prefill_rows(*, model: str = lesson.REPLICA["model"], gpu: str = lesson.REPLICA["gpu"],
+                 tp: int = lesson.REPLICA["tp"], weights: str = lesson.REPLICA["weights"],
+                 usd_per_gpu_hour: float | None = None, prompt_tokens: int = PROMPT_TOKENS,
+                 answer_tokens: int = ANSWER_TOKENS, batches=_POWERS) -> list[dict]:
+    """Cost per million output tokens at each batch when the prompts' prefill shares the steps (steady state).
+
+    Each step carries ``batch`` decode tokens and, on average, ``batch x prompt /
+    answer`` prompt tokens (:func:`calc.roofline.steady_state_step`): what a
+    replica kept full of the running example's requests does. The same columns
+    as :func:`decode_rows`. Source: :func:`calc.roofline.steady_state_step`,
+    :func:`calc.cost.usd_per_million_tokens`.
+
+    >>> r = prefill_rows(batches=(1, 10))
+    >>> round(r[0]["usd_per_million_tokens"] / r[1]["usd_per_million_tokens"], 2)
+    9.55
+    """
+    price = _price(gpu, usd_per_gpu_hour)
+    coef = _coefficients(model, gpu, tp, weights)
+    usd = replica_usd_per_hour(price, tp)
+    rows = []
+    for b in batches:
+        b = check_range("batch", b, 1, MAX_BATCH, integer=True)
+        s = steady_state_step(coef, batch=b, input_tokens=prompt_tokens, output_tokens=answer_tokens)
+        rows.append({"batch": b, "step_s": s["time_s"], "itl_s": s["time_s"],
+                     "tokens_per_s": s["output_tokens_per_s"],
+                     "usd_per_million_tokens": usd_per_million_tokens(usd, s["output_tokens_per_s"]),
+                     "bound": s["bound"]})
+    return rows
+
+
+def _price(gpu: str, usd_per_gpu_hour: float | None) -> float:
+    if usd_per_gpu_hour is not None:
+        return usd_per_gpu_hour
+    listed = get_gpu(gpu).price_usd_per_hour
+    if listed is None:
+        raise CalcError(f"usd_per_gpu_hour must be given for {get_gpu(gpu).name}: the catalog has no dated price "
+                        f"for it; got none", "usd_per_gpu_hour")
+    return listed

@@ -12,13 +12,11 @@ Three questions, one module:
 
 Sizes are bytes (int or float); "GB" in prose is 1e9 bytes and "GiB" 2**30.
 
-The lesson's replica (Llama 3.1 70B in bf16 on four H100s, TP 4):
+The lesson's replica (Llama 3.1 70B in bf16 on four H100s, TP 4; :mod:`calc.lesson`):
 
->>> cap = lesson_kv_capacity()
+>>> cap = kv_capacity(get_model("llama-3.1-70b"), "h100-sxm-80gb", tp=4)
 >>> cap.kv_bytes_per_token, cap.kv_bytes_per_token_per_gpu, cap.kv_cache_tokens_raw
 (327680, 81920, 399452)
->>> lesson_kv_capacity(rounded_params=True).kv_cache_tokens_raw
-399169
 """
 
 from __future__ import annotations
@@ -35,8 +33,7 @@ __all__ = [
     "weights_bytes_per_gpu", "kv_bytes_per_token", "kv_bytes_per_token_per_gpu", "kv_heads_per_gpu",
     "allowed_tp", "check_tp", "kv_tokens_per_request", "kv_bytes_per_request", "kv_bytes_per_token_by_attention",
     "KVCapacity", "kv_capacity", "default_activation_bytes", "default_non_torch_bytes",
-    "ACTIVATION_WORKSPACE_BYTES", "NON_TORCH_BASE_BYTES", "NON_TORCH_TP_BYTES", "LESSON_REPLICA",
-    "lesson_kv_capacity",
+    "ACTIVATION_WORKSPACE_BYTES", "NON_TORCH_BASE_BYTES", "NON_TORCH_TP_BYTES",
 ]
 
 WEIGHT_FORMATS = ("bf16", "fp16", "fp8", "int8", "int4", "nf4")
@@ -99,7 +96,7 @@ def weight_bytes(model: Model, weights: str = "bf16", *, group_size: int = 128,
     their scales (see ``_SCALE_BYTES_PER_GROUP``); embeddings and the LM head stay
     16-bit unless ``quantize_embeddings``, and norms, biases and MoE routers
     always do. Mistral-7B: 14.5 GB in 16 bits and 3.6 GB "at INT4" (the
-    workshop's figures, seeds/003: every parameter at 4 bits); the 4-bit
+    workshop's figures: every parameter at 4 bits; the AI Engineer workshop "Deep dive on LLM Inference at Scale" (Harshul Jain and Tanmay Sah)); the 4-bit
     payload of its linear layers alone is 3.49 GB, and the full checkpoint with
     group scales and 16-bit embeddings about 4.15 GB.
 
@@ -207,7 +204,8 @@ def kv_bytes_per_token(model: Model, kv_dtype: str = "bf16") -> int:
 
     MLA caches one latent per layer instead: layers x (kv_lora_rank + qk_rope_head_dim) x bytes
     (DeepSeek-V2 paper, arXiv 2405.04434). Llama 3.1 8B in bf16: 131,072 B = 128 KiB
-    (the lesson's drill); Mistral-7B: 131 KB (the workshop, seeds/003).
+    (the lesson's drill, docs/lesson/03-drill-kv-bytes.md); Mistral-7B: 131 KB
+    (the AI Engineer workshop "Deep dive on LLM Inference at Scale" (Harshul Jain and Tanmay Sah)).
 
     >>> kv_bytes_per_token(get_model("llama-3.1-8b"))
     131072
@@ -361,7 +359,7 @@ class KVCapacity:
     it as "GPU KV cache size"); ``max_concurrency = kv_cache_tokens / max_model_len``.
     ``unclaimed_bytes`` is what utilization leaves to other processes.
 
-    >>> cap = lesson_kv_capacity()
+    >>> cap = kv_capacity(get_model("llama-3.1-70b"), "h100-sxm-80gb", tp=4)
     >>> round(cap.kv_cache_bytes / 1e9, 1), cap.kv_cache_blocks, cap.kv_cache_tokens
     (32.7, 24965, 399440)
     """
@@ -394,7 +392,7 @@ class KVCapacity:
     def weights_bytes_per_gpu(self) -> float:
         """Alias of ``weights_bytes`` (every term here is per GPU).
 
-        >>> lesson_kv_capacity().weights_bytes_per_gpu == lesson_kv_capacity().weights_bytes
+        >>> c = kv_capacity(get_model("llama-3.1-70b"), "h100-sxm-80gb", tp=4); c.weights_bytes_per_gpu == c.weights_bytes
         True
         """
         return self.weights_bytes
@@ -402,7 +400,7 @@ class KVCapacity:
     def to_dict(self) -> dict:
         """Every field as JSON-ready data: byte terms as whole bytes, other floats to 6 significant digits.
 
-        >>> d = lesson_kv_capacity(max_model_len=8192).to_dict()
+        >>> d = kv_capacity(get_model("llama-3.1-70b"), "h100-sxm-80gb", tp=4, max_model_len=8192).to_dict()
         >>> d["kv_cache_tokens"], d["weights_bytes_per_gpu"], d["max_concurrency"]
         (399440, 35276853248, 48.7598)
         """
@@ -513,36 +511,102 @@ def kv_capacity(model, gpu, *, tp: int = 1, weights: str = "bf16", kv_dtype: str
     )
 
 
-#: The lesson's running example: Llama 3.1 70B in bf16 on four H100s (TP 4), vLLM
-#: at 90% of each GPU counted as exactly 80e9 bytes, default workspace and overhead
-#: (2.5 + 1.5 = 4 GB per GPU). LESSON.md, "The running example".
-LESSON_REPLICA = {
-    "model": "llama-3.1-70b",
-    "gpu": "h100-sxm-80gb",
-    "tp": 4,
-    "weights": "bf16",
-    "kv_dtype": "bf16",
-    "gpu_memory_utilization": 0.9,
-    "block_size": 16,
-    "memory_basis": "marketed",
-}
+def __getattr__(name: str):
+    """``LESSON_REPLICA`` and ``lesson_kv_capacity`` moved to :mod:`calc.lesson` (``REPLICA``, ``kv_capacity``).
 
+    Kept readable here, imported on first use (calc.lesson imports this module), for code written before the move.
 
-def lesson_kv_capacity(*, rounded_params: bool = False, **overrides) -> KVCapacity:
-    """:func:`kv_capacity` of :data:`LESSON_REPLICA`, with any argument overridden.
-
-    With the exact parameter count (70,553,706,496) the replica holds 399,452
-    tokens before block rounding; with the lesson's rounded 70.6 B
-    (``rounded_params=True``: weights = 70.6e9 x 2 / 4 = 35.3 GB) it holds the
-    lesson's 399,169. Both are the same within 0.1%.
-
-    >>> lesson_kv_capacity().kv_cache_tokens_raw, lesson_kv_capacity(memory_basis="runtime").kv_cache_tokens_raw
-    (399452, 460105)
+    >>> __getattr__("LESSON_REPLICA")["tp"]
+    4
     """
-    args = {**LESSON_REPLICA, **overrides}
-    model = get_model(args.pop("model"))
-    gpu = args.pop("gpu")
-    if rounded_params and args.get("weights_bytes") is None:
-        bits = WEIGHT_BITS[check_choice("weights", args["weights"], WEIGHT_FORMATS)]
-        args["weights_bytes"] = round_sig(model.total_params, 3) * bits / 8 / check_tp(model, args["tp"])
-    return kv_capacity(model, gpu, **args)
+    if name in ("LESSON_REPLICA", "lesson_kv_capacity"):
+        from calc import lesson
+
+        return lesson.REPLICA if name == "LESSON_REPLICA" else lesson.kv_capacity
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+#: Overhead on one GPU when none is measured: :data:`calc.memory.ACTIVATION_WORKSPACE_BYTES` (vLLM's profiled
+#: activation peak, assumed) + :data:`calc.memory.NON_TORCH_BASE_BYTES` (CUDA context and libraries, one GPU).
+DEFAULT_OVERHEAD_BYTES = ACTIVATION_WORKSPACE_BYTES + NON_TORCH_BASE_BYTES
+
+
+#: The share of each GPU the engine takes (vLLM's default ``gpu_memory_utilization``, as in :mod:`calc.memory`).
+UTILIZATION = 0.9
+
+
+def _kv_tokens(model, context_tokens: int, honour_window: bool) -> int:
+    return kv_tokens_per_request(model, context_tokens) if honour_window else context_tokens
+
+
+def memory_budget(model, gpu, *, users: int, context_tokens: int, weights: str = "bf16", kv_dtype: str = "bf16",
+                  overhead_bytes: float = DEFAULT_OVERHEAD_BYTES, gpu_memory_utilization: float = UTILIZATION,
+                  honour_window: bool = False) -> dict:
+    """Every term of the memory equation for ``users`` requests of ``context_tokens`` on one GPU of type ``gpu``.
+
+    ``total = weights + users x KV tokens per request x KV bytes per token + overhead``,
+    against ``usable = GPU memory x gpu_memory_utilization`` (the share the engine
+    takes: vLLM's default 0.9; 1.0 is the whole card). ``max_users`` is how many
+    requests of this context fit beside the weights and overhead;
+    ``max_context_tokens`` how long each of ``users`` requests may grow. With
+    ``honour_window`` a sliding-window model (Mistral-7B: 4,096) keeps at most its
+    window per request, as an engine that frees out-of-window blocks does. GPU
+    memory is the datasheet's decimal figure. Source: the GPU memory equation of
+    the AI Engineer workshop "Deep dive on LLM Inference at Scale" (Harshul Jain and Tanmay Sah); :func:`calc.memory.weight_bytes`, :func:`calc.memory.kv_bytes_per_token`;
+    the utilization as in :func:`calc.memory.kv_capacity`.
+
+    >>> b = memory_budget("mistral-7b", "h100-sxm-80gb", users=100, context_tokens=4096)
+    >>> round(b["kv_bytes"] / 1e9, 1), b["fits"], b["max_users"]
+    (53.7, True, 101)
+    >>> whole = memory_budget("mistral-7b", "h100-sxm-80gb", users=1, context_tokens=4096, gpu_memory_utilization=1.0)
+    >>> whole["max_users"]
+    116
+    >>> memory_budget("mistral-7b", "l4", users=1, context_tokens=10_000, honour_window=True)["kv_tokens_per_user"]
+    4096
+    """
+    model, gpu = get_model(model), get_gpu(gpu)
+    users = check_range("users", users, 0, 10_000_000, integer=True)
+    context_tokens = check_range("context_tokens", context_tokens, 1, 100_000_000, integer=True)
+    overhead = float(check_range("overhead_bytes", overhead_bytes, 0, 10**15))
+    utilization = float(check_range("gpu_memory_utilization", gpu_memory_utilization, 0.01, 1.0))
+    w = weight_bytes(model, weights).total_bytes
+    per_token = kv_bytes_per_token(model, kv_dtype)
+    kv_tokens = _kv_tokens(model, context_tokens, honour_window)
+    per_user = kv_tokens * per_token
+    kv = users * per_user
+    capacity = gpu.memory_bytes("marketed")
+    usable = capacity * utilization
+    room = usable - w - overhead
+    total = math.fsum([w, kv, overhead])
+    return {
+        "model": model.name, "gpu": gpu.name, "users": users, "context_tokens": context_tokens,
+        "weights_bytes": w, "kv_bytes_per_token": per_token, "kv_tokens_per_user": kv_tokens,
+        "kv_bytes_per_user": per_user, "kv_bytes": kv, "overhead_bytes": overhead, "total_bytes": total,
+        "gpu_bytes": capacity, "usable_bytes": usable, "gpu_memory_utilization": utilization,
+        "free_bytes": usable - total, "fits": total <= usable,
+        "kv_room_bytes": max(room, 0.0),
+        "max_users": int(room // per_user) if room > 0 else 0,
+        "max_context_tokens": int(room // (users * per_token)) if room > 0 and users else None,
+        "kv_equals_weights_tokens": int(w // per_token),
+    }
+
+
+def memory_curve(model, *, contexts, users_points, weights: str = "bf16", kv_dtype: str = "bf16",
+                 overhead_bytes: float = DEFAULT_OVERHEAD_BYTES, honour_window: bool = False) -> dict[int, list[float]]:
+    """Total memory (bytes) at each number of users in ``users_points``, one list per context in ``contexts``.
+
+    Linear in users, with a slope set by the context: the workshop's "memory grows
+    with every user and every token". Source: :func:`memory_budget`'s equation.
+
+    >>> curve = memory_curve("mistral-7b", contexts=[1024], users_points=[0, 10])
+    >>> [round(v / 1e9, 2) for v in curve[1024]]
+    [17.48, 18.83]
+    """
+    model = get_model(model)
+    w = weight_bytes(model, weights).total_bytes
+    per_token = kv_bytes_per_token(model, kv_dtype)
+    out = {}
+    for context in contexts:
+        per_user = _kv_tokens(model, context, honour_window) * per_token
+        out[context] = [math.fsum([w, u * per_user, overhead_bytes]) for u in users_points]
+    return out

@@ -25,11 +25,28 @@ rate.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 
+from calc import lesson
 from calc.errors import CalcError, check_choice, check_range
+from calc.roofline import prefill_chunk
+from calc.sim.scenario import Scenario
+from calc.sim_views import QUESTION_TOKENS, SYSTEM_PROMPT_TOKENS
 
-__all__ = ["ORDERS", "cached_prefix_tokens", "prefix_cache_hit", "hit_tokens_for_layout", "fleet_prefill_saved"]
+__all__ = [
+    "ORDERS", "cached_prefix_tokens", "prefix_cache_hit", "hit_tokens_for_layout", "fleet_prefill_saved",
+    "prefill_time_s", "replica_ceiling", "CHUNK_TOKENS", "MAX_RUNNING", "BLOCK_TOKENS", "LAYOUTS",
+    "TIMESTAMP_TOKENS", "layout_parts", "layout_hit",
+]
+
+_ENGINE = Scenario()
+#: vLLM's step budget (max_num_batched_tokens): a longer prompt is prefilled in chunks of this many tokens.
+CHUNK_TOKENS: int = _ENGINE.max_num_batched_tokens
+#: vLLM's cap on running requests (max_num_seqs).
+MAX_RUNNING: int = _ENGINE.max_num_seqs
+#: Tokens per KV block of the running example (vLLM's default block_size).
+BLOCK_TOKENS: int = lesson.REPLICA["block_size"]
 
 ORDERS = ("stable-first", "variable-first")
 MAX_TOKENS = 10_000_000
@@ -151,3 +168,155 @@ def fleet_prefill_saved(*, requests: int, shared_tokens: int, variable_tokens: i
         "tokens_saved": without - with_cache,
         "saved_fraction": (without - with_cache) / without,
     }
+
+
+def prefill_time_s(prompt_tokens: int, cached_tokens: int = 0, *, chunk_tokens: int = CHUNK_TOKENS,
+                   coefficients=None) -> float:
+    """Seconds to prefill one prompt on an idle replica, skipping ``cached_tokens`` already in the KV cache.
+
+    ``coefficients`` are the replica's roofline (:func:`calc.roofline.step_coefficients`;
+    default the running example's, :func:`calc.lesson.coefficients`).
+
+    The uncached tokens run in chunks of ``chunk_tokens`` (vLLM's chunked
+    prefill); each chunk attends to everything before it, the cached prefix
+    included, so a cache hit removes the prefix's own work but not the
+    attention of later tokens to it. With nothing cached this is
+    :func:`calc.roofline.ttft_s`. Source: :func:`calc.roofline.prefill_chunk`.
+
+    >>> round(prefill_time_s(3524, cached_tokens=2496) * 1000, 1)
+    85.4
+    >>> prefill_time_s(100, cached_tokens=100)
+    Traceback (most recent call last):
+    ...
+    calc.errors.CalcError: cached_tokens must be a whole number between 0 and 99; got 100
+    """
+    prompt = check_range("prompt_tokens", prompt_tokens, 1, 10_000_000, integer=True)
+    cached = check_range("cached_tokens", cached_tokens, 0, prompt - 1, integer=True)
+    chunk = check_range("chunk_tokens", chunk_tokens, 1, 10_000_000, integer=True)
+    coef = coefficients or lesson.coefficients()
+    times = []
+    done = cached
+    while done < prompt:
+        n = min(chunk, prompt - done)
+        times.append(prefill_chunk(coef, chunk_tokens=n, context_before_tokens=done)["time_s"])
+        done += n
+    return math.fsum(times)
+
+
+def replica_ceiling(system_prompt_tokens: int, *, question_tokens: int = lesson.PROMPT_TOKENS,
+                    answer_tokens: int = lesson.ANSWER_TOKENS, cached: bool = False) -> dict:
+    """Requests per second the running example sustains when flooded, with a system prompt prefilled or cached.
+
+    Every request is a ``system_prompt_tokens`` prefix shared by all, then its own
+    ``question_tokens``, answered in ``answer_tokens`` (steps 11 and 12).
+
+    The steady state of :func:`calc.roofline.steady_state_step`: ``batch``
+    sequences always decoding, each bringing its prompt's prefill into the
+    steps, so a step carries ``batch`` decode tokens plus ``batch x computed /
+    answer`` prefill tokens. Uncached, every request computes its whole prompt
+    and holds all of it in the KV cache; cached, it computes only what misses
+    the cache (:func:`calc.prefix.cached_prefix_tokens`) and the shared blocks
+    sit in the cache once. Decode still reads each sequence's whole context.
+    The batch is the smaller of vLLM's ``max_num_seqs`` and what the KV cache
+    holds. Source: :mod:`calc.roofline` (``steady_state_step``, ``max_throughput``);
+    for ``cached=False`` the figure equals ``max_throughput``'s.
+
+    >>> r = replica_ceiling(2500, cached=True)
+    >>> r["computed_prompt_tokens"], r["batch"], round(r["requests_per_s"], 2)
+    (1028, 256, 7.61)
+    """
+    system = check_range("system_prompt_tokens", system_prompt_tokens, 0, 1_000_000, integer=True)
+    question = check_range("question_tokens", question_tokens, 1, 1_000_000, integer=True)
+    answer = check_range("answer_tokens", answer_tokens, 1, 1_000_000, integer=True)
+    prompt = system + question
+    hit = cached_prefix_tokens(system, prompt, BLOCK_TOKENS) if cached else 0
+    computed = prompt - hit
+    capacity = lesson.KV_CAPACITY_TOKENS_LESSON_GB  # step 1's 399,169 tokens (rounded parameter count)
+    own_tokens = prompt + answer - hit
+    fits = (capacity - hit) // own_tokens if capacity > hit else 0
+    if fits < 1:
+        raise CalcError(f"system_prompt_tokens: a request of {prompt + answer:,} tokens does not fit the replica's "
+                        f"{capacity:,}-token KV cache; got {system:,}", "system_prompt_tokens")
+    batch = min(MAX_RUNNING, fits)
+    decode_context = prompt + answer // 2
+    prefill_per_step = batch * computed / answer
+    prefill_context = hit + (computed + 1) / 2  # a computed token attends to the cached prefix and half its own part
+    new = batch + math.ceil(prefill_per_step)
+    kv_read = batch * decode_context
+    pairs = batch * decode_context + math.ceil(prefill_per_step * prefill_context)
+    step = lesson.coefficients().breakdown(new_tokens=new, kv_tokens_read=kv_read, attention_token_pairs=pairs)
+    return {
+        "system_prompt_tokens": system,
+        "prompt_tokens": prompt,
+        "cached_tokens": hit,
+        "computed_prompt_tokens": computed,
+        "batch": batch,
+        "limited_by": "max_num_seqs" if batch == MAX_RUNNING else "kv_cache",
+        "step_s": step["time_s"],
+        "output_tokens_per_s": batch / step["time_s"],
+        "requests_per_s": batch / step["time_s"] / answer,
+    }
+
+
+#: A line such as "Today is Tuesday, 12 May 2026, 14:03 UTC." is about this many tokens.
+TIMESTAMP_TOKENS = 16
+
+
+LAYOUTS = (
+    ("stable-first", "System prompt first, question last"),
+    ("variable-first", "Question first, system prompt last"),
+    ("timestamp-first", "Timestamp line above the system prompt"),
+    ("timestamp-after", "System prompt, then timestamp, then question"),
+)
+
+
+_LAYOUT_KEYS = tuple(key for key, _ in LAYOUTS)
+
+
+def layout_parts(layout: str, system_prompt_tokens: int = SYSTEM_PROMPT_TOKENS,
+                 question_tokens: int = QUESTION_TOKENS, timestamp_tokens: int = TIMESTAMP_TOKENS) -> list[tuple]:
+    """The prompt's parts in order, each ``(name, "stable" | "variable", tokens)``.
+
+    Stable parts are identical in every request (the system prompt); variable
+    parts differ (the user's question, a timestamp). Source: the layouts the
+    page compares; prompt-caching guides advise static content first and
+    dynamic content last (vLLM "Automatic Prefix Caching"; OpenAI "Prompt caching").
+
+    >>> layout_parts("timestamp-first")
+    [('Timestamp line', 'variable', 16), ('System prompt', 'stable', 2500), ('Question', 'variable', 1024)]
+    """
+    check_choice("layout", layout, _LAYOUT_KEYS)
+    system = ("System prompt", "stable", system_prompt_tokens)
+    question = ("Question", "variable", question_tokens)
+    stamp = ("Timestamp line", "variable", timestamp_tokens)
+    return {
+        "stable-first": [system, question],
+        "variable-first": [question, system],
+        "timestamp-first": [stamp, system, question],
+        "timestamp-after": [system, stamp, question],
+    }[layout]
+
+
+def layout_hit(layout: str, system_prompt_tokens: int = SYSTEM_PROMPT_TOKENS, question_tokens: int = QUESTION_TOKENS,
+               timestamp_tokens: int = TIMESTAMP_TOKENS, block_size_tokens: int = BLOCK_TOKENS) -> dict:
+    """Warm-cache hit of one prompt laid out as ``layout``, with the hit split over its parts.
+
+    :func:`calc.prefix.hit_tokens_for_layout` gives the hit tokens (whole
+    blocks of the leading identical run, never the last prompt token); the
+    hit covers the prompt's first ``hit_tokens`` tokens, so each part's share
+    follows from its position. Source: :mod:`calc.prefix`.
+
+    >>> r = layout_hit("timestamp-after")
+    >>> r["hit_tokens"], [p["hit_tokens"] for p in r["parts"]]
+    (2496, [2496, 0, 0])
+    """
+    parts = layout_parts(layout, system_prompt_tokens, question_tokens, timestamp_tokens)
+    result = hit_tokens_for_layout([(kind, tokens) for _, kind, tokens in parts], block_size_tokens)
+    start = 0
+    split = []
+    for name, kind, tokens in parts:
+        hit = max(0, min(tokens, result["hit_tokens"] - start))
+        split.append({"name": name, "kind": kind, "tokens": tokens, "hit_tokens": hit})
+        start += tokens
+    result.update(layout=layout, parts=split)
+    return result

@@ -19,9 +19,16 @@ with group scales and 16-bit embeddings as separate terms.
 
 from __future__ import annotations
 
+import functools
+import math
+import random
+from bisect import bisect_left
+from statistics import NormalDist
+
 from calc import memory
 from calc.catalog import get_gpu, get_model
 from calc.errors import CalcError, check_choice, check_range
+from calc.memory import WEIGHT_BITS, check_tp, kv_capacity, kv_tokens_per_request
 from calc.roofline import itl_s, step_coefficients
 
 __all__ = [
@@ -33,6 +40,14 @@ __all__ = [
     "accuracy_deltas",
     "weight_formats_table",
     "kv_formats_table",
+    "formats_rows",
+    "users_per_format",
+    "NF4_OFFSET",
+    "nf4_levels",
+    "quantize_group",
+    "normal_sample",
+    "rounding_errors",
+    "rounding_error",
 ]
 
 #: What each weight format is, in a line, with where it runs.
@@ -59,7 +74,7 @@ _CARDS_W4 = "RedHatAI/Meta-Llama-3.1-{}-Instruct-quantized.w4a16"
 _KURTIC = ("Kurtic et al., '\"Give Me BF16 or Give Me Death\"? Accuracy-Performance Trade-Offs in LLM "
            "Quantization', arXiv 2411.02355 (500,000+ evaluations on Llama 3.1)")
 
-#: Published accuracy of quantized checkpoints against their 16-bit base (reference/published.md).
+#: Published accuracy of quantized checkpoints against their 16-bit base (each row names its model card).
 ACCURACY = (
     {"model": "llama-3.1-70b", "weights": "fp8", "metric": "OpenLLM v1 average", "base": 84.40, "quantized": 84.29,
      "source": f"{_NM}: {_CARDS_FP8.format('70B')}"},
@@ -84,8 +99,7 @@ STUDY_SUMMARY = {
 def accuracy_deltas(model=None, weights: str | None = None) -> list[dict]:
     """Published accuracy deltas (quantized - base, in points and relative), optionally for one model or format.
 
-    Source: :data:`ACCURACY` (Neural Magic / Red Hat model cards, as collected in
-    reference/published.md).
+    Source: :data:`ACCURACY` (the Neural Magic / Red Hat model cards on Hugging Face each row names).
 
     >>> [(r["model"], r["weights"], round(r["delta_points"], 2)) for r in accuracy_deltas("llama-3.1-8b")]
     [('llama-3.1-8b', 'fp8', -0.35), ('llama-3.1-8b', 'int4', -1.75)]
@@ -214,3 +228,225 @@ def kv_formats_table(model, gpu, *, tp: int = 1, weights: str = "bf16", batch: i
             "decode_speedup": base_step / step,
         })
     return rows
+
+
+# --- how 4 bits hold a weight: absmax integers and the NF4 code --------------------------------
+
+#: Context per request in the formats table's "users" column.
+CONTEXT_TOKENS = 4_096
+#: The formats the workshop compares (FP16, INT8, INT4, NF4) plus bf16 and fp8, as calc.memory knows them.
+FORMAT_ORDER = memory.WEIGHT_FORMATS
+#: bitsandbytes ``create_normal_map(offset=0.9677083)``: the NF4 code's outermost quantile (QLoRA, appendix).
+NF4_OFFSET = 0.9677083
+#: Group sizes offered: GPTQ/AWQ's common 128, bitsandbytes' NF4 block of 64, and others.
+GROUP_SIZES = (32, 64, 128, 256)
+ROUNDING_SCHEMES = ("int8", "int4", "nf4")
+#: Groups of weights a rounding-error sample draws by default.
+SAMPLE_GROUPS = 200
+#: Index of the NF4 code's exact zero among its 16 levels (7 negative levels come first).
+_NF4_ZERO = 7
+
+
+def formats_rows(model, gpu, *, tp: int = 1, group_size: int = 128, context_tokens: int = CONTEXT_TOKENS) -> list[dict]:
+    """:func:`calc.quantization.weight_formats_table` plus the requests of ``context_tokens`` each format fits.
+
+    ``users`` = KV cache tokens (vLLM's sizing at 90% of each GPU) // tokens per
+    request; None when the weights do not fit. Source: :mod:`calc.quantization`,
+    :func:`calc.memory.kv_capacity`.
+
+    >>> rows = {r["weights"]: r for r in formats_rows("mistral-7b", "l4")}
+    >>> rows["bf16"]["users"], rows["int4"]["users"]
+    (7, 26)
+    """
+    model = get_model(model)
+    tp = check_tp(model, tp)
+    check_choice("group_size", group_size, GROUP_SIZES)
+    context_tokens = check_range("context_tokens", context_tokens, 1, 10_000_000, integer=True)
+    per_request = kv_tokens_per_request(model, context_tokens)
+    rows = weight_formats_table(model, gpu, tp=tp, group_size=group_size, context_tokens=context_tokens)
+    for row in rows:
+        row["users"] = None if row["kv_tokens"] is None else row["kv_tokens"] // per_request
+    return rows
+
+
+def users_per_format(model, gpu, *, tp: int = 1, context_tokens: int = CONTEXT_TOKENS) -> dict[str, int | None]:
+    """Requests of ``context_tokens`` that fit per weight format (None: the weights do not fit).
+
+    Source: :func:`calc.memory.kv_capacity`.
+
+    >>> users_per_format("mistral-7b", "l4")["int4"]
+    26
+    """
+    model = get_model(model)
+    out = {}
+    for fmt in FORMAT_ORDER:
+        try:
+            cap = kv_capacity(model, gpu, tp=tp, weights=fmt)
+        except CalcError:
+            out[fmt] = None
+            continue
+        out[fmt] = cap.kv_cache_tokens // kv_tokens_per_request(model, context_tokens)
+    return out
+
+
+def nf4_levels(offset: float = NF4_OFFSET) -> list[float]:
+    """The 16 values of the NF4 code: normal quantiles, 7 below zero, zero, 8 above, scaled to [-1, 1].
+
+    bitsandbytes ``create_normal_map``: the positive half is the normal
+    quantile function at 8 points evenly from ``offset`` down to 0.5, the
+    negative half at 7, plus an exact zero; all divided by the largest. The
+    result matches QLoRA's published table (Dettmers et al. 2023, appendix E).
+
+    >>> [round(v, 4) for v in nf4_levels()]  # doctest: +NORMALIZE_WHITESPACE
+    [-1.0, -0.6962, -0.5251, -0.3949, -0.2844, -0.1848, -0.091, 0.0,
+     0.0796, 0.1609, 0.2461, 0.3379, 0.4407, 0.5626, 0.723, 1.0]
+    """
+    return list(_nf4_code(float(offset))[0])
+
+
+@functools.lru_cache(maxsize=4)
+def _nf4_code(offset: float) -> tuple[tuple[float, ...], tuple[float, ...]]:
+    """(levels, midpoints between neighbouring levels): computed once, looked up for every weight."""
+    normal = NormalDist()
+
+    def points(n: int) -> list[float]:
+        return [offset + (0.5 - offset) * i / (n - 1) for i in range(n)][:-1]
+
+    positive = [normal.inv_cdf(p) for p in points(9)]
+    negative = [-normal.inv_cdf(p) for p in points(8)]
+    levels = sorted(positive + [0.0] + negative)
+    top = max(levels)
+    levels = tuple(v / top for v in levels)
+    return levels, tuple((a + b) / 2 for a, b in zip(levels, levels[1:]))
+
+
+def _nf4_indices(scaled: list[float]) -> list[int]:
+    """Index of the nearest NF4 level for each value in [-1, 1] (a tie goes to the lower level, as min() does).
+
+    A binary search among the 15 midpoints instead of measuring the distance to all 16 levels.
+
+    >>> _nf4_indices([-1.0, -0.05, -0.04, 0.0, 0.04, 1.0])
+    [0, 6, 7, 7, 8, 15]
+    """
+    mids = _nf4_code(NF4_OFFSET)[1]
+    return [bisect_left(mids, x) for x in scaled]
+
+
+def quantize_group(values, scheme: str) -> tuple[list[float], float]:
+    """Quantize one group of weights and dequantize it back: (values as stored and read, the group's scale).
+
+    ``int8``/``int4``: symmetric absmax, ``scale = max|w| / (2**(bits-1) - 1)``,
+    ``q = round(w / scale)`` (Dettmers et al., LLM.int8(), 2022; the 4-bit case
+    as in GPTQ/AWQ without zero points); ``nf4``: ``scale = max|w|``, each
+    ``w / scale`` to the nearest level of :func:`nf4_levels` (QLoRA).
+
+    >>> quantize_group([0.5, -1.0, 0.25], "int4")
+    ([0.571429, -1.0, 0.285714], 0.142857143)
+    """
+    check_choice("scheme", scheme, ROUNDING_SCHEMES)
+    values = [float(v) for v in values]
+    if not values:
+        raise CalcError("values must hold at least one weight; got none", "values")
+    top = max(abs(v) for v in values)
+    if top == 0:
+        return [0.0] * len(values), 0.0
+    if scheme == "nf4":
+        levels = _nf4_code(NF4_OFFSET)[0]
+        out = [top * levels[i] for i in _nf4_indices([v / top for v in values])]
+        return [round(v, 6) for v in out], top
+    q_max = 2 ** (WEIGHT_BITS[scheme] - 1) - 1
+    scale = top / q_max
+    return [round(round(v / scale) * scale, 6) for v in values], round(scale, 9)
+
+
+def normal_sample(count: int, seed: int = 0) -> list[float]:
+    """``count`` draws from N(0, 1), seeded: the Box-Muller transform on ``random.Random(seed)``.
+
+    Each pair of uniforms ``u1, u2`` gives ``cos(2 pi u1) r`` and ``sin(2 pi u1) r``
+    with ``r = sqrt(-2 ln(1 - u2))`` (Box and Muller, Ann. Math. Statist. 29,
+    1958): the same stream as ``random.Random(seed).gauss(0, 1)`` called
+    ``count`` times, at a third of the cost, and fixed here rather than by the
+    standard library's implementation.
+
+    >>> [round(v, 4) for v in normal_sample(3, seed=0)]
+    [0.9417, -1.3966, -0.6797]
+    """
+    count = check_range("count", count, 0, 10_000_000, integer=True)
+    uniform = random.Random(seed).random
+    cos, sin, sqrt, log, tau = math.cos, math.sin, math.sqrt, math.log, math.tau
+    out = []
+    for _ in range((count + 1) // 2):
+        angle = uniform() * tau
+        radius = sqrt(-2.0 * log(1.0 - uniform()))
+        out.append(cos(angle) * radius)
+        out.append(sin(angle) * radius)
+    del out[count:]
+    return out
+
+
+def rounding_errors(*, group_size: int = 64, groups: int = SAMPLE_GROUPS, seed: int = 0,
+                    schemes=ROUNDING_SCHEMES) -> dict[str, dict]:
+    """:func:`rounding_error` for several schemes on one shared sample of weights (drawn once).
+
+    ``groups x group_size`` weights from :func:`normal_sample`, cut into groups in
+    order; each scheme quantizes every group by :func:`quantize_group`'s rules
+    and reads it back (without the 6-decimal rounding it applies for display).
+    Source: :func:`quantize_group` (absmax: Dettmers et al. 2022; NF4: QLoRA,
+    Dettmers et al. 2023).
+
+    >>> e = rounding_errors(group_size=64)
+    >>> [round(e[s]["relative_rms_error"], 4) for s in ROUNDING_SCHEMES], round(e["int4"]["zero_share"], 3)
+    ([0.0059, 0.1057, 0.0904], 0.145)
+    """
+    for scheme in schemes:
+        check_choice("scheme", scheme, ROUNDING_SCHEMES)
+    group_size = check_range("group_size", group_size, 2, 4096, integer=True)
+    groups = check_range("groups", groups, 1, 10_000, integer=True)
+    weights = normal_sample(groups * group_size, seed)
+    squared_value = math.fsum([v * v for v in weights])
+    # Each group's largest magnitude, repeated for each of its weights: the schemes then run over the whole
+    # sample in one pass each instead of one pass per group.
+    tops = []
+    for start in range(0, len(weights), group_size):
+        tops += [max(map(abs, weights[start:start + group_size]))] * group_size
+    out = {}
+    for scheme in schemes:
+        errors, zeros = _sample_errors(weights, tops, scheme)
+        out[scheme] = {"scheme": scheme, "group_size": group_size,
+                       "relative_rms_error": math.sqrt(math.fsum(errors) / squared_value) if squared_value else 0.0,
+                       "zero_share": zeros / len(weights)}
+    return out
+
+
+def _sample_errors(weights: list[float], tops: list[float], scheme: str) -> tuple[list[float], int]:
+    """Squared error of every weight under ``scheme``, given its group's largest magnitude, and the count of zeros.
+
+    The arithmetic of :func:`quantize_group` without the rounding it applies for display.
+
+    >>> errors, zeros = _sample_errors([0.5, -1.0, 0.25, 0.0], [1.0, 1.0, 1.0, 0.0], "int4")
+    >>> [round(e, 6) for e in errors], zeros  # scale 1/7: 0.5 is stored as 4/7; an all-zero group stays 0
+    ([0.005102, 0.0, 0.001276, 0.0], 1)
+    """
+    if scheme == "nf4":
+        levels = _nf4_code(NF4_OFFSET)[0]
+        indices = _nf4_indices([v / top if top else 0.0 for v, top in zip(weights, tops)])
+        return [(v - top * levels[i]) ** 2 for v, top, i in zip(weights, tops, indices)], indices.count(_NF4_ZERO)
+    q_max = 2 ** (WEIGHT_BITS[scheme] - 1) - 1
+    scales = [top / q_max for top in tops]
+    steps = [round(v / scale) if scale else 0 for v, scale in zip(weights, scales)]
+    return [(v - q * scale) ** 2 for v, q, scale in zip(weights, steps, scales)], steps.count(0)
+
+
+def rounding_error(scheme: str, *, group_size: int = 64, groups: int = SAMPLE_GROUPS, seed: int = 0) -> dict:
+    """Relative RMS error of ``scheme`` on normally distributed weights, group by group.
+
+    Weights are drawn from N(0, 1) with a seeded generator (trained weights are
+    roughly normal per layer: the premise of NF4, QLoRA section 3). Returns the
+    RMS error over the RMS weight, and the share of weights stored as exactly 0.
+    Source: :func:`quantize_group`, through :func:`rounding_errors`.
+
+    >>> round(rounding_error("int4")["relative_rms_error"], 3), round(rounding_error("nf4")["relative_rms_error"], 3)
+    (0.106, 0.09)
+    """
+    check_choice("scheme", scheme, ROUNDING_SCHEMES)
+    return rounding_errors(group_size=group_size, groups=groups, seed=seed, schemes=(scheme,))[scheme]

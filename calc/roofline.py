@@ -39,32 +39,18 @@ from dataclasses import dataclass
 from calc import memory
 from calc.catalog import GPU, Model, get_gpu, get_model
 from calc.errors import CalcError, check_choice, check_range
+from calc.memory import check_tp, kv_capacity, kv_tokens_per_request
 from calc.parallel import allreduce_time_s, ALLREDUCE_LATENCY_S
 from calc.units import round_sig
 
 __all__ = [
-    "Efficiency",
-    "CALIBRATED",
-    "StepCoefficients",
-    "step_coefficients",
-    "compute_dtype",
-    "arithmetic_intensity",
-    "ridge_point_flops_per_byte",
-    "prefill_attention_pairs",
-    "decode_step",
-    "prefill_chunk",
-    "ttft_s",
-    "itl_s",
-    "decode_tokens_per_s",
-    "steady_state_step",
-    "max_throughput",
-    "CALIBRATION_SETUP",
-    "CALIBRATION_ROW",
-    "VALIDATION_ROWS",
-    "calibration_coefficients",
-    "calibration_kv_tokens",
-    "calibration_report",
-    "calibrate",
+    "Efficiency", "CALIBRATED", "StepCoefficients", "step_coefficients", "compute_dtype", "arithmetic_intensity",
+    "ridge_point_flops_per_byte", "prefill_attention_pairs", "decode_step", "prefill_chunk", "ttft_s", "itl_s",
+    "decode_tokens_per_s", "steady_state_step", "mixed_step_s", "roofline_points", "bandwidth_wall_s",
+    "max_kv_batch", "batch_sweep", "smallest_batch_where", "first_compute_bound_batch",
+    "first_compute_bound_steady_batch", "max_throughput", "CALIBRATION_SETUP", "CALIBRATION_ROW",
+    "VALIDATION_ROWS", "calibration_coefficients", "calibration_kv_tokens", "calibration_report", "calibrate",
+    "cost_split",
 ]
 
 #: Bytes per activation value moved between GPUs (activations stay in 16 bits).
@@ -652,6 +638,95 @@ def steady_state_step(coefficients: StepCoefficients, *, batch: int, input_token
     return d
 
 
+def mixed_step_s(coefficients, *, batch: int, context_tokens: int, chunk_tokens: int) -> float:
+    """Seconds of one engine step that decodes ``batch`` sequences and prefills a ``chunk_tokens`` chunk.
+
+    Every decoding sequence waits for the whole step, so this is the
+    inter-token latency of everyone in the batch while the chunk runs.
+    Source: :meth:`calc.roofline.StepCoefficients.step_time_s` (decode tokens
+    and prefill tokens in one step, as vLLM's chunked prefill schedules them).
+
+    >>> from calc.catalog import get_model, get_gpu
+    >>> c = step_coefficients(get_model("llama-3.1-70b"), get_gpu("h100-sxm-80gb"), tp=4)
+    >>> round(mixed_step_s(c, batch=64, context_tokens=1152, chunk_tokens=0) * 1000, 1)
+    18.2
+    >>> round(mixed_step_s(c, batch=64, context_tokens=1152, chunk_tokens=8192) * 1000)
+    686
+    """
+    batch = check_range("batch", batch, 0, 10**6, integer=True)
+    ctx = check_range("context_tokens", context_tokens, 1, 10**8, integer=True)
+    chunk = check_range("chunk_tokens", chunk_tokens, 0, 10**7, integer=True)
+    if batch + chunk == 0:
+        return 0.0
+    return coefficients.step_time_s(new_tokens=batch + chunk, kv_tokens_read=batch * ctx + chunk,
+                                    attention_token_pairs=batch * ctx + prefill_attention_pairs(chunk))
+
+
+MAX_SEARCH_BATCH = 4096  # the largest batch the searches below try (16x vLLM's default max_num_seqs)
+
+
+def smallest_batch_where(predicate, max_batch: int = MAX_SEARCH_BATCH) -> int | None:
+    """The smallest batch in 1..max_batch for which ``predicate`` holds, or None; ``predicate`` must hold from some batch on.
+
+    Bisection: about log2(max_batch) calls of ``predicate`` (a step price each). The callers'
+    own ``max_batch`` checks set their ranges; this one only refuses what no search needs.
+
+    >>> smallest_batch_where(lambda b: b * b >= 200), smallest_batch_where(lambda b: False, 16)
+    (15, None)
+    """
+    max_batch = check_range("max_batch", max_batch, 1, 10_000_000, integer=True)
+    if predicate(1):
+        return 1
+    if not predicate(max_batch):
+        return None
+    low, high = 1, max_batch  # predicate(low) is False, predicate(high) is True
+    while high - low > 1:
+        mid = (low + high) // 2
+        if predicate(mid):
+            high = mid
+        else:
+            low = mid
+    return high
+
+
+def first_compute_bound_batch(coefficients: StepCoefficients, *, context_tokens: int,
+                              max_batch: int = MAX_SEARCH_BATCH) -> int | None:
+    """The smallest decode batch whose step is compute-bound, or None if none up to ``max_batch`` is.
+
+    Past it the step time grows in proportion to the batch and a token costs
+    about the same at any larger batch. At a real context the batch's KV reads
+    grow as fast as its FLOPs, so decode may never cross the ridge: batching
+    amortises the weights, not the KV (Williams et al., "Roofline", CACM 2009;
+    which roof binds comes from :func:`decode_step`).
+
+    >>> from calc.catalog import get_model, get_gpu
+    >>> c = step_coefficients(get_model("llama-3.1-70b"), get_gpu("h100-sxm-80gb"), tp=4)
+    >>> first_compute_bound_batch(c, context_tokens=1152)
+    199
+    >>> m = step_coefficients(get_model("mistral-7b"), get_gpu("h100-sxm-80gb"))
+    >>> first_compute_bound_batch(m, context_tokens=1152) is None, first_compute_bound_batch(m, context_tokens=16)
+    (True, 199)
+    """
+    return smallest_batch_where(lambda b: decode_step(coefficients, batch=b, context_tokens=context_tokens)["bound"] == "compute",
+                        max_batch)
+
+
+def first_compute_bound_steady_batch(coefficients: StepCoefficients, *, input_tokens: int, output_tokens: int,
+                                     max_batch: int = MAX_SEARCH_BATCH) -> int | None:
+    """The smallest batch whose steady-state step (prefill mixed into decode) is compute-bound, or None.
+
+    The steps of :func:`steady_state_step`: ``batch`` decode tokens and, on
+    average, ``batch x input / output`` prompt tokens each.
+
+    >>> from calc.catalog import get_model, get_gpu
+    >>> c = step_coefficients(get_model("llama-3.1-70b"), get_gpu("h100-sxm-80gb"), tp=4)
+    >>> first_compute_bound_steady_batch(c, input_tokens=1024, output_tokens=256)
+    40
+    """
+    return smallest_batch_where(lambda b: steady_state_step(coefficients, batch=b, input_tokens=input_tokens,
+                                                    output_tokens=output_tokens)["bound"] == "compute", max_batch)
+
+
 def max_throughput(coefficients: StepCoefficients, *, input_tokens: int, output_tokens: int, kv_capacity_tokens: int, max_running: int = 256) -> dict:
     """Output tokens/s of a replica flooded with identical requests (the offline max-throughput case).
 
@@ -858,3 +933,110 @@ def calibrate(*, compute_grid=None, memory_grid=None, overhead_grid_s=None) -> d
         "loss": loss,
         "ratios": [round_sig(r["ratio"], 4) for r in calibration_report(efficiency)],
     }
+
+
+def roofline_points(model, gpu, *, tp: int = 1, weights: str = "bf16", batch: int, prompt_tokens: int,
+                    context_tokens: int) -> dict:
+    """The decode step and the prefill of one prompt on the roofline, per GPU.
+
+    ``decode``: :func:`calc.roofline.decode_step` of ``batch`` sequences at
+    ``context_tokens``; ``prefill``: :func:`calc.roofline.prefill_chunk` of the
+    whole prompt. Each carries its FLOPs, bytes, intensity, time, bound, and
+    ``attained_flops_per_s`` (FLOPs / modelled time). ``peak_flops_per_s`` and
+    ``hbm_bytes_per_s`` are the datasheet roofs; ``ridge_flops_per_byte`` their
+    ratio. Source: :mod:`calc.roofline`.
+
+    >>> p = roofline_points("llama-3.1-70b", "h100-sxm-80gb", tp=4, batch=1, prompt_tokens=1024, context_tokens=1152)
+    >>> round(p["ridge_flops_per_byte"]), round(p["decode"]["time_s"] * 1000, 1)
+    (295, 15.3)
+    """
+    coef = step_coefficients(model, gpu, tp=tp, weights=weights)
+    decode = decode_step(coef, batch=batch, context_tokens=context_tokens)
+    prefill = prefill_chunk(coef, chunk_tokens=prompt_tokens)
+    for step in (decode, prefill):
+        step["attained_flops_per_s"] = step["flops"] / step["time_s"]
+    return {
+        "decode": decode, "prefill": prefill, "peak_flops_per_s": coef.linear_flops_per_s,
+        "hbm_bytes_per_s": coef.hbm_bytes_per_s, "ridge_flops_per_byte": coef.linear_flops_per_s / coef.hbm_bytes_per_s,
+        "compute_dtype": coef.compute_dtype, "weight_bytes_per_gpu": coef.weight_bytes_read(1),
+    }
+
+
+def bandwidth_wall_s(model, gpu, *, tp: int = 1, weights: str = "bf16", efficiency: float = 1.0) -> float:
+    """The floor under any decode step: every GPU streams its share of the weights once, at ``efficiency`` x bandwidth.
+
+    ``weights read per step / (HBM bandwidth x efficiency)``. The input embedding is looked up row by
+    row, not streamed (:meth:`calc.roofline.StepCoefficients.weight_bytes_read`). Mistral-7B on one H100
+    at the datasheet's 3.35 TB/s: 4.25 ms, so at most about 235 tokens/s for one sequence.
+    Source: the roofline's memory roof (Williams et al. 2009); the workshop's example (Mistral-7B on one H100).
+
+    >>> round(bandwidth_wall_s("mistral-7b", "h100-sxm-80gb") * 1000, 2)
+    4.25
+    """
+    coef = step_coefficients(model, gpu, tp=tp, weights=weights)
+    return coef.weight_bytes_read(1) / (coef.hbm_bytes_per_s * efficiency)
+
+
+def max_kv_batch(model, gpu, *, tp: int = 1, weights: str = "bf16", context_tokens: int) -> int:
+    """Sequences of ``context_tokens`` the replica's KV cache holds at once (vLLM's sizing, 90% of each GPU).
+
+    Source: :func:`calc.memory.kv_capacity` with its defaults (it raises CalcError
+    naming ``tp`` when the weights do not fit); window-capped by
+    :func:`calc.memory.kv_tokens_per_request`.
+
+    >>> max_kv_batch("mistral-7b", "h100-sxm-80gb", context_tokens=1152)
+    361
+    """
+    model = get_model(model)
+    cap = kv_capacity(model, gpu, tp=check_tp(model, tp), weights=weights)
+    return cap.kv_cache_tokens // max(1, kv_tokens_per_request(model, context_tokens))
+
+
+def batch_sweep(model, gpu, *, tp: int = 1, weights: str = "bf16", context_tokens: int,
+                batches=(1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024)) -> list[dict]:
+    """ITL (the decode step), tokens/s and the bound at each batch size that fits in the KV cache.
+
+    Batches above :func:`max_kv_batch` are dropped and that largest batch is added
+    as the last row (``fits_all``: the KV cache is full there). Source:
+    :func:`decode_step`, :func:`max_kv_batch`.
+
+    >>> rows = batch_sweep("mistral-7b", "h100-sxm-80gb", context_tokens=1152, batches=[1, 64, 1024])
+    >>> [(r["batch"], round(r["itl_s"] * 1000, 2), round(r["tokens_per_s"])) for r in rows]
+    [(1, 5.65, 177), (64, 9.38, 6820), (361, 31.61, 11422)]
+    """
+    coef = step_coefficients(model, gpu, tp=tp, weights=weights)
+    limit = max_kv_batch(model, gpu, tp=tp, weights=weights, context_tokens=context_tokens)
+    if limit < 1:
+        raise CalcError(f"context_tokens: one sequence of {context_tokens:,} tokens does not fit in the KV cache of "
+                        f"this replica; allowed: a shorter context, or more GPUs (tp)", "context_tokens")
+    chosen = sorted({b for b in batches if b <= limit} | ({limit} if limit and limit < max(batches) else set()))
+    rows = []
+    for batch in chosen:
+        d = decode_step(coef, batch=batch, context_tokens=context_tokens)
+        rows.append({"batch": batch, "itl_s": d["time_s"], "tokens_per_s": batch / d["time_s"], "bound": d["bound"],
+                     "weights_s": d["weights_s"], "kv_s": d["kv_s"],
+                     "intensity_flops_per_byte": d["intensity_flops_per_byte"]})
+    return rows
+
+
+def cost_split(coef, *, batch: int, prompt_tokens: int, answer_tokens: int) -> dict:
+    """One saturated decode step split into weights, the batch's KV, prefill work, and all-reduce + overhead (s).
+
+    ``weights`` is the matmul time of the decode tokens alone (reading the weights,
+    or their FLOPs when those take longer), ``kv`` the attention over the batch's KV
+    cache, ``comm`` the tensor-parallel all-reduces and fixed overhead of that
+    decode-only step, and ``prefill`` what the average prefill work scheduled into
+    the step adds (``batch x prompt / answer`` tokens). They sum to the step time of
+    :func:`calc.roofline.steady_state_step`. Source: :mod:`calc.roofline`.
+
+    >>> from calc.lesson import coefficients
+    >>> split = cost_split(coefficients(), batch=256, prompt_tokens=1024, answer_tokens=256)
+    >>> {k: round(v * 1000, 1) for k, v in split.items()}
+    {'weights': 17.6, 'kv': 9.5, 'prefill': 79.5, 'comm': 3.8, 'step': 110.5}
+    """
+    mixed = steady_state_step(coef, batch=batch, input_tokens=prompt_tokens, output_tokens=answer_tokens)
+    context = prompt_tokens + answer_tokens // 2
+    alone = decode_step(coef, batch=batch, context_tokens=context)
+    comm = alone["comm_s"] + alone["overhead_s"]
+    return {"weights": alone["gemm_s"], "kv": alone["attention_s"],
+            "prefill": max(0.0, mixed["time_s"] - alone["time_s"]), "comm": comm, "step": mixed["time_s"]}

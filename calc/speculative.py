@@ -21,12 +21,18 @@ where speculation stops paying.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 from calc.catalog import get_model
 from calc.errors import CalcError, check_range
+from calc.roofline import decode_step, smallest_batch_where
 
 __all__ = [
+    "MAX_DRAFT_TOKENS",
+    "best_k",
+    "draft_cost_ratio",
+    "emitted_distribution",
     "expected_tokens_per_step",
     "speedup",
     "speedup_when_compute_bound",
@@ -273,15 +279,66 @@ def break_even_batch(coefficients, *, context_tokens: int, config: SpeculationCo
     def below_one(b: int) -> bool:
         return speedup_at_batch(coefficients, batch=b, context_tokens=context_tokens, config=config)["speedup"] < 1.0
 
-    if below_one(1):
-        return 1
-    if not below_one(max_batch):
-        return None
-    low, high = 1, max_batch  # below_one(low) is False, below_one(high) is True
-    while high - low > 1:
-        mid = (low + high) // 2
-        if below_one(mid):
-            high = mid
-        else:
-            low = mid
-    return high
+    return smallest_batch_where(below_one, max_batch)
+
+
+# --- choosing the draft: its cost, its length, and why the output is the target's -----------------------
+
+#: The longest draft :func:`best_k` considers (vLLM's ``num_speculative_tokens`` is rarely set above this).
+MAX_DRAFT_TOKENS = 16
+
+
+def best_k(acceptance: float, cost_ratio: float, max_k: int = MAX_DRAFT_TOKENS) -> int:
+    """The draft length that maximises :func:`speedup` (the memory-bound speed-up); the shorter one on a tie.
+
+    Leviathan et al. 2023, section 3.3: the walltime improvement
+    ``(1 - a**(k+1)) / ((1 - a)(k c + 1))`` has one best ``k`` for each
+    acceptance ``a`` and draft cost ratio ``c``.
+
+    >>> best_k(0.7, 0.064), best_k(0.9, 0.064), best_k(0.5, 0.39)
+    (5, 12, 1)
+    >>> best_k(0.7, 0.064, max_k=0)
+    Traceback (most recent call last):
+    ...
+    calc.errors.CalcError: max_k must be a whole number between 1 and 64; got 0
+    """
+    max_k = check_range("max_k", max_k, 1, 64, integer=True)
+    return max(range(1, max_k + 1), key=lambda k: (speedup(acceptance, k, cost_ratio), -k))
+
+
+def draft_cost_ratio(draft_coefficients, target_coefficients, *, batch: int = 1, context_tokens: int) -> float:
+    """``c``: one decode step of the draft over one of the target, both priced on the roofline.
+
+    Source: :func:`calc.roofline.decode_step` for both (the ``c`` of Leviathan
+    et al. 2023, section 3.3).
+
+    >>> from calc.roofline import step_coefficients
+    >>> draft = step_coefficients("llama-3.1-8b", "h100-sxm-80gb")
+    >>> target = step_coefficients("llama-3.1-70b", "h100-sxm-80gb", tp=4)
+    >>> round(draft_cost_ratio(draft, target, context_tokens=1152), 2)
+    0.39
+    """
+    d = decode_step(draft_coefficients, batch=batch, context_tokens=context_tokens)["time_s"]
+    t = decode_step(target_coefficients, batch=batch, context_tokens=context_tokens)["time_s"]
+    return d / t
+
+
+def emitted_distribution(target_p, draft_q) -> list[float]:
+    """What speculative sampling emits for one position: ``min(p, q) + (1 - a) * max(0, p - q) / sum(max(0, p - q))``.
+
+    A draft token ``x ~ q`` is kept with probability ``min(1, p(x) / q(x))``, which
+    contributes ``min(p(x), q(x))``; a rejection (probability ``1 - a``, with
+    ``a = sum(min(p, q))``) resamples from the leftover ``max(0, p - q)``. The sum
+    is ``p``: the output distribution is the target's. Source: Leviathan et al. 2023,
+    Theorem 3.5 and Definition 3.2 (``a = sum min(p, q)``).
+
+    >>> [round(x, 10) for x in emitted_distribution([0.5, 0.3, 0.2], [0.2, 0.3, 0.5])]
+    [0.5, 0.3, 0.2]
+    """
+    kept = [min(p, q) for p, q in zip(target_p, draft_q)]
+    acceptance = math.fsum(kept)
+    leftover = [max(0.0, p - q) for p, q in zip(target_p, draft_q)]
+    total = math.fsum(leftover)
+    if total <= 0:  # the draft is the target: every token is kept
+        return list(kept)
+    return [k_ + (1 - acceptance) * r / total for k_, r in zip(kept, leftover)]

@@ -15,6 +15,7 @@ PyTorch and vLLM's logs report. Every name here says which it is.
 from __future__ import annotations
 
 import math
+from calc.errors import check_choice, check_range
 
 KB = 1_000
 MB = 1_000_000
@@ -79,3 +80,33 @@ def format_bytes(n_bytes: float, *, binary: bool = False, digits: int = 3) -> st
         if abs(n_bytes) >= size:
             return f"{format_number(n_bytes / size, digits)} {name}"
     return f"{format_number(n_bytes, digits)} B"
+
+
+#: Every unit the site writes, with its size in bytes: decimal (SI) first, then binary (IEC 80000-13).
+UNITS: dict[str, int] = {
+    "B": 1, "KB": KB, "MB": MB, "GB": GB, "TB": TB, "KiB": KiB, "MiB": MiB, "GiB": GiB, "TiB": TiB,
+}
+
+
+#: The converter takes up to one exabyte, far beyond any GPU or cluster the lesson meets.
+MAX_BYTES = 10**18
+
+
+def to_bytes(value: float, unit: str) -> float:
+    """``value`` in ``unit`` (B, KB, MB, GB, TB, KiB, MiB, GiB, TiB) as bytes.
+
+    Source: SI prefixes (powers of 10) and IEC 80000-13 binary prefixes (powers of 2).
+
+    >>> to_bytes(81_559, "MiB")
+    85520809984
+    >>> to_bytes(1, "GB") < to_bytes(1, "GiB")
+    True
+    >>> to_bytes(2, "gb")
+    Traceback (most recent call last):
+    ...
+    calc.errors.CalcError: unit must be one of B, KB, MB, GB, TB, KiB, MiB, GiB, TiB; got 'gb'
+    """
+    check_choice("unit", unit, tuple(UNITS))
+    value = check_range("value", value, 0, MAX_BYTES / UNITS[unit])
+    n_bytes = value * UNITS[unit]
+    return int(n_bytes) if float(n_bytes).is_integer() else n_bytes

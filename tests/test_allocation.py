@@ -6,17 +6,17 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from calc import lesson
 from calc.allocation import (
     POLICIES, Request, compare_allocation, concurrency, contiguous_max_concurrency, paged_waste_bound_tokens,
     reserved_tokens, sharegpt_like_requests, token_state_fraction,
 )
 from calc.errors import CalcError
-from calc.memory import lesson_kv_capacity
 
 
 def test_lesson_contiguous_cap_is_48():
     assert contiguous_max_concurrency(399_169, 8192) == 48
-    assert contiguous_max_concurrency(lesson_kv_capacity().kv_cache_tokens, 8192) == 48
+    assert contiguous_max_concurrency(lesson.kv_capacity().kv_cache_tokens, 8192) == 48
 
 
 def test_reservations_follow_the_paper_rules():

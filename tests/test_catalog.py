@@ -10,7 +10,8 @@ from calc.units import GB, MiB
 
 MODEL_KEYS = ["llama-3.1-8b", "llama-3.1-70b", "llama-3.1-405b", "llama-3.2-1b", "llama-3.2-3b", "llama-3.3-70b",
               "llama-2-7b", "mistral-7b", "mixtral-8x7b", "qwen2.5-7b", "qwen2.5-72b", "deepseek-v3"]
-GPU_KEYS = ["h100-sxm-80gb", "h200", "a100-80gb", "a100-40gb", "l40s", "l4", "rtx-3090", "b200", "mi300x"]
+GPU_KEYS = ["h100-sxm-80gb", "h200", "a100-80gb", "a100-40gb", "h100-pcie-80gb", "a100-pcie-80gb", "l40s", "l4",
+            "rtx-3090", "b200", "mi300x"]
 
 
 def test_catalog_has_the_issue_keys():
@@ -142,6 +143,25 @@ def test_rtx_3090_from_the_ga102_whitepaper_and_nvidia_smi():
     assert g.interconnect_bytes_per_s == 32e9 and "PCIe Gen4" in g.source
     assert round(g.ridge_point_flops_per_byte("bf16")) == 76
     assert "24,576 MiB" in g.memory_runtime_source and "23.58" in g.memory_runtime_source
+
+
+def test_pcie_data_centre_parts_from_the_datasheets_pcie_columns():
+    h100, a100 = GPUS["h100-pcie-80gb"], GPUS["a100-pcie-80gb"]
+    # H100 PCIe: HBM2e at 2.0 TB/s, not the SXM part's HBM3 at 3.35; tensor cores at 756 dense (1,513 sparse).
+    assert h100.hbm_bytes_per_s == 2.0e12 and h100.flops_per_s["bf16"] == 756e12
+    assert h100.flops_per_s["fp8"] == h100.flops_per_s["int8"] == 1513e12
+    assert h100.flops_per_s["bf16"] < GPUS["h100-sxm-80gb"].flops_per_s["bf16"]
+    assert h100.memory_bytes_runtime == GPUS["h100-sxm-80gb"].memory_bytes_runtime == 81_559 * MiB
+    # A100 PCIe 80GB: the same GA100 tensor cores as the SXM part, a slower HBM2e (1,935 against 2,039 GB/s).
+    assert a100.hbm_bytes_per_s == 1.935e12 and a100.flops_per_s == GPUS["a100-80gb"].flops_per_s
+    assert a100.memory_bytes_runtime == 81_920 * MiB and "fp8" not in a100.flops_per_s
+    # GPU-to-GPU over PCIe one way: Gen5 x16 64 GB/s, Gen4 x16 32 GB/s; the optional NVLink bridge is named.
+    assert h100.interconnect_bytes_per_s == 64e9 and "PCIe Gen5" in h100.source and "NVLink bridge" in h100.source
+    assert a100.interconnect_bytes_per_s == 32e9 and "PCIe Gen4" in a100.source and "NVLink bridge" in a100.source
+    assert "1,513" in h100.source and "1,935" in a100.source
+    assert round(h100.ridge_point_flops_per_byte("bf16")) == 378
+    for g in (h100, a100):
+        assert "nvidia-smi" in g.memory_runtime_source and "no price" in g.source
 
 
 def test_only_h100_has_a_price_and_it_is_dated():

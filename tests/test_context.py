@@ -13,7 +13,7 @@ from calc.memory import kv_bytes_per_token
 
 
 def test_one_100k_request_holds_78_conversations():
-    # LESSON.md: one 100K-token request holds the KV of about eighty (78) 1,280-token conversations.
+    # Step 13 (docs/lesson/13-long-context.md): one 100K-token request holds the KV of about eighty (78) 1,280-token conversations.
     for key in ("llama-3.1-70b", "llama-3.1-8b", "qwen2.5-72b", "deepseek-v3"):
         r = requests_displaced(key, long_tokens=100_000, short_tokens=1280)
         assert r["conversations"] == 78 and math.isclose(r["ratio"], 78.125)

@@ -26,7 +26,7 @@ def test_formula():
 
 
 def test_ten_times_the_batch_nearly_ten_times_cheaper():
-    # LESSON.md: 70B on 4 H100 at bf16, about 9.7x from batch 1 to 10 while memory-bound.
+    # Step 16 (docs/lesson/16-cost-per-million-tokens.md): 70B on 4 H100 at bf16, about 9.7x from batch 1 to 10 while memory-bound.
     assert round(batching_discount(C70, context_tokens=CONTEXT, batch_low=1, batch_high=10), 1) == 9.7
     assert round(batching_discount(C70, context_tokens=1280, batch_low=1, batch_high=10), 1) == 9.7
     rows = cost_vs_batch(C70, usd_per_hour=replica_usd_per_hour(3.78, 4), context_tokens=CONTEXT, batches=[1, 10])

@@ -127,3 +127,101 @@ def test_the_llama_3_3_rtx_3090_and_llama_2_rows_use_their_own_catalog_entries()
     assert len(rtx) == 2 and all(rows[i]["gpu"] == "rtx-3090" for i in rtx)
     assert rows["vllm-llama-2-7b-fp16-a100-80gb-tp1"]["model"] == "llama-2-7b"
     assert not any(x.get("model") == "llama-3.1-70b" for i, x in rows.items() if "llama-3.3" in i)
+
+
+# --- published online-serving runs (kind online_latency, issue 18): predicted by calc.latency_accuracy ----------
+
+LATENCY_ROWS = load_measurements(kinds=("online_latency",))
+LATENCY_BY_ID = {m["id"]: m for m in LATENCY_ROWS}
+CLIENT_FIELDS = {"batch": {"batch"}, "all_at_once": {"requests"}, "poisson": {"rate_per_s"},
+                 "closed_loop": {"concurrency"}}
+LATENCY_CALIBRATION_IDS = {
+    "vllm-nightly-latency-llama8b-tp1-h100", "vllm-nightly-latency-llama70b-tp4-h100",
+    "nim-1.8.0-llama-3.3-70b-fp8-h100-tp2-5000-500-c1-ttft", "nim-1.8.0-llama-3.3-70b-fp8-h100-tp2-500-2000-c1-ttft"}
+
+
+def test_the_default_load_keeps_the_kinds_calc_accuracy_predicts_and_the_rest_is_named():
+    everything = load_measurements(kinds=None)
+    assert len(everything) == len(MEASUREMENTS) + len(LATENCY_ROWS)
+    assert {m["kind"] for m in everything} == set(KINDS) | set(accuracy.PREDICTED_ELSEWHERE)
+    assert len({m["id"] for m in everything}) == len(everything), "ids are unique across every kind"
+
+
+def test_forty_online_figures_over_at_least_eight_setups_models_gpus_and_tp_sizes():
+    assert len(LATENCY_ROWS) >= 40
+    setups = {(x["engine"], x["model"], x["gpu"], x["tp"], x["weights"], json.dumps(x["lengths"], sort_keys=True),
+               x["client"]["kind"]) for x in (m["inputs"] for m in LATENCY_ROWS)}
+    assert len(setups) >= 8
+    inputs = [m["inputs"] for m in LATENCY_ROWS]
+    assert {"llama-3.1-8b", "llama-3.1-70b", "llama-3.3-70b"} <= {x["model"] for x in inputs}
+    assert {"h100-sxm-80gb", "h200"} <= {x["gpu"] for x in inputs} and {1, 2, 4} <= {x["tp"] for x in inputs}
+    assert {m["figure"]["quantity"] for m in LATENCY_ROWS} == {"ttft", "itl", "tpot", "e2e", "throughput"}
+    assert {m["inputs"]["client"]["kind"] for m in LATENCY_ROWS} == {"batch", "all_at_once", "poisson", "closed_loop"}
+    assert {"h100-sxm-80gb", "h200", "a100-80gb"} <= {x["gpu"] for x in inputs}
+
+
+@pytest.mark.parametrize("m", LATENCY_ROWS, ids=[m["id"] for m in LATENCY_ROWS])
+def test_every_online_row_has_source_statistic_client_lengths_and_setup(m):
+    assert set(m) >= {"id", "kind", "role", "label", "figure", "inputs", "source", "notes"}
+    assert m["kind"] == "online_latency" and m["role"] in ROLES and m["label"].strip() and m["notes"].strip()
+    source = m["source"]
+    assert set(source) == {"cite", "name", "url", "where", "read"}
+    assert source["url"].startswith("https://") and all(source[k].strip() for k in ("cite", "name", "where", "read"))
+    figure = m["figure"]
+    assert isinstance(figure["value"], (int, float)) and figure["value"] > 0 and math.isfinite(figure["value"])
+    assert figure["quantity"] in ("ttft", "itl", "tpot", "e2e", "throughput")
+    assert figure["statistic"] in ("mean", "median", "p99", "total over the run")
+    assert isinstance(figure["statistic_stated"], bool) and figure["metric"].strip()
+    assert figure["unit"] == ("ms" if figure["quantity"] != "throughput" else figure["unit"])
+    x = m["inputs"]
+    assert x["engine"].strip() and x["engine_version"].strip() and x["model_as_run"].strip()
+    assert x["model"] in MODELS and x["gpu"] in GPUS and x["tp"] in (1, 2, 4, 8)
+    assert x["weights"] in ("bf16", "fp16", "fp8", "int8", "int4") and x["kv_dtype"] in ("bf16", "fp16", "fp8")
+    client = x["client"]
+    assert client["kind"] in CLIENT_FIELDS and CLIENT_FIELDS[client["kind"]] <= set(client) and client["how"].strip()
+    lengths = x["lengths"]
+    if lengths["kind"] == "fixed":
+        assert lengths["input_tokens"] >= 1 and lengths["output_tokens"] >= 1
+    else:
+        assert lengths["kind"] == "sharegpt" and lengths["dataset"] and lengths["sampling"]
+    assert "num_prompts" in x
+    if not figure["statistic_stated"]:
+        assert "statistic" in m["notes"], "an assumed statistic is said so in the notes"
+
+
+def test_the_calibration_rows_are_the_batch_8_latency_tests_and_the_concurrency_1_ttfts():
+    marked = {m["id"] for m in LATENCY_ROWS if m["role"] == "calibration"}
+    assert marked == LATENCY_CALIBRATION_IDS
+    assert sum(m["role"] == "validation" for m in LATENCY_ROWS) >= 3 * len(marked), "most rows are for validation"
+    for mid in marked:
+        m = LATENCY_BY_ID[mid]
+        assert m["notes"].startswith("Fitted:")
+        x = m["inputs"]
+        assert x["client"] == {**x["client"], "kind": "batch", "batch": 8} or x["client"]["concurrency"] == 1
+
+
+def test_online_figures_match_the_sources_as_read():
+    # vLLM nightly latency tests (Buildkite annotations), median of 15 iterations of one batch of 8.
+    assert LATENCY_BY_ID["vllm-nightly-latency-llama8b-tp1-h100"]["figure"]["value"] == 997.365
+    assert LATENCY_BY_ID["vllm-nightly-latency-llama70b-tp4-h200"]["figure"]["value"] == 2077.56
+    lat = LATENCY_BY_ID["vllm-nightly-latency-llama8b-tp1-h100"]["inputs"]
+    assert lat["lengths"] == {"kind": "fixed", "input_tokens": 32, "output_tokens": 128}
+    assert lat["client"]["batch"] == 8 and lat["model_as_run"] == "meta-llama/Meta-Llama-3-8B"
+    # NIM 1.8.0, Llama 3.3 70B fp8 TP2 on 2 x H100, AIPerf at fixed concurrency.
+    nim = "nim-1.8.0-llama-3.3-70b-fp8-h100-tp2-"
+    assert [LATENCY_BY_ID[f"{nim}5000-500-c1-{q}"]["figure"]["value"] for q in ("ttft", "itl", "throughput")] == \
+        [406.77, 18.58, 51.67]
+    assert LATENCY_BY_ID[f"{nim}5000-500-c250-ttft"]["figure"]["value"] == 88605.32
+    assert LATENCY_BY_ID[f"{nim}500-2000-c1-ttft"]["figure"]["value"] == 47.77
+    assert LATENCY_BY_ID[f"{nim}5000-500-c50-ttft"]["inputs"]["client"] == {
+        "kind": "closed_loop", "concurrency": 50, "how": LATENCY_BY_ID[f"{nim}5000-500-c50-ttft"]["inputs"]["client"]["how"]}
+    assert "docs.nvidia.com/nim/benchmarking" in LATENCY_BY_ID[f"{nim}5000-500-c1-ttft"]["source"]["url"]
+    assert LATENCY_BY_ID[f"{nim}5000-500-c1-itl"]["figure"]["quantity"] == "tpot", "AIPerf's ITL is per request"
+    # SGLang's reproduction of SGLang v0.3.0 against vLLM v0.6.0: Poisson ShareGPT traffic, medians.
+    sg = "sglang-060-sglang-llama-3.1-70b-bf16-h100-tp4-sharegpt-rps4-"
+    assert [LATENCY_BY_ID[sg + q]["figure"]["value"] for q in ("e2e", "ttft", "tpot", "itl")] == \
+        [3005.24, 53.94, 25.03, 21.67]
+    assert LATENCY_BY_ID[sg + "ttft"]["inputs"]["client"]["rate_per_s"] == 4
+    assert LATENCY_BY_ID[sg + "ttft"]["inputs"]["num_prompts"] == 1200
+    assert "sglang-060-vllm-llama-3.1-70b-bf16-h100-tp4-sharegpt-rps4-itl" not in LATENCY_BY_ID, \
+        "vLLM's multi-step ITL measures 10-token chunks: not kept"

@@ -1,4 +1,4 @@
-"""Memory: LESSON.md's table, the vLLM log of issue #10517, properties, and bad inputs."""
+"""Memory: step 1's table (docs/lesson/01-a-70b-assistant.md), the vLLM log of issue #10517, properties, and bad inputs."""
 
 import dataclasses
 import math
@@ -7,20 +7,18 @@ import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
+from calc import lesson
 from calc.catalog import GPUS, MODELS, Model, get_model
 from calc.errors import CalcError
 from calc.memory import (
-    KV_DTYPES, LESSON_REPLICA, WEIGHT_FORMATS, allowed_tp, check_tp, default_activation_bytes,
-    default_non_torch_bytes, kv_bytes_per_request, kv_bytes_per_token, kv_bytes_per_token_by_attention,
-    kv_bytes_per_token_per_gpu, kv_capacity, kv_heads_per_gpu, kv_tokens_per_request, lesson_kv_capacity,
-    weight_bytes, weights_bytes_per_gpu,
+    KV_DTYPES, WEIGHT_FORMATS, allowed_tp, check_tp, default_activation_bytes, default_non_torch_bytes, kv_bytes_per_request, kv_bytes_per_token, kv_bytes_per_token_by_attention, kv_bytes_per_token_per_gpu, kv_capacity, kv_heads_per_gpu, kv_tokens_per_request, weight_bytes, weights_bytes_per_gpu,
 )
 from calc.units import GB, GiB, KiB, MiB
 
 L70, L8, M7 = MODELS["llama-3.1-70b"], MODELS["llama-3.1-8b"], MODELS["mistral-7b"]
 
 
-# ---- LESSON.md's table ------------------------------------------------------------------
+# ---- step 1's table ------------------------------------------------------------------
 
 def test_35_gb_of_weights_per_gpu():
     assert round(weights_bytes_per_gpu(L70, tp=4) / GB, 1) == 35.3
@@ -28,7 +26,7 @@ def test_35_gb_of_weights_per_gpu():
 
 
 def test_vllm_takes_90_percent_of_80_gb_and_leaves_32_7_gb():
-    cap = lesson_kv_capacity()
+    cap = lesson.kv_capacity()
     assert cap.total_bytes == 80e9 and cap.requested_bytes == 72e9 and cap.unclaimed_bytes == 8e9
     assert cap.activation_bytes + cap.non_torch_bytes == 4e9
     assert (cap.activation_bytes, cap.non_torch_bytes) == (default_activation_bytes(), default_non_torch_bytes(4))
@@ -38,21 +36,21 @@ def test_vllm_takes_90_percent_of_80_gb_and_leaves_32_7_gb():
 
 
 def test_399169_tokens_for_the_replica():
-    exact = lesson_kv_capacity()
+    exact = lesson.kv_capacity()
     assert exact.kv_cache_tokens_raw == 399_452
     assert abs(exact.kv_cache_tokens / 399_169 - 1) < 0.001
     assert exact.kv_cache_tokens == exact.kv_cache_blocks * 16
-    rounded = lesson_kv_capacity(rounded_params=True)
+    rounded = lesson.kv_capacity(rounded_params=True)
     assert rounded.kv_cache_tokens_raw == 399_169
     assert rounded.weights_bytes == 35.3e9
     assert exact.kv_bytes_per_token_per_gpu == 81_920 and exact.kv_bytes_per_token == 320 * KiB
 
 
 def test_runtime_basis_gives_about_15_percent_more():
-    runtime = lesson_kv_capacity(memory_basis="runtime")
+    runtime = lesson.kv_capacity(memory_basis="runtime")
     assert runtime.total_bytes == 81_559 * MiB
     assert round(runtime.total_bytes / GB, 1) == 85.5
-    assert 0.14 < runtime.kv_cache_tokens / lesson_kv_capacity().kv_cache_tokens - 1 < 0.16
+    assert 0.14 < runtime.kv_cache_tokens / lesson.kv_capacity().kv_cache_tokens - 1 < 0.16
 
 
 def test_kv_bytes_per_token_formula_and_drill():
@@ -73,8 +71,8 @@ def test_mistral_workshop_figures():
 
 
 def test_contiguous_concurrency_cap_from_capacity():
-    assert lesson_kv_capacity(rounded_params=True).kv_cache_tokens_raw // 8192 == 48
-    assert lesson_kv_capacity(max_model_len=8192).max_concurrency == pytest.approx(399_440 / 8192)
+    assert lesson.kv_capacity(rounded_params=True).kv_cache_tokens_raw // 8192 == 48
+    assert lesson.kv_capacity(max_model_len=8192).max_concurrency == pytest.approx(399_440 / 8192)
 
 
 # ---- the vLLM log (issue #10517) ----------------------------------------------------------
@@ -96,8 +94,8 @@ def test_kv_cache_given_directly():
 
 
 def test_cuda_graph_pool_is_subtracted():
-    base = lesson_kv_capacity()
-    graphs = lesson_kv_capacity(cuda_graph_bytes=1e9)
+    base = lesson.kv_capacity()
+    graphs = lesson.kv_capacity(cuda_graph_bytes=1e9)
     assert base.kv_cache_bytes - graphs.kv_cache_bytes == pytest.approx(1e9)
 
 
@@ -191,7 +189,7 @@ def test_group_size_changes_scales_only():
 ])
 def test_bad_capacity_inputs(kwargs, field):
     with pytest.raises(CalcError) as err:
-        lesson_kv_capacity(**kwargs)
+        lesson.kv_capacity(**kwargs)
     assert err.value.field == field
 
 
@@ -221,7 +219,7 @@ def test_unknown_model_and_gpu():
 
 
 def test_to_dict_has_the_keys_and_is_finite():
-    d = lesson_kv_capacity(max_model_len=8192).to_dict()
+    d = lesson.kv_capacity(max_model_len=8192).to_dict()
     for key in ("kv_bytes_per_token", "kv_bytes_per_token_per_gpu", "weights_bytes_per_gpu", "kv_cache_tokens",
                 "kv_cache_tokens_raw", "kv_cache_blocks", "max_concurrency", "total_bytes", "requested_bytes",
                 "activation_bytes", "non_torch_bytes", "cuda_graph_bytes", "kv_cache_bytes"):

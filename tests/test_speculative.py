@@ -16,7 +16,7 @@ from calc.speculative import (
 C8 = step_coefficients("llama-3.1-8b", "h100-sxm-80gb")  # bf16, as SGLang served it
 
 
-# ---- LESSON.md: expected tokens per target step (Leviathan et al. 2023, Eq. 1) ------------
+# ---- step 9 (docs/lesson/09-speculative-decoding.md): expected tokens per target step (Leviathan et al. 2023, Eq. 1) ------------
 
 @pytest.mark.parametrize("a, k", [(0.6, 1), (0.7, 3), (0.8, 4), (0.9, 7), (0.5, 10)])
 def test_eq_1_is_the_geometric_sum(a, k):

@@ -69,7 +69,7 @@ def get_gpu(key) -> GPU:
     >>> get_gpu("rtx-4090")
     Traceback (most recent call last):
     ...
-    calc.errors.CalcError: gpu must be one of a100-40gb, a100-80gb, b200, h100-sxm-80gb, h200, l4, l40s, mi300x, rtx-3090; got 'rtx-4090'
+    calc.errors.CalcError: gpu must be one of a100-40gb, a100-80gb, a100-pcie-80gb, b200, h100-pcie-80gb, h100-sxm-80gb, h200, l4, l40s, mi300x, rtx-3090; got 'rtx-4090'
     """
     if isinstance(key, GPU):
         return key

@@ -7,7 +7,7 @@ reports on a machine, in MiB; the marketed capacity is the datasheet's GB read
 as 1e9 bytes.
 
 >>> sorted(GPUS)
-['a100-40gb', 'a100-80gb', 'b200', 'h100-sxm-80gb', 'h200', 'l4', 'l40s', 'mi300x', 'rtx-3090']
+['a100-40gb', 'a100-80gb', 'a100-pcie-80gb', 'b200', 'h100-pcie-80gb', 'h100-sxm-80gb', 'h200', 'l4', 'l40s', 'mi300x', 'rtx-3090']
 >>> GPUS["h100-sxm-80gb"].price_usd_per_hour, GPUS["l4"].price_usd_per_hour
 (3.78, None)
 """
@@ -34,6 +34,16 @@ _NV_GA102 = ("NVIDIA Ampere GA102 GPU Architecture whitepaper, Appendix A, GeFor
              "FP16 accumulate; INT8 tensor 284 TOPS dense; the doubled figures in the same table are with 2:4 "
              "sparsity; no FP8 tensor cores)")
 _PCIE4 = "PCIe Gen4 x16: 64 GB/s both directions together, 32 GB/s one way (no NVLink on this card)"
+_NV_H100_PCIE = ("NVIDIA H100 Tensor Core GPU datasheet, PCIe column (80 GB HBM2e, 2,000 GB/s; BF16/FP16 1,513 and "
+                 "FP8/INT8 3,026 TFLOPS with sparsity, so 756 and 1,513 dense; NVLink bridge 600 GB/s, PCIe Gen5 "
+                 "128 GB/s; 300-350 W), as reproduced by HPC Tech (archive-lib.hpctech.co.jp/gpuproduct/"
+                 "nvidia-h100.html); NVIDIA H100 PCIe product brief PB-11133-001_v02: 'greater than 2,000 GBps', 350 W")
+_NV_A100_PCIE = ("NVIDIA A100 Tensor Core GPU datasheet, 80GB PCIe column (80 GB HBM2e, 1,935 GB/s; BF16/FP16 312 and "
+                 "INT8 624 TOPS dense, the same GA100 tensor cores as the SXM part; NVLink bridge for 2 GPUs 600 GB/s, "
+                 "PCIe Gen4 64 GB/s; 300 W), as quoted in public GPU spec tables (search tool, code corpus)")
+_PCIE_NO_PRICE = ("no dated hourly listing from a provider was found (a May 2026 comparison blog quotes RunPod's "
+                  "H100 PCIe 'around $2.79/hr', second-hand and undated by the provider), so no price: the reader "
+                  "enters theirs")
 
 GPUS: dict[str, GPU] = {
     "h100-sxm-80gb": GPU(
@@ -92,6 +102,43 @@ GPUS: dict[str, GPU] = {
         price_date=None,
         price_source=None,
         source=f"{_PUBLISHED}; {_NV_A100}; NVLink 3: 600 GB/s per GPU both ways, 300 GB/s one way; no FP8 tensor cores",
+    ),
+    "h100-pcie-80gb": GPU(
+        key="h100-pcie-80gb",
+        name="H100 PCIe 80GB",
+        memory_bytes_marketed=80 * GB,
+        memory_bytes_runtime=81_559 * MiB,
+        memory_runtime_source="nvidia-smi: 81,559 MiB for 'NVIDIA H100 PCIe' (350 W cap), the same reading as the "
+                              "SXM part, in several independent public nvidia-smi logs in GitHub files (search "
+                              "tool, find_string 'H100 PCIe')",
+        hbm_bytes_per_s=2.0 * TB,
+        flops_per_s={"bf16": 756 * _T, "fp16": 756 * _T, "fp8": 1_513 * _T, "int8": 1_513 * _T},
+        # Tensor parallelism goes over PCIe Gen5 x16 unless pairs are bridged; the catalog keeps the slower,
+        # always-present link (an NVLink bridge joins two cards at 600 GB/s both ways, 300 GB/s one way).
+        interconnect_bytes_per_s=64 * GB,
+        price_usd_per_hour=None,
+        price_date=None,
+        price_source=None,
+        source=f"{_NV_H100_PCIE}; PCIe Gen5 x16: 128 GB/s both directions together, 64 GB/s one way; "
+               f"{_PCIE_NO_PRICE}",
+    ),
+    "a100-pcie-80gb": GPU(
+        key="a100-pcie-80gb",
+        name="A100 PCIe 80GB",
+        memory_bytes_marketed=80 * GB,
+        memory_bytes_runtime=81_920 * MiB,
+        memory_runtime_source="nvidia-smi: 81,920 MiB for 'NVIDIA A100 80GB PCIe' (300 W cap), in several "
+                              "independent public nvidia-smi logs in GitHub files (search tool, find_string "
+                              "'A100 80GB PCIe')",
+        hbm_bytes_per_s=1.935 * TB,
+        flops_per_s={"bf16": 312 * _T, "fp16": 312 * _T, "int8": 624 * _T},
+        # As for the H100 PCIe: the PCIe link, not the optional two-card NVLink bridge (600 GB/s both ways).
+        interconnect_bytes_per_s=32 * GB,
+        price_usd_per_hour=None,
+        price_date=None,
+        price_source=None,
+        source=f"{_NV_A100_PCIE}; {_PCIE4.replace(' (no NVLink on this card)', '')}; no FP8 tensor cores; "
+               "no dated hourly listing from a provider was found, so no price: the reader enters theirs",
     ),
     "l40s": GPU(
         key="l40s",

@@ -204,7 +204,8 @@ class Model:
         """All parameters, derived from the shape (no multi-token-prediction head).
 
         Llama 3.1 70B: 70,553,706,496, exactly the count published for the
-        checkpoint (reference/published.md, from its safetensors index).
+        checkpoint (``metadata.total_size`` of meta-llama/Llama-3.1-70B's model.safetensors.index.json on
+        Hugging Face, over 2 bytes per bf16 parameter).
 
         >>> from calc.catalog import get_model
         >>> get_model("llama-3.1-70b").total_params

@@ -24,20 +24,21 @@ import sys
 
 from calc.errors import CalcError
 
-# Listed here, in the order --help shows them; each name is a module of this package.
+# Listed here, in the order --help shows them; each name is a module of this package (a dash for its underscore).
 SUBCOMMANDS = (
-    "model", "kv", "memory",
-    "step", "spec", "prefix", "context", "scale", "cost",
+    "lesson", "model", "kv", "memory",
+    "step", "spec", "prefix", "context", "scale", "cost", "gpu-util",
     "simulate",
 )
 
 
 def _available():
     for name in SUBCOMMANDS:
+        module = f"calc.cli.{name.replace('-', '_')}"
         try:
-            yield name, importlib.import_module(f"calc.cli.{name}")
+            yield name, importlib.import_module(module)
         except ModuleNotFoundError as exc:  # a subcommand not written yet is simply absent
-            if exc.name != f"calc.cli.{name}":
+            if exc.name != module:
                 raise
 
 

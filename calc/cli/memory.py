@@ -21,11 +21,12 @@ from __future__ import annotations
 
 import argparse
 
+from calc import lesson
 from calc.catalog import GPUS, MEMORY_BASES, get_gpu, get_model
 from calc.cli.model import add_model_argument
 from calc.cli.table import format_table
 from calc.errors import check_positive
-from calc.memory import KV_DTYPES, LESSON_REPLICA, WEIGHT_FORMATS, lesson_kv_capacity
+from calc.memory import KV_DTYPES, WEIGHT_FORMATS
 from calc.units import GiB, format_bytes, format_number
 
 HELP = "memory per GPU (weights, workspace, overhead, KV cache) and KV capacity in tokens, as vLLM sizes it"
@@ -47,20 +48,20 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     >>> a.model, a.gpu, a.tp, a.gpu_memory_utilization
     ('llama-3.1-70b', 'h100-sxm-80gb', 4, 0.9)
     """
-    add_model_argument(parser, default=LESSON_REPLICA["model"])
-    parser.add_argument("--gpu", default=LESSON_REPLICA["gpu"], metavar="KEY",
-                        help=f"catalog GPU ({', '.join(sorted(GPUS))}); default {LESSON_REPLICA['gpu']}")
-    parser.add_argument("--tp", type=int, default=LESSON_REPLICA["tp"], help="tensor-parallel GPUs per replica")
-    parser.add_argument("--weights", default=LESSON_REPLICA["weights"], choices=WEIGHT_FORMATS,
+    add_model_argument(parser, default=lesson.REPLICA["model"])
+    parser.add_argument("--gpu", default=lesson.REPLICA["gpu"], metavar="KEY",
+                        help=f"catalog GPU ({', '.join(sorted(GPUS))}); default {lesson.REPLICA['gpu']}")
+    parser.add_argument("--tp", type=int, default=lesson.REPLICA["tp"], help="tensor-parallel GPUs per replica")
+    parser.add_argument("--weights", default=lesson.REPLICA["weights"], choices=WEIGHT_FORMATS,
                         help="weight precision")
-    parser.add_argument("--kv-dtype", default=LESSON_REPLICA["kv_dtype"], choices=KV_DTYPES, help="KV precision")
-    parser.add_argument("--gpu-memory-utilization", type=float, default=LESSON_REPLICA["gpu_memory_utilization"],
+    parser.add_argument("--kv-dtype", default=lesson.REPLICA["kv_dtype"], choices=KV_DTYPES, help="KV precision")
+    parser.add_argument("--gpu-memory-utilization", type=float, default=lesson.REPLICA["gpu_memory_utilization"],
                         help="share of each GPU vLLM may use (default 0.9)")
-    parser.add_argument("--block-size", type=int, default=LESSON_REPLICA["block_size"],
+    parser.add_argument("--block-size", type=int, default=lesson.REPLICA["block_size"],
                         help="tokens per KV block (default 16)")
     parser.add_argument("--max-model-len", type=int, default=None,
                         help="longest request in tokens, for the maximum concurrency")
-    parser.add_argument("--memory-basis", default=LESSON_REPLICA["memory_basis"], choices=MEMORY_BASES,
+    parser.add_argument("--memory-basis", default=lesson.REPLICA["memory_basis"], choices=MEMORY_BASES,
                         help="GPU capacity as marketed (H100: 80e9 B, the lesson's count) or as the runtime "
                              "reports it (H100: 81,559 MiB)")
     parser.add_argument("--rounded-params", action="store_true",
@@ -86,7 +87,7 @@ def run(args) -> dict:
             overrides[key] = check_positive(dest, value, allow_zero=allow_zero) * GiB
     model = get_model(args.model)
     gpu = None if "gpu_memory_bytes" in overrides else get_gpu(args.gpu)
-    cap = lesson_kv_capacity(
+    cap = lesson.kv_capacity(
         rounded_params=args.rounded_params, model=model, gpu=gpu, tp=args.tp, weights=args.weights,
         kv_dtype=args.kv_dtype, gpu_memory_utilization=args.gpu_memory_utilization, block_size=args.block_size,
         max_model_len=args.max_model_len, memory_basis=args.memory_basis, **overrides)

@@ -27,6 +27,26 @@ HELP = "speculative decoding: tokens per target step (Leviathan Eq. 1), speed-up
 DEFAULT_BATCHES = "1,2,4,8,16,24,32,48,64,128,256"
 
 
+def parse_number_list(field: str, text: str, number=int) -> list:
+    """``"1,2,4"`` to ``[1, 2, 4]`` (``number=float`` for decimals); CalcError naming ``field`` otherwise.
+
+    >>> parse_number_list("batches", "1, 8,64"), parse_number_list("rates", "0.5,2", float)
+    ([1, 8, 64], [0.5, 2.0])
+    >>> parse_number_list("rates", "fast", float)
+    Traceback (most recent call last):
+    ...
+    calc.errors.CalcError: rates must be numbers separated by commas; got 'fast'
+    """
+    what = "whole numbers" if number is int else "numbers"
+    try:
+        values = [number(part) for part in str(text).split(",") if part.strip()]
+    except ValueError:
+        raise CalcError(f"{field} must be {what} separated by commas; got {text!r}", field) from None
+    if not values:
+        raise CalcError(f"{field} must list at least one {what[:-1]}; got {text!r}", field)
+    return values
+
+
 def parse_int_list(field: str, text: str) -> list[int]:
     """``"1,2,4"`` to ``[1, 2, 4]``; CalcError naming ``field`` otherwise.
 
@@ -37,13 +57,7 @@ def parse_int_list(field: str, text: str) -> list[int]:
     ...
     calc.errors.CalcError: batches must be whole numbers separated by commas; got '1,x'
     """
-    try:
-        values = [int(part) for part in str(text).split(",") if part.strip()]
-    except ValueError:
-        raise CalcError(f"{field} must be whole numbers separated by commas; got {text!r}", field) from None
-    if not values:
-        raise CalcError(f"{field} must list at least one whole number; got {text!r}", field)
-    return values
+    return parse_number_list(field, text, int)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

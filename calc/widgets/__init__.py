@@ -14,7 +14,7 @@ from __future__ import annotations
 import importlib
 import pkgutil
 
-_INFRASTRUCTURE = {"framework", "runtime", "charts"}
+_INFRASTRUCTURE = {"framework", "runtime", "charts", "views"}
 _loaded = False
 
 

@@ -23,31 +23,22 @@ from __future__ import annotations
 
 from typing import Annotated
 
+from calc import lesson
 from calc.allocation import contiguous_max_concurrency
 from calc.catalog import GPUS, MEMORY_BASES, MODELS, get_gpu, get_model
-from calc.errors import CalcError
-from calc.memory import (
-    KV_DTYPES, LESSON_REPLICA, WEIGHT_BITS, WEIGHT_FORMATS, KVCapacity, kv_bytes_per_request, kv_heads_per_gpu, lesson_kv_capacity,
+from calc.lesson import (
+    ANSWER_TOKENS, LESSON_PARAM_DIGITS, MAX_MODEL_LEN, PROMPT_TOKENS, replica_capacity,
 )
+from calc.memory import KV_DTYPES, WEIGHT_FORMATS, kv_bytes_per_request, kv_heads_per_gpu
 from calc.units import GB, GiB, KiB, MiB, format_bytes, format_number, round_sig
-from calc.widgets.charts import PALETTE, bar_chart, line_chart
-from calc.widgets.framework import Choice, FloatRange, IntRange, output, table, view, widget
+from calc.widgets.charts import PALETTE, line_chart
+from calc.widgets.framework import Choice, FloatRange, IntRange, output, view, widget
+from calc.widgets.views import replica_memory_view
 
-__all__ = ["replica_capacity", "memory_view", "tokens_in_flight", "facts", "PROMPT_TOKENS", "ANSWER_TOKENS",
-           "PARAMETER_COUNTS"]
+__all__ = ["memory_view", "tokens_in_flight", "facts"]
 
-#: The running example's average request: a 1,024-token prompt and a 256-token answer (LESSON.md).
-PROMPT_TOKENS = 1_024
-ANSWER_TOKENS = 256
-#: The longest request the server admits in step 4's contiguous allocation (a common max_model_len).
-MAX_MODEL_LEN = 8_192
-#: Significant digits of the lesson's parameter count ("70.6 B parameters").
-LESSON_PARAM_DIGITS = 3
-#: Draw one bar per GPU up to this many; above it one bar stands for all (they are identical).
-MAX_BARS = 8
 
-PARAMETER_COUNTS = ("lesson", "exact")
-_LESSON_MODEL = get_model(LESSON_REPLICA["model"])
+_LESSON_MODEL = get_model(lesson.REPLICA["model"])
 _PARAM_LABELS = (
     ("lesson", f"Rounded, as the lesson "
                f"({format_number(round_sig(_LESSON_MODEL.total_params, LESSON_PARAM_DIGITS) / 1e9)} B for the 70B)"),
@@ -61,45 +52,6 @@ MODEL_CHOICES = tuple((key, model.name) for key, model in MODELS.items())
 GPU_CHOICES = tuple((key, gpu.name) for key, gpu in GPUS.items())
 LENGTH_POINTS = (256, 512, 1_024, 2_048, 4_096, 8_192, 16_384, 32_768, 65_536, 131_072)
 
-_COLOURS = {"Weights": PALETTE[0], "Activation workspace": PALETTE[1], "Non-torch overhead": PALETTE[3],
-            "KV cache": PALETTE[2], "Unclaimed (1 − utilization)": "#9e9e9e"}
-
-
-def replica_capacity(model: str = LESSON_REPLICA["model"], gpu: str = LESSON_REPLICA["gpu"], *,
-                     tp: int = LESSON_REPLICA["tp"], weights: str = LESSON_REPLICA["weights"],
-                     kv_dtype: str = LESSON_REPLICA["kv_dtype"],
-                     gpu_memory_utilization: float = LESSON_REPLICA["gpu_memory_utilization"],
-                     memory_basis: str = LESSON_REPLICA["memory_basis"], parameter_count: str = "lesson",
-                     max_model_len: int | None = None) -> KVCapacity:
-    """The replica's KV sizing from :func:`calc.memory.lesson_kv_capacity`, with the parameter count chosen.
-
-    ``parameter_count="lesson"`` weighs the weights as the lesson does: the
-    parameter count rounded to 3 significant digits x bits per weight / TP
-    (70.6e9 x 2 B / 4 = 35.3 GB; no quantization scales). ``"exact"`` takes
-    every tensor of the model's shape, with scales and 16-bit embeddings
-    (:func:`calc.memory.weight_bytes`). For the running example the two
-    differ by 0.07% in tokens (LESSON.md: 399,169 against 399,452).
-
-    The exact count is tried first, so that a model that does not fit gets
-    calc's message with the tensor-parallel sizes that would fit.
-
-    >>> round(replica_capacity(max_model_len=8192).max_concurrency, 2)
-    48.73
-    >>> replica_capacity(tp=3)
-    Traceback (most recent call last):
-    ...
-    calc.errors.CalcError: tp must divide the 64 attention heads (and fit the 8 KV heads) of Llama 3.1 70B: one of 1, 2, 4, 8, 16, 32, 64; got 3
-    """
-    if parameter_count not in PARAMETER_COUNTS:
-        raise CalcError(f"parameter_count must be one of {', '.join(PARAMETER_COUNTS)}; got {parameter_count!r}",
-                        "parameter_count")
-    args = dict(model=model, gpu=gpu, tp=tp, weights=weights, kv_dtype=kv_dtype,
-                gpu_memory_utilization=gpu_memory_utilization, memory_basis=memory_basis,
-                max_model_len=max_model_len)
-    exact = lesson_kv_capacity(rounded_params=False, **args)
-    if parameter_count == "exact":
-        return exact
-    return lesson_kv_capacity(rounded_params=True, **args)
 
 
 def _gb(n_bytes: float) -> str:
@@ -110,139 +62,32 @@ def _gib(n_bytes: float) -> str:
     return format_number(n_bytes / GiB)
 
 
-def _memory_text(cap: KVCapacity) -> str:
-    gpu = get_gpu(cap.gpu_key)
-    if cap.memory_basis == "runtime":
-        return f"{_gb(cap.total_bytes)} GB = {gpu.memory_bytes_runtime / MiB:,.0f} MiB = {_gib(cap.total_bytes)} GiB"
-    return f"{_gb(cap.total_bytes)} GB = {_gib(cap.total_bytes)} GiB"
-
-
-def _weights_source(cap: KVCapacity, parameter_count: str) -> str:
-    model = get_model(cap.model_key)
-    bits = WEIGHT_BITS[cap.weights]
-    per_weight = f"{bits // 8} B" if bits >= 8 else f"{bits} bits"
-    if parameter_count == "lesson":
-        params = round_sig(model.total_params, LESSON_PARAM_DIGITS)
-        return f"{format_number(params / 1e9)} B params × {per_weight} / {cap.tp} GPUs"
-    return f"{model.total_params:,} params × {per_weight} (+ scales, 16-bit embeddings) / {cap.tp} GPUs"
-
-
-def _terms_table(cap: KVCapacity, parameter_count: str) -> dict:
-    gpu = get_gpu(cap.gpu_key)
-    where = (f"nvidia-smi: {gpu.memory_bytes_runtime / MiB:,.0f} MiB × 2²⁰" if cap.memory_basis == "runtime"
-             else f"datasheet: {_gb(gpu.memory_bytes_marketed)} GB × 10⁹")
-    rows = [
-        ("GPU memory", cap.total_bytes, where),
-        (f"× {format_number(cap.gpu_memory_utilization)} = vLLM's budget", cap.requested_bytes,
-         "gpu_memory_utilization"),
-        ("− weights", cap.weights_bytes, _weights_source(cap, parameter_count)),
-        ("− activation workspace", cap.activation_bytes, "peak of vLLM's profiling pass (assumed)"),
-        ("− non-torch overhead", cap.non_torch_bytes,
-         "CUDA context" + (", NCCL buffers" if cap.tp > 1 else "") + " (assumed)"),
-        ("= KV cache", cap.kv_cache_bytes, f"/ {cap.kv_bytes_per_token_per_gpu:,} B per token per GPU"),
-        ("unclaimed", cap.unclaimed_bytes, "left to other processes (1 − utilization)"),
-    ]
-    return table(
-        ["Per GPU", "Bytes", "GB (10⁹ B)", "GiB (2³⁰ B)", "From"],
-        [[name, f"{round(value):,}", _gb(value), _gib(value), source] for name, value, source in rows],
-        caption="Every term on one GPU",
-    )
-
-
-def _memory_figure(cap: KVCapacity) -> dict:
-    model, gpu = get_model(cap.model_key), get_gpu(cap.gpu_key)
-    bars = [f"GPU {i}" for i in range(cap.tp)] if cap.tp <= MAX_BARS else [f"each of {cap.tp} GPUs"]
-    terms = {
-        "Weights": cap.weights_bytes, "Activation workspace": cap.activation_bytes,
-        "Non-torch overhead": cap.non_torch_bytes, "KV cache": cap.kv_cache_bytes,
-        "Unclaimed (1 − utilization)": cap.unclaimed_bytes,
-    }
-    summary = f"{model.name} on {cap.tp} × {gpu.name}. " + (
-        f"Each of the {cap.tp} GPUs: " if cap.tp > 1 else "The one GPU: ") + ", ".join(
-        f"{name.split(' (')[0]} {_gb(value)} GB" for name, value in terms.items()
-    ) + f", of {_gb(cap.total_bytes)} GB."
-    figure = bar_chart(
-        "Memory per GPU, GB (10⁹ bytes)", list(reversed(bars)), "",
-        {name: [value / GB] * len(bars) for name, value in terms.items()}, horizontal=True, summary=summary,
-    )
-    for trace in figure["data"]:
-        trace["marker"]["color"] = _COLOURS[trace["name"]]
-        trace["hovertemplate"] = "%{x:.3~r} GB<extra>" + trace["name"] + "</extra>"
-    layout = figure["layout"]
-    layout["height"] = 190 + 32 * len(bars)
-    layout["xaxis"] = {"automargin": True, "range": [0, round_sig(cap.total_bytes / GB * 1.02, 4)]}
-    layout["legend"] = {"orientation": "h", "yanchor": "top", "y": -0.12, "traceorder": "normal"}
-    layout["margin"] = {"l": 60, "r": 20, "t": 50, "b": 30}
-    budget = round_sig(cap.requested_bytes / GB, 6)
-    layout["shapes"] = [{"type": "line", "x0": budget, "x1": budget, "yref": "paper", "y0": 0, "y1": 1,
-                         "line": {"dash": "dot", "width": 1.5, "color": "#757575"}}]
-    layout["annotations"] = [{"x": budget, "y": 1, "yref": "paper", "yanchor": "bottom", "showarrow": False,
-                              "text": f"vLLM's {format_number(cap.gpu_memory_utilization * 100)}%",
-                              "font": {"size": 11}}]
-    return figure
-
-
 @widget
 def memory_view(
-    model: Annotated[str, Choice(MODEL_CHOICES, label="Model")] = LESSON_REPLICA["model"],
-    gpu: Annotated[str, Choice(GPU_CHOICES, label="GPU")] = LESSON_REPLICA["gpu"],
-    tp: Annotated[int, IntRange(1, 64, 1, "GPUs", label="Tensor parallel")] = LESSON_REPLICA["tp"],
-    weights: Annotated[str, Choice(WEIGHT_FORMATS, label="Weight precision")] = LESSON_REPLICA["weights"],
-    kv_dtype: Annotated[str, Choice(KV_DTYPES, label="KV cache dtype")] = LESSON_REPLICA["kv_dtype"],
+    model: Annotated[str, Choice(MODEL_CHOICES, label="Model")] = lesson.REPLICA["model"],
+    gpu: Annotated[str, Choice(GPU_CHOICES, label="GPU")] = lesson.REPLICA["gpu"],
+    tp: Annotated[int, IntRange(1, 64, 1, "GPUs", label="Tensor parallel")] = lesson.REPLICA["tp"],
+    weights: Annotated[str, Choice(WEIGHT_FORMATS, label="Weight precision")] = lesson.REPLICA["weights"],
+    kv_dtype: Annotated[str, Choice(KV_DTYPES, label="KV cache dtype")] = lesson.REPLICA["kv_dtype"],
     gpu_memory_utilization: Annotated[float, FloatRange(0.01, 1.0, 0.01, label="Memory utilization",
                                                         help="vLLM's gpu_memory_utilization")]
-    = LESSON_REPLICA["gpu_memory_utilization"],
-    memory_basis: Annotated[str, Choice(_BASIS_LABELS, label="GPU memory counted as")] = LESSON_REPLICA["memory_basis"],
+    = lesson.REPLICA["gpu_memory_utilization"],
+    memory_basis: Annotated[str, Choice(_BASIS_LABELS, label="GPU memory counted as")] = lesson.REPLICA["memory_basis"],
     parameter_count: Annotated[str, Choice(_PARAM_LABELS, label="Parameter count")] = "lesson",
     request_tokens: Annotated[int, IntRange(1, 10_000_000, 1, "tokens", label="Request length",
                                             help="prompt + answer")] = PROMPT_TOKENS + ANSWER_TOKENS,
 ):
     """The memory of one replica per GPU: weights, workspace, overhead, KV cache, and what is left unclaimed.
 
-    Every term comes from :func:`replica_capacity` (vLLM's ``determine_available_memory``);
-    the requests that fit at once are tokens // request length (:func:`calc.allocation.contiguous_max_concurrency`).
+    The view is :func:`calc.widgets.views.replica_memory_view` (the playground shows it too).
 
     >>> out = memory_view(weights="fp8")["outputs"]
     >>> out["weights_bytes_per_gpu"]["text"], out["kv_cache_tokens"]["text"], out["max_requests"]["value"]
     ('17.6 GB', '614,624 tokens', 480)
     """
-    cap = replica_capacity(model, gpu, tp=tp, weights=weights, kv_dtype=kv_dtype,
-                           gpu_memory_utilization=gpu_memory_utilization, memory_basis=memory_basis,
-                           parameter_count=parameter_count, max_model_len=request_tokens)
-    other_count = "exact" if parameter_count == "lesson" else "lesson"
-    other = replica_capacity(model, gpu, tp=tp, weights=weights, kv_dtype=kv_dtype,
-                             gpu_memory_utilization=gpu_memory_utilization, memory_basis=memory_basis,
-                             parameter_count=other_count)
-    tokens = cap.kv_cache_tokens_raw
-    change = (other.kv_cache_tokens_raw - tokens) / tokens * 100
-    fits = contiguous_max_concurrency(tokens, request_tokens)
-    per_token = cap.kv_bytes_per_token_per_gpu
-    return view(
-        outputs=[
-            output("gpu_memory", "GPU memory counted", round(cap.total_bytes), "B", text=_memory_text(cap)),
-            output("requested_bytes", "vLLM's budget per GPU", round(cap.requested_bytes), "B",
-                   text=f"{_gb(cap.requested_bytes)} GB"),
-            output("weights_bytes_per_gpu", "Weights per GPU", round(cap.weights_bytes), "B",
-                   text=f"{_gb(cap.weights_bytes)} GB"),
-            output("overhead_bytes", "Workspace + overhead per GPU", round(cap.activation_bytes + cap.non_torch_bytes), "B",
-                   text=f"{_gb(cap.activation_bytes)} + {_gb(cap.non_torch_bytes)} GB"),
-            output("kv_cache_bytes_per_gpu", "KV cache per GPU", round(cap.kv_cache_bytes), "B",
-                   text=f"{_gb(cap.kv_cache_bytes)} GB"),
-            output("kv_bytes_per_token_per_gpu", "KV per token per GPU", per_token, "B",
-                   text=f"{per_token:,} B ({format_bytes(per_token, binary=True)})"),
-            output("kv_bytes_per_token", "KV per token, whole replica", cap.kv_bytes_per_token, "B",
-                   text=f"{cap.kv_bytes_per_token:,} B ({format_bytes(cap.kv_bytes_per_token, binary=True)})"),
-            output("kv_cache_tokens", "KV cache of the replica", tokens, "tokens", text=f"{tokens:,} tokens"),
-            output("other_count_tokens", "With the other parameter count", other.kv_cache_tokens_raw, "tokens",
-                   text=f"{other.kv_cache_tokens_raw:,} ({change:+.2f}%)"),
-            output("vllm_blocks", "As vLLM logs it", cap.kv_cache_tokens, "tokens",
-                   text=f"{cap.kv_cache_blocks:,} blocks of {cap.block_size} = {cap.kv_cache_tokens:,}"),
-            output("max_requests", "Requests of that length at once", fits, "requests",
-                   text=f"{fits:,} ({cap.max_concurrency:,.2f}x)"),
-        ],
-        figures={"memory": _memory_figure(cap)},
-        tables={"terms": _terms_table(cap, parameter_count)},
-    )
+    return replica_memory_view(model, gpu, tp=tp, weights=weights, kv_dtype=kv_dtype,
+                               gpu_memory_utilization=gpu_memory_utilization, memory_basis=memory_basis,
+                               parameter_count=parameter_count, request_tokens=request_tokens)
 
 
 @widget
@@ -250,11 +95,11 @@ def tokens_in_flight(
     prompt_tokens: Annotated[int, IntRange(0, 1_000_000, 1, "tokens", label="Prompt")] = PROMPT_TOKENS,
     answer_tokens: Annotated[int, IntRange(1, 1_000_000, 1, "tokens", label="Answer")] = ANSWER_TOKENS,
     requests_in_flight: Annotated[int, IntRange(1, 100_000, 1, "requests", label="Requests in flight")] = 200,
-    memory_basis: Annotated[str, Choice(_BASIS_LABELS, label="GPU memory counted as")] = LESSON_REPLICA["memory_basis"],
+    memory_basis: Annotated[str, Choice(_BASIS_LABELS, label="GPU memory counted as")] = lesson.REPLICA["memory_basis"],
 ):
     """Tokens in flight against the running example's KV cache: how many requests of a given length fit.
 
-    Requests that fit = KV cache tokens // (prompt + answer) (LESSON.md, step 1: the ratio is the concurrency).
+    Requests that fit = KV cache tokens // (prompt + answer) (step 1, docs/lesson/01-a-70b-assistant.md: the ratio is the concurrency).
 
     >>> out = tokens_in_flight(requests_in_flight=400)["outputs"]
     >>> out["requests_that_fit"]["value"], out["waiting"]["value"], out["kv_use"]["text"]
@@ -317,18 +162,18 @@ def facts() -> dict[str, str]:
     >>> f["weights_per_gpu"], f["kv_per_gpu"], f["kv_tokens"], f["requests_at_max_len"]
     ('35.3 GB', '32.7 GB', '399,169', '48')
     """
-    lesson = replica_capacity(max_model_len=PROMPT_TOKENS + ANSWER_TOKENS)
+    cap = replica_capacity(max_model_len=PROMPT_TOKENS + ANSWER_TOKENS)
     exact = replica_capacity(parameter_count="exact")
     runtime = replica_capacity(memory_basis="runtime")
-    model, gpu = get_model(lesson.model_key), get_gpu(lesson.gpu_key)
-    tokens = lesson.kv_cache_tokens_raw
+    model, gpu = get_model(cap.model_key), get_gpu(cap.gpu_key)
+    tokens = cap.kv_cache_tokens_raw
     length = PROMPT_TOKENS + ANSWER_TOKENS
-    overhead = lesson.activation_bytes + lesson.non_torch_bytes
-    per_request = kv_bytes_per_request(model, length, lesson.kv_dtype)
+    overhead = cap.activation_bytes + cap.non_torch_bytes
+    per_request = kv_bytes_per_request(model, length, cap.kv_dtype)
     return {
         "model": model.name,
         "gpu": gpu.name,
-        "tp": str(lesson.tp),
+        "tp": str(cap.tp),
         "params_exact": f"{model.total_params:,}",
         "params_rounded": f"{format_number(round_sig(model.total_params, LESSON_PARAM_DIGITS) / 1e9)} B",
         "gpu_gb": f"{_gb(gpu.memory_bytes_marketed)} GB",
@@ -336,32 +181,32 @@ def facts() -> dict[str, str]:
         "gpu_runtime_mib": f"{gpu.memory_bytes_runtime / MiB:,.0f} MiB",
         "gpu_runtime_gb": f"{_gb(gpu.memory_bytes_runtime)} GB",
         "gpu_runtime_gib": f"{_gib(gpu.memory_bytes_runtime)} GiB",
-        "utilization_pct": f"{format_number(lesson.gpu_memory_utilization * 100)}%",
-        "unclaimed_pct": f"{format_number((1 - lesson.gpu_memory_utilization) * 100)}%",
-        "requested": f"{_gb(lesson.requested_bytes)} GB",
-        "unclaimed": f"{_gb(lesson.unclaimed_bytes)} GB",
-        "weights_per_gpu": f"{_gb(lesson.weights_bytes)} GB",
-        "weights_total": f"{_gb(lesson.weights_bytes * lesson.tp)} GB",
-        "activation": f"{_gb(lesson.activation_bytes)} GB",
-        "non_torch": f"{_gb(lesson.non_torch_bytes)} GB",
+        "utilization_pct": f"{format_number(cap.gpu_memory_utilization * 100)}%",
+        "unclaimed_pct": f"{format_number((1 - cap.gpu_memory_utilization) * 100)}%",
+        "requested": f"{_gb(cap.requested_bytes)} GB",
+        "unclaimed": f"{_gb(cap.unclaimed_bytes)} GB",
+        "weights_per_gpu": f"{_gb(cap.weights_bytes)} GB",
+        "weights_total": f"{_gb(cap.weights_bytes * cap.tp)} GB",
+        "activation": f"{_gb(cap.activation_bytes)} GB",
+        "non_torch": f"{_gb(cap.non_torch_bytes)} GB",
         "overhead_total": f"{_gb(overhead)} GB",
-        "kv_per_gpu": f"{_gb(lesson.kv_cache_bytes)} GB",
-        "kv_per_gpu_gib": f"{_gib(lesson.kv_cache_bytes)} GiB",
-        "kv_replica": f"{_gb(lesson.kv_cache_bytes * lesson.tp)} GB",
-        "kv_per_token": f"{lesson.kv_bytes_per_token:,} bytes",
-        "kv_per_token_kib": f"{lesson.kv_bytes_per_token / KiB:g} KiB",
-        "kv_per_token_gpu": f"{lesson.kv_bytes_per_token_per_gpu:,} bytes",
-        "kv_per_token_gpu_kib": f"{lesson.kv_bytes_per_token_per_gpu / KiB:g} KiB",
+        "kv_per_gpu": f"{_gb(cap.kv_cache_bytes)} GB",
+        "kv_per_gpu_gib": f"{_gib(cap.kv_cache_bytes)} GiB",
+        "kv_replica": f"{_gb(cap.kv_cache_bytes * cap.tp)} GB",
+        "kv_per_token": f"{cap.kv_bytes_per_token:,} bytes",
+        "kv_per_token_kib": f"{cap.kv_bytes_per_token / KiB:g} KiB",
+        "kv_per_token_gpu": f"{cap.kv_bytes_per_token_per_gpu:,} bytes",
+        "kv_per_token_gpu_kib": f"{cap.kv_bytes_per_token_per_gpu / KiB:g} KiB",
         "kv_heads": str(model.kv_heads),
-        "kv_heads_per_gpu": str(kv_heads_per_gpu(model, lesson.tp)),
+        "kv_heads_per_gpu": str(kv_heads_per_gpu(model, cap.tp)),
         "gib_over_gb_pct": f"{format_number((GiB / GB - 1) * 100, 2)}%",
         "kv_tokens": f"{tokens:,}",
         "kv_tokens_exact": f"{exact.kv_cache_tokens_raw:,}",
         "kv_tokens_exact_change": f"{(exact.kv_cache_tokens_raw - tokens) / tokens * 100:+.2f}%",
         "weights_exact_per_gpu": f"{exact.weights_bytes:,.0f} bytes",
-        "vllm_blocks": f"{lesson.kv_cache_blocks:,}",
-        "vllm_tokens": f"{lesson.kv_cache_tokens:,}",
-        "block_size": str(lesson.block_size),
+        "vllm_blocks": f"{cap.kv_cache_blocks:,}",
+        "vllm_tokens": f"{cap.kv_cache_tokens:,}",
+        "block_size": str(cap.block_size),
         "kv_tokens_runtime": f"{runtime.kv_cache_tokens_raw:,}",
         "runtime_gain_pct": f"{format_number((runtime.kv_cache_tokens_raw / tokens - 1) * 100, 2)}%",
         "prompt_tokens": f"{PROMPT_TOKENS:,}",
@@ -369,7 +214,7 @@ def facts() -> dict[str, str]:
         "request_tokens": f"{length:,}",
         "kv_per_request": format_bytes(per_request),
         "requests_at_request_len": f"{contiguous_max_concurrency(tokens, length):,}",
-        "vllm_concurrency": f"{lesson.max_concurrency:,.2f}x",
+        "vllm_concurrency": f"{cap.max_concurrency:,.2f}x",
         "max_model_len": f"{MAX_MODEL_LEN:,}",
         "requests_at_max_len": f"{contiguous_max_concurrency(tokens, MAX_MODEL_LEN):,}",
     }

@@ -18,6 +18,7 @@ from __future__ import annotations
 import functools
 from typing import Annotated
 
+from calc import lesson
 from calc.accuracy import load_measurements
 from calc.allocation import contiguous_max_concurrency, paged_waste_bound_tokens
 from calc.autoscale import scale_up_delay_s, warm_headroom
@@ -28,10 +29,10 @@ from calc.cost import (
     usd_per_million_tokens,
 )
 from calc.errors import CalcError
+from calc.lesson import ANSWER_TOKENS, MAX_MODEL_LEN, PROMPT_TOKENS
 from calc.memory import (
-    KV_DTYPES, LESSON_REPLICA, WEIGHT_FORMATS, kv_bytes_per_request, kv_bytes_per_token,
-    kv_bytes_per_token_by_attention, kv_bytes_per_token_per_gpu,
-    lesson_kv_capacity, weight_bytes,
+    KV_DTYPES, WEIGHT_FORMATS, kv_bytes_per_request, kv_bytes_per_token, kv_bytes_per_token_by_attention,
+    kv_bytes_per_token_per_gpu, weight_bytes,
 )
 from calc.parallel import allreduce_bytes_on_wire, pipeline_bubble_fraction
 from calc.prefix import prefix_cache_hit
@@ -42,12 +43,8 @@ from calc.speculative import EAGLE_LIKE, break_even_batch, expected_tokens_per_s
 from calc.units import GB, KiB, SECONDS_PER_HOUR, TB, format_bytes, format_number
 from calc.widgets.framework import Choice, FloatRange, IntRange, output, view, widget
 
-__all__ = ["facts", "your_replica", "replica_numbers", "PROMPT_TOKENS", "ANSWER_TOKENS", "MAX_MODEL_LEN"]
+__all__ = ["facts", "your_replica", "replica_numbers"]
 
-# The running example's request and limits (LESSON.md, "The running example"; step 4's max_model_len).
-PROMPT_TOKENS = 1_024
-ANSWER_TOKENS = 256
-MAX_MODEL_LEN = 8_192
 #: Step 2's example conversation on the 8B model.
 CONVERSATION_TOKENS = 4_000
 #: Step 13's long request.
@@ -91,15 +88,15 @@ def _usd(value: float) -> str:
     return f"${value:,.2f}" if value >= 1 else f"${format_number(value)}"
 
 
-def replica_numbers(model: str = LESSON_REPLICA["model"], gpu: str = LESSON_REPLICA["gpu"], *,
-                    tp: int = LESSON_REPLICA["tp"], weights: str = LESSON_REPLICA["weights"],
-                    kv_dtype: str = LESSON_REPLICA["kv_dtype"],
-                    gpu_memory_utilization: float = LESSON_REPLICA["gpu_memory_utilization"],
+def replica_numbers(model: str = lesson.REPLICA["model"], gpu: str = lesson.REPLICA["gpu"], *,
+                    tp: int = lesson.REPLICA["tp"], weights: str = lesson.REPLICA["weights"],
+                    kv_dtype: str = lesson.REPLICA["kv_dtype"],
+                    gpu_memory_utilization: float = lesson.REPLICA["gpu_memory_utilization"],
                     prompt_tokens: int = PROMPT_TOKENS, answer_tokens: int = ANSWER_TOKENS,
                     max_model_len: int = MAX_MODEL_LEN, usd_per_gpu_hour: float | None = None) -> dict:
     """The replica's half of the cheat sheet, computed for one configuration (numbers, not text).
 
-    Memory with the lesson's rounded parameter count (:func:`calc.memory.lesson_kv_capacity`,
+    Memory with the lesson's rounded parameter count (:func:`calc.lesson.kv_capacity`,
     vLLM's ``determine_available_memory``); speed on the calibrated roofline
     (:mod:`calc.roofline`); cost per million tokens = hourly cost / (tokens/s x 3,600)
     x 10^6 (:mod:`calc.cost`). Decode contexts are the prompt plus half the answer.
@@ -113,8 +110,8 @@ def replica_numbers(model: str = LESSON_REPLICA["model"], gpu: str = LESSON_REPL
     """
     args = dict(model=model, gpu=gpu, tp=tp, weights=weights, kv_dtype=kv_dtype,
                 gpu_memory_utilization=gpu_memory_utilization)
-    lesson_kv_capacity(rounded_params=False, **args)  # the exact count first: its message names the TPs that fit
-    cap = lesson_kv_capacity(rounded_params=True, max_model_len=max_model_len, **args)
+    lesson.kv_capacity(rounded_params=False, **args)  # the exact count first: its message names the TPs that fit
+    cap = lesson.kv_capacity(rounded_params=True, max_model_len=max_model_len, **args)
     request = prompt_tokens + answer_tokens
     if request > max_model_len:
         raise CalcError(f"prompt_tokens + answer_tokens = {request:,} must be at most max_model_len "
@@ -159,13 +156,13 @@ def replica_numbers(model: str = LESSON_REPLICA["model"], gpu: str = LESSON_REPL
 
 @widget
 def your_replica(
-    model: Annotated[str, Choice(_MODEL_CHOICES, label="Model")] = LESSON_REPLICA["model"],
-    gpu: Annotated[str, Choice(_GPU_CHOICES, label="GPU")] = LESSON_REPLICA["gpu"],
-    tp: Annotated[int, IntRange(1, 64, 1, "GPUs", label="Tensor parallel")] = LESSON_REPLICA["tp"],
-    weights: Annotated[str, Choice(WEIGHT_FORMATS, label="Weight precision")] = LESSON_REPLICA["weights"],
-    kv_dtype: Annotated[str, Choice(KV_DTYPES, label="KV cache dtype")] = LESSON_REPLICA["kv_dtype"],
+    model: Annotated[str, Choice(_MODEL_CHOICES, label="Model")] = lesson.REPLICA["model"],
+    gpu: Annotated[str, Choice(_GPU_CHOICES, label="GPU")] = lesson.REPLICA["gpu"],
+    tp: Annotated[int, IntRange(1, 64, 1, "GPUs", label="Tensor parallel")] = lesson.REPLICA["tp"],
+    weights: Annotated[str, Choice(WEIGHT_FORMATS, label="Weight precision")] = lesson.REPLICA["weights"],
+    kv_dtype: Annotated[str, Choice(KV_DTYPES, label="KV cache dtype")] = lesson.REPLICA["kv_dtype"],
     gpu_memory_utilization: Annotated[float, FloatRange(0.05, 1.0, 0.01, label="Memory utilization")]
-    = LESSON_REPLICA["gpu_memory_utilization"],
+    = lesson.REPLICA["gpu_memory_utilization"],
     prompt_tokens: Annotated[int, IntRange(1, 10_000_000, 1, "tokens", label="Prompt")] = PROMPT_TOKENS,
     answer_tokens: Annotated[int, IntRange(1, 1_000_000, 1, "tokens", label="Answer")] = ANSWER_TOKENS,
     max_model_len: Annotated[int, IntRange(16, 10_000_000, 1, "tokens", label="Max model length")] = MAX_MODEL_LEN,
@@ -250,31 +247,31 @@ def facts() -> dict[str, str]:
     f: dict[str, str] = {}
     # --- the KV cache sets concurrency (steps 1-5)
     r = replica_numbers()
-    lesson = lesson_kv_capacity(rounded_params=True)
-    exact = lesson_kv_capacity()
+    rounded_cap = lesson.kv_capacity(rounded_params=True)
+    exact = lesson.kv_capacity()
     m70, m8 = get_model("llama-3.1-70b"), get_model("llama-3.1-8b")
-    gpu = get_gpu(LESSON_REPLICA["gpu"])
+    gpu = get_gpu(lesson.REPLICA["gpu"])
     by_attention = kv_bytes_per_token_by_attention(m70)
     f.update(
-        model=m70.name, gpu=gpu.name, tp=str(LESSON_REPLICA["tp"]),
-        gpu_gb=_gb(lesson.total_bytes), utilization=_pct(lesson.gpu_memory_utilization),
-        requested=_gb(lesson.requested_bytes), weights_per_gpu=_gb(lesson.weights_bytes),
-        activation=_gb(lesson.activation_bytes), non_torch=_gb(lesson.non_torch_bytes),
-        kv_per_gpu=_gb(lesson.kv_cache_bytes), kv_tokens=f"{lesson.kv_cache_tokens_raw:,}",
+        model=m70.name, gpu=gpu.name, tp=str(lesson.REPLICA["tp"]),
+        gpu_gb=_gb(rounded_cap.total_bytes), utilization=_pct(rounded_cap.gpu_memory_utilization),
+        requested=_gb(rounded_cap.requested_bytes), weights_per_gpu=_gb(rounded_cap.weights_bytes),
+        activation=_gb(rounded_cap.activation_bytes), non_torch=_gb(rounded_cap.non_torch_bytes),
+        kv_per_gpu=_gb(rounded_cap.kv_cache_bytes), kv_tokens=f"{rounded_cap.kv_cache_tokens_raw:,}",
         kv_tokens_exact=f"{exact.kv_cache_tokens_raw:,}",
         kv_per_token_8b=f"{kv_bytes_per_token(m8):,} B",
         kv_per_token_8b_kib=f"{kv_bytes_per_token(m8) // KiB} KiB",
         kv_per_token_70b=f"{kv_bytes_per_token(m70):,} B",
         kv_per_token_70b_kib=f"{kv_bytes_per_token(m70) // KiB} KiB",
-        kv_per_token_70b_gpu=f"{kv_bytes_per_token_per_gpu(m70, LESSON_REPLICA['tp']):,} B",
+        kv_per_token_70b_gpu=f"{kv_bytes_per_token_per_gpu(m70, lesson.REPLICA['tp']):,} B",
         mha_over_gqa=f"{by_attention['mha'] // by_attention['gqa']}", kv_heads_70b=str(m70.kv_heads),
         conversation_tokens=f"{CONVERSATION_TOKENS:,}",
         conversation_8b=format_bytes(kv_bytes_per_request(m8, CONVERSATION_TOKENS)),
         prompt_tokens=f"{PROMPT_TOKENS:,}", answer_tokens=f"{ANSWER_TOKENS:,}",
         request_tokens=f"{r['request_tokens']:,}", requests_fit=f"{r['requests_fit']:,}",
         max_model_len=f"{MAX_MODEL_LEN:,}", contiguous_fit=f"{r['contiguous_fit']:,}",
-        block_size=str(LESSON_REPLICA["block_size"]),
-        paged_waste_tokens=str(paged_waste_bound_tokens(LESSON_REPLICA["block_size"])),
+        block_size=str(lesson.REPLICA["block_size"]),
+        paged_waste_tokens=str(paged_waste_bound_tokens(lesson.REPLICA["block_size"])),
         orca_max_pct=f"{format_number(_published('vllm-paper-fig2-max'))}%",
         orca_oracle_pct=f"{format_number(_published('vllm-paper-fig2-oracle'))}%",
         vllm_paged_pct=f"{format_number(_published('vllm-paper-fig2-paged'))}%",
@@ -283,8 +280,8 @@ def facts() -> dict[str, str]:
     f.update(reserve_running_max=f"{reserve['running_max']:,}", paged_running_max=f"{paged['running_max']:,}",
              reserve_ttft_p99=_seconds(reserve["ttft_p99_s"]), paged_ttft_p99=_seconds(paged["ttft_p99_s"]))
     # --- fewer bytes per token (steps 6-10)
-    coef = step_coefficients(m70, gpu, tp=LESSON_REPLICA["tp"])
-    context = PROMPT_TOKENS + ANSWER_TOKENS // 2
+    coef = lesson.coefficients()
+    context = lesson.DECODE_CONTEXT_TOKENS
     fp8 = replica_numbers(weights="fp8")
     int4 = weight_bytes(m70, "int4")
     deltas = {(d["model"], d["weights"]): d["delta_points"] for d in accuracy_deltas()}
@@ -313,9 +310,9 @@ def facts() -> dict[str, str]:
     )
     # --- shared prefixes and long contexts (steps 11-13)
     hit = prefix_cache_hit(shared_tokens=SYSTEM_PROMPT_TOKENS, variable_tokens=PROMPT_TOKENS,
-                           block_size_tokens=LESSON_REPLICA["block_size"])
+                           block_size_tokens=lesson.REPLICA["block_size"])
     wrong = prefix_cache_hit(shared_tokens=SYSTEM_PROMPT_TOKENS, variable_tokens=PROMPT_TOKENS,
-                             block_size_tokens=LESSON_REPLICA["block_size"], order="variable-first")
+                             block_size_tokens=lesson.REPLICA["block_size"], order="variable-first")
     before, after = _summary("step11-system-prompt"), _summary("step12-prefix-caching")
     long = requests_displaced(m70, long_tokens=LONG_TOKENS, short_tokens=r["request_tokens"])
     share_short, share_long = prefill_flops(m70, PROMPT_TOKENS), prefill_flops(m70, LONG_TOKENS)
@@ -328,7 +325,7 @@ def facts() -> dict[str, str]:
         sim_hit_rate=_pct(after["prefix_cache_hit_rate"]),
         long_tokens=f"{LONG_TOKENS:,}", conversations_per_100k=f"{long['conversations']:,}",
         long_kv=_gb(long["long_kv_bytes"]),
-        long_kv_share=_pct(long["long_kv_bytes"] / (lesson.kv_cache_bytes * lesson.tp), 2),
+        long_kv_share=_pct(long["long_kv_bytes"] / (rounded_cap.kv_cache_bytes * rounded_cap.tp), 2),
         attention_share_short=_pct(share_short["attention_share"], 2),
         attention_share_long=_pct(share_long["attention_share"], 2),
         scores_per_layer=f"{format_number(scores['matrix_bytes_per_layer'] / TB)} TB",
@@ -347,7 +344,7 @@ def facts() -> dict[str, str]:
     )
     # --- cost and the frontier (steps 16-18)
     price = gpu.price_usd_per_hour
-    month = price_replica(usd_per_gpu_hour=price, gpus=LESSON_REPLICA["tp"],
+    month = price_replica(usd_per_gpu_hour=price, gpus=lesson.REPLICA["tp"],
                           sustained_tokens_per_s=r["tokens_per_s_at_target"])
     f.update(
         price=_usd(price), price_date=str(gpu.price_date), usd_per_hour=_usd(r["usd_per_hour"]),
@@ -358,7 +355,7 @@ def facts() -> dict[str, str]:
         tokens_at_target=format_number(r["tokens_per_s_at_target"]),
         usd_per_million_target=_usd(r["usd_per_million_at_target"]), usd_per_month=f"${month['usd_per_month']:,.0f}",
         allreduces=str(coef.allreduces_per_step),
-        wire_share=format_number(allreduce_bytes_on_wire(1.0, LESSON_REPLICA["tp"]), 2),
+        wire_share=format_number(allreduce_bytes_on_wire(1.0, lesson.REPLICA["tp"]), 2),
         pp_stages=str(PP_STAGES), pp_microbatches=str(PP_MICROBATCHES),
         bubble_one=_pct(pipeline_bubble_fraction(PP_STAGES, 1)),
         bubble_many=_pct(pipeline_bubble_fraction(PP_STAGES, PP_MICROBATCHES)),
@@ -374,11 +371,11 @@ def facts() -> dict[str, str]:
     )
     # the quiz: 200 conversations of 4,000 tokens on the running example
     quiz_need = QUIZ_CONVERSATIONS * CONVERSATION_TOKENS
-    fp8_kv = lesson_kv_capacity(rounded_params=True, kv_dtype="fp8").kv_cache_tokens_raw
-    fp8_both = lesson_kv_capacity(rounded_params=True, kv_dtype="fp8", weights="fp8").kv_cache_tokens_raw
+    fp8_kv = lesson.kv_capacity(rounded_params=True, kv_dtype="fp8").kv_cache_tokens_raw
+    fp8_both = lesson.kv_capacity(rounded_params=True, kv_dtype="fp8", weights="fp8").kv_cache_tokens_raw
     f.update(
         quiz_conversations=f"{QUIZ_CONVERSATIONS:,}", quiz_tokens=f"{quiz_need:,}",
-        quiz_fit_bf16=f"{lesson.kv_cache_tokens_raw // CONVERSATION_TOKENS:,}",
+        quiz_fit_bf16=f"{rounded_cap.kv_cache_tokens_raw // CONVERSATION_TOKENS:,}",
         quiz_fp8_kv_tokens=f"{fp8_kv:,}", quiz_fit_fp8_kv=f"{fp8_kv // CONVERSATION_TOKENS:,}",
         quiz_short_fp8=f"{QUIZ_CONVERSATIONS - fp8_kv // CONVERSATION_TOKENS:,}",
         quiz_weights_freed=_gb(r["weights_bytes_per_gpu"] - fp8["weights_bytes_per_gpu"]),

@@ -19,157 +19,30 @@ from __future__ import annotations
 import math
 from typing import Annotated
 
+from calc import lesson
 from calc.catalog import GPUS, MODELS, get_gpu, get_model
-from calc.cost import batching_discount, batching_limit, cost_vs_batch, replica_usd_per_hour, usd_per_million_tokens
-from calc.errors import CalcError, check_range
-from calc.memory import LESSON_REPLICA, WEIGHT_FORMATS
-from calc.roofline import decode_step, step_coefficients, steady_state_step
+from calc.cost import (
+    H100_LISTINGS, batching_discount, batching_limit, cost_vs_batch, replica_usd_per_hour, steady_batching_limit,
+    usd_per_million_tokens,
+)
+from calc.cost import _POWERS, _coefficients, decode_rows, prefill_rows
+from calc.errors import CalcError
+from calc.lesson import ANSWER_TOKENS, DECODE_CONTEXT_TOKENS, PROMPT_TOKENS, kv_batch_limit, replica_capacity
+from calc.memory import WEIGHT_FORMATS
+from calc.roofline import first_compute_bound_batch, first_compute_bound_steady_batch
 from calc.units import format_number
-from calc.widgets.a_70b_assistant import ANSWER_TOKENS, PROMPT_TOKENS, replica_capacity
 from calc.widgets.charts import PALETTE, line_chart
 from calc.widgets.framework import Choice, FloatRange, IntRange, Toggle, output, table, view, widget
 
-__all__ = ["H100_LISTINGS", "H100_LISTINGS_SOURCE", "LESSON_CONTEXT_TOKENS", "EFFICIENCY_FLOOR", "decode_rows", "prefill_rows", "first_compute_bound_batch",
-           "kv_batch_limit", "price_note", "cost_by_batch", "facts"]
+__all__ = ["LESSON_CONTEXT_TOKENS", "EFFICIENCY_FLOOR", "decode_rows", "prefill_rows", "price_note", "cost_by_batch",
+           "facts"]
 
 #: Context a decoding sequence of the running example holds on average: the prompt plus half the answer.
-LESSON_CONTEXT_TOKENS = PROMPT_TOKENS + ANSWER_TOKENS // 2
+LESSON_CONTEXT_TOKENS = DECODE_CONTEXT_TOKENS
 #: "Nearly ten times cheaper" holds while batching is at least this efficient (step(1) / step(b)).
 EFFICIENCY_FLOOR = 0.9
 MAX_BATCH = 4096
-_GPU = get_gpu(LESSON_REPLICA["gpu"])
-_POWERS = tuple(2 ** i for i in range(13))  # 1 .. 4096
-#: H100 SXM on-demand prices per GPU-hour, one listing per seller, all from the same day. The catalog keeps the
-#: first as the H100's price; the others are for the reader's comparison and the step 17 drill.
-H100_LISTINGS = (("Lambda", 3.78), ("Modal", 3.95), ("Replicate", 5.49))
-H100_LISTINGS_SOURCE = "on-demand H100 SXM per GPU-hour, listed 2026-05-07 (reference/published.md)"
-
-
-def _coefficients(model: str = LESSON_REPLICA["model"], gpu: str = LESSON_REPLICA["gpu"],
-                  tp: int = LESSON_REPLICA["tp"], weights: str = LESSON_REPLICA["weights"]):
-    return step_coefficients(get_model(model), get_gpu(gpu), tp=tp, weights=weights,
-                             kv_dtype=LESSON_REPLICA["kv_dtype"])
-
-
-def decode_rows(*, model: str = LESSON_REPLICA["model"], gpu: str = LESSON_REPLICA["gpu"],
-                tp: int = LESSON_REPLICA["tp"], weights: str = LESSON_REPLICA["weights"],
-                usd_per_gpu_hour: float | None = None, context_tokens: int = LESSON_CONTEXT_TOKENS,
-                batches=_POWERS) -> list[dict]:
-    """Decode-only cost per million output tokens at each batch: :func:`calc.cost.cost_vs_batch` for a replica.
-
-    ``usd_per_gpu_hour`` defaults to the GPU's dated catalog price (H100 SXM:
-    Lambda's $3.78 listed 2026-05-07). Source: :mod:`calc.cost`, :mod:`calc.roofline`.
-
-    >>> r = decode_rows(batches=(1,))[0]
-    >>> round(r["step_s"] * 1000, 1), round(r["tokens_per_s"], 1), r["bound"]
-    (15.3, 65.4, 'memory')
-    """
-    price = _price(gpu, usd_per_gpu_hour)
-    coef = _coefficients(model, gpu, tp, weights)
-    return cost_vs_batch(coef, usd_per_hour=replica_usd_per_hour(price, tp), context_tokens=context_tokens,
-                         batches=batches)
-
-
-def prefill_rows(*, model: str = LESSON_REPLICA["model"], gpu: str = LESSON_REPLICA["gpu"],
-                 tp: int = LESSON_REPLICA["tp"], weights: str = LESSON_REPLICA["weights"],
-                 usd_per_gpu_hour: float | None = None, prompt_tokens: int = PROMPT_TOKENS,
-                 answer_tokens: int = ANSWER_TOKENS, batches=_POWERS) -> list[dict]:
-    """Cost per million output tokens at each batch when the prompts' prefill shares the steps (steady state).
-
-    Each step carries ``batch`` decode tokens and, on average, ``batch x prompt /
-    answer`` prompt tokens (:func:`calc.roofline.steady_state_step`): what a
-    replica kept full of the running example's requests does. The same columns
-    as :func:`decode_rows`. Source: :func:`calc.roofline.steady_state_step`,
-    :func:`calc.cost.usd_per_million_tokens`.
-
-    >>> r = prefill_rows(batches=(1, 10))
-    >>> round(r[0]["usd_per_million_tokens"] / r[1]["usd_per_million_tokens"], 2)
-    9.55
-    """
-    price = _price(gpu, usd_per_gpu_hour)
-    coef = _coefficients(model, gpu, tp, weights)
-    usd = replica_usd_per_hour(price, tp)
-    rows = []
-    for b in batches:
-        b = check_range("batch", b, 1, MAX_BATCH, integer=True)
-        s = steady_state_step(coef, batch=b, input_tokens=prompt_tokens, output_tokens=answer_tokens)
-        rows.append({"batch": b, "step_s": s["time_s"], "itl_s": s["time_s"],
-                     "tokens_per_s": s["output_tokens_per_s"],
-                     "usd_per_million_tokens": usd_per_million_tokens(usd, s["output_tokens_per_s"]),
-                     "bound": s["bound"]})
-    return rows
-
-
-def _price(gpu: str, usd_per_gpu_hour: float | None) -> float:
-    if usd_per_gpu_hour is not None:
-        return usd_per_gpu_hour
-    listed = get_gpu(gpu).price_usd_per_hour
-    if listed is None:
-        raise CalcError(f"usd_per_gpu_hour must be given for {get_gpu(gpu).name}: the catalog has no dated price "
-                        f"for it; got none", "usd_per_gpu_hour")
-    return listed
-
-
-def _first(predicate, high: int) -> int | None:
-    """The smallest batch in 1..high for which ``predicate`` holds, assuming it holds from some batch on."""
-    if not predicate(high):
-        return None
-    if predicate(1):
-        return 1
-    low = 1  # predicate(low) is False, predicate(high) is True
-    while high - low > 1:
-        mid = (low + high) // 2
-        if predicate(mid):
-            high = mid
-        else:
-            low = mid
-    return high
-
-
-def first_compute_bound_batch(coefficients, *, context_tokens: int = LESSON_CONTEXT_TOKENS,
-                              max_batch: int = MAX_BATCH) -> int | None:
-    """The smallest decode batch whose step is compute-bound (None if none up to ``max_batch`` is).
-
-    Past it the step time grows in proportion to the batch and a token costs
-    about the same at any larger batch. Source: :func:`calc.roofline.decode_step`
-    (which roof binds).
-
-    >>> first_compute_bound_batch(_coefficients())
-    199
-    """
-    return _first(lambda b: decode_step(coefficients, batch=b, context_tokens=context_tokens)["bound"] == "compute",
-                  max_batch)
-
-
-def _first_compute_bound_prefill(coefficients, prompt: int, answer: int, max_batch: int = MAX_BATCH) -> int | None:
-    return _first(lambda b: steady_state_step(coefficients, batch=b, input_tokens=prompt,
-                                              output_tokens=answer)["bound"] == "compute", max_batch)
-
-
-def _prefill_limit(coefficients, prompt: int, answer: int, floor: float = EFFICIENCY_FLOOR) -> int:
-    base = steady_state_step(coefficients, batch=1, input_tokens=prompt, output_tokens=answer)["time_s"]
-    beyond = _first(lambda b: base / steady_state_step(coefficients, batch=b, input_tokens=prompt,
-                                                       output_tokens=answer)["time_s"] < floor, MAX_BATCH)
-    return MAX_BATCH if beyond is None else beyond - 1
-
-
-def kv_batch_limit(*, model: str = LESSON_REPLICA["model"], gpu: str = LESSON_REPLICA["gpu"],
-                   tp: int = LESSON_REPLICA["tp"], weights: str = LESSON_REPLICA["weights"],
-                   request_tokens: int = PROMPT_TOKENS + ANSWER_TOKENS) -> int:
-    """Requests of ``request_tokens`` whose whole KV fits in the replica at once (step 1's sizing).
-
-    ``floor(KV tokens / request tokens)``; the KV tokens from
-    :func:`calc.widgets.a_70b_assistant.replica_capacity` (vLLM's sizing at 90%,
-    the lesson's parameter count). Source: :mod:`calc.memory`.
-
-    >>> kv_batch_limit()
-    311
-    """
-    tokens = check_range("request_tokens", request_tokens, 1, 10_000_000, integer=True)
-    cap = replica_capacity(model, gpu, tp=tp, weights=weights)
-    return cap.kv_cache_tokens_raw // tokens
-
-
+_GPU = get_gpu(lesson.REPLICA["gpu"])
 def price_note(gpu: str, usd_per_gpu_hour: float) -> str:
     """Where a price per GPU-hour comes from: the catalog's dated listing, or the reader's own figure.
 
@@ -203,10 +76,10 @@ def _ms(seconds: float) -> str:
 
 @widget
 def cost_by_batch(
-    model: Annotated[str, Choice(MODEL_CHOICES, label="Model")] = LESSON_REPLICA["model"],
-    gpu: Annotated[str, Choice(GPU_CHOICES, label="GPU")] = LESSON_REPLICA["gpu"],
-    tp: Annotated[int, IntRange(1, 64, label="GPUs per replica (tensor parallel)")] = LESSON_REPLICA["tp"],
-    weights: Annotated[str, Choice(WEIGHT_FORMATS, label="Weight precision")] = LESSON_REPLICA["weights"],
+    model: Annotated[str, Choice(MODEL_CHOICES, label="Model")] = lesson.REPLICA["model"],
+    gpu: Annotated[str, Choice(GPU_CHOICES, label="GPU")] = lesson.REPLICA["gpu"],
+    tp: Annotated[int, IntRange(1, 64, label="GPUs per replica (tensor parallel)")] = lesson.REPLICA["tp"],
+    weights: Annotated[str, Choice(WEIGHT_FORMATS, label="Weight precision")] = lesson.REPLICA["weights"],
     usd_per_gpu_hour: Annotated[float, FloatRange(0.01, 100, 0.01, "USD", label="Price per GPU-hour")] =
         _GPU.price_usd_per_hour,
     prompt_tokens: Annotated[int, IntRange(1, 100_000, 64, "tokens", label="Prompt")] = PROMPT_TOKENS,
@@ -226,8 +99,8 @@ def cost_by_batch(
     context = prompt_tokens + answer_tokens // 2
     top = min(MAX_BATCH, max(kv_limit, batch))
     if include_prefill:
-        compute_from = _first_compute_bound_prefill(coef, prompt_tokens, answer_tokens, top)
-        limit = _prefill_limit(coef, prompt_tokens, answer_tokens)
+        compute_from = first_compute_bound_steady_batch(coef, input_tokens=prompt_tokens, output_tokens=answer_tokens, max_batch=top)
+        limit = steady_batching_limit(coef, input_tokens=prompt_tokens, output_tokens=answer_tokens, efficiency_floor=EFFICIENCY_FLOOR, max_batch=MAX_BATCH)
         what = "with prefill"
     else:
         compute_from = first_compute_bound_batch(coef, context_tokens=context, max_batch=top)
@@ -314,21 +187,21 @@ def facts() -> dict[str, str]:
     """
     coef = _coefficients()
     price = _GPU.price_usd_per_hour
-    usd_hour = replica_usd_per_hour(price, LESSON_REPLICA["tp"])
+    usd_hour = replica_usd_per_hour(price, lesson.REPLICA["tp"])
     kv_limit = kv_batch_limit()
-    compute_from = first_compute_bound_batch(coef)
+    compute_from = first_compute_bound_batch(coef, context_tokens=LESSON_CONTEXT_TOKENS)
     limit = batching_limit(coef, context_tokens=LESSON_CONTEXT_TOKENS, efficiency_floor=EFFICIENCY_FLOOR)
     batches = (1, 10, 100, limit, kv_limit)
     d = {r["batch"]: r for r in decode_rows(batches=batches)}
     p = {r["batch"]: r for r in prefill_rows(batches=(1, 10, kv_limit))}
-    p_compute = _first_compute_bound_prefill(coef, PROMPT_TOKENS, ANSWER_TOKENS)
+    p_compute = first_compute_bound_steady_batch(coef, input_tokens=PROMPT_TOKENS, output_tokens=ANSWER_TOKENS)
     fp8 = {r["batch"]: r for r in decode_rows(weights="fp8", batches=(1, 10))}
     return _no_math_dollars({
         "gpu": _GPU.name,
         "price": f"${price:.2f}",
         "price_date": _GPU.price_date,
         "price_seller": price_note(_GPU.key, price).split(", listed")[0],
-        "gpus": str(LESSON_REPLICA["tp"]),
+        "gpus": str(lesson.REPLICA["tp"]),
         "price_others": " and ".join(f"{seller} ${usd:.2f}" for seller, usd in H100_LISTINGS[1:]),
         "prompt_per_answer": format_number(PROMPT_TOKENS / ANSWER_TOKENS),
         "replica_usd_hour": _usd(usd_hour),

@@ -1,6 +1,6 @@
 """Widgets and facts of the deep dive "The GPU memory equation" (docs/deep-dives/memory-equation.md).
 
-The workshop's equation (seeds/003): what one GPU must hold is fixed weights,
+The GPU memory equation of the AI Engineer workshop "Deep dive on LLM Inference at Scale" (Harshul Jain and Tanmay Sah): what one GPU must hold is fixed weights,
 a KV cache that grows with every user and every token of context, and some
 overhead:
 
@@ -23,25 +23,17 @@ from __future__ import annotations
 import math
 from typing import Annotated
 
-from calc.catalog import GPUS, MODELS, get_gpu, get_model
-from calc.errors import check_range
-from calc.memory import (
-    ACTIVATION_WORKSPACE_BYTES, KV_DTYPES, NON_TORCH_BASE_BYTES, WEIGHT_FORMATS, kv_bytes_per_token,
-    kv_tokens_per_request, weight_bytes,
-)
+from calc.catalog import GPUS, MODELS, get_model
+from calc.memory import DEFAULT_OVERHEAD_BYTES, UTILIZATION, memory_budget, memory_curve
+from calc.memory import KV_DTYPES, WEIGHT_FORMATS, kv_bytes_per_token, weight_bytes
 from calc.units import GB, format_bytes, format_number
 from calc.widgets.charts import PALETTE, bar_chart, line_chart
 from calc.widgets.framework import Choice, FloatRange, IntRange, Toggle, output, view, widget
 
-__all__ = ["memory_budget", "memory_curve", "budget", "facts", "WORKSHOP_MODEL", "DEFAULT_OVERHEAD_BYTES"]
+__all__ = ["budget", "facts", "WORKSHOP_MODEL"]
 
-#: The workshop's model (seeds/003: "Mistral-7B with 16-bit precision takes 14.5 GB ... 131 KB per token").
+#: The workshop's model ("Mistral-7B with 16-bit precision takes 14.5 GB ... 131 KB per token").
 WORKSHOP_MODEL = "mistral-7b"
-#: Overhead on one GPU when none is measured: :data:`calc.memory.ACTIVATION_WORKSPACE_BYTES` (vLLM's profiled
-#: activation peak, assumed) + :data:`calc.memory.NON_TORCH_BASE_BYTES` (CUDA context and libraries, one GPU).
-DEFAULT_OVERHEAD_BYTES = ACTIVATION_WORKSPACE_BYTES + NON_TORCH_BASE_BYTES
-#: The share of each GPU the engine takes (vLLM's default ``gpu_memory_utilization``, as in :mod:`calc.memory`).
-UTILIZATION = 0.9
 #: Contexts drawn on the chart, tokens (a chat turn, the lesson's 4K conversation, 8K and a long document).
 CURVE_CONTEXTS = (1_024, 4_096, 8_192, 32_768)
 #: The example GPUs: a 24 GB inference card and the running example's 80 GB H100.
@@ -51,83 +43,6 @@ QUIZ_CONTEXT = 8_192
 
 MODEL_CHOICES = tuple((key, model.name) for key, model in MODELS.items())
 GPU_CHOICES = tuple((key, gpu.name) for key, gpu in GPUS.items())
-
-
-def _kv_tokens(model, context_tokens: int, honour_window: bool) -> int:
-    return kv_tokens_per_request(model, context_tokens) if honour_window else context_tokens
-
-
-def memory_budget(model, gpu, *, users: int, context_tokens: int, weights: str = "bf16", kv_dtype: str = "bf16",
-                  overhead_bytes: float = DEFAULT_OVERHEAD_BYTES, gpu_memory_utilization: float = UTILIZATION,
-                  honour_window: bool = False) -> dict:
-    """Every term of the memory equation for ``users`` requests of ``context_tokens`` on one GPU of type ``gpu``.
-
-    ``total = weights + users x KV tokens per request x KV bytes per token + overhead``,
-    against ``usable = GPU memory x gpu_memory_utilization`` (the share the engine
-    takes: vLLM's default 0.9; 1.0 is the whole card). ``max_users`` is how many
-    requests of this context fit beside the weights and overhead;
-    ``max_context_tokens`` how long each of ``users`` requests may grow. With
-    ``honour_window`` a sliding-window model (Mistral-7B: 4,096) keeps at most its
-    window per request, as an engine that frees out-of-window blocks does. GPU
-    memory is the datasheet's decimal figure. Source: the workshop's equation
-    (seeds/003); :func:`calc.memory.weight_bytes`, :func:`calc.memory.kv_bytes_per_token`;
-    the utilization as in :func:`calc.memory.kv_capacity`.
-
-    >>> b = memory_budget("mistral-7b", "h100-sxm-80gb", users=100, context_tokens=4096)
-    >>> round(b["kv_bytes"] / 1e9, 1), b["fits"], b["max_users"]
-    (53.7, True, 101)
-    >>> whole = memory_budget("mistral-7b", "h100-sxm-80gb", users=1, context_tokens=4096, gpu_memory_utilization=1.0)
-    >>> whole["max_users"]
-    116
-    >>> memory_budget("mistral-7b", "l4", users=1, context_tokens=10_000, honour_window=True)["kv_tokens_per_user"]
-    4096
-    """
-    model, gpu = get_model(model), get_gpu(gpu)
-    users = check_range("users", users, 0, 10_000_000, integer=True)
-    context_tokens = check_range("context_tokens", context_tokens, 1, 100_000_000, integer=True)
-    overhead = float(check_range("overhead_bytes", overhead_bytes, 0, 10**15))
-    utilization = float(check_range("gpu_memory_utilization", gpu_memory_utilization, 0.01, 1.0))
-    w = weight_bytes(model, weights).total_bytes
-    per_token = kv_bytes_per_token(model, kv_dtype)
-    kv_tokens = _kv_tokens(model, context_tokens, honour_window)
-    per_user = kv_tokens * per_token
-    kv = users * per_user
-    capacity = gpu.memory_bytes("marketed")
-    usable = capacity * utilization
-    room = usable - w - overhead
-    total = math.fsum([w, kv, overhead])
-    return {
-        "model": model.name, "gpu": gpu.name, "users": users, "context_tokens": context_tokens,
-        "weights_bytes": w, "kv_bytes_per_token": per_token, "kv_tokens_per_user": kv_tokens,
-        "kv_bytes_per_user": per_user, "kv_bytes": kv, "overhead_bytes": overhead, "total_bytes": total,
-        "gpu_bytes": capacity, "usable_bytes": usable, "gpu_memory_utilization": utilization,
-        "free_bytes": usable - total, "fits": total <= usable,
-        "kv_room_bytes": max(room, 0.0),
-        "max_users": int(room // per_user) if room > 0 else 0,
-        "max_context_tokens": int(room // (users * per_token)) if room > 0 and users else None,
-        "kv_equals_weights_tokens": int(w // per_token),
-    }
-
-
-def memory_curve(model, *, contexts, users_points, weights: str = "bf16", kv_dtype: str = "bf16",
-                 overhead_bytes: float = DEFAULT_OVERHEAD_BYTES, honour_window: bool = False) -> dict[int, list[float]]:
-    """Total memory (bytes) at each number of users in ``users_points``, one list per context in ``contexts``.
-
-    Linear in users, with a slope set by the context: the workshop's "memory grows
-    with every user and every token". Source: :func:`memory_budget`'s equation.
-
-    >>> curve = memory_curve("mistral-7b", contexts=[1024], users_points=[0, 10])
-    >>> [round(v / 1e9, 2) for v in curve[1024]]
-    [17.48, 18.83]
-    """
-    model = get_model(model)
-    w = weight_bytes(model, weights).total_bytes
-    per_token = kv_bytes_per_token(model, kv_dtype)
-    out = {}
-    for context in contexts:
-        per_user = _kv_tokens(model, context, honour_window) * per_token
-        out[context] = [math.fsum([w, u * per_user, overhead_bytes]) for u in users_points]
-    return out
 
 
 def _users_axis(limit: int) -> list[int]:

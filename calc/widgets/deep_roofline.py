@@ -6,7 +6,7 @@ its bytes over the memory bandwidth (Williams, Waterman and Patterson,
 binds: below the GPU's ridge point a kernel waits on memory. Prefill computes a
 whole prompt per read of the weights and sits far right of the ridge; a decode
 step computes one token per sequence and sits far left: the bandwidth wall
-(the workshop, seeds/003: "decode is bottlenecked by how fast weights move").
+(the AI Engineer workshop "Deep dive on LLM Inference at Scale" (Harshul Jain and Tanmay Sah): "decode is bottlenecked by how fast weights move").
 
 Step times come from :mod:`calc.roofline` (per kernel ``max(compute, memory)``
 with efficiency factors fitted on one published row, :data:`calc.roofline.CALIBRATED`).
@@ -24,21 +24,24 @@ from typing import Annotated
 
 from calc.catalog import GPUS, MODELS, get_gpu, get_model
 from calc.errors import CalcError
-from calc.memory import WEIGHT_FORMATS, check_tp, kv_capacity, kv_tokens_per_request
-from calc.roofline import CALIBRATED, decode_step, prefill_chunk, step_coefficients, ttft_s
+from calc.lesson import DECODE_CONTEXT_TOKENS, PROMPT_TOKENS
+from calc.lesson import MODEL as LESSON_MODEL
+from calc.lesson import TP as LESSON_TP
+from calc.memory import WEIGHT_FORMATS, check_tp
+from calc.roofline import CALIBRATED, first_compute_bound_batch, step_coefficients, ttft_s
 from calc.units import format_bytes, format_number, round_sig
 from calc.widgets.charts import PALETTE, line_chart
 from calc.widgets.framework import Choice, IntRange, output, view, widget
+from calc.roofline import bandwidth_wall_s, batch_sweep, roofline_points
+from calc.roofline import max_kv_batch as max_batch
 
-__all__ = ["roofline_points", "bandwidth_wall_s", "max_batch", "batch_sweep", "compute_bound_batch", "roofline",
+__all__ = ["roofline",
            "latency", "facts"]
 
 MS = 1_000  # milliseconds per second, for display
 WORKSHOP_MODEL, GPU = "mistral-7b", "h100-sxm-80gb"
-#: The running example's request (LESSON.md): a 1,024-token prompt, 256 answered; mid-answer context 1,152.
-PROMPT_TOKENS, ANSWER_TOKENS = 1_024, 256
-CONTEXT_TOKENS = PROMPT_TOKENS + ANSWER_TOKENS // 2
-LESSON_MODEL, LESSON_TP = "llama-3.1-70b", 4
+#: The running example's request, mid-answer (1,152 tokens of context): :data:`calc.lesson.DECODE_CONTEXT_TOKENS`.
+CONTEXT_TOKENS = DECODE_CONTEXT_TOKENS
 BATCH_POINTS = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024)
 PROMPT_POINTS = (128, 256, 512, 1_024, 2_048, 4_096, 8_192, 16_384, 32_768)
 INTENSITY_RANGE = (0.1, 100_000.0)
@@ -52,116 +55,6 @@ TP_CHOICES = tuple(str(tp) for tp in (1, 2, 4, 8))
 def _coefficients(model, gpu, tp: int, weights: str):
     model = get_model(model)
     return step_coefficients(model, gpu, tp=check_tp(model, tp), weights=weights)
-
-
-def roofline_points(model, gpu, *, tp: int = 1, weights: str = "bf16", batch: int, prompt_tokens: int,
-                    context_tokens: int) -> dict:
-    """The decode step and the prefill of one prompt on the roofline, per GPU.
-
-    ``decode``: :func:`calc.roofline.decode_step` of ``batch`` sequences at
-    ``context_tokens``; ``prefill``: :func:`calc.roofline.prefill_chunk` of the
-    whole prompt. Each carries its FLOPs, bytes, intensity, time, bound, and
-    ``attained_flops_per_s`` (FLOPs / modelled time). ``peak_flops_per_s`` and
-    ``hbm_bytes_per_s`` are the datasheet roofs; ``ridge_flops_per_byte`` their
-    ratio. Source: :mod:`calc.roofline`.
-
-    >>> p = roofline_points("llama-3.1-70b", "h100-sxm-80gb", tp=4, batch=1, prompt_tokens=1024, context_tokens=1152)
-    >>> round(p["ridge_flops_per_byte"]), round(p["decode"]["time_s"] * 1000, 1)
-    (295, 15.3)
-    """
-    coef = _coefficients(model, gpu, tp, weights)
-    decode = decode_step(coef, batch=batch, context_tokens=context_tokens)
-    prefill = prefill_chunk(coef, chunk_tokens=prompt_tokens)
-    for step in (decode, prefill):
-        step["attained_flops_per_s"] = step["flops"] / step["time_s"]
-    return {
-        "decode": decode, "prefill": prefill, "peak_flops_per_s": coef.linear_flops_per_s,
-        "hbm_bytes_per_s": coef.hbm_bytes_per_s, "ridge_flops_per_byte": coef.linear_flops_per_s / coef.hbm_bytes_per_s,
-        "compute_dtype": coef.compute_dtype, "weight_bytes_per_gpu": coef.weight_bytes_read(1),
-    }
-
-
-def bandwidth_wall_s(model, gpu, *, tp: int = 1, weights: str = "bf16", efficiency: float = 1.0) -> float:
-    """The floor under any decode step: every GPU streams its share of the weights once, at ``efficiency`` x bandwidth.
-
-    ``weights read per step / (HBM bandwidth x efficiency)``. The input embedding is looked up row by
-    row, not streamed (:meth:`calc.roofline.StepCoefficients.weight_bytes_read`). Mistral-7B on one H100
-    at the datasheet's 3.35 TB/s: 4.25 ms, so at most about 235 tokens/s for one sequence.
-    Source: the roofline's memory roof (Williams et al. 2009); the workshop (seeds/003).
-
-    >>> round(bandwidth_wall_s("mistral-7b", "h100-sxm-80gb") * 1000, 2)
-    4.25
-    """
-    coef = _coefficients(model, gpu, tp, weights)
-    return coef.weight_bytes_read(1) / (coef.hbm_bytes_per_s * efficiency)
-
-
-def max_batch(model, gpu, *, tp: int = 1, weights: str = "bf16", context_tokens: int) -> int:
-    """Sequences of ``context_tokens`` the replica's KV cache holds at once (vLLM's sizing, 90% of each GPU).
-
-    Source: :func:`calc.memory.kv_capacity` with its defaults (it raises CalcError
-    naming ``tp`` when the weights do not fit); window-capped by
-    :func:`calc.memory.kv_tokens_per_request`.
-
-    >>> max_batch("mistral-7b", "h100-sxm-80gb", context_tokens=1152)
-    361
-    """
-    model = get_model(model)
-    cap = kv_capacity(model, gpu, tp=check_tp(model, tp), weights=weights)
-    return cap.kv_cache_tokens // max(1, kv_tokens_per_request(model, context_tokens))
-
-
-def batch_sweep(model, gpu, *, tp: int = 1, weights: str = "bf16", context_tokens: int,
-                batches=BATCH_POINTS) -> list[dict]:
-    """ITL (the decode step), tokens/s and the bound at each batch size that fits in the KV cache.
-
-    Batches above :func:`max_batch` are dropped and that largest batch is added
-    as the last row (``fits_all``: the KV cache is full there). Source:
-    :func:`calc.roofline.decode_step`, :func:`max_batch`.
-
-    >>> rows = batch_sweep("mistral-7b", "h100-sxm-80gb", context_tokens=1152, batches=[1, 64, 1024])
-    >>> [(r["batch"], round(r["itl_s"] * 1000, 2), round(r["tokens_per_s"])) for r in rows]
-    [(1, 5.65, 177), (64, 9.38, 6820), (361, 31.61, 11422)]
-    """
-    coef = _coefficients(model, gpu, tp, weights)
-    limit = max_batch(model, gpu, tp=tp, weights=weights, context_tokens=context_tokens)
-    if limit < 1:
-        raise CalcError(f"context_tokens: one sequence of {context_tokens:,} tokens does not fit in the KV cache of "
-                        f"this replica; allowed: a shorter context, or more GPUs (tp)", "context_tokens")
-    chosen = sorted({b for b in batches if b <= limit} | ({limit} if limit and limit < max(batches) else set()))
-    rows = []
-    for batch in chosen:
-        d = decode_step(coef, batch=batch, context_tokens=context_tokens)
-        rows.append({"batch": batch, "itl_s": d["time_s"], "tokens_per_s": batch / d["time_s"], "bound": d["bound"],
-                     "weights_s": d["weights_s"], "kv_s": d["kv_s"],
-                     "intensity_flops_per_byte": d["intensity_flops_per_byte"]})
-    return rows
-
-
-def compute_bound_batch(model, gpu, *, tp: int = 1, weights: str = "bf16", context_tokens: int,
-                        max_batch: int = 4096) -> int | None:
-    """The smallest decode batch whose step is compute-bound, or None up to ``max_batch``.
-
-    At a real context the batch's KV reads grow as fast as its FLOPs, so decode
-    may never cross the ridge: batching amortises the weights, not the KV.
-    Source: :func:`calc.roofline.decode_step`.
-
-    >>> compute_bound_batch("mistral-7b", "h100-sxm-80gb", context_tokens=1152) is None
-    True
-    >>> compute_bound_batch("mistral-7b", "h100-sxm-80gb", context_tokens=16)
-    199
-    """
-    coef = _coefficients(model, gpu, tp, weights)
-    if decode_step(coef, batch=max_batch, context_tokens=context_tokens)["bound"] != "compute":
-        return None
-    low, high = 0, max_batch  # bound(low) is memory (or low is 0), bound(high) is compute
-    while high - low > 1:
-        mid = (low + high) // 2
-        if decode_step(coef, batch=mid, context_tokens=context_tokens)["bound"] == "compute":
-            high = mid
-        else:
-            low = mid
-    return high
 
 
 def _tp_of(model: str, tp: str) -> int:
@@ -307,7 +200,7 @@ def facts() -> dict[str, str]:
                           context_tokens=CONTEXT_TOKENS)
     wall = bandwidth_wall_s(WORKSHOP_MODEL, GPU)
     sweep = batch_sweep(WORKSHOP_MODEL, GPU, context_tokens=CONTEXT_TOKENS)
-    short = compute_bound_batch(WORKSHOP_MODEL, GPU, context_tokens=16)
+    short = first_compute_bound_batch(_coefficients(WORKSHOP_MODEL, GPU, 1, "bf16"), context_tokens=16)
     lesson = roofline_points(LESSON_MODEL, GPU, tp=LESSON_TP, batch=1, prompt_tokens=PROMPT_TOKENS,
                              context_tokens=CONTEXT_TOKENS)
     lesson_wall = bandwidth_wall_s(LESSON_MODEL, GPU, tp=LESSON_TP)

@@ -31,16 +31,14 @@ import dataclasses
 import math
 from typing import Annotated
 
+from calc import lesson
 from calc.catalog import get_gpu, get_model
 from calc.cost import sustained_at_latency
 from calc.errors import CalcError, check_range
-from calc.memory import (
-    allowed_tp, kv_bytes_per_token, kv_bytes_per_token_per_gpu, kv_capacity, lesson_kv_capacity, weights_bytes_per_gpu,
-)
+from calc.memory import allowed_tp, kv_bytes_per_token, kv_bytes_per_token_per_gpu, kv_capacity, weights_bytes_per_gpu
 from calc.parallel import allreduce_time_s, pipeline_bubble_fraction, pipeline_step_time_s
 from calc.roofline import (
-    ACTIVATION_BYTES, decode_step, prefill_attention_pairs, prefill_chunk, ridge_point_flops_per_byte,
-    steady_state_step, step_coefficients,
+    ACTIVATION_BYTES, decode_step, mixed_step_s, prefill_chunk, ridge_point_flops_per_byte, step_coefficients,
 )
 from calc.units import GB, format_bytes, format_number
 from calc.widgets.charts import PALETTE, bar_chart, line_chart
@@ -48,11 +46,11 @@ from calc.widgets.framework import Choice, FloatRange, IntRange, output, table, 
 
 __all__ = [
     "MODEL", "GPU", "TP", "MAX_NUM_SEQS", "NIC_BYTES_PER_S", "NIC_SOURCE", "INTER_SERVER_LATENCY_S",
-    "INTER_SERVER_LATENCY_SOURCE", "DISTSERVE", "colocated_batch", "mixed_step_s", "pool_sizing",
+    "INTER_SERVER_LATENCY_SOURCE", "DISTSERVE", "pool_sizing",
     "split_layouts", "tp_or_pp", "facts",
 ]
 
-# The running example (LESSON.md): Llama 3.1 70B in bf16, TP 4, on H100 SXM 80GB.
+# The running example (calc.lesson): Llama 3.1 70B in bf16, TP 4, on H100 SXM 80GB.
 MODEL, GPU, TP = "llama-3.1-70b", "h100-sxm-80gb", 4
 MAX_NUM_SEQS = 256  # vLLM's default cap on running sequences (engine arguments)
 
@@ -80,64 +78,10 @@ CHUNK_POINTS = (0, 256, 512, 1024, 2048, 4096, 8192, 16384)
 
 
 def _coefficients():
-    return step_coefficients(get_model(MODEL), get_gpu(GPU), tp=TP)
+    return lesson.coefficients()
 
 
 # --------------------------------------------------------------------------------------- prefill and decode pools
-def mixed_step_s(coefficients, *, batch: int, context_tokens: int, chunk_tokens: int) -> float:
-    """Seconds of one engine step that decodes ``batch`` sequences and prefills a ``chunk_tokens`` chunk.
-
-    Every decoding sequence waits for the whole step, so this is the
-    inter-token latency of everyone in the batch while the chunk runs.
-    Source: :meth:`calc.roofline.StepCoefficients.step_time_s` (decode tokens
-    and prefill tokens in one step, as vLLM's chunked prefill schedules them).
-
-    >>> c = step_coefficients(get_model(MODEL), get_gpu(GPU), tp=TP)
-    >>> round(mixed_step_s(c, batch=64, context_tokens=1152, chunk_tokens=0) * 1000, 1)
-    18.2
-    >>> round(mixed_step_s(c, batch=64, context_tokens=1152, chunk_tokens=8192) * 1000)
-    686
-    """
-    batch = check_range("batch", batch, 0, 10**6, integer=True)
-    ctx = check_range("context_tokens", context_tokens, 1, 10**8, integer=True)
-    chunk = check_range("chunk_tokens", chunk_tokens, 0, 10**7, integer=True)
-    if batch + chunk == 0:
-        return 0.0
-    return coefficients.step_time_s(new_tokens=batch + chunk, kv_tokens_read=batch * ctx + chunk,
-                                    attention_token_pairs=batch * ctx + prefill_attention_pairs(chunk))
-
-
-def colocated_batch(coefficients, *, input_tokens: int, output_tokens: int, itl_target_s: float,
-                    max_batch: int) -> dict | None:
-    """The largest batch a replica doing prefill and decode can run with its average step under the target.
-
-    In steady state each step carries the batch's decode tokens plus, on
-    average, ``batch x input / output`` prefill tokens
-    (:func:`calc.roofline.steady_state_step`). Returns that step (with
-    ``output_tokens_per_s``), or None when even one sequence misses the target.
-
-    >>> c = step_coefficients(get_model(MODEL), get_gpu(GPU), tp=TP)
-    >>> r = colocated_batch(c, input_tokens=1024, output_tokens=256, itl_target_s=0.05, max_batch=256)
-    >>> r["batch"], round(r["output_tokens_per_s"])
-    (113, 2275)
-    """
-    def step(b):
-        return steady_state_step(coefficients, batch=b, input_tokens=input_tokens, output_tokens=output_tokens)
-
-    if step(1)["time_s"] > itl_target_s:
-        return None
-    if step(max_batch)["time_s"] <= itl_target_s:
-        return step(max_batch)
-    low, high = 1, max_batch
-    while high - low > 1:
-        mid = (low + high) // 2
-        if step(mid)["time_s"] <= itl_target_s:
-            low = mid
-        else:
-            high = mid
-    return step(low)
-
-
 def _prefill_s(coefficients, prompt_tokens: int, chunk_tokens: int) -> tuple[float, float]:
     """(seconds, seconds of all-reduce) to prefill a prompt chunk by chunk."""
     times, comms, done = [], [], 0
@@ -161,8 +105,8 @@ def _replicas(n: int) -> str:
 @widget
 def pool_sizing(
     rate_per_s: Annotated[float, FloatRange(0.1, 500, 0.1, "requests/s", label="Requests per second")] = 10.0,
-    prompt_tokens: Annotated[int, IntRange(1, 100_000, 64, "tokens", label="Prompt")] = 1024,
-    output_tokens: Annotated[int, IntRange(1, 16_384, 16, "tokens", label="Answer")] = 256,
+    prompt_tokens: Annotated[int, IntRange(1, 100_000, 64, "tokens", label="Prompt")] = lesson.PROMPT_TOKENS,
+    output_tokens: Annotated[int, IntRange(1, 16_384, 16, "tokens", label="Answer")] = lesson.ANSWER_TOKENS,
     itl_target_ms: Annotated[float, FloatRange(5, 1000, 1, "ms", label="Inter-token latency target")] = 50.0,
     busy_max: Annotated[float, FloatRange(0.1, 1.0, 0.05, label="Busiest share allowed per pool",
                                           help="headroom for bursts, the same for every pool")] = 0.7,
@@ -175,7 +119,7 @@ def pool_sizing(
     itl_target = itl_target_ms / 1000
     coef = _coefficients()
     model = get_model(MODEL)
-    cap = lesson_kv_capacity()
+    cap = lesson.kv_capacity()
     per_request = prompt_tokens + output_tokens
     fit = cap.kv_cache_tokens // per_request
     if fit < 1:
@@ -196,10 +140,11 @@ def pool_sizing(
     limited = {"latency": "the ITL target", "max_batch": "KV room" if fit < MAX_NUM_SEQS else "max_num_seqs"}
     decode_replicas = max(1, math.ceil(rate * output_tokens / (decode["tokens_per_s"] * busy_max)))
     # One pool doing both.
-    both = colocated_batch(coef, input_tokens=prompt_tokens, output_tokens=output_tokens, itl_target_s=itl_target,
-                           max_batch=max_batch)
+    both = sustained_at_latency(coef, context_tokens=context, itl_target_s=itl_target, max_batch=max_batch,
+                                prompt_tokens=prompt_tokens, answer_tokens=output_tokens)
+    both = both if both["batch"] else None  # even one sequence misses the target on average
     both_replicas = (None if both is None else
-                     max(1, math.ceil(rate * output_tokens / (both["output_tokens_per_s"] * busy_max))))
+                     max(1, math.ceil(rate * output_tokens / (both["tokens_per_s"] * busy_max))))
     stall_batch = both["batch"] if both else decode["batch"]
     # When prompts pile up, the scheduler fills a step's whole token budget with prefill.
     stall = mixed_step_s(coef, batch=stall_batch, context_tokens=context, chunk_tokens=chunk_tokens)
@@ -234,7 +179,7 @@ def pool_sizing(
                  f"alone and {_ms(stall)} with {chunk_tokens:,} prefill tokens in it."),
     )
     both_text = ("cannot meet the target on average" if both is None else
-                 f"{_replicas(both_replicas)} (batch {both['batch']}, {_ms(both['time_s'])} per step on average)")
+                 f"{_replicas(both_replicas)} (batch {both['batch']}, {_ms(both['itl_s'])} per step on average)")
     return view(
         outputs=[
             output("prefill_s", "Prefill of one prompt", prefill_s, "s", text=_ms(prefill_s)),
@@ -497,7 +442,7 @@ def facts() -> dict[str, str]:
     tp16, pp2 = split["tp"], split["pp"]
     faster = split_layouts(inter_server_bytes_per_s=2 * NIC_BYTES_PER_S)["tp"]
     fabric = split_layouts(inter_server_bytes_per_s=FABRIC_BYTES_PER_S, inter_server_latency_s=FABRIC_LATENCY_S)
-    kv_request = 1024 * kv_bytes_per_token(model)
+    kv_request = lesson.PROMPT_TOKENS * kv_bytes_per_token(model)
     one_link = allreduce_time_s(64 * big.hidden_size * ACTIVATION_BYTES, 16, NIC_BYTES_PER_S,
                                 latency_s=INTER_SERVER_LATENCY_S)
     nvlink = allreduce_time_s(64 * big.hidden_size * ACTIVATION_BYTES, 8, get_gpu(GPU).interconnect_bytes_per_s)

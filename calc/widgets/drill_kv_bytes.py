@@ -31,7 +31,7 @@ from calc.memory import (
     KV_DTYPE_BYTES, allowed_tp, kv_bytes_per_request, kv_bytes_per_token, kv_bytes_per_token_per_gpu, kv_heads_per_gpu,
 )
 from calc.units import GB, GiB, KiB, MiB, format_bytes, format_number
-from calc.widgets.a_70b_assistant import replica_capacity
+from calc.lesson import replica_capacity
 from calc.widgets.framework import IntRange, drill
 
 __all__ = ["bytes_per_token_drill", "conversation_drill", "conversations_fit_drill", "per_gpu_drill",
@@ -42,7 +42,7 @@ __all__ = ["bytes_per_token_drill", "conversation_drill", "conversations_fit_dri
 DRILL_MODELS = tuple(key for key, m in MODELS.items() if m.attention != "mla" and not m.sliding_window)
 SEED_CONTROL = IntRange(0, 1_000_000, label="Seed")
 
-# The worked cases shown at build (seed 0). The 8B numbers are the lesson's (LESSON.md, step 3).
+# The worked cases shown at build (seed 0). The 8B numbers are the lesson's (docs/lesson/03-drill-kv-bytes.md).
 WORKED_MODEL = "llama-3.1-8b"
 WORKED_CONVERSATION_TOKENS = 4_000
 WORKED_KV_MEMORY_GB = 40  # a question's input: KV memory left on one 80 GB GPU after 16 GB of 8B weights, rounded down

@@ -23,14 +23,14 @@ import math
 import random
 from typing import Annotated
 
+from calc import lesson
 from calc.catalog import GPUS, MODELS, get_gpu, get_model
-from calc.cost import price_replica, sustained_at_latency
-from calc.memory import LESSON_REPLICA, WEIGHT_FORMATS
+from calc.cost import H100_LISTINGS, H100_LISTINGS_SOURCE, price_replica, sustained_at_latency
+from calc.memory import WEIGHT_FORMATS
 from calc.roofline import step_coefficients, steady_state_step
 from calc.units import SECONDS_PER_HOUR, format_number, round_sig
-from calc.widgets.a_70b_assistant import ANSWER_TOKENS, PROMPT_TOKENS
+from calc.lesson import ANSWER_TOKENS, PROMPT_TOKENS, kv_batch_limit
 from calc.widgets.charts import line_chart
-from calc.widgets.cost_per_million_tokens import H100_LISTINGS, H100_LISTINGS_SOURCE, kv_batch_limit
 from calc.widgets.framework import Choice, FloatRange, IntRange, drill, output, view, widget
 
 __all__ = ["sustained_at_target", "price_from_measurements", "price_drill", "latency_table_drill",
@@ -45,7 +45,7 @@ TIGHT_TARGET_MS, LOOSE_TARGET_MS = 17, 200
 HOURS_PER_MONTH = 730  # 8,760 hours a year / 12
 MONTHLY_TOKENS_WORKED = 10e9  # the worked case of the monthly drill: ten billion output tokens a month
 USD_TOLERANCE = 0.02
-_GPU = get_gpu(LESSON_REPLICA["gpu"])
+_GPU = get_gpu(lesson.REPLICA["gpu"])
 
 #: Replicas the drills price, each checked to fit in bf16 by the tests: (model, GPU, tensor parallel).
 PRICED_REPLICAS = (
@@ -94,10 +94,10 @@ GPU_CHOICES = tuple((key, g.name) for key, g in GPUS.items())
 
 @widget
 def sustained_at_target(
-    model: Annotated[str, Choice(MODEL_CHOICES, label="Model")] = LESSON_REPLICA["model"],
-    gpu: Annotated[str, Choice(GPU_CHOICES, label="GPU")] = LESSON_REPLICA["gpu"],
-    tp: Annotated[int, IntRange(1, 64, label="GPUs per replica (tensor parallel)")] = LESSON_REPLICA["tp"],
-    weights: Annotated[str, Choice(WEIGHT_FORMATS, label="Weight precision")] = LESSON_REPLICA["weights"],
+    model: Annotated[str, Choice(MODEL_CHOICES, label="Model")] = lesson.REPLICA["model"],
+    gpu: Annotated[str, Choice(GPU_CHOICES, label="GPU")] = lesson.REPLICA["gpu"],
+    tp: Annotated[int, IntRange(1, 64, label="GPUs per replica (tensor parallel)")] = lesson.REPLICA["tp"],
+    weights: Annotated[str, Choice(WEIGHT_FORMATS, label="Weight precision")] = lesson.REPLICA["weights"],
     prompt_tokens: Annotated[int, IntRange(1, 100_000, 64, "tokens", label="Prompt")] = PROMPT_TOKENS,
     answer_tokens: Annotated[int, IntRange(2, 32_000, 64, "tokens", label="Answer")] = ANSWER_TOKENS,
     itl_target_ms: Annotated[float, FloatRange(1, 2_000, 5, "ms", label="Inter-token latency target")] =
@@ -151,8 +151,8 @@ def sustained_at_target(
 
 
 def _default_sustained() -> int:
-    _, mixed, _ = _sustained(LESSON_REPLICA["model"], LESSON_REPLICA["gpu"], LESSON_REPLICA["tp"],
-                             LESSON_REPLICA["weights"], PROMPT_TOKENS, ANSWER_TOKENS, ITL_TARGET_MS / 1000,
+    _, mixed, _ = _sustained(lesson.REPLICA["model"], lesson.REPLICA["gpu"], lesson.REPLICA["tp"],
+                             lesson.REPLICA["weights"], PROMPT_TOKENS, ANSWER_TOKENS, ITL_TARGET_MS / 1000,
                              MAX_NUM_SEQS)
     return int(round_sig(mixed["tokens_per_s"], 3))  # a whole number, as a load test reports it
 
@@ -164,7 +164,7 @@ _DEFAULT_SUSTAINED = _default_sustained()
 def price_from_measurements(
     usd_per_gpu_hour: Annotated[float, FloatRange(0, 100, 0.01, "USD", label="Price per GPU-hour")] =
         _GPU.price_usd_per_hour,
-    gpus: Annotated[int, IntRange(1, 1_024, label="GPUs per replica")] = LESSON_REPLICA["tp"],
+    gpus: Annotated[int, IntRange(1, 1_024, label="GPUs per replica")] = lesson.REPLICA["tp"],
     sustained_tokens_per_s: Annotated[float, FloatRange(0.1, 10_000_000, 1, "tokens/s",
                                                         label="Sustained at your target")] = _DEFAULT_SUSTAINED,
     hours_per_month: Annotated[float, FloatRange(1, 744, 1, "h", label="Hours per month")] = HOURS_PER_MONTH,
@@ -196,14 +196,14 @@ def _question(question: str, answer: float, unit: str, answer_text: str, explana
 def _priced_case(rng: random.Random, seed: int) -> dict:
     """A replica, its price per GPU-hour with where it comes from, a request shape and a measured sustained rate."""
     if seed == 0:
-        model, gpu, tp = LESSON_REPLICA["model"], LESSON_REPLICA["gpu"], LESSON_REPLICA["tp"]
+        model, gpu, tp = lesson.REPLICA["model"], lesson.REPLICA["gpu"], lesson.REPLICA["tp"]
         prompt, answer, target = PROMPT_TOKENS, ANSWER_TOKENS, ITL_TARGET_MS
         seller, price = H100_LISTINGS[0]
     else:
         model, gpu, tp = rng.choice(PRICED_REPLICAS)
         prompt, answer = rng.choice(SHAPES)
         target = rng.choice(TARGETS_MS)
-        if gpu == LESSON_REPLICA["gpu"]:
+        if gpu == lesson.REPLICA["gpu"]:
             seller, price = rng.choice(H100_LISTINGS)
         else:
             seller, price = None, rng.choice(CONTRACT_PRICES)
@@ -325,16 +325,16 @@ def facts() -> dict[str, str]:
     ('8,266', '2,275', '$1.85', '$1.85')
     """
     target_s = ITL_TARGET_MS / 1000
-    model, gpu, tp = LESSON_REPLICA["model"], LESSON_REPLICA["gpu"], LESSON_REPLICA["tp"]
-    decode, mixed, cap = _sustained(model, gpu, tp, LESSON_REPLICA["weights"], PROMPT_TOKENS, ANSWER_TOKENS,
+    model, gpu, tp = lesson.REPLICA["model"], lesson.REPLICA["gpu"], lesson.REPLICA["tp"]
+    decode, mixed, cap = _sustained(model, gpu, tp, lesson.REPLICA["weights"], PROMPT_TOKENS, ANSWER_TOKENS,
                                     target_s, MAX_NUM_SEQS)
     price = _GPU.price_usd_per_hour
     d = price_replica(usd_per_gpu_hour=price, gpus=tp, sustained_tokens_per_s=decode["tokens_per_s"])
     m = price_replica(usd_per_gpu_hour=price, gpus=tp, sustained_tokens_per_s=mixed["tokens_per_s"])
     worked = price_drill(0)
-    tight = _sustained(model, gpu, tp, LESSON_REPLICA["weights"], PROMPT_TOKENS, ANSWER_TOKENS,
+    tight = _sustained(model, gpu, tp, lesson.REPLICA["weights"], PROMPT_TOKENS, ANSWER_TOKENS,
                        TIGHT_TARGET_MS / 1000, MAX_NUM_SEQS)[1]
-    loose = _sustained(model, gpu, tp, LESSON_REPLICA["weights"], PROMPT_TOKENS, ANSWER_TOKENS,
+    loose = _sustained(model, gpu, tp, lesson.REPLICA["weights"], PROMPT_TOKENS, ANSWER_TOKENS,
                        LOOSE_TARGET_MS / 1000, MAX_NUM_SEQS)[1]
     usd = lambda r: _usd(price_replica(usd_per_gpu_hour=price, gpus=tp,  # noqa: E731
                                        sustained_tokens_per_s=r["tokens_per_s"])["usd_per_million_tokens"])

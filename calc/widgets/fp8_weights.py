@@ -5,7 +5,7 @@ Halving the bytes per weight does two things to the running example (Llama 3.1
 
 * the weights of each GPU shrink, and vLLM hands the freed memory to the KV
   cache (``vllm/v1/worker/gpu_worker.py``, ``determine_available_memory``, via
-  :func:`calc.memory.lesson_kv_capacity`);
+  :func:`calc.lesson.kv_capacity`);
 * a small-batch decode step, which is bound by reading the weights from HBM,
   takes nearly half the time (the roofline of :mod:`calc.roofline`).
 
@@ -13,40 +13,35 @@ Weights are counted tensor by tensor here (:func:`calc.memory.weight_bytes`: the
 fp8 checkpoint keeps its embeddings and LM head in 16 bits and adds one scale per
 output channel), so the bf16 replica holds 399,452 tokens, step 1's exact figure.
 
->>> before, after = capacity("bf16"), capacity("fp8")
+>>> before, after = lesson.kv_capacity(weights="bf16"), lesson.kv_capacity(weights="fp8")
 >>> before.kv_cache_tokens_raw, after.kv_cache_tokens_raw
 (399452, 608266)
->>> round(decode_ms("bf16"), 1), round(decode_ms("fp8"), 1)
+>>> round(lesson.decode_ms("bf16"), 1), round(lesson.decode_ms("fp8"), 1)
 (15.3, 8.6)
 """
 
 from __future__ import annotations
 
-import functools
 from typing import Annotated
 
+from calc import lesson
 from calc.catalog import get_gpu, get_model
-from calc.memory import LESSON_REPLICA, WEIGHT_BITS, WEIGHT_FORMATS, KVCapacity, lesson_kv_capacity, weight_bytes
-from calc.roofline import StepCoefficients, decode_step, step_coefficients, ttft_s
+from calc.memory import WEIGHT_BITS, WEIGHT_FORMATS, KVCapacity, weight_bytes
+from calc.roofline import decode_step, ttft_s
 from calc.sim import presets
-from calc.sim.fleet import simulate_fleet
-from calc.sim.scenario import Scenario
 from calc.units import GB, format_number, round_sig
-from calc.widgets.a_70b_assistant import ANSWER_TOKENS, PROMPT_TOKENS
+from calc.lesson import DECODE_CONTEXT_TOKENS, PROMPT_TOKENS, REQUEST_TOKENS
 from calc.widgets.charts import PALETTE, bar_chart, line_chart
 from calc.widgets.framework import Choice, FloatRange, IntRange, output, stream, table, view, widget
-from calc.widgets.simulation import scenario_for, simulation_views
+from calc.sim_views import preset_summary, scenario_for
+from calc.widgets.simulation import simulation_views
 
-__all__ = ["capacity", "coefficients", "decode_ms", "memory_before_after", "step_before_after", "twice_the_traffic",
-           "sim_summary", "facts", "BEFORE", "AFTER", "REQUEST_TOKENS", "DECODE_CONTEXT_TOKENS", "SIM_PRESET"]
+__all__ = ["memory_before_after", "step_before_after", "twice_the_traffic",
+           "facts", "BEFORE", "AFTER", "SIM_PRESET"]
 
 #: The running example's weights (bf16) and this step's change (fp8).
-BEFORE = LESSON_REPLICA["weights"]
+BEFORE = lesson.REPLICA["weights"]
 AFTER = "fp8"
-#: An average request holds its 1,024-token prompt and 256-token answer at its end (LESSON.md).
-REQUEST_TOKENS = PROMPT_TOKENS + ANSWER_TOKENS
-#: A decoding request is on average half-way through its answer: 1,024 + 128 tokens of context.
-DECODE_CONTEXT_TOKENS = PROMPT_TOKENS + ANSWER_TOKENS // 2
 #: Step 6's saturated replica, the scenario this step replays with fewer bytes per weight.
 SIM_PRESET = "step06-twice-the-traffic"
 SIM_RATE_PER_S = float(presets.load_data(SIM_PRESET)["workload"]["rate_per_s"])
@@ -57,41 +52,6 @@ _NOTES = {"bf16": "the checkpoint as trained", "fp16": "16-bit, same bytes", "fp
 FORMAT_CHOICES = tuple((fmt, f"{fmt} ({WEIGHT_BITS[fmt]} bits: {_NOTES[fmt]})") for fmt in WEIGHT_FORMATS)
 _TERM_COLOURS = (("Weights", PALETTE[0]), ("Activation workspace", PALETTE[1]), ("Non-torch overhead", PALETTE[3]),
                  ("KV cache", PALETTE[2]), ("Unclaimed (1 − utilization)", "#9e9e9e"))
-
-
-def capacity(weights: str = AFTER) -> KVCapacity:
-    """The running example's KV sizing with ``weights`` in another format (every tensor counted).
-
-    Source: :func:`calc.memory.lesson_kv_capacity` (vLLM's ``determine_available_memory``),
-    weights from :func:`calc.memory.weight_bytes` (16-bit embeddings and head, per-channel scales).
-
-    >>> round(capacity("fp8").weights_bytes / 1e9, 2), round(capacity("fp8").kv_cache_bytes / 1e9, 1)
-    (18.17, 49.8)
-    """
-    return lesson_kv_capacity(weights=weights)
-
-
-def coefficients(weights: str = AFTER) -> StepCoefficients:
-    """The roofline of one GPU of the running example with ``weights`` (fp8 computes on FP8 tensor cores).
-
-    Source: :func:`calc.roofline.step_coefficients`.
-
-    >>> coefficients("fp8").compute_dtype, coefficients("int4").compute_dtype
-    ('fp8', 'bf16')
-    """
-    r = LESSON_REPLICA
-    return step_coefficients(r["model"], r["gpu"], tp=r["tp"], weights=weights, kv_dtype=r["kv_dtype"])
-
-
-def decode_ms(weights: str = AFTER, batch: int = 1, context_tokens: int = DECODE_CONTEXT_TOKENS) -> float:
-    """Milliseconds of one decode step of ``batch`` sequences at ``context_tokens`` on the running example.
-
-    Source: :func:`calc.roofline.decode_step`.
-
-    >>> round(decode_ms("bf16", batch=256), 1), round(decode_ms("fp8", batch=256), 1)
-    (31.0, 22.1)
-    """
-    return decode_step(coefficients(weights), batch=batch, context_tokens=context_tokens)["time_s"] * 1000
 
 
 def _gb(n_bytes: float) -> str:
@@ -119,7 +79,7 @@ def memory_before_after(
     >>> out["weights_after"]["text"], out["kv_tokens_after"]["text"], out["kv_gain"]["text"]
     ('18.2 GB', '608,266 tokens', '+52%')
     """
-    before, after = capacity(BEFORE), capacity(weights)
+    before, after = lesson.kv_capacity(weights=BEFORE), lesson.kv_capacity(weights=weights)
     requests_before = before.kv_cache_tokens_raw // REQUEST_TOKENS
     requests_after = after.kv_cache_tokens_raw // REQUEST_TOKENS
     freed = before.weights_bytes - after.weights_bytes
@@ -187,10 +147,10 @@ def step_before_after(
     >>> out["step_before"]["text"], out["step_after"]["text"], out["speedup"]["text"]
     ('15.3 ms', '8.58 ms', '1.78x')
     """
-    b = decode_step(coefficients(BEFORE), batch=batch, context_tokens=context_tokens)
-    a = decode_step(coefficients(weights), batch=batch, context_tokens=context_tokens)
-    ttft_b = ttft_s(coefficients(BEFORE), prompt_tokens=PROMPT_TOKENS)
-    ttft_a = ttft_s(coefficients(weights), prompt_tokens=PROMPT_TOKENS)
+    b = decode_step(lesson.coefficients(BEFORE), batch=batch, context_tokens=context_tokens)
+    a = decode_step(lesson.coefficients(weights), batch=batch, context_tokens=context_tokens)
+    ttft_b = ttft_s(lesson.coefficients(BEFORE), prompt_tokens=PROMPT_TOKENS)
+    ttft_a = ttft_s(lesson.coefficients(weights), prompt_tokens=PROMPT_TOKENS)
     parts = (("Weights: read and multiply", "gemm_s"), ("KV cache: attention", "attention_s"),
              ("All-reduce between the 4 GPUs", "comm_s"), ("Fixed step overhead", "overhead_s"))
     stacks = {name: [a[key] * 1000, b[key] * 1000] for name, key in parts if a[key] or b[key]}
@@ -205,9 +165,9 @@ def step_before_after(
     for trace in breakdown["data"]:
         trace["hovertemplate"] = "%{x:.3~r} ms<extra>" + trace["name"] + "</extra>"
     xs = sorted(set(BATCH_POINTS) | {batch})
-    series = {f"{BEFORE} (before)": (xs, [decode_ms(BEFORE, x, context_tokens) for x in xs])}
+    series = {f"{BEFORE} (before)": (xs, [lesson.decode_ms(BEFORE, x, context_tokens) for x in xs])}
     if weights != BEFORE:
-        series[f"{weights} (after)"] = (xs, [decode_ms(weights, x, context_tokens) for x in xs])
+        series[f"{weights} (after)"] = (xs, [lesson.decode_ms(weights, x, context_tokens) for x in xs])
     curve = line_chart(
         "Decode step time against batch", "sequences in the batch", "ms per step", series, log_x=True,
         summary=(f"At {context_tokens:,} tokens of context the {BEFORE} step grows from {_ms(series[f'{BEFORE} (before)'][1][0] / 1000)} "
@@ -219,7 +179,7 @@ def step_before_after(
     curve["layout"]["xaxis"]["dtick"] = 1
     curve["layout"]["yaxis"]["rangemode"] = "tozero"
     speedup = b["time_s"] / a["time_s"]
-    read_b, read_a = coefficients(BEFORE).weight_bytes_read(batch), coefficients(weights).weight_bytes_read(batch)
+    read_b, read_a = lesson.coefficients(BEFORE).weight_bytes_read(batch), lesson.coefficients(weights).weight_bytes_read(batch)
     return view(
         outputs=[
             output("step_before", f"Decode step, {BEFORE}", b["time_s"], "s", text=_ms(b["time_s"])),
@@ -259,19 +219,6 @@ def _scenario(weights: str, rate_per_s: float) -> dict:
     return data
 
 
-@functools.lru_cache(maxsize=8)
-def sim_summary(weights: str = AFTER, rate_per_s: float = SIM_RATE_PER_S) -> dict:
-    """The finished run of :func:`twice_the_traffic` (the numbers its metrics panel ends on).
-
-    Source: :func:`calc.sim.fleet.simulate_fleet` on the step-6 preset with ``weights``.
-
-    >>> s = sim_summary("fp8")
-    >>> s["requests_completed"], s["ttft_p99_s"] < sim_summary("bf16")["ttft_p99_s"] / 10
-    (1200, True)
-    """
-    return simulate_fleet(Scenario.from_dict(_scenario(weights, rate_per_s))).summary
-
-
 def facts() -> dict[str, str]:
     """Numbers quoted in the step's prose, computed from calc.
 
@@ -279,22 +226,22 @@ def facts() -> dict[str, str]:
     >>> f["weights_before"], f["weights_after"], f["kv_tokens_before"], f["kv_tokens_after"], f["step_after"]
     ('35.3 GB', '18.2 GB', '399,452', '608,266', '8.58 ms')
     """
-    model, gpu = get_model(LESSON_REPLICA["model"]), get_gpu(LESSON_REPLICA["gpu"])
-    before, after = capacity(BEFORE), capacity(AFTER)
+    model, gpu = get_model(lesson.REPLICA["model"]), get_gpu(lesson.REPLICA["gpu"])
+    before, after = lesson.kv_capacity(weights=BEFORE), lesson.kv_capacity(weights=AFTER)
     wb_before, wb_after = weight_bytes(model, BEFORE), weight_bytes(model, AFTER)
-    step_b, step_a = decode_ms(BEFORE), decode_ms(AFTER)
-    d_b = decode_step(coefficients(BEFORE), batch=1, context_tokens=DECODE_CONTEXT_TOKENS)
-    d_a = decode_step(coefficients(AFTER), batch=1, context_tokens=DECODE_CONTEXT_TOKENS)
-    sim_b, sim_a = sim_summary(BEFORE), sim_summary(AFTER)
+    step_b, step_a = lesson.decode_ms(BEFORE), lesson.decode_ms(AFTER)
+    d_b = decode_step(lesson.coefficients(BEFORE), batch=1, context_tokens=DECODE_CONTEXT_TOKENS)
+    d_a = decode_step(lesson.coefficients(AFTER), batch=1, context_tokens=DECODE_CONTEXT_TOKENS)
+    sim_b, sim_a = preset_summary(SIM_PRESET, weights=BEFORE), preset_summary(SIM_PRESET, weights=AFTER)
     sat = sim_b["running_max"]  # step 6's saturated batch: vLLM's cap on running sequences
-    ttft_b = ttft_s(coefficients(BEFORE), prompt_tokens=PROMPT_TOKENS)
-    ttft_a = ttft_s(coefficients(AFTER), prompt_tokens=PROMPT_TOKENS)
+    ttft_b = ttft_s(lesson.coefficients(BEFORE), prompt_tokens=PROMPT_TOKENS)
+    ttft_a = ttft_s(lesson.coefficients(AFTER), prompt_tokens=PROMPT_TOKENS)
     requests_b = before.kv_cache_tokens_raw // REQUEST_TOKENS
     requests_a = after.kv_cache_tokens_raw // REQUEST_TOKENS
     return {
         "model": model.name,
         "gpu": gpu.name,
-        "tp": str(LESSON_REPLICA["tp"]),
+        "tp": str(lesson.REPLICA["tp"]),
         "params_exact": f"{model.total_params:,}",
         "weights_before": _gb(before.weights_bytes),
         "weights_after": _gb(after.weights_bytes),
@@ -304,7 +251,7 @@ def facts() -> dict[str, str]:
         "fp8_scales": f"{format_number(wb_after.scale_bytes / 1e6)} MB",
         "fp8_unquantized": _gb(wb_after.unquantized_bytes),
         "effective_bits_after": format_number(wb_after.total_bytes * 8 / model.total_params),
-        "weights_read_before": _gb(coefficients(BEFORE).weight_bytes_read(1)),
+        "weights_read_before": _gb(lesson.coefficients(BEFORE).weight_bytes_read(1)),
         "freed_per_gpu": _gb(before.weights_bytes - after.weights_bytes),
         "kv_per_gpu_before": _gb(before.kv_cache_bytes),
         "kv_per_gpu_after": _gb(after.kv_cache_bytes),
@@ -325,8 +272,8 @@ def facts() -> dict[str, str]:
         "comm_ms": f"{format_number(d_b['comm_s'] * 1000)} ms",
         "kv_ms": f"{format_number(d_b['kv_s'] * 1000, 2)} ms",
         "sat_batch": f"{sat:,}",
-        "step_sat_before": f"{format_number(decode_ms(BEFORE, sat))} ms",
-        "step_sat_after": f"{format_number(decode_ms(AFTER, sat))} ms",
+        "step_sat_before": f"{format_number(lesson.decode_ms(BEFORE, sat))} ms",
+        "step_sat_after": f"{format_number(lesson.decode_ms(AFTER, sat))} ms",
         "ttft_before": f"{format_number(ttft_b * 1000)} ms",
         "ttft_after": f"{format_number(ttft_a * 1000)} ms",
         "sim_rate": format_number(SIM_RATE_PER_S),

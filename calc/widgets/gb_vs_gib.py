@@ -19,28 +19,24 @@ from __future__ import annotations
 import math
 from typing import Annotated
 
+from calc import lesson
 from calc import memory
 from calc.catalog import GPUS, get_gpu, get_model
-from calc.errors import CalcError, check_choice, check_range
+from calc.errors import CalcError, check_choice
 from calc.units import GB, KB, MB, TB, GiB, KiB, MiB, TiB, format_bytes, format_number
 from calc.widgets.framework import Choice, FloatRange, output, table, view, widget
+from calc.units import MAX_BYTES, UNITS, to_bytes
 
-__all__ = ["UNITS", "to_bytes", "convert", "gpu_memory", "VLLM_LOG", "facts"]
+__all__ = ["convert", "gpu_memory", "VLLM_LOG", "facts"]
 
-#: Every unit the site writes, with its size in bytes: decimal (SI) first, then binary (IEC 80000-13).
-UNITS: dict[str, int] = {
-    "B": 1, "KB": KB, "MB": MB, "GB": GB, "TB": TB, "KiB": KiB, "MiB": MiB, "GiB": GiB, "TiB": TiB,
-}
 UNIT_LABELS = (
     ("B", "B (byte)"), ("KB", "KB (10^3 B)"), ("MB", "MB (10^6 B)"), ("GB", "GB (10^9 B)"), ("TB", "TB (10^12 B)"),
     ("KiB", "KiB (2^10 B)"), ("MiB", "MiB (2^20 B)"), ("GiB", "GiB (2^30 B)"), ("TiB", "TiB (2^40 B)"),
 )
-#: The converter takes up to one exabyte, far beyond any GPU or cluster the lesson meets.
-MAX_BYTES = 10**18
 #: Significant digits in the converter's outputs: enough to tell 74.5058 GiB from 74.5 GB.
 DIGITS = 6
 
-#: A logged vLLM start-up that writes GiB as "GB" (reference/published.md, "How vLLM sizes its KV cache").
+#: A logged vLLM start-up that writes GiB as "GB" (the log quoted in vllm-project/vllm issue #10517).
 VLLM_LOG = {
     "gpu": "RTX 3090",
     "model": "llama-3.1-8b",
@@ -50,26 +46,6 @@ VLLM_LOG = {
     "source": "vLLM issue #10517 (2024-12-02): RTX 3090, Llama 3.1 8B Instruct, TP 1, utilization 0.90; the log "
               "prints 'model weights took 14.9888 GB', which is 14.9888 x 2^30 bytes",
 }
-
-
-def to_bytes(value: float, unit: str) -> float:
-    """``value`` in ``unit`` (B, KB, MB, GB, TB, KiB, MiB, GiB, TiB) as bytes.
-
-    Source: SI prefixes (powers of 10) and IEC 80000-13 binary prefixes (powers of 2).
-
-    >>> to_bytes(81_559, "MiB")
-    85520809984
-    >>> to_bytes(1, "GB") < to_bytes(1, "GiB")
-    True
-    >>> to_bytes(2, "gb")
-    Traceback (most recent call last):
-    ...
-    calc.errors.CalcError: unit must be one of B, KB, MB, GB, TB, KiB, MiB, GiB, TiB; got 'gb'
-    """
-    check_choice("unit", unit, tuple(UNITS))
-    value = check_range("value", value, 0, MAX_BYTES / UNITS[unit])
-    n_bytes = value * UNITS[unit]
-    return int(n_bytes) if float(n_bytes).is_integer() else n_bytes
 
 
 def amount_text(amount: float, digits: int = DIGITS) -> str:
@@ -137,14 +113,14 @@ def facts() -> dict[str, str]:
     >>> f["h100_gib"], f["smi_mib"], f["kv_tokens_marketed"]
     ('74.5 GiB', '81,559 MiB', '399,169')
     """
-    h100 = get_gpu(memory.LESSON_REPLICA["gpu"])
+    h100 = get_gpu(lesson.REPLICA["gpu"])
     marketed, runtime = h100.memory_bytes("marketed"), h100.memory_bytes("runtime")
-    lesson = dict(memory.LESSON_REPLICA)
-    model, gpu = get_model(lesson.pop("model")), lesson.pop("gpu")
-    lesson.pop("memory_basis")
-    rounded = memory.lesson_kv_capacity(rounded_params=True)  # weights = 70.6e9 x 2 / 4, as the lesson counts
-    on_box = memory.kv_capacity(model, gpu, memory_basis="marketed", weights_bytes=rounded.weights_bytes, **lesson)
-    on_smi = memory.kv_capacity(model, gpu, memory_basis="runtime", weights_bytes=rounded.weights_bytes, **lesson)
+    replica = dict(lesson.REPLICA)
+    model, gpu = get_model(replica.pop("model")), replica.pop("gpu")
+    replica.pop("memory_basis")
+    rounded = lesson.kv_capacity(rounded_params=True)  # weights = 70.6e9 x 2 / 4, as the lesson counts
+    on_box = memory.kv_capacity(model, gpu, memory_basis="marketed", weights_bytes=rounded.weights_bytes, **replica)
+    on_smi = memory.kv_capacity(model, gpu, memory_basis="runtime", weights_bytes=rounded.weights_bytes, **replica)
     model_8b = get_model(VLLM_LOG["model"])
     weights_8b = memory.weight_bytes(model_8b, "bf16").total_bytes
     kv_8b = memory.kv_bytes_per_token(model_8b, "bf16")
@@ -169,7 +145,7 @@ def facts() -> dict[str, str]:
         "smi_gib": f"{format_number(runtime / GiB)} GiB",
         "smi_over_box": f"{format_number(100 * (runtime / marketed - 1), 2)}%",
         "smi_minus_box": format_bytes(runtime - marketed),
-        "utilization": f"{lesson['gpu_memory_utilization']:.0%}",
+        "utilization": f"{replica['gpu_memory_utilization']:.0%}",
         "requested_box": format_bytes(on_box.requested_bytes),
         "requested_smi": format_bytes(on_smi.requested_bytes),
         "weights_per_gpu": format_bytes(on_box.weights_bytes),

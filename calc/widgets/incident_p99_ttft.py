@@ -7,10 +7,10 @@ documents at the same request rate. The page shows it as an on-call dashboard
 (:func:`dashboard`): request rate and GPU-Util stay flat while the prompt tokens
 per request, the queue and the KV cache tell the story.
 
-The dashboard adds one panel the fleet's time series does not carry: the mean
-prompt length of the requests that arrived in each sample interval
-(:func:`prompt_tokens_per_sample`), taken from the same request list the fleet
-serves (:func:`calc.sim.fleet.fleet_requests`).
+The dashboard (:func:`calc.widgets.views.dashboard_views`) adds one panel the
+fleet's time series does not carry: the mean prompt length of the requests that
+arrived in each sample interval (:func:`calc.incident.prompt_tokens_per_sample`).
+The scenario, its runs and its request logs are :mod:`calc.incident`.
 
 >>> scenario = incident_scenario(seed=3)
 >>> scenario["fleet"]["replicas"], scenario["fleet"]["traffic"][1]["shares"]["document"]
@@ -21,238 +21,26 @@ serves (:func:`calc.sim.fleet.fleet_requests`).
 
 from __future__ import annotations
 
-import bisect
-import copy
-import functools
 import random
 import statistics
 from typing import Annotated
 
-from calc.catalog import get_gpu, get_model
-from calc.errors import check_range
-from calc.memory import lesson_kv_capacity
-from calc.roofline import step_coefficients, ttft_s
-from calc.sim import presets
-from calc.sim.fleet import FleetScenario, fleet_requests, simulate_fleet
-from calc.sim.live import live_frames
-from calc.units import NS_PER_S, format_number, round_sig
-from calc.widgets.charts import PALETTE
-from calc.widgets.framework import FloatRange, IntRange, drill, output, stream, view
+from calc import lesson
+from calc.incident import (
+    HIGH_SHARE, LOW_SHARE, PRESET, SURGE_PHASE, incident_run, incident_scenario, phase_windows, prefill_tokens_per_s,
+    prompt_statistics, request_class, seed_sweep, values_in_phase,
+)
+from calc.units import format_number, round_sig
+from calc.widgets.framework import IntRange, drill, stream
+from calc.widgets.views import DOCUMENT_SHARE, FRAME, SEED, dashboard_views, seconds_text, share_text
 
-__all__ = [
-    "PRESET", "PANELS", "FLEET_PANELS", "incident_scenario", "prompt_tokens_per_sample", "dashboard_figures", "dashboard_outputs",
-    "dashboard_views", "dashboard", "incident_run", "phase_windows", "seed_sweep", "prefill_tokens_per_s",
-    "documents_per_minute_drill", "prefill_load_drill", "facts",
-]
+__all__ = ["PRESET", "dashboard", "documents_per_minute_drill", "prefill_load_drill", "facts"]
 
-PRESET = "step19-incident-p99"
-SURGE_PHASE = 1  # the preset's traffic: calm (0), the surge of long documents (1), after (2)
-SWEEP_SEEDS = tuple(range(16))
 # Alert thresholds the page reads the run against (illustrative on-call rules, not recommendations).
 QUEUE_ALERT = 10  # requests waiting, fleet-wide
 KV_ALERT = 0.9  # share of the KV cache in use
 TTFT_ALERT_S = 5.0  # TTFT p99 over the trailing window
-LOW_SHARE, HIGH_SHARE = 0.05, 0.2  # the page's "try this": half and twice the incident's share of documents
-DOCUMENT_SHARE_MAX = 0.5
 
-DOCUMENT_SHARE = FloatRange(0.0, DOCUMENT_SHARE_MAX, 0.01, label="Long documents during the surge",
-                            help="share of the requests in the surge minute; the request rate stays the same")
-SEED = IntRange(0, 2**31 - 1, label="Seed", help="another draw of the same traffic")
-FRAME = FloatRange(1, 60, 1, "s", label="Simulated seconds per frame")
-
-
-# --------------------------------------------------------------------------------------- the scenario
-def _class(data: dict, name: str) -> dict:
-    return next(c for c in data["workload"]["classes"] if c["name"] == name)
-
-
-def incident_scenario(*, seed: int | None = None, document_share: float | None = None,
-                      replicas: int | None = None, preset: str = PRESET) -> dict:
-    """The incident's scenario as a dict: the preset, with another seed, surge mix or replica count.
-
-    During the surge, ``document_share`` of the requests are long documents and
-    chat gives up the same share (batch jobs keep theirs); the request rate does
-    not change. ``None`` keeps the preset's value. Source: the preset
-    ``calc/sim/presets/step19-incident-p99.json`` (the lesson's step 19).
-
-    >>> s = incident_scenario(document_share=0.2, replicas=4)
-    >>> s["fleet"]["traffic"][1]["shares"], s["fleet"]["replicas"]
-    ({'chat': 0.78, 'document': 0.2, 'batch': 0.02}, 4)
-    >>> incident_scenario(document_share=0.9)
-    Traceback (most recent call last):
-    ...
-    calc.errors.CalcError: document_share must be between 0 and 0.5; got 0.9
-    """
-    data = copy.deepcopy(presets.load_data(preset))
-    for meta_key in ("lesson_step", "title"):
-        data.pop(meta_key, None)
-    if seed is not None:
-        data["seed"] = check_range("seed", seed, 0, 2**31 - 1, integer=True)
-    if document_share is not None:
-        share = check_range("document_share", document_share, 0.0, DOCUMENT_SHARE_MAX)
-        surge = data["fleet"]["traffic"][SURGE_PHASE]
-        batch = surge["shares"]["batch"]
-        surge["shares"] = {"chat": round_sig(1.0 - batch - share, 9), "document": round_sig(share, 9),
-                           "batch": batch}
-    if replicas is not None:
-        data["fleet"]["replicas"] = check_range("replicas", replicas, 1, 16, integer=True)
-    return data
-
-
-def prompt_tokens_per_sample(requests, sample_times_s, interval_s: float) -> list:
-    """Mean prompt tokens of the requests that arrived in each sample interval ``(t - interval, t]``.
-
-    ``None`` where nothing arrived (the chart leaves a gap, as for TTFT). This is
-    the dashboard's "tokens per request" panel; the fleet's own series have no
-    such column. Source: the request list of :func:`calc.sim.fleet.fleet_requests`.
-
-    >>> from calc.sim.workload import Request
-    >>> reqs = [Request(0, 1 * NS_PER_S, 1000, 10), Request(1, 2 * NS_PER_S, 3000, 10), Request(2, 7 * NS_PER_S, 500, 10)]
-    >>> prompt_tokens_per_sample(reqs, [5.0, 10.0, 15.0], 5.0)
-    [2000.0, 500.0, None]
-    """
-    check_range("interval_s", interval_s, 1e-6, 1e6)
-    arrivals = [r.arrival_ns for r in requests]
-    cumulative = [0]
-    for r in requests:
-        cumulative.append(cumulative[-1] + r.prompt_tokens)  # integers: exact
-    out = []
-    for t in sample_times_s:
-        hi = bisect.bisect_right(arrivals, round(t * NS_PER_S))
-        lo = bisect.bisect_right(arrivals, round((t - interval_s) * NS_PER_S))
-        out.append(round_sig((cumulative[hi] - cumulative[lo]) / (hi - lo), 6) if hi > lo else None)
-    return out
-
-
-# --------------------------------------------------------------------------------------- the dashboard
-# (figure key, title, y-axis title, tick format, [(series key, trace name)])
-PANELS = (
-    ("requests", "Requests per second", "requests/s", None, [("requests_per_s", "arriving")]),
-    ("gpu_util", "GPU-Util", "reported busy", ".0%", [("gpu_util_reported", "GPU-Util")]),
-    ("ttft", "TTFT, 10 s window", "seconds", None,
-     [("ttft_p99_s", "p99"), ("ttft_p50_s", "p50")]),
-    ("prompt", "Prompt tokens per request", "tokens (mean)", None,
-     [("prompt_tokens_per_request", "arriving requests")]),
-    ("queue", "Queue depth", "requests waiting", None, [("queue_depth", "waiting")]),
-    ("kv", "KV cache use", "share of the KV cache", ".0%", [("kv_use_fraction", "in use")]),
-    ("running", "Requests running", "requests in the batches", None, [("running", "running")]),
-    ("preemptions", "Preemptions", "requests evicted (total)", None, [("preemptions", "preempted so far")]),
-)
-REPLICAS_PANEL = ("replicas", "Replicas", "replicas", None, [("replicas", "serving or starting")])
-#: Step 20's dashboard compares layouts on the same traffic: latency, queue, KV cache and replicas only.
-FLEET_PANELS = tuple(p for p in PANELS if p[0] in ("ttft", "queue", "kv")) + (REPLICAS_PANEL,)
-
-
-def dashboard_figures(panels=PANELS) -> dict:
-    """Empty dashboard charts whose traces name the series that fill them (``meta``).
-
-    Compact panels (two to a row on a wide screen), each a Plotly figure dict
-    like :mod:`calc.widgets.charts` makes; frames append points to them.
-
-    >>> figures = dashboard_figures()
-    >>> list(figures)[:3], figures["ttft"]["data"][0]["meta"]
-    (['requests', 'gpu_util', 'ttft'], 'ttft_p99_s')
-    """
-    figures = {}
-    for key, title, y_title, tick_format, traces in panels:
-        yaxis = {"title": {"text": y_title}, "automargin": True, "rangemode": "tozero"}
-        if tick_format:
-            yaxis["tickformat"] = tick_format
-        many = len(traces) > 1
-        figures[key] = {
-            "data": [{"type": "scatter", "mode": "lines", "name": name, "meta": series, "x": [], "y": [],
-                      "line": {"color": PALETTE[i % len(PALETTE)], "width": 2}}
-                     for i, (series, name) in enumerate(traces)],
-            "layout": {"title": {"text": title, "font": {"size": 13}},
-                       "xaxis": {"title": {"text": "time (s)"}, "automargin": True},
-                       "yaxis": yaxis, "showlegend": many,
-                       "legend": {"orientation": "h", "y": 1.02, "yanchor": "bottom", "x": 1, "xanchor": "right"},
-                       "margin": {"l": 55, "r": 10, "t": 50 if many else 36, "b": 40}, "height": 240},
-            "x_series": "t_s",
-            "summary": f"{title} against simulated time.",
-        }
-    return figures
-
-
-def _seconds(value) -> str:
-    return "n/a" if value is None else f"{format_number(value)} s"
-
-
-def _share(value) -> str:
-    return f"{(value or 0) * 100:.0f}%"
-
-
-def dashboard_outputs(summary: dict, *, costs: bool = False) -> list[dict]:
-    """The metrics under the dashboard, from a fleet run's summary (so far).
-
-    With ``costs`` (step 20 compares layouts on these), the traffic's own
-    numbers give way to each request class's TTFT p99, the replicas, the
-    replica-hours and what they cost.
-
-    >>> [o["text"] for o in dashboard_outputs({"arrival_rate_per_s": 15.2, "ttft_p99_s": 32.17})][:3]
-    ['15.2 /s', '0%', 'n/a']
-    """
-    get = summary.get
-    panel = [
-        output("arrival_rate_per_s", "Requests arriving", get("arrival_rate_per_s") or 0, "/s",
-               text=f"{format_number(get('arrival_rate_per_s') or 0)} /s"),
-        output("gpu_util_reported", "GPU-Util (reported)", get("gpu_util_reported") or 0, "",
-               text=_share(get("gpu_util_reported"))),
-        output("ttft_p50_s", "TTFT p50", get("ttft_p50_s") or 0, "s", text=_seconds(get("ttft_p50_s"))),
-        output("ttft_p99_s", "TTFT p99", get("ttft_p99_s") or 0, "s", text=_seconds(get("ttft_p99_s"))),
-        output("itl_p99_s", "ITL p99", get("itl_p99_s") or 0, "s", text=_seconds(get("itl_p99_s"))),
-        output("prompt_tokens_mean", "Prompt tokens per request", get("prompt_tokens_mean") or 0, "tokens",
-               text=f"{format_number(round(get('prompt_tokens_mean') or 0))} tokens"),
-        output("queue_depth_max", "Longest queue", get("queue_depth_max", 0), "requests"),
-        output("kv_use_peak", "KV cache use, peak", get("kv_use_peak") or 0, "", text=_share(get("kv_use_peak"))),
-        output("preemptions", "Preemptions", get("preemptions", 0), ""),
-        output("requests_completed", "Requests done", get("requests_completed", 0), "",
-               text=f"{get('requests_completed', 0):,} of {get('requests_total', 0):,}"),
-    ]
-    if costs:
-        same_traffic = ("arrival_rate_per_s", "prompt_tokens_mean", "requests_completed", "gpu_util_reported")
-        panel = [o for o in panel if o["key"] not in same_traffic]
-        by_class = {c["name"]: c for c in get("classes") or []}
-        for name, label in (("chat", "Chat TTFT p99"), ("document", "Documents TTFT p99"),
-                            ("batch", "Batch jobs TTFT p99")):
-            value = by_class.get(name, {}).get("ttft_p99_s")
-            panel.append(output(f"{name}_ttft_p99_s", label, value or 0, "s", text=_seconds(value)))
-        panel.append(output("replicas", "Replicas (start / peak / end)", get("replicas_max") or 0, "",
-                            text=f"{get('replicas_initial', 0)} / {get('replicas_max', 0)} / {get('replicas_final', 0)}"))
-        hours = get("replica_hours") or 0
-        panel.append(output("replica_hours", "Replica-hours", hours, "h", text=f"{format_number(hours)} h"))
-        cost = get("cost_usd")
-        panel.append(output("cost_usd", "GPU cost of the run", cost or 0, "USD",
-                            text="no GPU price" if cost is None else f"${cost:,.2f}"))
-    return panel
-
-
-def dashboard_views(scenario: dict, frame_interval_s: float, *, panels=PANELS, costs: bool = False):
-    """Views of a live run of a fleet ``scenario``: the dashboard's charts first, then per frame its
-    metrics, its new points (the fleet's series plus prompt tokens per request) and one replica's block map.
-
-    Source: :func:`calc.sim.live.live_frames`; :func:`prompt_tokens_per_sample`.
-
-    >>> views = list(dashboard_views(incident_scenario(seed=1), 60))
-    >>> sorted(views[0]["figures"])[:2], views[-1]["done"]
-    (['gpu_util', 'kv'], True)
-    >>> tokens = [x for v in views for x in v["series"]["prompt_tokens_per_request"]]
-    >>> len(tokens) == len([t for v in views for t in v["series"]["t_s"]]), tokens[0]
-    (True, 1116.55)
-    """
-    requests = fleet_requests(FleetScenario.from_dict(scenario))
-    interval_s = None
-    first = True
-    for frame in live_frames(scenario, frame_interval_s=frame_interval_s):
-        points = dict(frame["points"])
-        times = points["t_s"]
-        if times and interval_s is None:
-            interval_s = times[0]  # the first sample falls one sample interval after the start
-        points["prompt_tokens_per_request"] = prompt_tokens_per_sample(requests, times, interval_s or 1.0)
-        extra = {"figures": dashboard_figures(panels)} if first else {}
-        first = False
-        yield view(outputs=dashboard_outputs(frame["summary"], costs=costs), series=points,
-                   blockmap=frame["blockmap"], t_s=frame["t_s"], done=frame["done"], **extra)
 
 
 @stream(budget_s=4.0)
@@ -265,99 +53,6 @@ def dashboard(
     """The incident as an on-call dashboard: rate, GPU-Util, TTFT, tokens per request, queue, KV, preemptions."""
     yield from dashboard_views(incident_scenario(seed=seed, document_share=document_share, replicas=replicas),
                                frame_interval_s)
-
-
-# --------------------------------------------------------------------------------------- the run, for prose
-def incident_run(seed: int | None = None, document_share: float | None = None, replicas: int | None = None):
-    """The incident run to its end: a :class:`~calc.sim.fleet.FleetResult` (cached; ``None`` is the preset's value).
-
-    >>> round(incident_run().summary["ttft_p99_s"])
-    32
-    >>> incident_run(seed=3) is incident_run()
-    True
-    """
-    data = incident_scenario(seed=seed, document_share=document_share, replicas=replicas)
-    surge = data["fleet"]["traffic"][SURGE_PHASE]["shares"]
-    return _run(data["seed"], surge["document"], data["fleet"]["replicas"])
-
-
-@functools.lru_cache(maxsize=64)
-def _run(seed: int, document_share: float, replicas: int):
-    data = incident_scenario(seed=seed, document_share=document_share, replicas=replicas)
-    return simulate_fleet(FleetScenario.from_dict(data))
-
-
-def phase_windows(preset: str = PRESET) -> list[tuple[float, float]]:
-    """(start, end) in seconds of each traffic phase of the preset.
-
-    >>> phase_windows()
-    [(0.0, 60.0), (60.0, 120.0), (120.0, 240.0)]
-    """
-    out, start = [], 0.0
-    for phase in presets.load_data(preset)["fleet"]["traffic"]:
-        out.append((start, start + float(phase["duration_s"])))
-        start += float(phase["duration_s"])
-    return out
-
-
-def _in_phase(series: dict, key: str, phase: int) -> list:
-    start, end = phase_windows()[phase]
-    return [v for t, v in zip(series["t_s"], series[key]) if start < t <= end and v is not None]
-
-
-def seed_sweep(seeds=SWEEP_SEEDS) -> list[float]:
-    """TTFT p99 (s) of the incident for each seed: the same traffic, other random draws.
-
-    >>> seed_sweep((3,))
-    [32.1692]
-    """
-    return [incident_run(seed=s).summary["ttft_p99_s"] for s in seeds]
-
-
-# --------------------------------------------------------------------------------------- prefill capacity
-def prefill_tokens_per_s(model: str = "llama-3.1-70b", gpu: str = "h100-sxm-80gb", *, tp: int = 4,
-                         weights: str = "bf16", prompt_tokens: int = 1024) -> float:
-    """Prompt tokens one replica can prefill per second, one prompt after another: prompt / prefill time.
-
-    The roofline of a prefill (:func:`calc.roofline.ttft_s`, chunks of 8,192
-    tokens as vLLM schedules them): compute-bound, so this is close to the most
-    the replica can prefill whatever else it does. Longer prompts are slower per
-    token (attention grows with the square of the prompt).
-
-    >>> round(prefill_tokens_per_s()), round(prefill_tokens_per_s(prompt_tokens=16000))
-    (12521, 11334)
-    """
-    coef = step_coefficients(get_model(model), get_gpu(gpu), tp=tp, weights=weights)
-    prompt = check_range("prompt_tokens", prompt_tokens, 1, 10_000_000, integer=True)
-    return prompt / ttft_s(coef, prompt_tokens=prompt, chunk_tokens=8192)
-
-
-@functools.lru_cache(maxsize=8)
-def prompt_statistics(seed: int | None = None) -> dict:
-    """What the request logs of the incident say: mean prompt tokens before and during the surge, per class,
-    and how many documents arrived in the surge minute.
-
-    The documents' lengths are drawn from a lognormal of mean 16,000 tokens, but
-    a request longer than ``max_model_len`` (32,768 with its answer) is drawn
-    again, so the documents that arrive are shorter on average. Source: the
-    preset's request list (:func:`calc.sim.fleet.fleet_requests`).
-
-    >>> st = prompt_statistics()
-    >>> round(st["before"]), round(st["during"]), round(st["document"]), st["documents_in_surge"]
-    (1029, 2112, 12142, 85)
-    """
-    data = incident_scenario(seed=seed)
-    requests = fleet_requests(FleetScenario.from_dict(data))
-    (s0, e0), (s1, e1) = phase_windows()[:2]
-    before = [r.prompt_tokens for r in requests if s0 * NS_PER_S <= r.arrival_ns < e0 * NS_PER_S]
-    during = [r for r in requests if s1 * NS_PER_S <= r.arrival_ns < e1 * NS_PER_S]
-    names = [c["name"] for c in data["workload"]["classes"]]
-    out = {"before": sum(before) / len(before), "during": sum(r.prompt_tokens for r in during) / len(during),
-           "documents_in_surge": sum(1 for r in during if r.class_index == names.index("document"))}
-    for index, name in enumerate(names):
-        lengths = [r.prompt_tokens for r in requests if r.class_index == index]
-        out[name] = sum(lengths) / len(lengths) if lengths else 0.0
-    return out
 
 
 # --------------------------------------------------------------------------------------- drills
@@ -488,7 +183,7 @@ def facts() -> dict[str, str]:
     result = incident_run()
     s, ts = result.summary, result.time_series
     windows = phase_windows()
-    chat, doc, batch = _class(data, "chat"), _class(data, "document"), _class(data, "batch")
+    chat, doc, batch = request_class(data, "chat"), request_class(data, "document"), request_class(data, "batch")
     surge = data["fleet"]["traffic"][SURGE_PHASE]
     st = prompt_statistics()
     m0, m1, docs = round(st["before"]), round(st["during"]), st["documents_in_surge"]
@@ -497,9 +192,9 @@ def facts() -> dict[str, str]:
     per_replica_doc = prefill_tokens_per_s(prompt_tokens=doc["prompt_tokens"])
     replicas = data["fleet"]["replicas"]
     sweep = seed_sweep()
-    cap = lesson_kv_capacity()
+    cap = lesson.kv_capacity()
     p99_window = [v for v in ts["ttft_p99_s"] if v is not None]
-    before_p99 = _in_phase(ts, "ttft_p99_s", 0)
+    before_p99 = values_in_phase(ts, "ttft_p99_s", 0)
     classes = {c["name"]: c for c in s["classes"]}
     doc_tokens = doc["prompt_tokens"] + doc["output_tokens"]
     chat_tokens = chat["prompt_tokens"] + chat["output_tokens"]
@@ -511,23 +206,23 @@ def facts() -> dict[str, str]:
     return {
         "low_share": format_number(LOW_SHARE),
         "high_share": format_number(HIGH_SHARE),
-        "quiet_ttft_p99": _seconds(quiet["ttft_p99_s"]),
-        "low_ttft_p99": _seconds(low["ttft_p99_s"]),
+        "quiet_ttft_p99": seconds_text(quiet["ttft_p99_s"]),
+        "low_ttft_p99": seconds_text(low["ttft_p99_s"]),
         "low_queue_max": format_number(low["queue_depth_max"]),
-        "high_ttft_p99": _seconds(high["ttft_p99_s"]),
+        "high_ttft_p99": seconds_text(high["ttft_p99_s"]),
         "high_queue_max": format_number(high["queue_depth_max"]),
         "high_run_s": format_number(round(high["duration_s"])),
         "more_replicas": str(replicas + 1),
-        "more_ttft_p99": _seconds(more["ttft_p99_s"]),
+        "more_ttft_p99": seconds_text(more["ttft_p99_s"]),
         "more_queue_max": format_number(more["queue_depth_max"]),
         "doc_tokens": f"{doc_tokens:,}",
         "max_model_len": f"{data['max_model_len']:,}",
         "queue_alert_lead_s": format_number(queue_alert - windows[SURGE_PHASE][0]),
         "queue_alert": str(QUEUE_ALERT),
         "queue_alert_s": format_number(queue_alert),
-        "kv_alert_pct": _share(KV_ALERT),
+        "kv_alert_pct": share_text(KV_ALERT),
         "kv_alert_s": format_number(kv_alert),
-        "ttft_alert": _seconds(TTFT_ALERT_S),
+        "ttft_alert": seconds_text(TTFT_ALERT_S),
         "ttft_alert_s": format_number(ttft_alert),
         "replicas": str(replicas),
         "gpus": str(replicas * 4),
@@ -547,27 +242,27 @@ def facts() -> dict[str, str]:
         "docs_expected": format_number(round(rate * surge["shares"]["document"] * (windows[1][1] - windows[1][0]))),
         "docs_sent": str(docs),
         "requests_total": f"{s['requests_total']:,}",
-        "ttft_p99": _seconds(s["ttft_p99_s"]),
-        "ttft_p50": _seconds(s["ttft_p50_s"]),
-        "ttft_p90": _seconds(s["ttft_p90_s"]),
-        "ttft_p99_window_peak": _seconds(max(p99_window)),
-        "ttft_p99_before": _seconds(max(before_p99)),
-        "chat_ttft_p99": _seconds(classes["chat"]["ttft_p99_s"]),
-        "doc_ttft_p99": _seconds(classes["document"]["ttft_p99_s"]),
-        "itl_p50": _seconds(s["itl_p50_s"]),
-        "itl_p99": _seconds(s["itl_p99_s"]),
-        "e2e_p99": _seconds(s["e2e_p99_s"]),
-        "rate_before": format_number(statistics.fmean(_in_phase(ts, "requests_per_s", 0))),
-        "rate_during": format_number(statistics.fmean(_in_phase(ts, "requests_per_s", SURGE_PHASE))),
-        "gpu_util_before": _share(statistics.fmean(_in_phase(ts, "gpu_util_reported", 0))),
-        "gpu_util_during": _share(statistics.fmean(_in_phase(ts, "gpu_util_reported", SURGE_PHASE))),
-        "gpu_util_run": _share(s["gpu_util_reported"]),
-        "compute_before": _share(statistics.fmean(_in_phase(ts, "compute_utilization", 0))),
-        "compute_during": _share(statistics.fmean(_in_phase(ts, "compute_utilization", SURGE_PHASE))),
-        "queue_before_max": format_number(max(_in_phase(ts, "queue_depth", 0))),
+        "ttft_p99": seconds_text(s["ttft_p99_s"]),
+        "ttft_p50": seconds_text(s["ttft_p50_s"]),
+        "ttft_p90": seconds_text(s["ttft_p90_s"]),
+        "ttft_p99_window_peak": seconds_text(max(p99_window)),
+        "ttft_p99_before": seconds_text(max(before_p99)),
+        "chat_ttft_p99": seconds_text(classes["chat"]["ttft_p99_s"]),
+        "doc_ttft_p99": seconds_text(classes["document"]["ttft_p99_s"]),
+        "itl_p50": seconds_text(s["itl_p50_s"]),
+        "itl_p99": seconds_text(s["itl_p99_s"]),
+        "e2e_p99": seconds_text(s["e2e_p99_s"]),
+        "rate_before": format_number(statistics.fmean(values_in_phase(ts, "requests_per_s", 0))),
+        "rate_during": format_number(statistics.fmean(values_in_phase(ts, "requests_per_s", SURGE_PHASE))),
+        "gpu_util_before": share_text(statistics.fmean(values_in_phase(ts, "gpu_util_reported", 0))),
+        "gpu_util_during": share_text(statistics.fmean(values_in_phase(ts, "gpu_util_reported", SURGE_PHASE))),
+        "gpu_util_run": share_text(s["gpu_util_reported"]),
+        "compute_before": share_text(statistics.fmean(values_in_phase(ts, "compute_utilization", 0))),
+        "compute_during": share_text(statistics.fmean(values_in_phase(ts, "compute_utilization", SURGE_PHASE))),
+        "queue_before_max": format_number(max(values_in_phase(ts, "queue_depth", 0))),
         "queue_max": format_number(s["queue_depth_max"]),
-        "kv_before_peak": _share(max(_in_phase(ts, "kv_use_fraction", 0))),
-        "kv_peak": _share(s["kv_use_peak"]),
+        "kv_before_peak": share_text(max(values_in_phase(ts, "kv_use_fraction", 0))),
+        "kv_peak": share_text(s["kv_use_peak"]),
         "running_max": format_number(s["running_max"]),
         "preemptions": format_number(s["preemptions"]),
         "doc_prompt_measured": _tokens(st["document"]),
@@ -588,9 +283,9 @@ def facts() -> dict[str, str]:
         "docs_fill_replica": str(cap.kv_cache_tokens // doc_tokens),
         "doc_over_chat": format_number(doc_tokens / chat_tokens, 2),
         "sweep_seeds": str(len(sweep)),
-        "sweep_min": _seconds(min(sweep)),
-        "sweep_max": _seconds(max(sweep)),
-        "sweep_median": _seconds(statistics.median(sweep)),
+        "sweep_min": seconds_text(min(sweep)),
+        "sweep_max": seconds_text(max(sweep)),
+        "sweep_median": seconds_text(statistics.median(sweep)),
         "seed": str(data["seed"]),
         "cost_usd": f"${s['cost_usd']:,.2f}",
         "replica_hours": f"{format_number(s['replica_hours'])} h",

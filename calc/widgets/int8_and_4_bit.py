@@ -20,24 +20,26 @@ from __future__ import annotations
 
 from typing import Annotated
 
+from calc import lesson
 from calc.catalog import get_gpu, get_model
-from calc.errors import CalcError
-from calc.memory import KV_DTYPES, LESSON_REPLICA, WEIGHT_FORMATS, kv_capacity, weight_bytes
+from calc.lesson import DECODE_CONTEXT_TOKENS
+from calc.lesson import kv_tokens
+from calc.memory import KV_DTYPES, WEIGHT_FORMATS, weight_bytes
 from calc.quantization import (
     ACCURACY, FORMAT_NOTES, STUDY_SOURCE, STUDY_SUMMARY, accuracy_deltas, kv_formats_table, weight_formats_table,
 )
 from calc.roofline import decode_step, step_coefficients
+from calc.sim_views import preset_summary
 from calc.units import GB, format_number
 from calc.widgets.charts import PALETTE, bar_chart, line_chart
-from calc.widgets.fp8_weights import DECODE_CONTEXT_TOKENS, sim_summary
 from calc.widgets.framework import Choice, IntRange, output, table, view, widget
 
 __all__ = ["REPLICAS", "kv_tokens", "formats", "published_accuracy", "kv_formats", "facts"]
 
-GPU = LESSON_REPLICA["gpu"]
+GPU = lesson.REPLICA["gpu"]
 #: The replicas the formats table can describe: (model, tensor parallel, label).
 REPLICAS = {
-    "llama-3.1-70b": (LESSON_REPLICA["model"], LESSON_REPLICA["tp"], "70B on 4 × H100 (running example)"),
+    "llama-3.1-70b": (lesson.REPLICA["model"], lesson.REPLICA["tp"], "70B on 4 × H100 (running example)"),
     "llama-3.1-8b": ("llama-3.1-8b", 1, "Llama 3.1 8B on 1 × H100"),
     "mistral-7b": ("mistral-7b", 1, "Mistral 7B on 1 × H100 (workshop)"),
 }
@@ -47,6 +49,8 @@ CURVE_FORMATS = ("bf16", "fp8", "int4")
 BATCH_POINTS = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512)
 #: vLLM's default cap on running sequences (``max_num_seqs``): the batch of a saturated replica.
 SATURATED_BATCH = 256
+#: Step 6's saturated replica, replayed in each weight format (step 7 replays it in fp8).
+SIM_PRESET = "step06-twice-the-traffic"
 #: A long-context, many-sequence decode batch where KV reads matter (KV formats).
 KV_BATCH, KV_CONTEXT_TOKENS = 64, 4_096
 _MODEL_NAMES = {"llama-3.1-70b": "Llama 3.1 70B", "llama-3.1-8b": "Llama 3.1 8B"}
@@ -59,20 +63,6 @@ def _gb(n_bytes: float) -> str:
 
 def _ms(seconds: float) -> str:
     return f"{format_number(seconds * 1000)} ms"
-
-
-def kv_tokens(model: str, tp: int, weights: str, kv_dtype: str = "bf16") -> int | None:
-    """Tokens of KV cache the replica holds with these formats (before block rounding), None if it does not fit.
-
-    Source: :func:`calc.memory.kv_capacity` (vLLM's sizing, 90% of 80 GB, every tensor counted).
-
-    >>> kv_tokens("llama-3.1-70b", 4, "bf16"), kv_tokens("llama-3.1-70b", 4, "int4")
-    (399452, 708716)
-    """
-    try:
-        return kv_capacity(model, GPU, tp=tp, weights=weights, kv_dtype=kv_dtype).kv_cache_tokens_raw
-    except CalcError:
-        return None
 
 
 def _accuracy_cell(row: dict) -> str:
@@ -88,7 +78,7 @@ def _accuracy_cell(row: dict) -> str:
 
 @widget
 def formats(
-    replica: Annotated[str, Choice(REPLICA_CHOICES, label="Replica")] = LESSON_REPLICA["model"],
+    replica: Annotated[str, Choice(REPLICA_CHOICES, label="Replica")] = lesson.REPLICA["model"],
     batch: Annotated[int, IntRange(1, 1024, 1, "sequences", label="Decode batch")] = 1,
     context_tokens: Annotated[int, IntRange(1, 131_072, 64, "tokens", label="Context per sequence")] = DECODE_CONTEXT_TOKENS,
 ):
@@ -204,7 +194,7 @@ def published_accuracy(
 
 @widget
 def kv_formats(
-    weights: Annotated[str, Choice(WEIGHT_FORMATS, label="Weights")] = LESSON_REPLICA["weights"],
+    weights: Annotated[str, Choice(WEIGHT_FORMATS, label="Weights")] = lesson.REPLICA["weights"],
     batch: Annotated[int, IntRange(1, 1024, 1, "sequences", label="Decode batch")] = KV_BATCH,
     context_tokens: Annotated[int, IntRange(1, 131_072, 64, "tokens", label="Context per sequence")] = KV_CONTEXT_TOKENS,
 ):
@@ -217,7 +207,7 @@ def kv_formats(
     >>> out["per_token_fp8"]["text"], out["kv_tokens_fp8"]["text"], out["speedup"]["text"]
     ('40,960 B', '798,904', '1.21x')
     """
-    r = LESSON_REPLICA
+    r = lesson.REPLICA
     rows = {row["kv_dtype"]: row for row in kv_formats_table(r["model"], GPU, tp=r["tp"], weights=weights,
                                                               batch=batch, context_tokens=context_tokens)}
     tokens = {dtype: kv_tokens(r["model"], r["tp"], weights, dtype) for dtype in KV_DTYPES}
@@ -257,7 +247,7 @@ def facts() -> dict[str, str]:
     >>> f["acc_70b_fp8"], f["acc_8b_int4"], f["int4_sat_step"], f["bf16_sat_step"]
     ('-0.11', '-1.75', '31 ms', '31 ms')
     """
-    r = LESSON_REPLICA
+    r = lesson.REPLICA
     model = get_model(r["model"])
     rows = {row["weights"]: row for row in weight_formats_table(model, GPU, tp=r["tp"], batch=1,
                                                                  context_tokens=DECODE_CONTEXT_TOKENS)}
@@ -309,7 +299,7 @@ def facts() -> dict[str, str]:
         "metric": ACCURACY[0]["metric"],
     }
     for fmt in ("bf16", "fp8", "int4"):
-        run = sim_summary(fmt)
+        run = preset_summary(SIM_PRESET, weights=fmt)
         out[f"sim_ttft_p99_{fmt}"] = f"{format_number(run['ttft_p99_s'])} s"
         out[f"sim_tokens_per_s_{fmt}"] = format_number(run["throughput_output_tokens_per_s"])
     for fmt in ("bf16", "fp8", "int8", "int4", "nf4"):

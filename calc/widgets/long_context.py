@@ -19,9 +19,11 @@ from __future__ import annotations
 
 from typing import Annotated
 
+from calc import lesson
 from calc.catalog import get_gpu, get_model
 from calc.context import context_cost, prefill_flops, requests_displaced, unfused_attention_scores_bytes
-from calc.memory import KV_DTYPES, LESSON_REPLICA, kv_bytes_per_request, kv_bytes_per_token_per_gpu, lesson_kv_capacity
+from calc.lesson import replica_kv_tokens
+from calc.memory import KV_DTYPES, kv_bytes_per_request, kv_bytes_per_token_per_gpu
 from calc.units import GB, TB, format_bytes, format_number
 from calc.widgets.charts import PALETTE, bar_chart, line_chart
 from calc.widgets.framework import Choice, IntRange, output, table, view, widget
@@ -29,9 +31,9 @@ from calc.widgets.framework import Choice, IntRange, output, table, view, widget
 __all__ = ["LONG_TOKENS", "SHORT_TOKENS", "MAX_CONTEXT_TOKENS", "replica_kv_tokens", "context_growth",
            "long_vs_short", "flash_attention", "facts"]
 
-MODEL = LESSON_REPLICA["model"]
-GPU = LESSON_REPLICA["gpu"]
-TP = LESSON_REPLICA["tp"]
+MODEL = lesson.REPLICA["model"]
+GPU = lesson.REPLICA["gpu"]
+TP = lesson.REPLICA["tp"]
 #: The lesson's long request and its ordinary conversation (a 1,024-token prompt and a 256-token answer).
 LONG_TOKENS = 100_000
 SHORT_TOKENS = 1_280
@@ -43,17 +45,6 @@ CHART_CONTEXTS = tuple(2 ** k for k in range(10, 18))
 TEN_K_TOKENS = LONG_TOKENS // 10
 #: The reference length of the growth chart: a typical prompt.
 BASE_TOKENS = 1_024
-
-
-def replica_kv_tokens(kv_dtype: str = "bf16") -> int:
-    """The running example's KV cache in tokens: 399,169 in bf16 (step 1), twice that with an fp8 cache.
-
-    Source: :func:`calc.memory.lesson_kv_capacity` with the lesson's rounded parameter count.
-
-    >>> replica_kv_tokens(), replica_kv_tokens("fp8")
-    (399169, 798339)
-    """
-    return lesson_kv_capacity(rounded_params=True, kv_dtype=kv_dtype).kv_cache_tokens_raw
 
 
 def _cost(n: int) -> dict:

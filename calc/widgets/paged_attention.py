@@ -21,24 +21,23 @@ from __future__ import annotations
 import functools
 from typing import Annotated
 
-from calc.accuracy import token_state_percent
+from calc import lesson
+from calc.accuracy import published_token_share, token_state_percent
 from calc.allocation import (
     POLICIES, compare_allocation, concurrency, contiguous_max_concurrency, paged_waste_bound_tokens, reserved_tokens,
 )
 from calc.catalog import get_model
 from calc.errors import CalcError
-from calc.memory import LESSON_REPLICA, kv_bytes_per_token
+from calc.lesson import ANSWER_TOKENS, MAX_MODEL_LEN, PROMPT_TOKENS
+from calc.memory import kv_bytes_per_token
 from calc.sim import presets
 from calc.sim.fleet import Fleet, simulate_fleet
 from calc.sim.live import MAX_EVENTS_PER_FRAME, block_map
+from calc.sim_views import BREAK_PRESET, FIX_PRESET, SIDES, side_by_side_scenarios
+from calc.sim_views import preset_summary, scenario_for
 from calc.units import NS_PER_S, format_bytes, format_number, round_sig
 from calc.widgets.charts import PALETTE, bar_chart
 from calc.widgets.framework import Choice, FloatRange, IntRange, output, stream, table, view, widget
-from calc.widgets.reserving_the_maximum import (
-    ANSWER_TOKENS, BREAK_PRESET, FIX_PRESET, MAX_MODEL_LEN, PROMPT_TOKENS, lesson_capacity_tokens, preset_summary,
-    published_share,
-)
-from calc.widgets.simulation import scenario_for
 
 __all__ = ["allocation_shares", "side_by_side", "side_by_side_scenarios", "facts", "POLICY_LABELS",
            "SATURATION_PRESET"]
@@ -64,7 +63,7 @@ SATURATION_PRESET = "step06-twice-the-traffic"
 #: Values the page's "Try this" asks the reader to enter.
 BIG_BLOCK = 256
 LONG_MAX_LEN = 32_768
-_LESSON_TOKENS = lesson_capacity_tokens()
+_LESSON_TOKENS = lesson.KV_CAPACITY_TOKENS_LESSON_GB
 
 
 def _pct(fraction: float) -> str:
@@ -114,10 +113,10 @@ def allocation_shares(
     # One pass per policy over the checked requests: shares over each request's life and mean peak reservations.
     results = compare_allocation(requests, max_model_len=max_model_len, block_size=block_size)
     shares = {p: results[p].token_state_fraction for p in POLICIES}
-    published = {p: published_share(PUBLISHED_IDS[p])[0] / 100 for p in POLICIES}
+    published = {p: published_token_share(PUBLISHED_IDS[p])[0] / 100 for p in POLICIES}
     fits = {p: int(_LESSON_TOKENS // results[p].peak_reserved_tokens_per_request) for p in POLICIES}
-    cite = published_share(PUBLISHED_IDS["paged"])[1]
-    paper_len = published_share(PUBLISHED_IDS["paged"])[2]
+    cite = published_token_share(PUBLISHED_IDS["paged"])[1]
+    paper_len = published_token_share(PUBLISHED_IDS["paged"])[2]
     labels = [TICK_LABELS[p] for p in POLICIES]
     figure = bar_chart(
         "KV memory holding tokens", labels, "share of reserved memory",
@@ -137,7 +136,7 @@ def allocation_shares(
     figure["data"][1]["marker"]["color"] = PALETTE[7]
     for trace in figure["data"]:
         trace["hovertemplate"] = "%{y:.1%}<extra>" + trace["name"] + "</extra>"
-    per_token = kv_bytes_per_token(get_model(LESSON_REPLICA["model"]), LESSON_REPLICA["kv_dtype"])
+    per_token = kv_bytes_per_token(get_model(lesson.REPLICA["model"]), lesson.REPLICA["kv_dtype"])
     bound = paged_waste_bound_tokens(block_size)
     outs = [
         output("paged_share", "Paged: memory holding tokens", shares["paged"], "",
@@ -161,7 +160,6 @@ def allocation_shares(
 
 # --- both allocations in one live run --------------------------------------------------------------------
 
-SIDES = (("c", "contiguous", "reserve the maximum"), ("p", "paged", "paged blocks"))
 SHORT = {"c": "reserve max", "p": "paged"}
 _CHARTS = (
     ("queue", "Requests waiting in the queue", "requests", None, [("queue_depth", "")]),
@@ -184,23 +182,6 @@ _PANEL = (
 BLOCKMAP_COLS = 40
 BLOCKMAP_ROWS = 48
 GAP_COLS = 2
-
-
-def side_by_side_scenarios(rate_per_s: float = 8, max_model_len: int = MAX_MODEL_LEN, block_size: int = 16,
-                           max_num_seqs: int = 256) -> dict[str, dict]:
-    """The step-05 preset's scenario twice, once per allocation, with the page's overrides.
-
-    >>> s = side_by_side_scenarios(max_model_len=16384)
-    >>> s["contiguous"]["allocation"], s["paged"]["allocation"], s["paged"]["max_model_len"]
-    ('contiguous', 'paged', 16384)
-    """
-    out = {}
-    for _, allocation, _ in SIDES:
-        data = scenario_for(FIX_PRESET, rate_per_s=rate_per_s, allocation=allocation, max_num_seqs=max_num_seqs)
-        data["max_model_len"] = max_model_len
-        data["block_size"] = block_size
-        out[allocation] = data
-    return out
 
 
 def _figures() -> dict:
@@ -382,8 +363,8 @@ def facts() -> dict[str, str]:
     >>> f["paged_requests"], f["contiguous_requests"], f["paged_share_published"], f["waste_published"]
     ('311', '48', '96.3%', '3.7%')
     """
-    model = get_model(LESSON_REPLICA["model"])
-    per_token = kv_bytes_per_token(model, LESSON_REPLICA["kv_dtype"])
+    model = get_model(lesson.REPLICA["model"])
+    per_token = kv_bytes_per_token(model, lesson.REPLICA["kv_dtype"])
     request = [(PROMPT_TOKENS, ANSWER_TOKENS)]
     length = PROMPT_TOKENS + ANSWER_TOKENS
     paged = concurrency(_LESSON_TOKENS, request, "paged", max_model_len=MAX_MODEL_LEN)
@@ -391,8 +372,8 @@ def facts() -> dict[str, str]:
     bound = paged_waste_bound_tokens(16)
     paged_run, broken, saturated = preset_summary(FIX_PRESET), preset_summary(BREAK_PRESET), \
         preset_summary(SATURATION_PRESET)
-    published = {p: published_share(PUBLISHED_IDS[p])[0] for p in POLICIES}
-    cite = published_share(PUBLISHED_IDS["paged"])[1]
+    published = {p: published_token_share(PUBLISHED_IDS[p])[0] for p in POLICIES}
+    cite = published_token_share(PUBLISHED_IDS["paged"])[1]
     ours = {p: token_state_percent(p, mean_prompt_tokens=SHAREGPT_PROMPT_TOKENS,
                                    mean_output_tokens=SHAREGPT_OUTPUT_TOKENS) for p in POLICIES}
     quiz_prompt, quiz_generated, block = 1_000, 37, 16

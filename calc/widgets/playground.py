@@ -39,7 +39,7 @@ from calc.sim.scenario import BATCHING, Scenario, dump_scenario
 from calc.sim.workload import ARRIVALS, RequestClass
 from calc.speculative import EAGLE_LIKE
 from calc.units import GB, SECONDS_PER_HOUR, format_number, round_sig
-from calc.widgets.a_70b_assistant import memory_view
+from calc.widgets.views import replica_memory_view
 from calc.widgets.charts import PALETTE, line_chart
 from calc.widgets.framework import Choice, FloatRange, IntRange, collect_stream, output, stream, view, widget
 from calc.widgets.simulation import metrics, simulation_views
@@ -234,7 +234,7 @@ def _capacity(k: dict):
 def replica(**knobs):
     """The memory view of the playground's replica: step 1's bars, and the KV cache the simulator gets.
 
-    Terms from :func:`calc.widgets.a_70b_assistant.memory_view` with the exact
+    Terms from :func:`calc.widgets.views.replica_memory_view` with the exact
     parameter count (the simulator's weights); blocks and tokens from
     :func:`calc.memory.kv_capacity` at the chosen block size (vLLM's
     ``determine_available_memory``); vLLM's "maximum concurrency" = KV tokens /
@@ -246,9 +246,9 @@ def replica(**knobs):
     """
     k = _knob_args(knobs, REPLICA_KNOBS)
     prompt, answer = _request_tokens(k["lengths"], k["prompt_tokens"], k["output_tokens"], k["prefix_tokens"])
-    base = memory_view(model=k["model"], gpu=k["gpu"], tp=k["tp"], weights=k["weights"], kv_dtype=k["kv_dtype"],
-                       gpu_memory_utilization=k["gpu_memory_utilization"], memory_basis=k["memory_basis"],
-                       parameter_count="exact", request_tokens=prompt + answer)
+    base = replica_memory_view(k["model"], k["gpu"], tp=k["tp"], weights=k["weights"], kv_dtype=k["kv_dtype"],
+                               gpu_memory_utilization=k["gpu_memory_utilization"], memory_basis=k["memory_basis"],
+                               parameter_count="exact", request_tokens=prompt + answer)
     cap = _capacity(k)
     tokens = cap.kv_cache_tokens
     per_request = prompt + answer

@@ -23,93 +23,36 @@ from functools import lru_cache
 from typing import Annotated
 
 from calc.errors import CalcError, check_choice, check_range
-from calc.prefix import hit_tokens_for_layout
+from calc.prefix import BLOCK_TOKENS, hit_tokens_for_layout, prefill_time_s, replica_ceiling
+from calc.prefix import LAYOUTS, TIMESTAMP_TOKENS, _LAYOUT_KEYS, layout_hit, layout_parts
 from calc.sim import presets
 from calc.sim.fleet import simulate_fleet
+from calc.sim_views import (
+    MAX_SYSTEM_PROMPT_TOKENS, QUESTION_TOKENS, SYSTEM_PROMPT_PRESET, SYSTEM_PROMPT_TOKENS, system_prompt_scenario,
+)
+from calc.sim_views import SYSTEM_PROMPT_ANSWER_TOKENS as ANSWER_TOKENS
+from calc.sim_views import SYSTEM_PROMPT_RATE_PER_S as RATE_PER_S
 from calc.units import format_number
 from calc.widgets.charts import PALETTE, bar_chart
 from calc.widgets.framework import Choice, FloatRange, IntRange, output, stream, table, view, widget
 from calc.widgets.simulation import scenario_for, simulation_views
-from calc.widgets.system_prompt import (
-    ANSWER_TOKENS, BLOCK_TOKENS, MAX_SYSTEM_PROMPT_TOKENS, QUESTION_TOKENS, RATE_PER_S, SYSTEM_PROMPT_TOKENS,
-    prefill_time_s, replica_ceiling, with_hit_rate,
-)
-from calc.widgets.system_prompt import PRESET as BEFORE_PRESET
-from calc.widgets.system_prompt import scenario as before_scenario
+from calc.widgets.views import with_hit_rate
 
 __all__ = ["PRESET", "LAYOUTS", "TIMESTAMP_TOKENS", "layout_parts", "layout_hit", "prompt_layout", "before_after",
            "replica", "scenario", "facts"]
 
 #: The simulator's scenario of this step: step 11's traffic with prefix caching on.
 PRESET = "step12-prefix-caching"
-#: A line such as "Today is Tuesday, 12 May 2026, 14:03 UTC." is about this many tokens.
-TIMESTAMP_TOKENS = 16
 #: Requests in the prefill-saved total (a round number: the first request is the cold miss).
 REQUESTS = 1_000
 
-LAYOUTS = (
-    ("stable-first", "System prompt first, question last"),
-    ("variable-first", "Question first, system prompt last"),
-    ("timestamp-first", "Timestamp line above the system prompt"),
-    ("timestamp-after", "System prompt, then timestamp, then question"),
-)
 _SHORT = {"stable-first": "system prompt → question", "variable-first": "question → system prompt",
           "timestamp-first": "timestamp → system prompt → question",
           "timestamp-after": "system prompt → timestamp → question"}
 #: Chart labels broken over two lines, so that the bars keep their width on a phone.
 _LABEL = {key: text.replace(" → ", " →<br>", 1) if key.startswith("timestamp") else text.replace(" → ", "<br>→ ")
           for key, text in _SHORT.items()}
-_LAYOUT_KEYS = tuple(key for key, _ in LAYOUTS)
 BLOCK_CHOICES = tuple((str(n), f"{n} (vLLM's default)" if n == BLOCK_TOKENS else str(n)) for n in (8, 16, 32, 64, 128))
-
-
-def layout_parts(layout: str, system_prompt_tokens: int = SYSTEM_PROMPT_TOKENS,
-                 question_tokens: int = QUESTION_TOKENS, timestamp_tokens: int = TIMESTAMP_TOKENS) -> list[tuple]:
-    """The prompt's parts in order, each ``(name, "stable" | "variable", tokens)``.
-
-    Stable parts are identical in every request (the system prompt); variable
-    parts differ (the user's question, a timestamp). Source: the layouts the
-    page compares; prompt-caching guides advise static content first and
-    dynamic content last (vLLM "Automatic Prefix Caching"; OpenAI "Prompt caching").
-
-    >>> layout_parts("timestamp-first")
-    [('Timestamp line', 'variable', 16), ('System prompt', 'stable', 2500), ('Question', 'variable', 1024)]
-    """
-    check_choice("layout", layout, _LAYOUT_KEYS)
-    system = ("System prompt", "stable", system_prompt_tokens)
-    question = ("Question", "variable", question_tokens)
-    stamp = ("Timestamp line", "variable", timestamp_tokens)
-    return {
-        "stable-first": [system, question],
-        "variable-first": [question, system],
-        "timestamp-first": [stamp, system, question],
-        "timestamp-after": [system, stamp, question],
-    }[layout]
-
-
-def layout_hit(layout: str, system_prompt_tokens: int = SYSTEM_PROMPT_TOKENS, question_tokens: int = QUESTION_TOKENS,
-               timestamp_tokens: int = TIMESTAMP_TOKENS, block_size_tokens: int = BLOCK_TOKENS) -> dict:
-    """Warm-cache hit of one prompt laid out as ``layout``, with the hit split over its parts.
-
-    :func:`calc.prefix.hit_tokens_for_layout` gives the hit tokens (whole
-    blocks of the leading identical run, never the last prompt token); the
-    hit covers the prompt's first ``hit_tokens`` tokens, so each part's share
-    follows from its position. Source: :mod:`calc.prefix`.
-
-    >>> r = layout_hit("timestamp-after")
-    >>> r["hit_tokens"], [p["hit_tokens"] for p in r["parts"]]
-    (2496, [2496, 0, 0])
-    """
-    parts = layout_parts(layout, system_prompt_tokens, question_tokens, timestamp_tokens)
-    result = hit_tokens_for_layout([(kind, tokens) for _, kind, tokens in parts], block_size_tokens)
-    start = 0
-    split = []
-    for name, kind, tokens in parts:
-        hit = max(0, min(tokens, result["hit_tokens"] - start))
-        split.append({"name": name, "kind": kind, "tokens": tokens, "hit_tokens": hit})
-        start += tokens
-    result.update(layout=layout, parts=split)
-    return result
 
 
 @widget
@@ -180,9 +123,9 @@ def _summary(system_prompt_tokens: int, rate_per_s: float, prefix_caching: str) 
     """Summary of step 11's traffic with these knobs (the widget shows no series, so none is kept).
 
     Kept per input for the worker's visit: a reader moving a slider back finds the run done.
-    Source: :func:`calc.sim.fleet.simulate_fleet` on :func:`calc.widgets.system_prompt.scenario`.
+    Source: :func:`calc.sim.fleet.simulate_fleet` on :func:`calc.sim_views.system_prompt_scenario`.
     """
-    data = before_scenario(system_prompt_tokens=system_prompt_tokens, rate_per_s=rate_per_s,
+    data = system_prompt_scenario(system_prompt_tokens=system_prompt_tokens, rate_per_s=rate_per_s,
                            prefix_caching=prefix_caching)
     return simulate_fleet(data, time_series=False).summary
 
@@ -301,7 +244,7 @@ def facts() -> dict[str, str]:
     stable = layout_hit("stable-first")
     prompt = stable["prompt_tokens"]
     hit = stable["hit_tokens"]
-    before = presets.run(BEFORE_PRESET).summary
+    before = presets.run(SYSTEM_PROMPT_PRESET).summary
     after = presets.run(PRESET).summary
     cold_s = prefill_time_s(prompt)
     warm_s = prefill_time_s(prompt, hit)

@@ -19,29 +19,23 @@ Fig. 2: "Orca (Max)"); the lesson's figure 399,169 / 8,192 = 48.
 
 from __future__ import annotations
 
-import functools
 from typing import Annotated
 
-from calc.accuracy import load_measurements
+from calc import lesson
+from calc.accuracy import published_token_share
 from calc.allocation import compare_allocation, concurrency, contiguous_max_concurrency
 from calc.errors import CalcError
-from calc.memory import lesson_kv_capacity
+from calc.lesson import ANSWER_TOKENS, MAX_MODEL_LEN, PROMPT_TOKENS
 from calc.sim import presets
-from calc.sim.fleet import simulate_fleet
 from calc.units import format_number, round_sig
 from calc.widgets.charts import PALETTE, bar_chart, line_chart
 from calc.widgets.framework import IntRange, output, view, widget
-from calc.widgets.simulation import scenario_for
+from calc.sim_views import preset_summary
 
-__all__ = ["reservation", "lesson_capacity_tokens", "published_share", "preset_summary", "facts",
-           "MAX_MODEL_LEN", "PROMPT_TOKENS", "ANSWER_TOKENS", "LLAMA_31_CONTEXT_TOKENS", "BREAK_PRESET",
+__all__ = ["reservation", "facts",
+           "LLAMA_31_CONTEXT_TOKENS", "BREAK_PRESET",
            "FIX_PRESET"]
 
-#: The running example's average request (LESSON.md): 1,024-token prompts, 256-token answers.
-PROMPT_TOKENS = 1_024
-ANSWER_TOKENS = 256
-#: The longest request the server admits (vLLM's ``max_model_len``), as in the step-04 preset.
-MAX_MODEL_LEN = 8_192
 #: Llama 3.1's context window: ``max_position_embeddings`` = 131072 in config.json of
 #: meta-llama/Llama-3.1-70B (https://huggingface.co/meta-llama/Llama-3.1-70B/blob/main/config.json).
 LLAMA_31_CONTEXT_TOKENS = 131_072
@@ -56,49 +50,7 @@ LENGTH_POINTS = (1_024, 2_048, 4_096, 8_192, 16_384, 32_768, 65_536, 131_072)
 _FREE_COLOUR = "#9e9e9e"
 
 
-def lesson_capacity_tokens() -> int:
-    """KV cache tokens of the running example as the lesson counts them (rounded parameter count).
-
-    Source: :func:`calc.memory.lesson_kv_capacity` (step 1: 32.7 GB per GPU / 81,920 B per token per GPU).
-
-    >>> lesson_capacity_tokens()
-    399169
-    """
-    return lesson_kv_capacity(rounded_params=True).kv_cache_tokens_raw
-
-
-_LESSON_TOKENS = lesson_capacity_tokens()
-
-
-def published_share(measurement_id: str) -> tuple[float, str, int]:
-    """A published share of KV memory holding token states (percent), its short citation and the max length run.
-
-    Read from ``calc/data/measurements.json`` (:func:`calc.accuracy.load_measurements`),
-    where every figure carries its source.
-
-    >>> published_share("vllm-paper-fig2-max")
-    (20.4, 'vLLM paper, Fig. 2', 2048)
-    """
-    for item in load_measurements():
-        if item["id"] == measurement_id:
-            return float(item["figure"]["value"]), item["source"]["cite"], int(item["inputs"]["max_model_len"])
-    raise CalcError(f"measurement_id must name a measurement in calc/data/measurements.json; got {measurement_id!r}",
-                    "measurement_id")
-
-
-@functools.lru_cache(maxsize=8)
-def preset_summary(name: str, rate_per_s: float = 0) -> dict:
-    """The summary of a lesson preset run to its end, at its own arrival rate or at ``rate_per_s``.
-
-    Cached: a run is deterministic. Source: :func:`calc.sim.fleet.simulate_fleet` on
-    :func:`calc.widgets.simulation.scenario_for` (the scenario the page's live simulation runs).
-
-    >>> preset_summary(BREAK_PRESET)["running_max"]
-    48
-    >>> preset_summary(BREAK_PRESET, 4)["queue_depth_max"]
-    3
-    """
-    return dict(simulate_fleet(scenario_for(name, rate_per_s=rate_per_s)).summary)
+_LESSON_TOKENS = lesson.KV_CAPACITY_TOKENS_LESSON_GB
 
 
 def _check_lengths(max_model_len: int, prompt_tokens: int, answer_tokens: int) -> int:
@@ -244,7 +196,7 @@ def facts() -> dict[str, str]:
     promised = contiguous * (MAX_MODEL_LEN - length)
     broken, fixed = preset_summary(BREAK_PRESET), preset_summary(FIX_PRESET)
     calm = preset_summary(BREAK_PRESET, CALM_RATE_PER_S)
-    orca_max, cite, paper_max_len = published_share("vllm-paper-fig2-max")
+    orca_max, cite, paper_max_len = published_token_share("vllm-paper-fig2-max")
     quiz_len = 32_768
     sim_tokens = broken["kv_cache_tokens"]
     return {

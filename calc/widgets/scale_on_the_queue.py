@@ -23,19 +23,21 @@ import functools
 import math
 from typing import Annotated
 
+from calc import lesson
 from calc.autoscale import scale_up_delay_s, warm_headroom
 from calc.catalog import MODELS, get_gpu, get_model
 from calc.cost import replica_usd_per_hour
 from calc.errors import CalcError
-from calc.memory import LESSON_REPLICA, WEIGHT_FORMATS, check_tp, weights_bytes_per_gpu
+from calc.memory import WEIGHT_FORMATS, check_tp, weights_bytes_per_gpu
 from calc.sim import presets
 from calc.sim.autoscaler import AutoscalerConfig
 from calc.sim.fleet import FleetScenario, simulate_fleet
 from calc.units import GB, format_number
 from calc.widgets.charts import bar_chart, line_chart
 from calc.widgets.framework import REGISTRY, Choice, FloatRange, IntRange, output, stream, view, widget
-from calc.widgets.scaling_on_gpu_util import fleet_scenario, fleet_views, preset_summary
-from calc.widgets.scaling_on_gpu_util import replica_capacity_rps as _capacity_rps
+from calc.sim_views import fleet_scenario, preset_summary
+from calc.widgets.views import fleet_views
+from calc.gpu_util import replica_capacity_rps as _capacity_rps
 
 __all__ = ["autoscaler_choice", "lesson_delay_s", "scale_up_delay", "warm_headroom_view", "queue_autoscaler", "autoscaler_label",
            "variant_summary", "facts", "SCENARIOS"]
@@ -50,7 +52,7 @@ BANDWIDTHS_GB_PER_S = (0.5, 1, 2, 5, 10, 25)
 WARM_FLOOR_REPLICAS = 3
 
 _QUEUE_AUTO = presets.load_data(QUEUE)["fleet"]["autoscaler"]
-_GPU = get_gpu(LESSON_REPLICA["gpu"])
+_GPU = get_gpu(lesson.REPLICA["gpu"])
 
 
 def _config(name: str) -> AutoscalerConfig:
@@ -89,8 +91,8 @@ def autoscaler_label(name: str) -> str:
 
 
 def lesson_delay_s(pod_start_s: float | None = None, load_gb_per_s: float | None = None, *,
-                   model: str = LESSON_REPLICA["model"], weights: str = LESSON_REPLICA["weights"],
-                   tp: int = LESSON_REPLICA["tp"]) -> float:
+                   model: str = lesson.REPLICA["model"], weights: str = lesson.REPLICA["weights"],
+                   tp: int = lesson.REPLICA["tp"]) -> float:
     """Scale-up delay of a replica in seconds; by default the simulator's fleet (the step 15 presets' settings).
 
     Each GPU reads its own shard (:func:`calc.memory.weights_bytes_per_gpu`) at
@@ -117,9 +119,9 @@ def _s(seconds: float) -> str:
 
 @widget
 def scale_up_delay(
-    model: Annotated[str, Choice(MODEL_CHOICES, label="Model")] = LESSON_REPLICA["model"],
-    weights: Annotated[str, Choice(WEIGHT_FORMATS, label="Weight precision")] = LESSON_REPLICA["weights"],
-    tp: Annotated[int, IntRange(1, 64, label="GPUs per replica (tensor parallel)")] = LESSON_REPLICA["tp"],
+    model: Annotated[str, Choice(MODEL_CHOICES, label="Model")] = lesson.REPLICA["model"],
+    weights: Annotated[str, Choice(WEIGHT_FORMATS, label="Weight precision")] = lesson.REPLICA["weights"],
+    tp: Annotated[int, IntRange(1, 64, label="GPUs per replica (tensor parallel)")] = lesson.REPLICA["tp"],
     pod_start_s: Annotated[float, FloatRange(0, 1800, 5, "s", label="Pod start",
                                              help="scheduling, image pull, engine start, CUDA graphs")] =
         _QUEUE_AUTO["pod_start_s"],
@@ -180,7 +182,7 @@ def warm_headroom_view(
                            replica_capacity_rps=replica_capacity_rps,
                            target_utilization=target_utilization_pct / 100)
     per_replica = replica_capacity_rps * target_utilization_pct / 100
-    gpus = LESSON_REPLICA["tp"]
+    gpus = lesson.REPLICA["tp"]
     headroom_usd = replica_usd_per_hour(usd_per_gpu_hour, gpus) * result["headroom_replicas"]
     times = [window_s * i / 40 for i in range(41)]
     loads = [load_rps * (1 + growth_pct_per_min / 100) ** (t / 60) for t in times]
@@ -322,8 +324,8 @@ def facts() -> dict[str, str]:
     cfg = _config(QUEUE)
     delay = lesson_delay_s()
     first = queue["scale_events"][0]
-    model = get_model(LESSON_REPLICA["model"])
-    per_gpu = weights_bytes_per_gpu(model, LESSON_REPLICA["tp"], LESSON_REPLICA["weights"])
+    model = get_model(lesson.REPLICA["model"])
+    per_gpu = weights_bytes_per_gpu(model, lesson.REPLICA["tp"], lesson.REPLICA["weights"])
     widget_defaults = warm_headroom_view()["outputs"]
     out = {
         "delay_s": _s(delay),

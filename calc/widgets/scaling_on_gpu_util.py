@@ -1,171 +1,38 @@
 """Widgets and facts of step 14, "Break it: scaling on GPU-Util" (docs/lesson/14-scaling-on-gpu-util.md).
 
-GPU-Util, as ``nvidia-smi`` and DCGM report it, is the share of time at least
-one kernel runs (NVML ``nvmlUtilization_t.gpu``). An LLM server runs a decode
-step whenever any request is in flight, so GPU-Util measures the chance that
-the replica is not empty, not how much more work it could take:
+The model of what GPU-Util reads against the compute really used is
+:mod:`calc.gpu_util` (``python -m calc gpu-util``); this page turns it into a
+chart of GPU-Util against load with an autoscaler's thresholds:
 
-    requests in flight  L = arrival rate x time a request stays (TTFT + answer x ITL)
-    GPU-Util           ~= 1 - exp(-L)        (Poisson arrivals, no queue: M/G/infinity)
-    compute use         = arrival rate x FLOPs per request / peak FLOP/s
-
-For the running example a 1,024 + 256-token request stays about 4 s, so two
-requests a second keep eight in flight and GPU-Util reads 99.97 %, while the
-tensor cores do a few per cent of what they could:
-
->>> r = gpu_util_at_rate(2.0)
->>> round(r["gpu_util"] * 100, 2), round(r["compute_utilization"] * 100, 1), round(r["in_flight"], 1)
-(99.97, 9.1, 8.1)
+>>> gpu_util_vs_load()["outputs"]["gpu_util"]["text"]
+'99.97%'
 
 The live part of the page is the fleet of :mod:`calc.sim.fleet` under an
 autoscaler on GPU-Util (preset ``step14-scale-on-gpu-util``), streamed with
-:func:`fleet_views`, which step 15 reuses for its own autoscalers.
+:func:`calc.widgets.views.fleet_views`, which step 15 uses for its own autoscalers.
 """
 
 from __future__ import annotations
 
-import copy
 import functools
 import math
 from typing import Annotated
 
-from calc.catalog import get_gpu, get_model
-from calc.errors import CalcError, check_range
-from calc.memory import LESSON_REPLICA
-from calc.roofline import itl_s, max_throughput, prefill_attention_pairs, step_coefficients, ttft_s
+from calc.errors import CalcError
+from calc.gpu_util import gpu_util_at_rate, rate_for_gpu_util, replica_capacity_rps
+from calc.lesson import ANSWER_TOKENS, PROMPT_TOKENS
 from calc.sim import presets
 from calc.sim.autoscaler import DEFAULT_THRESHOLDS
-from calc.sim.live import live_frames
+from calc.sim_views import fleet_scenario, preset_summary
 from calc.units import format_number
-from calc.widgets.a_70b_assistant import ANSWER_TOKENS, PROMPT_TOKENS, replica_capacity
 from calc.widgets.charts import PALETTE, line_chart
 from calc.widgets.framework import FloatRange, IntRange, output, stream, view, widget
-from calc.widgets.simulation import metrics
+from calc.widgets.views import fleet_views
 
-__all__ = ["gpu_util_at_rate", "rate_for_gpu_util", "replica_capacity_rps", "lesson_coefficients", "fleet_views",
-           "fleet_scenario", "gpu_util_vs_load", "gpu_util_autoscaler", "preset_summary", "facts", "PRESET"]
+__all__ = ["gpu_util_vs_load", "gpu_util_autoscaler", "facts", "PRESET"]
 
 PRESET = "step14-scale-on-gpu-util"
-#: The engine's running-request cap in the simulator (vLLM's ``max_num_seqs`` default).
-MAX_NUM_SEQS = 256
 _UP_DEFAULT, _DOWN_DEFAULT = DEFAULT_THRESHOLDS["gpu_util"]
-_ITERATIONS = 60  # the fixed point in-flight <-> ITL settles in a handful; this is a hard stop
-
-
-@functools.lru_cache(maxsize=None)
-def lesson_coefficients():
-    """The roofline of the running example (Llama 3.1 70B, bf16, TP 4 on H100 SXM), from :mod:`calc.roofline`.
-
-    >>> lesson_coefficients().tp
-    4
-    """
-    return step_coefficients(get_model(LESSON_REPLICA["model"]), get_gpu(LESSON_REPLICA["gpu"]),
-                             tp=LESSON_REPLICA["tp"], weights=LESSON_REPLICA["weights"],
-                             kv_dtype=LESSON_REPLICA["kv_dtype"])
-
-
-def _lengths(prompt_tokens: int, answer_tokens: int) -> tuple[int, int]:
-    prompt = check_range("prompt_tokens", prompt_tokens, 1, 100_000, integer=True)
-    answer = check_range("answer_tokens", answer_tokens, 1, 32_000, integer=True)
-    return prompt, answer
-
-
-def _stay_s(coef, prompt: int, answer: int, in_flight: float) -> float:
-    """Seconds one request stays in the replica with ``in_flight`` others decoding beside it."""
-    batch = max(1, round(in_flight))
-    return ttft_s(coef, prompt_tokens=prompt) + (answer - 1) * itl_s(coef, batch=batch,
-                                                                      context_tokens=prompt + answer // 2)
-
-
-@functools.lru_cache(maxsize=256)
-def replica_capacity_rps(prompt_tokens: int = PROMPT_TOKENS, answer_tokens: int = ANSWER_TOKENS) -> float:
-    """Requests per second the running example's replica completes when flooded: its saturation point.
-
-    Output tokens/s of :func:`calc.roofline.max_throughput` (prefill mixed into
-    decode, at most 256 running, the replica's KV cache from step 1) divided by
-    the answer length. Source: :mod:`calc.roofline`; the simulator's step 6
-    preset saturates at the same rate.
-
-    >>> round(replica_capacity_rps(), 2)
-    9.05
-    """
-    prompt, answer = _lengths(prompt_tokens, answer_tokens)
-    kv_tokens = replica_capacity().kv_cache_tokens_raw
-    run = max_throughput(lesson_coefficients(), input_tokens=prompt, output_tokens=answer,
-                         kv_capacity_tokens=kv_tokens, max_running=MAX_NUM_SEQS)
-    return run["output_tokens_per_s"] / answer
-
-
-def gpu_util_at_rate(rate_per_s: float, *, prompt_tokens: int = PROMPT_TOKENS,
-                     answer_tokens: int = ANSWER_TOKENS) -> dict:
-    """What GPU-Util reads, and the compute really used, for one replica of the running example at ``rate_per_s``.
-
-    ``in_flight = rate x stay`` (Little's law), with ``stay = TTFT + (answer - 1)
-    x ITL`` at a batch of ``in_flight`` (a fixed point: more in flight, slower
-    steps, longer stays). With Poisson arrivals and no queue the number in flight
-    is Poisson (M/G/infinity), so the replica is empty ``exp(-in_flight)`` of the
-    time and GPU-Util, the share of time a kernel runs, is ``1 - exp(-in_flight)``.
-    Compute utilization is the FLOPs the requests need over the GPU's peak.
-    At or beyond the replica's capacity a queue forms: GPU-Util is 1 and the
-    compute used stops at what the capacity needs (``saturated`` is True).
-    Sources: NVML ``nvmlUtilization_t.gpu`` ("percent of time over the past sample
-    period during which one or more kernels was executing"); Little's law
-    (Little, Operations Research 1961); the M/G/infinity queue (Kleinrock,
-    *Queueing Systems* vol. 1, 1975); step times from :mod:`calc.roofline`. The
-    simulator agrees within a few points (tests/widgets/test_scaling_on_gpu_util.py).
-
-    >>> r = gpu_util_at_rate(0.1)
-    >>> round(r["gpu_util"], 2), round(r["stay_s"], 2)
-    (0.33, 3.98)
-    >>> gpu_util_at_rate(50)["saturated"]
-    True
-    >>> gpu_util_at_rate(-1)
-    Traceback (most recent call last):
-    ...
-    calc.errors.CalcError: rate_per_s must be between 0.001 and 1000; got -1
-    """
-    rate = check_range("rate_per_s", rate_per_s, 0.001, 1000)
-    prompt, answer = _lengths(prompt_tokens, answer_tokens)
-    coef = lesson_coefficients()
-    capacity = replica_capacity_rps(prompt, answer)
-    saturated = rate >= capacity
-    served = min(rate, capacity)
-    in_flight = 0.0
-    stay = _stay_s(coef, prompt, answer, 1)
-    for _ in range(_ITERATIONS):
-        stay = _stay_s(coef, prompt, answer, in_flight)
-        updated = served * stay
-        if abs(updated - in_flight) < 1e-9:
-            break
-        in_flight = updated
-    flops = coef.flops(new_tokens=prompt + answer, attention_token_pairs=prefill_attention_pairs(prompt + answer))
-    return {
-        "rate_per_s": rate,
-        "capacity_rps": capacity,
-        "load_fraction": rate / capacity,
-        "stay_s": stay,
-        "in_flight": in_flight,
-        "gpu_util": 1.0 if saturated else 1.0 - math.exp(-in_flight),
-        "compute_utilization": served * flops / coef.linear_flops_per_s,
-        "saturated": saturated,
-    }
-
-
-def rate_for_gpu_util(gpu_util: float, *, prompt_tokens: int = PROMPT_TOKENS,
-                      answer_tokens: int = ANSWER_TOKENS) -> float:
-    """The arrival rate (requests/s) at which GPU-Util reads ``gpu_util`` on one replica of the running example.
-
-    Inverts :func:`gpu_util_at_rate`: ``in_flight = -ln(1 - gpu_util)``, then
-    ``rate = in_flight / stay`` at that batch.
-    Source: as :func:`gpu_util_at_rate`.
-
-    >>> round(rate_for_gpu_util(0.8), 3), round(rate_for_gpu_util(0.3), 3)
-    (0.403, 0.09)
-    """
-    util = check_range("gpu_util", gpu_util, 0.0001, 0.9999)
-    prompt, answer = _lengths(prompt_tokens, answer_tokens)
-    in_flight = -math.log(1.0 - util)
-    return in_flight / _stay_s(lesson_coefficients(), prompt, answer, in_flight)
 
 
 # --- the widget ---------------------------------------------------------------------------------
@@ -247,91 +114,6 @@ def gpu_util_vs_load(
 
 # --- the live fleet -----------------------------------------------------------------------------
 
-# (figure key, title, y title, tick format, [(series, trace name, axis)])
-FLEET_CHARTS = (
-    ("traffic", "Arrivals and replicas", "requests/s", None,
-     [("requests_per_s", "arrivals (requests/s)", "y"), ("replicas", "replicas paid for (right axis)", "y2")]),
-    ("signals", "What an autoscaler can read", "share", ".0%",
-     [("gpu_util_reported", "GPU-Util", "y"), ("compute_utilization", "compute utilization", "y"),
-      ("kv_use_fraction", "KV cache in use", "y")]),
-    ("queue", "Waiting and running requests (all replicas)", "requests", None,
-     [("queue_depth", "waiting in the queue", "y"), ("running", "running", "y")]),
-    ("latency", "Time to first token (trailing window)", "seconds", None,
-     [("ttft_p50_s", "TTFT p50", "y"), ("ttft_p99_s", "TTFT p99", "y")]),
-)
-#: The metrics of :func:`calc.widgets.simulation.metrics` that matter for autoscaling.
-FLEET_METRICS = ("requests_completed", "ttft_p50_s", "ttft_p99_s", "queue_depth_max", "gpu_util_reported",
-                 "compute_utilization", "cost_usd_per_million_output_tokens", "replicas")
-
-
-def _fleet_figures() -> dict:
-    figures = {}
-    for key, title, y_title, tick_format, traces in FLEET_CHARTS:
-        yaxis = {"title": {"text": y_title}, "automargin": True, "rangemode": "tozero"}
-        if tick_format:
-            yaxis["tickformat"] = tick_format
-        layout = {"title": {"text": title, "font": {"size": 14}},
-                  "xaxis": {"title": {"text": "simulated time (s)"}, "automargin": True},
-                  "yaxis": yaxis, "legend": {"orientation": "h", "y": -0.42, "yanchor": "top", "x": 0},
-                  "margin": {"l": 60, "r": 50, "t": 40, "b": 60}, "height": 340}
-        data = []
-        for i, (series, name, axis) in enumerate(traces):
-            trace = {"type": "scatter", "mode": "lines", "name": name, "meta": series, "x": [], "y": [],
-                     "line": {"color": PALETTE[i % len(PALETTE)], "width": 2}}
-            if axis == "y2":
-                trace["yaxis"] = "y2"
-                trace["line"]["shape"] = "hv"
-                layout["yaxis2"] = {"title": {"text": "replicas"}, "overlaying": "y", "side": "right",
-                                    "rangemode": "tozero", "dtick": 1, "showgrid": False, "automargin": True}
-            data.append(trace)
-        figures[key] = {"data": data, "layout": layout, "x_series": "t_s",
-                        "summary": f"{title} against simulated time."}
-    return figures
-
-
-def _fleet_outputs(summary: dict) -> list[dict]:
-    panel = [o for o in metrics(summary, fleet=True) if o["key"] in FLEET_METRICS]
-    hours = summary.get("replica_hours") or 0.0
-    ups, downs = summary.get("scale_ups", 0), summary.get("scale_downs", 0)
-    panel.append(output("replica_hours", "Replica-hours paid", hours, "h",
-                        text=f"{format_number(hours)} h ({format_number(summary.get('gpu_hours') or 0.0)} GPU-hours)"))
-    panel.append(output("scale_changes", "Scale-ups / scale-downs", ups, "", text=f"{ups} / {downs}"))
-    return panel
-
-
-def fleet_views(scenario: dict, frame_interval_s: float):
-    """Views of a live fleet run: four charts first, then per frame the autoscaling metrics and new points.
-
-    The charts: arrivals with the replicas paid for, the signals an autoscaler can
-    read (GPU-Util, compute utilization, KV use), the queue, and TTFT. Source:
-    :func:`calc.sim.live.live_frames` (one slice of work per frame).
-
-    >>> first = next(fleet_views(fleet_scenario(PRESET), 30.0))
-    >>> sorted(first["figures"]), first["outputs"]["replicas"]["text"]
-    (['latency', 'queue', 'signals', 'traffic'], '1 / 2 / 1')
-    """
-    first = True
-    for frame in live_frames(scenario, frame_interval_s=frame_interval_s):
-        extra = {"figures": _fleet_figures()} if first else {}
-        first = False
-        yield view(outputs=_fleet_outputs(frame["summary"]), series=frame["points"], blockmap=frame["blockmap"],
-                   t_s=frame["t_s"], done=frame["done"], **extra)
-
-
-def fleet_scenario(preset: str, **autoscaler) -> dict:
-    """The preset's fleet scenario as data, with any autoscaler settings replaced (CalcError if it is no fleet).
-
-    >>> fleet_scenario(PRESET, scale_down_below=0.5)["fleet"]["autoscaler"]["scale_down_below"]
-    0.5
-    """
-    data = copy.deepcopy(presets.load_data(preset))
-    data.pop("lesson_step", None)
-    if "fleet" not in data or "autoscaler" not in data["fleet"]:
-        raise CalcError(f"preset must be a fleet with an autoscaler; {preset} has none", "preset")
-    data["fleet"]["autoscaler"].update(autoscaler)
-    return data
-
-
 _PRESET_AUTOSCALER = presets.load_data(PRESET)["fleet"]["autoscaler"]
 #: Upper end of the scale-down threshold in the live fleet. The simulator's first GPU-Util reading of a
 #: replica that has just become ready counts almost none of its busy time (calc/sim/fleet.py, _signal), so a
@@ -359,16 +141,6 @@ def gpu_util_autoscaler(
 
 
 # --- facts --------------------------------------------------------------------------------------
-
-@functools.lru_cache(maxsize=None)
-def preset_summary(name: str) -> dict:
-    """The summary of a preset run (:func:`calc.sim.presets.run`), computed once per process.
-
-    >>> preset_summary(PRESET)["replicas_final"]
-    4
-    """
-    return presets.run(name).summary
-
 
 @functools.lru_cache(maxsize=None)
 def _last_phase(name: str) -> dict:

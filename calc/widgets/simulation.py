@@ -16,18 +16,17 @@ the metrics so far, the new time-series points and the KV block map of one repli
 
 from __future__ import annotations
 
-import copy
 from typing import Annotated
 
 from calc.errors import CalcError
 from calc.sim import presets
 from calc.sim.live import live_frames
 from calc.units import format_number, round_sig
+from calc.sim_views import KEEP, scenario_for
 from calc.widgets.charts import PALETTE
 from calc.widgets.framework import Choice, FloatRange, IntRange, output, stream, view
 
 PRESET_CHOICES = tuple((name, f"Step {int(name[4:6])}: {name[7:].replace('-', ' ')}") for name in presets.names())
-KEEP = "preset"
 
 # (figure key, title, y-axis title, y tick format, [(series key, trace name)])
 CHARTS = (
@@ -149,34 +148,6 @@ def metrics(summary: dict, fleet: bool = False) -> list[dict]:
         panel.append(output("replicas", "Replicas (start / peak / end)", get("replicas_max"), "",
                             text=f"{get('replicas_initial')} / {get('replicas_max')} / {get('replicas_final')}"))
     return panel
-
-
-def scenario_for(preset: str, *, rate_per_s: float = 0, allocation: str = KEEP, prefix_caching: str = KEEP,
-                 speculation: str = KEEP, max_num_seqs: int = 0, seed: int = -1) -> dict:
-    """The preset's scenario with the page's overrides (``preset``/0/-1 keep the preset's value).
-
-    >>> scenario_for("step05-paged", allocation="contiguous")["allocation"]
-    'contiguous'
-    """
-    data = copy.deepcopy(presets.load_data(preset))
-    for meta_key in ("lesson_step", "title"):
-        data.pop(meta_key, None)
-    if allocation != KEEP:
-        data["allocation"] = allocation
-    if prefix_caching != KEEP:
-        data["prefix_caching"] = prefix_caching == "on"
-    if speculation != KEEP:
-        data["speculation"] = None if speculation == "off" else speculation
-    if max_num_seqs:
-        data["max_num_seqs"] = max_num_seqs
-    if seed >= 0:
-        data["seed"] = seed
-    if rate_per_s:
-        if "traffic" in data.get("fleet", {}):
-            raise CalcError(f"rate_per_s cannot change {preset}: its traffic follows phases over time; "
-                            f"leave the rate at 0 (the preset's own)", "rate_per_s")
-        data.setdefault("workload", {})["rate_per_s"] = rate_per_s
-    return data
 
 
 def simulation_views(scenario: dict, frame_interval_s: float):

@@ -13,23 +13,20 @@ Llama 3.1 8B, one H100, SGLang, below 1x from batch 24 (:data:`PUBLISHED_EAGLE`)
 
 from __future__ import annotations
 
-import functools
 import math
 from typing import Annotated
 
+from calc import lesson
 from calc.catalog import get_gpu, get_model
-from calc.memory import LESSON_REPLICA
-from calc.roofline import step_coefficients
 from calc.sim import presets
-from calc.sim.fleet import simulate_fleet
-from calc.sim.scenario import Scenario
+from calc.sim_views import preset_summary
 from calc.speculative import EAGLE_LIKE, SpeculationConfig, break_even_batch, speedup_at_batch, speedup_curve
 from calc.units import format_number, round_sig
 from calc.widgets.charts import PALETTE, line_chart
 from calc.widgets.framework import Choice, FloatRange, IntRange, output, stream, table, view, widget
 from calc.widgets.simulation import scenario_for, simulation_views
 
-__all__ = ["PUBLISHED_EAGLE", "REPLICAS", "coefficients", "break_even", "speedup_vs_batch", "saturated", "saturation_summary",
+__all__ = ["PUBLISHED_EAGLE", "REPLICAS", "coefficients", "break_even", "speedup_vs_batch", "saturated",
            "facts", "SIM_PRESET"]
 
 #: Published speed-ups of EAGLE (the first version) on Llama 3.1 8B Instruct, one H100, SGLang, by batch size.
@@ -42,7 +39,7 @@ PUBLISHED_EAGLE = {
 #: The two replicas on the chart: the published set-up (8B on one H100) and the running example (70B on four).
 REPLICAS = (
     ("llama-3.1-8b", 1, "8B, 1 × H100 (published set-up)"),
-    (LESSON_REPLICA["model"], LESSON_REPLICA["tp"], "70B, 4 × H100 (running example)"),
+    (lesson.REPLICA["model"], lesson.REPLICA["tp"], "70B, 4 × H100 (running example)"),
 )
 #: Short prompts, as in the chat benchmarks the published figures come from (EAGLE_LIKE is calibrated at 512).
 CONTEXT_TOKENS = 512
@@ -55,13 +52,13 @@ LESSON_PRESET = "step05-paged"
 def coefficients(model: str):
     """The roofline of one GPU of ``model``'s replica on the chart (bf16 weights and KV).
 
-    Source: :func:`calc.roofline.step_coefficients`.
+    Source: :func:`calc.lesson.coefficients` (the running example's GPU).
 
     >>> coefficients("llama-3.1-70b").tp
     4
     """
     tp = dict((m, t) for m, t, _ in REPLICAS)[model]
-    return step_coefficients(model, LESSON_REPLICA["gpu"], tp=tp)
+    return lesson.coefficients(model=model, tp=tp)
 
 
 def break_even(model: str, config: SpeculationConfig = EAGLE_LIKE, context_tokens: int = CONTEXT_TOKENS):
@@ -195,19 +192,6 @@ def saturated(
                                 frame_interval_s)
 
 
-@functools.lru_cache(maxsize=8)
-def saturation_summary(speculation: str = "eagle-like", preset: str = SIM_PRESET, rate_per_s: float = 0) -> dict:
-    """The finished run of a preset with speculation on (``eagle-like``) or ``off`` (0 keeps the preset's rate).
-
-    Source: :func:`calc.sim.fleet.simulate_fleet` on :mod:`calc.sim.presets`.
-
-    >>> on, off = saturation_summary("eagle-like"), saturation_summary("off")
-    >>> on["throughput_output_tokens_per_s"] < off["throughput_output_tokens_per_s"]
-    True
-    """
-    return simulate_fleet(Scenario.from_dict(scenario_for(preset, rate_per_s=rate_per_s, speculation=speculation))).summary
-
-
 def facts() -> dict[str, str]:
     """Numbers quoted in the step's prose, computed from calc.
 
@@ -217,13 +201,13 @@ def facts() -> dict[str, str]:
     """
     c8 = coefficients(REPLICAS[0][0])
     at = {b: speedup_at_batch(c8, batch=b, context_tokens=CONTEXT_TOKENS) for b in (1, 2, 64, 256)}
-    on, off = saturation_summary("eagle-like"), saturation_summary("off")
+    on, off = preset_summary(SIM_PRESET, speculation="eagle-like"), preset_summary(SIM_PRESET, speculation="off")
     rate = SIM_RATE_PER_S
     low_rate = 5.0
-    low_on, low_off = saturation_summary("eagle-like", rate_per_s=low_rate), saturation_summary("off", rate_per_s=low_rate)
+    low_on, low_off = preset_summary(SIM_PRESET, low_rate, speculation="eagle-like"), preset_summary(SIM_PRESET, low_rate, speculation="off")
     lesson_rate = presets.load_data(LESSON_PRESET)["workload"]["rate_per_s"]
-    l_on, l_off = saturation_summary("eagle-like", LESSON_PRESET), saturation_summary("off", LESSON_PRESET)
-    gpu = get_gpu(LESSON_REPLICA["gpu"])
+    l_on, l_off = preset_summary(LESSON_PRESET, speculation="eagle-like"), preset_summary(LESSON_PRESET, speculation="off")
+    gpu = get_gpu(lesson.REPLICA["gpu"])
     return {
         "model_8b": get_model(REPLICAS[0][0]).name,
         "model_70b": get_model(REPLICAS[1][0]).name,

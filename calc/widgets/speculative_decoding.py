@@ -11,31 +11,31 @@ The output distribution is the target's, exactly: a drafted token ``x`` is kept
 with probability min(1, p(x) / q(x)), and on rejection the target samples from
 the normalised max(0, p - q) (Leviathan et al. 2023, Theorem 3.5; Chen et al. 2023).
 
->>> round(tokens_per_step(0.7, 4), 2), round(draft_cost_ratio("llama-3.2-1b"), 3)
+>>> round(expected_tokens_per_step(0.7, 4), 2), round(_draft_cost_ratio("llama-3.2-1b"), 3)
 (2.77, 0.064)
 """
 
 from __future__ import annotations
 
-import functools
 import math
 from typing import Annotated
 
+from calc import lesson
 from calc.catalog import get_model
-from calc.memory import LESSON_REPLICA
-from calc.roofline import decode_step, step_coefficients
+from calc.roofline import decode_step
 from calc.sim import presets
-from calc.sim.fleet import simulate_fleet
-from calc.sim.scenario import Scenario
-from calc.speculative import EAGLE_LIKE, SpeculationConfig, expected_tokens_per_step, speedup, speedup_at_batch
+from calc.sim_views import preset_summary
+from calc.speculative import (
+    EAGLE_LIKE, SpeculationConfig, best_k, draft_cost_ratio, emitted_distribution, expected_tokens_per_step, speedup,
+    speedup_at_batch,
+)
 from calc.units import format_number, round_sig
 from calc.widgets.charts import PALETTE, bar_chart, line_chart
-from calc.widgets.fp8_weights import DECODE_CONTEXT_TOKENS
+from calc.lesson import DECODE_CONTEXT_TOKENS
 from calc.widgets.framework import Choice, FloatRange, IntRange, output, stream, table, view, widget
 from calc.widgets.simulation import scenario_for, simulation_views
 
-__all__ = ["tokens_per_step", "draft_cost_ratio", "best_k", "gain", "same_distribution", "emitted_distribution",
-           "light_traffic", "light_load_summary", "facts", "DRAFTS", "WORDS", "TARGET_P", "OTHER_P"]
+__all__ = ["gain", "same_distribution", "light_traffic", "facts", "DRAFTS", "WORDS", "TARGET_P", "OTHER_P"]
 
 #: Draft models that share Llama 3.1's tokenizer (128,256 tokens), each run on one GPU of the replica.
 DRAFTS = (("llama-3.2-1b", "Llama 3.2 1B"), ("llama-3.2-3b", "Llama 3.2 3B"), ("llama-3.1-8b", "Llama 3.1 8B"))
@@ -55,42 +55,13 @@ OTHER_P = tuple(reversed(TARGET_P))
 
 
 def _target():
-    r = LESSON_REPLICA
-    return step_coefficients(r["model"], r["gpu"], tp=r["tp"], weights=r["weights"], kv_dtype=r["kv_dtype"])
+    return lesson.coefficients()
 
 
-def tokens_per_step(acceptance: float, k: int) -> float:
-    """Expected tokens per target step: ``(1 - a**(k+1)) / (1 - a)`` (Leviathan et al. 2023, Eq. 1).
-
-    >>> round(tokens_per_step(0.8, 4), 4)
-    3.3616
-    """
-    return expected_tokens_per_step(acceptance, k)
-
-
-def draft_cost_ratio(draft: str = DRAFTS[0][0], batch: int = 1, context_tokens: int = DECODE_CONTEXT_TOKENS) -> float:
-    """``c``: one draft step over one target step of the running example, both on the roofline.
-
-    The draft runs on one H100 of the replica; the target is Llama 3.1 70B on four
-    (TP 4). Source: :func:`calc.roofline.decode_step` for both.
-
-    >>> round(draft_cost_ratio("llama-3.1-8b"), 2)
-    0.39
-    """
-    r = LESSON_REPLICA
-    draft_coef = step_coefficients(get_model(draft), r["gpu"], tp=DRAFT_TP, weights=r["weights"], kv_dtype=r["kv_dtype"])
-    d = decode_step(draft_coef, batch=batch, context_tokens=context_tokens)["time_s"]
-    t = decode_step(_target(), batch=batch, context_tokens=context_tokens)["time_s"]
-    return d / t
-
-
-def best_k(acceptance: float, cost_ratio: float, max_k: int = MAX_K) -> int:
-    """The draft length that maximises :func:`calc.speculative.speedup` (the memory-bound speed-up).
-
-    >>> best_k(0.7, 0.064), best_k(0.9, 0.064), best_k(0.5, 0.39)
-    (5, 12, 1)
-    """
-    return max(range(1, max_k + 1), key=lambda k: (speedup(acceptance, k, cost_ratio), -k))
+def _draft_cost_ratio(draft: str = DRAFTS[0][0], batch: int = 1) -> float:
+    """``c`` of ``draft`` on one H100 of the replica against the running example (:func:`calc.speculative.draft_cost_ratio`)."""
+    draft_coef = lesson.coefficients(model=get_model(draft).key, tp=DRAFT_TP)
+    return draft_cost_ratio(draft_coef, _target(), batch=batch, context_tokens=DECODE_CONTEXT_TOKENS)
 
 
 @widget
@@ -111,18 +82,18 @@ def gain(
     >>> out["tokens_per_step"]["text"], out["speedup_formula"]["text"], out["speedup_roofline"]["text"]
     ('2.77', '2.2x', '2.2x')
     """
-    c = draft_cost_ratio(draft, batch)
-    expected = tokens_per_step(acceptance, k)
+    c = _draft_cost_ratio(draft, batch)
+    expected = expected_tokens_per_step(acceptance, k)
     formula = speedup(acceptance, k, c)
     config = SpeculationConfig(acceptance, k, c, source=f"{draft} draft on one H100, c from calc.roofline")
     roof = speedup_at_batch(_target(), batch=batch, context_tokens=DECODE_CONTEXT_TOKENS, config=config)
-    top = best_k(acceptance, c)
+    top = best_k(acceptance, c, MAX_K)
     ks = list(range(1, MAX_K + 1))
     curves = sorted(set(ACCEPTANCE_CURVES) | {round(acceptance, 2)})
     name = dict(DRAFTS)[draft]
     tokens_chart = line_chart(
         "Tokens per target step", "drafted tokens k", "tokens per step",
-        {f"a = {a:g}": (ks, [tokens_per_step(a, x) for x in ks]) for a in curves}, markers=True,
+        {f"a = {a:g}": (ks, [expected_tokens_per_step(a, x) for x in ks]) for a in curves}, markers=True,
         summary=(f"At a = {acceptance:g}, k = {k}: {format_number(expected)} tokens per target step; "
                  f"the ceiling 1 / (1 - a) is {format_number(1 / (1 - acceptance))}."),
     )
@@ -162,27 +133,6 @@ def gain(
     )
 
 
-def emitted_distribution(target_p, draft_q) -> list[float]:
-    """What speculative sampling emits for one position: ``min(p, q) + (1 - a) * max(0, p - q) / sum(max(0, p - q))``.
-
-    A draft token ``x ~ q`` is kept with probability ``min(1, p(x) / q(x))``, which
-    contributes ``min(p(x), q(x))``; a rejection (probability ``1 - a``, with
-    ``a = sum(min(p, q))``) resamples from the leftover ``max(0, p - q)``. The sum
-    is ``p``: the output distribution is the target's. Source: Leviathan et al. 2023,
-    Theorem 3.5 and Definition 3.2 (``a = sum min(p, q)``).
-
-    >>> [round(x, 10) for x in emitted_distribution([0.5, 0.3, 0.2], [0.2, 0.3, 0.5])]
-    [0.5, 0.3, 0.2]
-    """
-    kept = [min(p, q) for p, q in zip(target_p, draft_q)]
-    acceptance = math.fsum(kept)
-    leftover = [max(0.0, p - q) for p, q in zip(target_p, draft_q)]
-    total = math.fsum(leftover)
-    if total <= 0:  # the draft is the target: every token is kept
-        return list(kept)
-    return [k_ + (1 - acceptance) * r / total for k_, r in zip(kept, leftover)]
-
-
 @widget
 def same_distribution(
     mismatch: Annotated[float, FloatRange(0.0, 1.0, 0.05, label="Draft mismatch",
@@ -217,8 +167,8 @@ def same_distribution(
     return view(
         outputs=[
             output("acceptance", "Acceptance a = Σ min(p, q)", acceptance, "", text=f"{acceptance * 100:.0f}%"),
-            output("tokens_per_step", f"Tokens per target step at k = {K}", tokens_per_step(min(acceptance, 0.99), K),
-                   "tokens", text=format_number(tokens_per_step(min(acceptance, 0.99), K))),
+            output("tokens_per_step", f"Tokens per target step at k = {K}", expected_tokens_per_step(min(acceptance, 0.99), K),
+                   "tokens", text=format_number(expected_tokens_per_step(min(acceptance, 0.99), K))),
             output("max_difference", "Largest |emitted − target|", difference, "", text=format_number(difference)),
         ],
         figures={"distribution": figure},
@@ -245,20 +195,6 @@ def light_traffic(
                                 frame_interval_s)
 
 
-@functools.lru_cache(maxsize=4)
-def light_load_summary(speculation: str = "eagle-like") -> dict:
-    """The finished run of the page's simulation: the running example at 2 requests/s, speculation on or off.
-
-    Source: :func:`calc.sim.fleet.simulate_fleet` on the step-5 preset with the rate and speculation changed.
-
-    >>> on, off = light_load_summary("eagle-like"), light_load_summary("off")
-    >>> on["itl_p50_s"] < off["itl_p50_s"]
-    True
-    """
-    return simulate_fleet(Scenario.from_dict(scenario_for(SIM_PRESET, rate_per_s=SIM_RATE_PER_S,
-                                                          speculation=speculation))).summary
-
-
 def facts() -> dict[str, str]:
     """Numbers quoted in the step's prose, computed from calc.
 
@@ -266,22 +202,22 @@ def facts() -> dict[str, str]:
     >>> f["tokens_default"], f["speedup_default"], f["quiz_tokens"], f["eagle_tokens"]
     ('2.77', '2.2x', '2.31', '2.73')
     """
-    c = draft_cost_ratio()
+    c = _draft_cost_ratio()
     target = _target()
     plain = decode_step(target, batch=1, context_tokens=DECODE_CONTEXT_TOKENS)["time_s"]
     draft_step = c * plain
-    on, off = light_load_summary("eagle-like"), light_load_summary("off")
-    top = best_k(ACCEPTANCE, c)
+    on, off = preset_summary(SIM_PRESET, SIM_RATE_PER_S, speculation="eagle-like"), preset_summary(SIM_PRESET, SIM_RATE_PER_S, speculation="off")
+    top = best_k(ACCEPTANCE, c, MAX_K)
     roof = speedup_at_batch(target, batch=1, context_tokens=DECODE_CONTEXT_TOKENS,
                             config=SpeculationConfig(ACCEPTANCE, K, c, source="the page's worked example"))
     quiz_a, quiz_k = 0.6, 4
     return {
-        "model": get_model(LESSON_REPLICA["model"]).name,
+        "model": get_model(lesson.REPLICA["model"]).name,
         "draft": dict(DRAFTS)[DRAFTS[0][0]],
         "acceptance": f"{ACCEPTANCE:g}",
         "k": str(K),
         "k_plus_1": str(K + 1),
-        "tokens_default": format_number(tokens_per_step(ACCEPTANCE, K)),
+        "tokens_default": format_number(expected_tokens_per_step(ACCEPTANCE, K)),
         "tokens_ceiling": format_number(1 / (1 - ACCEPTANCE)),
         "tokens_max": str(K + 1),
         "cost_ratio": format_number(c),
@@ -295,7 +231,7 @@ def facts() -> dict[str, str]:
         "quiz_a": f"{quiz_a:g}",
         "quiz_k": str(quiz_k),
         "quiz_k_plus_1": str(quiz_k + 1),
-        "quiz_tokens": format_number(tokens_per_step(quiz_a, quiz_k)),
+        "quiz_tokens": format_number(expected_tokens_per_step(quiz_a, quiz_k)),
         "quiz_speedup": f"{format_number(speedup(quiz_a, quiz_k, c))}x",
         "quiz_a0_speedup": f"{format_number(speedup(0.0, quiz_k, c))}x",
         "eagle_k": str(EAGLE_LIKE.k),

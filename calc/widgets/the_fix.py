@@ -19,76 +19,21 @@ replicas, so the page can say what the split buys beyond the extra GPUs.
 
 from __future__ import annotations
 
-import copy
-import functools
 from typing import Annotated
 
-from calc.errors import check_choice, check_range
-from calc.memory import lesson_kv_capacity
-from calc.roofline import prefill_chunk, step_coefficients
-from calc.sim import presets
+from calc import lesson
 from calc.catalog import get_gpu, get_model
+from calc.incident import HIGH_SHARE, SURGE_PHASE, prefill_tokens_per_s, prompt_statistics
 from calc.memory import weights_bytes_per_gpu
+from calc.pools import COMPARED, LAYOUTS, PRESET, _pool, comparison, fix_run, fix_scenario
+from calc.roofline import prefill_chunk
+from calc.sim import presets
 from calc.sim.autoscaler import AutoscalerConfig, scale_up_delay_ns
-from calc.sim.fleet import FleetScenario, simulate_fleet
 from calc.units import NS_PER_S, format_number, round_sig
 from calc.widgets.framework import Choice, IntRange, stream
-from calc.widgets.incident_p99_ttft import (
-    DOCUMENT_SHARE, FLEET_PANELS, FRAME, HIGH_SHARE, SEED, SURGE_PHASE, dashboard_views, incident_scenario,
-    incident_run, prefill_tokens_per_s, prompt_statistics,
-)
+from calc.widgets.views import DOCUMENT_SHARE, FLEET_PANELS, FRAME, SEED, dashboard_views
 
 __all__ = ["PRESET", "LAYOUTS", "fix_scenario", "fleet", "fix_run", "COMPARED", "comparison", "facts"]
-
-PRESET = "step20-pools"
-LAYOUTS = (("pools", "three pools: chat, documents, batch"), ("shared", "one shared pool"))
-DOCUMENT_HEADROOM_REPLICAS = 2  # the documents' autoscaler may add this many replicas (the preset: 3 up to 5)
-
-
-def _pool(data: dict, name: str) -> dict:
-    return next(p for p in data["fleet"]["pools"] if p["name"] == name)
-
-
-def fix_scenario(*, layout: str = "pools", shared_replicas: int = 3, chat_replicas: int = 2,
-                 document_replicas: int = 3, batch_replicas: int = 1, chat_chunk_tokens: int = 2048,
-                 document_share: float = 0.1, seed: int = 3) -> dict:
-    """The incident's traffic on the chosen layout, as a scenario dict.
-
-    ``shared``: the incident's fleet (:func:`~calc.widgets.incident_p99_ttft.incident_scenario`)
-    with ``shared_replicas`` replicas. ``pools``: the preset ``step20-pools`` with
-    the reader's replica counts; the chat pool's prefill chunk
-    (``max_num_batched_tokens``) is ``chat_chunk_tokens``; the documents' pool
-    scales on its queue from ``document_replicas`` up to two more. Source: the
-    presets ``step19-incident-p99`` and ``step20-pools`` (the lesson's steps 19-20).
-
-    >>> pools = fix_scenario(document_replicas=1, chat_chunk_tokens=4096)["fleet"]["pools"]
-    >>> pools[0]["max_num_batched_tokens"], pools[1]["autoscaler"]["min_replicas"], pools[1]["autoscaler"]["max_replicas"]
-    (4096, 1, 3)
-    >>> fix_scenario(layout="both")
-    Traceback (most recent call last):
-    ...
-    calc.errors.CalcError: layout must be one of pools, shared; got 'both'
-    """
-    check_choice("layout", layout, tuple(key for key, _ in LAYOUTS))
-    if layout == "shared":
-        return incident_scenario(seed=seed, document_share=document_share,
-                                 replicas=check_range("shared_replicas", shared_replicas, 1, 16, integer=True))
-    data = copy.deepcopy(presets.load_data(PRESET))
-    for meta_key in ("lesson_step", "title"):
-        data.pop(meta_key, None)
-    data["seed"] = check_range("seed", seed, 0, 2**31 - 1, integer=True)
-    # The same surge mix as the incident's page, from the same function.
-    data["fleet"]["traffic"] = incident_scenario(document_share=document_share)["fleet"]["traffic"]
-    chat = _pool(data, "chat")
-    chat["replicas"] = check_range("chat_replicas", chat_replicas, 1, 16, integer=True)
-    chat["max_num_batched_tokens"] = check_range("chat_chunk_tokens", chat_chunk_tokens, 256, 65_536, integer=True)
-    docs = _pool(data, "documents")
-    docs["replicas"] = check_range("document_replicas", document_replicas, 1, 16, integer=True)
-    docs["autoscaler"]["min_replicas"] = docs["replicas"]
-    docs["autoscaler"]["max_replicas"] = docs["replicas"] + DOCUMENT_HEADROOM_REPLICAS
-    _pool(data, "batch")["replicas"] = check_range("batch_replicas", batch_replicas, 1, 16, integer=True)
-    return data
-
 
 @stream(budget_s=4.0)
 def fleet(
@@ -112,53 +57,8 @@ def fleet(
     yield from dashboard_views(scenario, frame_interval_s, panels=FLEET_PANELS, costs=True)
 
 
-@functools.lru_cache(maxsize=32)
-def fix_run(layout: str = "pools", shared_replicas: int = 3, **changes):
-    """A layout run to its end (cached): its summary. ``changes`` are other :func:`fix_scenario` arguments.
-
-    >>> fix_run("shared", 3)["ttft_p99_s"] == presets.run("step19-incident-p99").summary["ttft_p99_s"]
-    True
-    """
-    if layout == "shared" and set(changes) <= {"document_share", "seed"}:  # step 19's runs: share its cache
-        return incident_run(replicas=shared_replicas, **changes).summary
-    scenario = fix_scenario(layout=layout, shared_replicas=shared_replicas, **changes)
-    return simulate_fleet(FleetScenario.from_dict(scenario)).summary
-
-
 def _class_p99(summary: dict, name: str):
     return next(c["ttft_p99_s"] for c in summary["classes"] if c["name"] == name)
-
-
-#: The layouts the page compares: (key, label, layout, shared replicas).
-COMPARED = (
-    ("shared3", "One pool, 3 replicas (the incident)", "shared", 3),
-    ("shared4", "One pool, 4 replicas", "shared", 4),
-    ("shared6", "One pool, 6 replicas", "shared", 6),
-    ("pools", "Three pools, 2 + 3 + 1 replicas", "pools", 3),
-)
-
-
-def comparison() -> list[dict]:
-    """Each compared layout's headline numbers: latency overall and per class, preemptions, replica-hours, cost.
-
-    >>> rows = comparison()
-    >>> [r["key"] for r in rows], rows[-1]["replicas"], rows[-1]["preemptions"]
-    (['shared3', 'shared4', 'shared6', 'pools'], 6, 0)
-    """
-    rows = []
-    for key, label, layout, replicas in COMPARED:
-        s = fix_run(layout, replicas)
-        by_class = {c["name"]: c for c in s["classes"]}
-        rows.append({
-            "key": key, "label": label, "replicas": s["replicas_max"], "replica_hours": s["replica_hours"],
-            "cost_usd": s["cost_usd"], "usd_per_million_output": s["cost_usd_per_million_output_tokens"],
-            "ttft_p99_s": s["ttft_p99_s"], "chat_ttft_p99_s": by_class["chat"]["ttft_p99_s"],
-            "document_ttft_p99_s": by_class["document"]["ttft_p99_s"],
-            "batch_ttft_p99_s": by_class["batch"]["ttft_p99_s"], "itl_p99_s": s["itl_p99_s"],
-            "preemptions": s["preemptions"], "queue_depth_max": s["queue_depth_max"],
-            "pools": {p["name"]: p for p in s["pools"]},
-        })
-    return rows
 
 
 def _seconds(value) -> str:
@@ -187,13 +87,13 @@ def facts() -> dict[str, str]:
     data = fix_scenario()
     chat, docs, batch = _pool(data, "chat"), _pool(data, "documents"), _pool(data, "batch")
     classes = {c["name"]: c for c in data["workload"]["classes"]}
-    cap = lesson_kv_capacity()
+    cap = lesson.kv_capacity()
     st = prompt_statistics()
     surge = data["fleet"]["traffic"][SURGE_PHASE]
     rate = surge["rate_per_s"]
     doc_rate = rate * surge["shares"]["document"]
     chat_rate = rate * surge["shares"]["chat"]
-    coef = step_coefficients("llama-3.1-70b", "h100-sxm-80gb", tp=4)
+    coef = lesson.coefficients()
     scheduler_chunk = presets.load("step19-incident-p99").scenario.max_num_batched_tokens
     chunk_chat_s = prefill_chunk(coef, chunk_tokens=chat["max_num_batched_tokens"])["time_s"]
     chunk_default_s = prefill_chunk(coef, chunk_tokens=scheduler_chunk)["time_s"]

@@ -23,32 +23,31 @@ ridge point ``F / beta`` it is memory-bound. Every time here comes from
 
 from __future__ import annotations
 
-import math
 from typing import Annotated
 
+from calc import lesson
 from calc.catalog import GPUS, get_gpu, get_model
-from calc.errors import CalcError
-from calc.memory import LESSON_REPLICA, lesson_kv_capacity
-from calc.roofline import CALIBRATED, decode_step, prefill_chunk, steady_state_step, step_coefficients
+from calc.lesson import ANSWER_TOKENS, DECODE_CONTEXT_TOKENS, PROMPT_TOKENS
+from calc.lesson import replica_coefficients
+from calc.roofline import CALIBRATED, decode_step, prefill_chunk
+from calc.roofline import cost_split
 from calc.sim import presets
 from calc.sim.fleet import simulate_fleet
-from calc.units import GB, format_number, round_sig
+from calc.sim_views import FIX_PRESET, preset_summary, scenario_for
+from calc.units import GB, format_number
 from calc.widgets.charts import PALETTE, bar_chart, roofline_chart
 from calc.widgets.framework import Choice, IntRange, output, view, widget
-from calc.widgets.simulation import scenario_for
-from calc.widgets.reserving_the_maximum import ANSWER_TOKENS, FIX_PRESET, PROMPT_TOKENS, preset_summary
 
 __all__ = ["roofline", "step_cost", "cost_split", "replica_coefficients", "facts", "SATURATION_PRESET",
-           "MAX_NUM_SEQS", "DECODE_CONTEXT_TOKENS"]
+           "MAX_NUM_SEQS"]
 
+#: This step's saturated replica: step 5's paged one (:data:`calc.sim_views.FIX_PRESET`) at twice the traffic.
 SATURATION_PRESET = "step06-twice-the-traffic"
 #: Values the page's "Try this" asks the reader to enter.
 TRY_CONTEXT_TOKENS, TRY_CONTEXT_BATCH = 32_768, 8
 TRY_MAX_NUM_SEQS = 64
 #: vLLM's default cap on running requests (``max_num_seqs``), the batch the replica saturates at.
 MAX_NUM_SEQS = 256
-#: A decoding request is on average half-way through its answer: prompt + answer / 2 tokens of context.
-DECODE_CONTEXT_TOKENS = PROMPT_TOKENS + ANSWER_TOKENS // 2
 GPU_CHOICES = tuple((key, gpu.name) for key, gpu in GPUS.items())
 FORMATS = (("bf16", "bf16 (the running example)"), ("fp8", "fp8 (step 7)"))
 BATCH_POINTS = (1, 16, 64, 128, 256)
@@ -57,25 +56,6 @@ _COLOURS = {"weights": PALETTE[0], "kv": PALETTE[2], "prefill": PALETTE[1], "com
 
 def _ms(seconds: float) -> str:
     return f"{format_number(seconds * 1000)} ms"
-
-
-def replica_coefficients(gpu: str = LESSON_REPLICA["gpu"], weights: str = LESSON_REPLICA["weights"],
-                         kv_dtype: str = LESSON_REPLICA["kv_dtype"]):
-    """Per-GPU roofline coefficients of the running example's replica (70B, TP 4) on ``gpu``.
-
-    Refuses, with calc's reason, a GPU on which the replica's weights leave no KV cache
-    (:func:`calc.memory.lesson_kv_capacity`). Source: :func:`calc.roofline.step_coefficients`.
-
-    >>> round(replica_coefficients().dense_weight_bytes / 1e9, 2)
-    34.75
-    >>> replica_coefficients(gpu="l4")
-    Traceback (most recent call last):
-    ...
-    calc.errors.CalcError: Llama 3.1 70B does not fit: 35.3 GB of bf16 weights per GPU at tp=4 exceed the 21.6 GB vLLM may use (0.9 x 24.0 GB); allowed: tp one of 8, 16, 32, 64, a higher gpu_memory_utilization (at most 1.0), or fewer bits per weight
-    """
-    lesson_kv_capacity(gpu=gpu, weights=weights, kv_dtype=kv_dtype)
-    return step_coefficients(LESSON_REPLICA["model"], gpu, tp=LESSON_REPLICA["tp"], weights=weights,
-                             kv_dtype=kv_dtype)
 
 
 def _kernels(coef, d: dict) -> dict:
@@ -92,8 +72,8 @@ def _kernels(coef, d: dict) -> dict:
 
 @widget
 def roofline(
-    gpu: Annotated[str, Choice(GPU_CHOICES, label="GPU")] = LESSON_REPLICA["gpu"],
-    weights: Annotated[str, Choice(FORMATS, label="Weights")] = LESSON_REPLICA["weights"],
+    gpu: Annotated[str, Choice(GPU_CHOICES, label="GPU")] = lesson.REPLICA["gpu"],
+    weights: Annotated[str, Choice(FORMATS, label="Weights")] = lesson.REPLICA["weights"],
     batch: Annotated[int, IntRange(1, 4_096, 1, "sequences", label="Decode batch")] = MAX_NUM_SEQS,
     context_tokens: Annotated[int, IntRange(1, 131_072, 128, "tokens", label="Context per sequence",
                                             help="prompt + answer so far")] = DECODE_CONTEXT_TOKENS,
@@ -160,35 +140,13 @@ def roofline(
     )
 
 
-def cost_split(coef, *, batch: int, prompt_tokens: int, answer_tokens: int) -> dict:
-    """One saturated decode step split into weights, the batch's KV, prefill work, and all-reduce + overhead (s).
-
-    ``weights`` is the matmul time of the decode tokens alone (reading the weights,
-    or their FLOPs when those take longer), ``kv`` the attention over the batch's KV
-    cache, ``comm`` the tensor-parallel all-reduces and fixed overhead of that
-    decode-only step, and ``prefill`` what the average prefill work scheduled into
-    the step adds (``batch x prompt / answer`` tokens). They sum to the step time of
-    :func:`calc.roofline.steady_state_step`. Source: :mod:`calc.roofline`.
-
-    >>> split = cost_split(replica_coefficients(), batch=256, prompt_tokens=1024, answer_tokens=256)
-    >>> {k: round(v * 1000, 1) for k, v in split.items()}
-    {'weights': 17.6, 'kv': 9.5, 'prefill': 79.5, 'comm': 3.8, 'step': 110.5}
-    """
-    mixed = steady_state_step(coef, batch=batch, input_tokens=prompt_tokens, output_tokens=answer_tokens)
-    context = prompt_tokens + answer_tokens // 2
-    alone = decode_step(coef, batch=batch, context_tokens=context)
-    comm = alone["comm_s"] + alone["overhead_s"]
-    return {"weights": alone["gemm_s"], "kv": alone["attention_s"],
-            "prefill": max(0.0, mixed["time_s"] - alone["time_s"]), "comm": comm, "step": mixed["time_s"]}
-
-
 @widget
 def step_cost(
     batch: Annotated[int, IntRange(1, 4_096, 1, "sequences", label="Running batch")] = MAX_NUM_SEQS,
     prompt_tokens: Annotated[int, IntRange(1, 131_072, 1, "tokens", label="Prompt")] = PROMPT_TOKENS,
     answer_tokens: Annotated[int, IntRange(1, 131_072, 1, "tokens", label="Answer")] = ANSWER_TOKENS,
-    weights: Annotated[str, Choice(FORMATS, label="Weights")] = LESSON_REPLICA["weights"],
-    kv_dtype: Annotated[str, Choice((("bf16", "bf16"), ("fp8", "fp8")), label="KV cache")] = LESSON_REPLICA["kv_dtype"],
+    weights: Annotated[str, Choice(FORMATS, label="Weights")] = lesson.REPLICA["weights"],
+    kv_dtype: Annotated[str, Choice((("bf16", "bf16"), ("fp8", "fp8")), label="KV cache")] = lesson.REPLICA["kv_dtype"],
 ):
     """What one decode step of the saturated replica costs: weights + the batch's KV + prefill work.
 
@@ -249,7 +207,7 @@ def facts() -> dict[str, str]:
     ('295', '13.6 ms', '256')
     """
     coef = replica_coefficients()
-    gpu = get_gpu(LESSON_REPLICA["gpu"])
+    gpu = get_gpu(lesson.REPLICA["gpu"])
     eff = CALIBRATED
     ridge = coef.linear_flops_per_s / coef.hbm_bytes_per_s
     achieved_bw = coef.hbm_bytes_per_s * eff.memory
@@ -267,13 +225,13 @@ def facts() -> dict[str, str]:
     calm_rate = presets.load_data(FIX_PRESET)["workload"]["rate_per_s"]
     needed = rate * ANSWER_TOKENS
     steady_tokens_per_s = MAX_NUM_SEQS / split["step"]
-    model = get_model(LESSON_REPLICA["model"])
+    model = get_model(lesson.REPLICA["model"])
     long = decode_step(coef, batch=TRY_CONTEXT_BATCH, context_tokens=TRY_CONTEXT_TOKENS)
     capped = simulate_fleet(scenario_for(SATURATION_PRESET, max_num_seqs=TRY_MAX_NUM_SEQS)).summary
     return {
         "model": model.name,
         "gpu": gpu.name,
-        "tp": str(LESSON_REPLICA["tp"]),
+        "tp": str(lesson.REPLICA["tp"]),
         "peak_tflops": format_number(coef.linear_flops_per_s / 1e12),
         "peak_tbps": format_number(coef.hbm_bytes_per_s / 1e12),
         "ridge": format_number(ridge),

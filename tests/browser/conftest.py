@@ -9,17 +9,24 @@ from __future__ import annotations
 
 import functools
 import http.server
+import io
 import json
 import os
 import threading
 import time
 import urllib.parse
+import zipfile
 
 import pytest
 
 pytest.register_assert_rewrite("tests.browser.helpers")  # its asserts explain themselves like a test's
 
 from tests.browser.helpers import SITE  # noqa: E402 (after the rewrite is registered)
+
+#: The test-only widgets (a call that runs past its budget): served inside the calc zip only to tests that take
+#: the ``with_test_widgets`` fixture, never built into the site.
+TEST_WIDGETS = {"calc/widgets/diagnostics.py": os.path.join(os.path.dirname(__file__), "diagnostics_widget.py")}
+collect_ignore = ["diagnostics_widget.py"]  # importing it would register its widget in the test process
 
 CHROMIUM_FLAGS = [
     "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
@@ -39,8 +46,23 @@ class QuietHandler(http.server.SimpleHTTPRequestHandler):
     extensions_map = {**http.server.SimpleHTTPRequestHandler.extensions_map,
                       ".mjs": "text/javascript", ".wasm": "application/wasm", ".js": "text/javascript"}
 
+    def __init__(self, *args, site_server=None, **kwargs):
+        self.site_server = site_server
+        super().__init__(*args, **kwargs)
+
     def log_message(self, *args):
         pass
+
+    def do_GET(self):
+        zip_bytes = self.site_server.calc_zip_with_test_widgets(self.path) if self.site_server else None
+        if zip_bytes is None:
+            return super().do_GET()
+        self.send_response(200)
+        self.send_header("Content-Type", "application/zip")
+        self.send_header("Content-Length", str(len(zip_bytes)))
+        self.send_header("Cache-Control", "no-store")
+        self.end_headers()
+        self.wfile.write(zip_bytes)
 
 
 class SiteServer:
@@ -51,9 +73,28 @@ class SiteServer:
         self.host, self.port, self.base_path = parsed.hostname, parsed.port or 80, parsed.path or "/"
         self.url = url
         self.httpd = None
+        self.test_widgets = False  # set by the with_test_widgets fixture
+
+    def calc_zip_with_test_widgets(self, request_path: str) -> bytes | None:
+        """The built calc zip with :data:`TEST_WIDGETS` added, for a request of it while a test asks for them."""
+        path = urllib.parse.urlparse(request_path).path
+        if not self.test_widgets or not (path.startswith(self.base_path.rstrip("/") + "/assets/runtime/calc-")
+                                         and path.endswith(".zip")):
+            return None
+        built = os.path.join(SITE, os.path.relpath(path, self.base_path).lstrip("./"))
+        if not os.path.exists(built):
+            return None
+        buffer = io.BytesIO()
+        with zipfile.ZipFile(built) as original, zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as patched:
+            for info in original.infolist():
+                patched.writestr(info, original.read(info))
+            for arcname, source in TEST_WIDGETS.items():
+                with open(source, "rb") as handle:
+                    patched.writestr(zipfile.ZipInfo(arcname, (2020, 1, 1, 0, 0, 0)), handle.read(), zipfile.ZIP_DEFLATED)
+        return buffer.getvalue()
 
     def start(self, wait_s: float = 60):
-        handler = functools.partial(QuietHandler, directory=SITE)
+        handler = functools.partial(QuietHandler, directory=SITE, site_server=self)
         http.server.ThreadingHTTPServer.allow_reuse_address = True
         deadline = time.monotonic() + wait_s
         while True:  # the port is fixed by the build's site_url; wait out another test run that holds it
@@ -126,6 +167,14 @@ class Visit:
 
     def close(self):
         self.context.close()
+
+
+@pytest.fixture
+def with_test_widgets(site_server):
+    """Serve the test-only widgets (``diagnostics.busy``) inside the calc zip for this test only."""
+    site_server.test_widgets = True
+    yield
+    site_server.test_widgets = False
 
 
 @pytest.fixture

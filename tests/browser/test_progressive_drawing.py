@@ -125,7 +125,7 @@ def test_block_map_wraps_on_a_phone_instead_of_shrinking_cells(browser, site_ser
     assert phone.external_requests == []
 
 
-def test_a_readers_request_goes_before_background_warming(visit):
+def test_a_readers_request_goes_before_background_warming(with_test_widgets, visit):
     page = visit.page
     page.goto(visit.url(PAGE))
     page.wait_for_selector("html[data-pyodide=ready]")
@@ -157,7 +157,7 @@ def test_widgets_are_warmed_once_on_the_inputs_they_show(visit):
     assert page.get_attribute(WIDGET, "data-state") == "live"
 
 
-def test_computing_shows_only_when_the_answer_is_late_and_calc_answered_closes_each_call(visit):
+def test_computing_shows_only_when_the_answer_is_late_and_calc_answered_closes_each_call(with_test_widgets, visit):
     page = visit.page
     page.goto(visit.url(PAGE))
     page.wait_for_selector(f'{WIDGET}[data-state="live"]')

@@ -10,7 +10,7 @@ PAGE = "lesson/02-kv-cache-arithmetic/"
 WIDGET = '[data-widget="kv_cache_arithmetic.kv_per_token"]'
 
 
-def test_a_call_past_its_budget_is_cut_off_with_a_message_and_the_runtime_recovers(visit):
+def test_a_call_past_its_budget_is_cut_off_with_a_message_and_the_runtime_recovers(with_test_widgets, visit):
     page = open_live(visit, PAGE)
     assert page.locator("[data-runtime-status]").inner_text() == "Python: ready"
     answer = page.evaluate("() => window.calcRuntime.request('call', {fn: 'diagnostics.busy', args: {seconds: '5'}}, 1000)")

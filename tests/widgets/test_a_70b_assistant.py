@@ -6,8 +6,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from calc import lesson
 from calc.errors import CalcError
-from calc.memory import KV_DTYPES, WEIGHT_FORMATS, lesson_kv_capacity
+from calc.memory import KV_DTYPES, WEIGHT_FORMATS
 from calc.units import GB, GiB
 from calc.widgets import a_70b_assistant as step
 from calc.widgets import framework
@@ -51,11 +52,11 @@ def test_both_parameter_counts_agree_within_a_tenth_of_a_percent():
 
 
 def test_the_view_matches_calc_memory_directly():
-    cap = lesson_kv_capacity(rounded_params=True, max_model_len=1280)
+    cap = lesson.kv_capacity(rounded_params=True, max_model_len=1280)
     out = outputs()
     assert out["kv_cache_bytes_per_gpu"]["value"] == pytest.approx(cap.kv_cache_bytes)
     assert out["kv_cache_tokens"]["value"] == cap.kv_cache_tokens_raw
-    exact = lesson_kv_capacity()
+    exact = lesson.kv_capacity()
     assert outputs(parameter_count="exact")["weights_bytes_per_gpu"]["value"] == exact.weights_bytes == 35_276_853_248
 
 
@@ -158,7 +159,7 @@ def test_facts():
     kv_dtype=st.sampled_from(KV_DTYPES),
     utilization=st.floats(0.01, 1.0),
     basis=st.sampled_from(["marketed", "runtime"]),
-    count=st.sampled_from(step.PARAMETER_COUNTS),
+    count=st.sampled_from(lesson.PARAMETER_COUNTS),
     request=st.integers(1, 10_000_000),
 )
 def test_any_configuration_gives_a_consistent_view_or_a_calc_error(model, gpu, tp, weights, kv_dtype, utilization,
@@ -176,7 +177,7 @@ def test_any_configuration_gives_a_consistent_view_or_a_calc_error(model, gpu, t
     assert out["kv_cache_bytes_per_gpu"]["value"] > 0
     assert out["kv_cache_tokens"]["value"] >= 1
     assert out["max_requests"]["value"] == out["kv_cache_tokens"]["value"] // request
-    cap = step.replica_capacity(model, gpu, tp=tp, weights=weights, kv_dtype=kv_dtype,
+    cap = lesson.replica_capacity(model, gpu, tp=tp, weights=weights, kv_dtype=kv_dtype,
                                 gpu_memory_utilization=utilization, memory_basis=basis, parameter_count=count)
     assert out["kv_cache_tokens"]["value"] == cap.kv_cache_tokens_raw == int(cap.kv_cache_bytes
                                                                              // cap.kv_bytes_per_token_per_gpu)

@@ -22,7 +22,7 @@ def facts():
 
 
 def test_the_lessons_figures(facts):
-    """LESSON.md, "Figures the site must reproduce from calc"."""
+    """The figures the cheat sheet (docs/lesson/21-cheat-sheet.md) quotes, reproduced from calc."""
     assert facts["weights_per_gpu"] == "35.3 GB"
     assert facts["requested"] == "72 GB"
     assert facts["kv_per_gpu"] == "32.7 GB"

@@ -5,7 +5,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from calc.catalog import get_gpu
-from calc.cost import usd_per_million_tokens
+from calc.cost import H100_LISTINGS, usd_per_million_tokens
 from calc.errors import CalcError
 from calc.widgets import cost_per_million_tokens as step
 from calc.widgets import framework
@@ -18,7 +18,7 @@ def outputs(**args):
 
 
 def test_ten_times_the_batch_is_nearly_ten_times_cheaper():
-    """LESSON.md: 70B on 4 H100, decode memory-bound, about 9.7x from batch 1 to 10 (9.74 in calc)."""
+    """Step 16: 70B on 4 H100, decode memory-bound, about 9.7x from batch 1 to 10 (9.74 in calc)."""
     out = outputs()
     assert out["discount_1_to_10"]["value"] == pytest.approx(9.74, abs=0.005)
     assert out["discount_1_to_10"]["text"] == "9.74 times cheaper"
@@ -53,7 +53,7 @@ def test_prefill_makes_the_floor_higher_and_the_end_earlier():
 def test_price_is_dated_and_sourced():
     gpu = get_gpu("h100-sxm-80gb")
     assert (gpu.price_usd_per_hour, gpu.price_date) == (3.78, "2026-05-07")
-    assert step.H100_LISTINGS[0] == ("Lambda", gpu.price_usd_per_hour)
+    assert H100_LISTINGS[0] == ("Lambda", gpu.price_usd_per_hour)
     assert "listed 2026-05-07" in outputs()["price_note"]["text"]
     assert "as entered" in outputs(usd_per_gpu_hour=2.5)["price_note"]["text"]
 

@@ -14,8 +14,8 @@ WIDGET = "deep_memory_equation.budget"
 
 def test_workshop_figures():
     f = page.facts()
-    assert f["weights_bf16"] == "14.5 GB"            # seeds/003: 14.5 GB of 16-bit weights
-    assert f["kv_per_token"] == "131,072 bytes"      # seeds/003: 131 KB per token
+    assert f["weights_bf16"] == "14.5 GB"            # the workshop: 14.5 GB of 16-bit weights
+    assert f["kv_per_token"] == "131,072 bytes"      # the workshop: 131 KB per token
     assert f["kv_per_token_kb"] == "131 KB"
     assert f["kv_per_user"] == "537 MB"              # 4,096 x 131,072 B
     assert (f["users_small_gpu"], f["users_big_gpu"], f["quiz_users"]) == ("7", "101", "50")

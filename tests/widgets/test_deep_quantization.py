@@ -4,6 +4,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from calc import quantization
 from calc.errors import CalcError
 from calc.widgets import deep_quantization as page
 from calc.widgets import framework
@@ -11,7 +12,7 @@ from calc.widgets import framework
 
 def test_workshop_figures_and_the_terms_a_checkpoint_adds():
     f = page.facts()
-    assert (f["bf16"], f["int4_nominal_short"]) == ("14.5 GB", "3.6 GB")   # seeds/003
+    assert (f["bf16"], f["int4_nominal_short"]) == ("14.5 GB", "3.6 GB")   # the workshop's figures
     assert (f["int4_payload"], f["int4_scales"], f["kept_16bit"], f["int4_total"]) == \
         ("3.49 GB", "136 MB", "525 MB", "4.15 GB")
     assert (f["users_bf16"], f["users_int8"], f["users_int4"]) == ("7", "20", "26")
@@ -32,21 +33,21 @@ def test_formats_widget_defaults():
 
 
 def test_nf4_levels_match_qlora():
-    levels = page.nf4_levels()
+    levels = quantization.nf4_levels()
     assert len(levels) == 16 and levels[0] == -1.0 and levels[-1] == 1.0 and 0.0 in levels
     assert [round(v, 4) for v in levels[8:11]] == [0.0796, 0.1609, 0.2461]
 
 
 def test_nf4_beats_int4_on_normal_weights():
-    assert page.rounding_error("nf4")["relative_rms_error"] < page.rounding_error("int4")["relative_rms_error"]
-    assert page.rounding_error("int8")["relative_rms_error"] < 0.01
+    assert quantization.rounding_error("nf4")["relative_rms_error"] < quantization.rounding_error("int4")["relative_rms_error"]
+    assert quantization.rounding_error("int8")["relative_rms_error"] < 0.01
 
 
 @settings(max_examples=60, deadline=None)
 @given(values=st.lists(st.floats(-100, 100, allow_nan=False), min_size=1, max_size=64),
        scheme=st.sampled_from(["int8", "int4"]))
 def test_absmax_error_is_at_most_half_a_step(values, scheme):
-    stored, scale = page.quantize_group(values, scheme)
+    stored, scale = quantization.quantize_group(values, scheme)
     for w, s in zip(values, stored):
         assert abs(w - s) <= scale / 2 + 1e-5
 
@@ -75,15 +76,15 @@ def test_normal_sample_is_the_gauss_stream():
     import random
 
     gauss = random.Random(7).gauss
-    assert page.normal_sample(1001, seed=7) == [gauss(0.0, 1.0) for _ in range(1001)]
-    assert page.normal_sample(0) == []
+    assert quantization.normal_sample(1001, seed=7) == [gauss(0.0, 1.0) for _ in range(1001)]
+    assert quantization.normal_sample(0) == []
 
 
 @settings(max_examples=200, deadline=None)
 @given(st.lists(st.floats(-1, 1, allow_nan=False), min_size=1, max_size=50))
 def test_nf4_nearest_level_by_bisection_is_the_nearest_level(scaled):
-    levels = page.nf4_levels()
-    for x, i in zip(scaled, page._nf4_indices(scaled)):
+    levels = quantization.nf4_levels()
+    for x, i in zip(scaled, quantization._nf4_indices(scaled)):
         assert abs(levels[i] - x) == min(abs(level - x) for level in levels)
 
 
@@ -92,16 +93,16 @@ def test_shared_sample_errors_equal_quantizing_group_by_group(group_size, groups
     # The slow way: quantize_group on each group (its output is rounded to 6 decimals for display).
     import math
 
-    weights = page.normal_sample(group_size * groups, seed)
-    fast = page.rounding_errors(group_size=group_size, groups=groups, seed=seed)
-    for scheme in page.ROUNDING_SCHEMES:
+    weights = quantization.normal_sample(group_size * groups, seed)
+    fast = quantization.rounding_errors(group_size=group_size, groups=groups, seed=seed)
+    for scheme in quantization.ROUNDING_SCHEMES:
         stored = []
         for start in range(0, len(weights), group_size):
-            stored += page.quantize_group(weights[start:start + group_size], scheme)[0]
+            stored += quantization.quantize_group(weights[start:start + group_size], scheme)[0]
         error = math.sqrt(math.fsum((w - s) ** 2 for w, s in zip(weights, stored)) / math.fsum(w * w for w in weights))
         assert fast[scheme]["relative_rms_error"] == pytest.approx(error, rel=1e-5)
         assert fast[scheme]["zero_share"] == sum(1 for s in stored if s == 0) / len(weights)
-        assert page.rounding_error(scheme, group_size=group_size, groups=groups, seed=seed) == fast[scheme]
+        assert quantization.rounding_error(scheme, group_size=group_size, groups=groups, seed=seed) == fast[scheme]
 
 
 @pytest.mark.parametrize("group_size", [2, 63, 64, 65, 128, 1000, 1024])
@@ -110,7 +111,7 @@ def test_the_widget_prices_about_12800_weights_at_most(group_size):
     assert groups == page.SAMPLE_GROUPS if group_size <= 64 else groups < page.SAMPLE_GROUPS
     assert groups * group_size < page.SAMPLE_WEIGHTS + group_size
     view = framework.call("deep_quantization.rounding", {"group_size": group_size})
-    expected = page.rounding_errors(group_size=group_size, groups=groups)["int4"]["relative_rms_error"]
+    expected = quantization.rounding_errors(group_size=group_size, groups=groups)["int4"]["relative_rms_error"]
     assert view["outputs"]["relative_rms_error"]["value"] == pytest.approx(expected, rel=1e-8)
     assert len(view["tables"]["group"]["rows"]) == min(group_size, 16)
 

@@ -4,9 +4,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from calc import lesson
 from calc.errors import CalcError
-from calc.memory import WEIGHT_FORMATS, lesson_kv_capacity
+from calc.memory import WEIGHT_FORMATS
 from calc.units import GB
+from calc.sim_views import preset_summary
 from calc.widgets import fp8_weights as step
 from calc.widgets import framework
 
@@ -32,8 +34,8 @@ def test_facts_are_the_running_example_with_fp8_weights():
 
 
 def test_bf16_replica_is_step_ones_exact_count():
-    # Step 1 quotes 399,169 with the rounded parameter count and 399,452 counted exactly (LESSON.md: either within 0.1%).
-    assert step.capacity("bf16").kv_cache_tokens_raw == 399_452
+    # Step 1 quotes 399,169 with the rounded parameter count and 399,452 counted exactly (calc.lesson: either within 0.1%).
+    assert lesson.kv_capacity(weights="bf16").kv_cache_tokens_raw == 399_452
     assert abs(399_452 - 399_169) / 399_169 < 0.001
 
 
@@ -41,7 +43,7 @@ def test_memory_view_defaults_and_byte_for_byte_transfer():
     out = outputs(MEMORY)
     assert out["weights_before"]["text"] == "35.3 GB" and out["weights_after"]["text"] == "18.2 GB"
     assert out["kv_tokens_after"]["value"] == 608_266 and out["requests_after"]["value"] == 475
-    before, after = lesson_kv_capacity(weights="bf16"), lesson_kv_capacity(weights="fp8")
+    before, after = lesson.kv_capacity(weights="bf16"), lesson.kv_capacity(weights="fp8")
     freed = before.weights_bytes - after.weights_bytes
     assert out["freed"]["value"] == round(freed)
     assert after.kv_cache_bytes - before.kv_cache_bytes == pytest.approx(freed)  # the weights' loss is the KV's gain
@@ -76,10 +78,10 @@ def test_fewer_bits_never_make_the_step_slower_or_the_cache_smaller(fmt, batch, 
 def test_live_simulation_ends_on_the_facts():
     entry, bound = framework.bind(SIM, {})
     final = framework.collect_stream(framework.check_view(v) for v in entry.function(**bound))
-    summary = step.sim_summary("fp8")
+    summary = preset_summary(step.SIM_PRESET, weights="fp8")
     assert final["outputs"]["ttft_p99_s"]["value"] == pytest.approx(summary["ttft_p99_s"])
     assert final["outputs"]["requests_completed"]["text"] == "1,200 of 1,200"
-    assert step.sim_summary("bf16")["kv_cache_tokens"] < summary["kv_cache_tokens"]
+    assert preset_summary(step.SIM_PRESET, weights="bf16")["kv_cache_tokens"] < summary["kv_cache_tokens"]
 
 
 @pytest.mark.parametrize("name, args, field", [

@@ -4,6 +4,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from calc import lesson
 from calc import memory
 from calc.catalog import GPUS
 from calc.errors import CalcError
@@ -78,7 +79,7 @@ def test_facts_reproduce_the_lesson_and_the_runtime_capacity():
     assert facts["h100_gib"] == "74.5 GiB"
     assert facts["smi_gb"] == "85.5 GB"
     assert facts["kv_tokens_marketed"] == "399,169"  # the lesson's figure
-    runtime = memory.lesson_kv_capacity(rounded_params=True, memory_basis="runtime").kv_cache_tokens_raw
+    runtime = lesson.kv_capacity(rounded_params=True, memory_basis="runtime").kv_cache_tokens_raw
     assert facts["kv_tokens_runtime"] == f"{runtime:,}"
     assert facts["kv_tokens_gain"] == "15.2%"
     assert facts["gap_gb"] == "7.4%" and facts["gap_kb"] == "2.4%" and facts["gap_tb"] == "10%"

@@ -6,6 +6,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from calc import incident
 from calc.answers import check_answer
 from calc.errors import CalcError
 from calc.sim import presets
@@ -50,7 +51,7 @@ def test_what_looks_normal_and_what_tells_the_story(facts):
 
 
 def test_the_p99_depends_on_the_seed(facts):
-    sweep = step.seed_sweep()
+    sweep = incident.seed_sweep()
     assert len(sweep) == 16
     assert (facts["sweep_min"], facts["sweep_max"], facts["sweep_median"]) == ("16.2 s", "89.8 s", "34.3 s")
     assert statistics.median(sweep) == pytest.approx(34.3, abs=0.05)
@@ -81,7 +82,7 @@ def test_dashboard_stream_ends_where_the_preset_ends(preset_summary):
 def test_prompt_tokens_per_sample_windows():
     reqs = [Request(0, 0, 100, 1), Request(1, 5 * NS_PER_S, 300, 1), Request(2, 6 * NS_PER_S, 500, 1)]
     # (0, 5] holds the second request (the first arrived at 0, outside the window), (5, 10] the third.
-    assert step.prompt_tokens_per_sample(reqs, [5.0, 10.0], 5.0) == [300.0, 500.0]
+    assert incident.prompt_tokens_per_sample(reqs, [5.0, 10.0], 5.0) == [300.0, 500.0]
 
 
 @settings(max_examples=40, deadline=None)
@@ -90,7 +91,7 @@ def test_window_means_lie_within_their_requests(pairs):
     pairs.sort()
     reqs = [Request(i, t, p, 1) for i, (t, p) in enumerate(pairs)]
     times = [5.0 * k for k in range(1, 13)]
-    means = step.prompt_tokens_per_sample(reqs, times, 5.0)
+    means = incident.prompt_tokens_per_sample(reqs, times, 5.0)
     for t, mean in zip(times, means):
         inside = [r.prompt_tokens for r in reqs if (t - 5) * NS_PER_S < r.arrival_ns <= t * NS_PER_S]
         if inside:
@@ -110,7 +111,7 @@ def test_documents_drill_worked_case():
 def test_prefill_drill_worked_case():
     q = step.prefill_load_drill(0)
     assert q["answer_text"] == "2.53 replicas"
-    assert q["answer"] == pytest.approx(15 * 2112 / step.prefill_tokens_per_s(), rel=1e-5)
+    assert q["answer"] == pytest.approx(15 * 2112 / incident.prefill_tokens_per_s(), rel=1e-5)
 
 
 @pytest.mark.parametrize("drill", [step.documents_per_minute_drill, step.prefill_load_drill])
@@ -134,5 +135,5 @@ def test_bad_input_names_the_field(args, field):
 
 def test_scenario_checks_its_own_arguments():
     with pytest.raises(CalcError) as caught:
-        step.incident_scenario(replicas=40)
+        incident.incident_scenario(replicas=40)
     assert caught.value.field == "replicas"

@@ -20,7 +20,7 @@ def call(name, **args):
 
 
 def test_mistral_7b_is_the_workshops_figure():
-    # LESSON.md: 14.5 GB of bf16 weights; 3.6 GB at INT4 (the 4-bit payload alone, scales and 16-bit layers apart).
+    # The workshop (Mistral-7B): 14.5 GB of bf16 weights; 3.6 GB at INT4 (the 4-bit payload alone, scales and 16-bit layers apart).
     f = step.facts()
     assert f["mistral_bf16"] == "14.5 GB"
     assert f["mistral_int4_nominal"] == "3.62 GB"  # 7.24e9 parameters x 4 bits: the workshop's "3.6 GB"

@@ -15,7 +15,7 @@ FLASH = "long_context.flash_attention"
 
 
 def test_one_long_request_holds_78_conversations():
-    # LESSON.md: one 100K-token request holds the KV of about eighty (78) 1,280-token conversations.
+    # Step 13: one 100K-token request holds the KV of about eighty (78) 1,280-token conversations.
     out = framework.call(DISPLACED, {})["outputs"]
     assert out["conversations"]["value"] == 78
     assert out["conversations"]["text"] == "78 (78.1×)"

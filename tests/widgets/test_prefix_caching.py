@@ -126,7 +126,7 @@ def test_facts():
 
 def test_before_after_runs_keep_no_series_and_give_the_full_runs_summary():
     from calc.sim.fleet import simulate_fleet
-    from calc.widgets.system_prompt import scenario as traffic
+    from calc.sim_views import system_prompt_scenario as traffic
 
     step._summary.cache_clear()
     for caching in ("off", "on"):

@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from calc import memory, roofline
+from calc import memory, roofline, timeline
 from calc.catalog import get_model
 from calc.errors import CalcError
 from calc.widgets import framework, primer
@@ -15,7 +15,7 @@ from calc.widgets import framework, primer
 
 @pytest.fixture(scope="module")
 def lesson():
-    return primer.request_timeline_s()
+    return timeline.request_timeline_s()
 
 
 def _step_by_step(model, gpu="h100-sxm-80gb", tp=1, prompt=1024, answer=256, weights="bf16", coef=None):
@@ -43,13 +43,13 @@ def test_the_running_example_is_priced_on_the_roofline(lesson):
     ("llama-3.2-1b", 1, 64, 2), ("qwen2.5-7b", 1, 7, 1)])
 def test_closed_form_decode_equals_pricing_every_step(model, tp, prompt, answer):
     gpu, weights = ("h200", "fp8") if model == "deepseek-v3" else ("h100-sxm-80gb", "bf16")  # MLA, 256 experts
-    t = primer.request_timeline_s(model, gpu, tp=tp, weights=weights, prompt_tokens=prompt, answer_tokens=answer)
+    t = timeline.request_timeline_s(model, gpu, tp=tp, weights=weights, prompt_tokens=prompt, answer_tokens=answer)
     steps = _step_by_step(model, gpu, tp, prompt, answer, weights)
     assert t["decode_s"] == pytest.approx(math.fsum(steps), rel=1e-12, abs=1e-15)
     for i in sorted({0, 1, 2, answer // 3, answer // 2, answer - 1, answer}):
         if i <= answer:
             exact = 0.0 if i == 0 else math.fsum([t["ttft_s"], *steps[:i - 1]])
-            assert primer.elapsed_s(t, i) == pytest.approx(exact, rel=1e-12)
+            assert timeline.elapsed_s(t, i) == pytest.approx(exact, rel=1e-12)
 
 
 def test_closed_form_follows_attention_onto_its_compute_roof():
@@ -59,19 +59,19 @@ def test_closed_form_follows_attention_onto_its_compute_roof():
     kv_per_token_s = coef.kv_bytes_per_token / (coef.hbm_bytes_per_s * coef.efficiency.memory)
     slow = dataclasses.replace(coef, attention_flops_per_s=coef.attention_flops_per_pair / (
         coef.efficiency.compute * 1.001 * kv_per_token_s))
-    runs = primer.decode_runs(slow, 500, 1500)
+    runs = timeline.decode_runs(slow, 500, 1500)
     assert len(runs) == 2 and runs[0][1] + 1 == runs[1][0] and 990 <= runs[0][1] <= 1010
     steps = _step_by_step(None, coef=slow, prompt=499, answer=1002)
-    assert primer._runs_sum_s(runs, 1500) == pytest.approx(math.fsum(steps), rel=1e-12)
-    assert primer._runs_sum_s(runs, 1200) == pytest.approx(math.fsum(steps[:701]), rel=1e-12)
+    assert timeline._runs_sum_s(runs, 1500) == pytest.approx(math.fsum(steps), rel=1e-12)
+    assert timeline._runs_sum_s(runs, 1200) == pytest.approx(math.fsum(steps[:701]), rel=1e-12)
 
 
 def test_a_32k_answer_costs_a_handful_of_roofline_calls_and_a_few_hundred_points():
-    t = primer.request_timeline_s(answer_tokens=primer.MAX_ANSWER_TOKENS)
+    t = timeline.request_timeline_s(answer_tokens=timeline.MAX_ANSWER_TOKENS)
     assert len(t["runs"]) == 1  # the 70B on four H100s: attention reads KV at every context
     trace = primer.timeline_figure(t)["data"][0]
     assert len(trace["x"]) == len(trace["y"]) <= primer.MAX_POINTS <= 500
-    assert trace["y"][-1] == primer.MAX_ANSWER_TOKENS and trace["x"][-1] == round(t["e2e_s"], 6)
+    assert trace["y"][-1] == timeline.MAX_ANSWER_TOKENS and trace["x"][-1] == round(t["e2e_s"], 6)
 
 
 def test_prefill_is_compute_bound_and_decode_memory_bound(lesson):
@@ -113,7 +113,7 @@ def test_the_timeline_chart_starts_at_zero_and_ends_at_the_last_token(lesson):
 
 
 def test_a_one_token_answer_is_all_prefill():
-    t = primer.request_timeline_s(answer_tokens=1)
+    t = timeline.request_timeline_s(answer_tokens=1)
     assert t["runs"] == [] and t["decode_s"] == 0.0 and t["e2e_s"] == t["ttft_s"]
     view = framework.call("primer.request_timeline", {"answer_tokens": 1})
     assert view["outputs"]["itl_first_s"]["text"] == "none: one-token answer"
@@ -121,13 +121,13 @@ def test_a_one_token_answer_is_all_prefill():
 
 
 def test_faster_hbm_speeds_up_decode_not_prefill(lesson):
-    h200 = primer.request_timeline_s(gpu="h200")
+    h200 = timeline.request_timeline_s(gpu="h200")
     assert h200["ttft_s"] == pytest.approx(lesson["ttft_s"], rel=1e-9)  # same tensor cores
     assert h200["decode_first"]["time_s"] < lesson["decode_first"]["time_s"]
 
 
 def test_fp8_weights_nearly_halve_a_decode_step(lesson):
-    fp8 = primer.request_timeline_s(weights="fp8")
+    fp8 = timeline.request_timeline_s(weights="fp8")
     assert 0.5 < fp8["decode_first"]["time_s"] / lesson["decode_first"]["time_s"] < 0.65
 
 
@@ -140,7 +140,7 @@ def test_a_model_that_does_not_fit_names_the_tp_control():
 
 def test_a_request_longer_than_the_kv_cache_is_refused():
     with pytest.raises(CalcError) as err:
-        primer.request_timeline_s("llama-3.1-8b", "l4", tp=1, prompt_tokens=131_072, answer_tokens=32_768)
+        timeline.request_timeline_s("llama-3.1-8b", "l4", tp=1, prompt_tokens=131_072, answer_tokens=32_768)
     assert err.value.field == "prompt_tokens" and "163,840 tokens" in str(err.value)
 
 
@@ -157,13 +157,13 @@ def test_bad_input_raises_calc_error_naming_the_field(args, field):
 @settings(max_examples=25, deadline=None)
 @given(prompt=st.integers(1, 16_384), answer=st.integers(1, 600), extra=st.integers(1, 400))
 def test_more_tokens_never_finish_sooner(prompt, answer, extra):
-    base = primer.request_timeline_s(prompt_tokens=prompt, answer_tokens=answer)
-    longer_answer = primer.request_timeline_s(prompt_tokens=prompt, answer_tokens=answer + extra)
-    longer_prompt = primer.request_timeline_s(prompt_tokens=prompt + extra, answer_tokens=answer)
+    base = timeline.request_timeline_s(prompt_tokens=prompt, answer_tokens=answer)
+    longer_answer = timeline.request_timeline_s(prompt_tokens=prompt, answer_tokens=answer + extra)
+    longer_prompt = timeline.request_timeline_s(prompt_tokens=prompt + extra, answer_tokens=answer)
     assert longer_answer["e2e_s"] > base["e2e_s"]
     assert longer_answer["ttft_s"] == base["ttft_s"]
     assert longer_prompt["ttft_s"] > base["ttft_s"]
-    times = [primer.elapsed_s(base, i) for i in range(answer + 1)]
+    times = [timeline.elapsed_s(base, i) for i in range(answer + 1)]
     assert all(later > earlier for earlier, later in zip(times, times[1:]))
 
 
@@ -173,7 +173,7 @@ def test_more_tokens_never_finish_sooner(prompt, answer, extra):
 def test_every_view_is_finite_json_and_sums_up(model, prompt, answer):
     view = framework.call("primer.request_timeline",
                           {"model": model, "tp": "1", "prompt_tokens": prompt, "answer_tokens": answer})
-    t = primer.request_timeline_s(model, tp=1, prompt_tokens=prompt, answer_tokens=answer)
+    t = timeline.request_timeline_s(model, tp=1, prompt_tokens=prompt, answer_tokens=answer)
     assert view["outputs"]["e2e_s"]["value"] == pytest.approx(t["e2e_s"], rel=1e-8)
     assert t["kv_held_bytes"] == memory.kv_bytes_per_request(get_model(model), prompt + answer)
     assert view["figures"]["timeline"]["data"][0]["y"][-1] == answer
@@ -181,7 +181,7 @@ def test_every_view_is_finite_json_and_sums_up(model, prompt, answer):
 
 def test_facts_quote_the_running_example():
     facts = primer.facts()
-    t = primer.request_timeline_s()
+    t = timeline.request_timeline_s()
     assert facts["decode_steps"] == "255"
     assert facts["kv_per_token"] == "327,680 bytes (320 KiB)"
     assert facts["kv_per_token_per_gpu"] == "81,920 bytes"
@@ -197,7 +197,7 @@ def test_facts_quote_the_running_example():
 @given(model=st.sampled_from(["llama-3.1-8b", "mistral-7b", "llama-3.2-1b"]),
        prompt=st.integers(1, 8_192), answer=st.integers(1, 400))
 def test_closed_form_matches_every_step_at_random_lengths(model, prompt, answer):
-    t = primer.request_timeline_s(model, tp=1, prompt_tokens=prompt, answer_tokens=answer)
+    t = timeline.request_timeline_s(model, tp=1, prompt_tokens=prompt, answer_tokens=answer)
     steps = _step_by_step(model, prompt=prompt, answer=answer)
     assert t["decode_s"] == pytest.approx(math.fsum(steps), rel=1e-12, abs=1e-15)
-    assert primer.elapsed_s(t, answer) == t["e2e_s"] == pytest.approx(math.fsum([t["ttft_s"], *steps]), rel=1e-12)
+    assert timeline.elapsed_s(t, answer) == t["e2e_s"] == pytest.approx(math.fsum([t["ttft_s"], *steps]), rel=1e-12)

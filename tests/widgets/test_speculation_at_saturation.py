@@ -15,7 +15,7 @@ SIM = "speculation_at_saturation.saturated"
 
 
 def test_break_even_batch_against_the_published_figure():
-    # Published (EAGLE-3 paper, SGLang, 1x H100, Llama 3.1 8B): EAGLE below 1x from batch 24; LESSON.md: 24-32.
+    # Published (EAGLE-3 paper, SGLang, 1x H100, Llama 3.1 8B): EAGLE below 1x from batch 24; step 10's prose: 24-32.
     ours = step.break_even("llama-3.1-8b")
     assert ours == 23
     assert abs(ours - step.PUBLISHED_EAGLE["below_one_from_batch"]) <= 2

@@ -7,6 +7,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from calc.errors import CalcError
+from calc.sim_views import preset_summary
+from calc.speculative import emitted_distribution, expected_tokens_per_step
 from calc.widgets import framework
 from calc.widgets import speculative_decoding as step
 
@@ -20,18 +22,18 @@ def outputs(name, **args):
 
 
 def test_leviathan_formula_figures():
-    # LESSON.md: expected tokens per target step (1 - a^(k+1)) / (1 - a) (Leviathan et al. 2023).
-    assert step.tokens_per_step(0.7, 4) == pytest.approx((1 - 0.7 ** 5) / 0.3)
-    assert step.tokens_per_step(0.8, 4) == pytest.approx(3.3616)
-    assert step.tokens_per_step(0.0, 4) == 1.0
+    # Step 9: expected tokens per target step (1 - a^(k+1)) / (1 - a) (Leviathan et al. 2023).
+    assert expected_tokens_per_step(0.7, 4) == pytest.approx((1 - 0.7 ** 5) / 0.3)
+    assert expected_tokens_per_step(0.8, 4) == pytest.approx(3.3616)
+    assert expected_tokens_per_step(0.0, 4) == 1.0
 
 
 @settings(max_examples=60, deadline=None)
 @given(a=st.floats(0.0, 0.99), k=st.integers(1, 16))
 def test_tokens_per_step_lies_between_one_and_k_plus_one_and_grows(a, k):
-    t = step.tokens_per_step(a, k)
+    t = expected_tokens_per_step(a, k)
     assert 1.0 <= t <= k + 1 + 1e-9
-    assert step.tokens_per_step(a, min(k + 1, 16)) >= t - 1e-12
+    assert expected_tokens_per_step(a, min(k + 1, 16)) >= t - 1e-12
     assert t < 1 / (1 - a) + 1e-9  # the ceiling as k grows
 
 
@@ -65,7 +67,7 @@ def test_facts():
 def test_emitted_distribution_is_the_target(weights, other):
     p = [w / sum(weights) for w in weights]
     q = [o / sum(other[:len(p)]) for o in other[:len(p)]]
-    assert step.emitted_distribution(p, q) == pytest.approx(p, abs=1e-12)
+    assert emitted_distribution(p, q) == pytest.approx(p, abs=1e-12)
 
 
 def test_sampling_by_the_rule_reproduces_the_target():
@@ -94,7 +96,7 @@ def test_a_perfect_draft_is_always_accepted():
 def test_light_traffic_simulation_matches_its_facts():
     entry, bound = framework.bind(SIM, {})
     final = framework.collect_stream(framework.check_view(v) for v in entry.function(**bound))
-    on, off = step.light_load_summary("eagle-like"), step.light_load_summary("off")
+    on, off = preset_summary(step.SIM_PRESET, step.SIM_RATE_PER_S, speculation="eagle-like"), preset_summary(step.SIM_PRESET, step.SIM_RATE_PER_S, speculation="off")
     assert final["outputs"]["itl_p50_s"]["value"] == pytest.approx(on["itl_p50_s"])
     assert on["itl_p50_s"] < off["itl_p50_s"]
     assert on["compute_utilization"] > off["compute_utilization"]

@@ -6,6 +6,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from calc import lesson, prefix, sim_views
 from calc.errors import CalcError
 from calc.roofline import max_throughput, ttft_s
 from calc.sim import presets
@@ -18,36 +19,36 @@ LOAD = "system_prompt.prefill_load"
 def test_defaults_are_the_preset():
     data = presets.load_data("step11-system-prompt")
     request_class = data["workload"]["classes"][0]
-    assert (step.SYSTEM_PROMPT_TOKENS, step.QUESTION_TOKENS, step.ANSWER_TOKENS) == (2_500, 1_024, 256)
-    assert request_class["prefix_tokens"] == step.SYSTEM_PROMPT_TOKENS
+    assert (sim_views.SYSTEM_PROMPT_TOKENS, sim_views.QUESTION_TOKENS, step.ANSWER_TOKENS) == (2_500, 1_024, 256)
+    assert request_class["prefix_tokens"] == sim_views.SYSTEM_PROMPT_TOKENS
     assert step.RATE_PER_S == 4.0 and data["prefix_caching"] is False
 
 
 def test_prefill_time_is_the_roofline_ttft_when_nothing_is_cached():
-    coef = step.coefficients()
+    coef = lesson.coefficients()
     for prompt in (1, 1_024, 3_524, 8_192, 20_000):
-        assert step.prefill_time_s(prompt) == pytest.approx(ttft_s(coef, prompt_tokens=prompt, chunk_tokens=8_192))
-    assert round(step.prefill_time_s(3_524) * 1000) == 283
-    assert round(step.prefill_time_s(1_024) * 1000) == 82
+        assert prefix.prefill_time_s(prompt) == pytest.approx(ttft_s(coef, prompt_tokens=prompt, chunk_tokens=8_192))
+    assert round(prefix.prefill_time_s(3_524) * 1000) == 283
+    assert round(prefix.prefill_time_s(1_024) * 1000) == 82
     # A cache hit removes the prefix's work but not the attention to it: a little more than the question alone.
-    assert step.prefill_time_s(1_024) < step.prefill_time_s(3_524, cached_tokens=2_496) < step.prefill_time_s(3_524)
+    assert prefix.prefill_time_s(1_024) < prefix.prefill_time_s(3_524, cached_tokens=2_496) < prefix.prefill_time_s(3_524)
 
 
 def test_uncached_ceiling_equals_max_throughput():
-    coef = step.coefficients()
+    coef = lesson.coefficients()
     for system in (0, 2_500, 6_000):
-        mine = step.replica_ceiling(system)
+        mine = prefix.replica_ceiling(system)
         theirs = max_throughput(coef, input_tokens=system + 1_024, output_tokens=256,
-                                kv_capacity_tokens=step._kv_capacity_tokens())
+                                kv_capacity_tokens=lesson.KV_CAPACITY_TOKENS_LESSON_GB)
         assert mine["requests_per_s"] == pytest.approx(theirs["output_tokens_per_s"] / 256, rel=1e-12)
         assert mine["batch"] == theirs["batch"]
 
 
 def test_ceiling_figures():
-    assert round(step.replica_ceiling(2_500)["requests_per_s"], 2) == 3.05
-    assert step.replica_ceiling(2_500)["batch"] == 105  # the KV cache holds 105 copies of the prompt
-    assert round(step.replica_ceiling(0)["requests_per_s"], 2) == 9.05
-    cached = step.replica_ceiling(2_500, cached=True)
+    assert round(prefix.replica_ceiling(2_500)["requests_per_s"], 2) == 3.05
+    assert prefix.replica_ceiling(2_500)["batch"] == 105  # the KV cache holds 105 copies of the prompt
+    assert round(prefix.replica_ceiling(0)["requests_per_s"], 2) == 9.05
+    cached = prefix.replica_ceiling(2_500, cached=True)
     assert cached["computed_prompt_tokens"] == 1_028 and cached["batch"] == 256
     assert round(cached["requests_per_s"], 2) == 7.61
 
@@ -56,9 +57,9 @@ def test_ceiling_figures():
 @given(st.integers(0, 6_000), st.integers(0, 6_000))
 def test_a_longer_system_prompt_never_raises_the_ceiling(a, b):
     low, high = sorted((a, b))
-    assert step.replica_ceiling(high)["requests_per_s"] <= step.replica_ceiling(low)["requests_per_s"] + 1e-12
+    assert prefix.replica_ceiling(high)["requests_per_s"] <= prefix.replica_ceiling(low)["requests_per_s"] + 1e-12
     # Caching never hurts.
-    assert step.replica_ceiling(high, cached=True)["requests_per_s"] >= step.replica_ceiling(high)["requests_per_s"] - 1e-12
+    assert prefix.replica_ceiling(high, cached=True)["requests_per_s"] >= prefix.replica_ceiling(high)["requests_per_s"] - 1e-12
 
 
 def test_widget_defaults():
@@ -66,7 +67,7 @@ def test_widget_defaults():
     out = view["outputs"]
     assert out["prompt_tokens"]["text"] == "3,524 tokens, 71% of them the same every time"
     assert out["prefill_s"]["text"] == "283 ms, 3.5× the question alone"
-    assert out["prefill_share"]["value"] == pytest.approx(4 * step.prefill_time_s(3_524))
+    assert out["prefill_share"]["value"] == pytest.approx(4 * prefix.prefill_time_s(3_524))
     assert out["prefill_share"]["text"] == "113% at 4 requests/s"
     assert out["ceiling_per_s"]["text"] == "3.05 requests/s (cached: 7.61)"
     assert out["verdict"]["text"] == "Over capacity: 4/s arrive, at most 3.05/s served"
@@ -94,12 +95,12 @@ def test_bad_input_names_the_field():
         framework.call(LOAD, {"rate_per_s": "abc"})
     assert err.value.field == "rate_per_s"
     with pytest.raises(CalcError) as err:
-        step.prefill_time_s(100, cached_tokens=100)
+        prefix.prefill_time_s(100, cached_tokens=100)
     assert err.value.field == "cached_tokens"
 
 
 def test_scenario_and_stream_match_the_preset():
-    assert step.scenario() == {k: v for k, v in presets.load_data("step11-system-prompt").items()
+    assert sim_views.system_prompt_scenario() == {k: v for k, v in presets.load_data("step11-system-prompt").items()
                                if k not in ("lesson_step", "title")}
     entry, bound = framework.bind("system_prompt.replica", {"frame_interval_s": 30})
     final = framework.collect_stream(framework.check_view(v) for v in entry.function(**bound))

@@ -1,12 +1,13 @@
-"""A widget that works for as long as it is asked to: how the site's tests and benchmark check the runtime's budget.
+"""A widget that works for as long as it is asked to: how the browser tests check the runtime's budget.
 
 A call that runs past its widget's budget is stopped by the page: the worker is
 terminated and restarted, and the widget says so. This widget makes such a call
-on purpose; it is on no lesson page.
-
->>> busy(seconds=0.01)["outputs"]["worked_s"]["text"]
-'0.01 s'
-
+on purpose; it is on no page and not in the built site. The browser tests that
+need it take the ``with_test_widgets`` fixture (tests/browser/conftest.py): the test
+server then adds this file to the calc zip it serves, as
+``calc/widgets/diagnostics.py``, and the worker imports it on the first call of
+``diagnostics.busy`` like any page module. The production allow-list never holds it.
+(Not collected by pytest: importing it here would register it in the test process.)
 """
 
 from __future__ import annotations

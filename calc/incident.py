@@ -1,0 +1,207 @@
+"""The incident of step 19 as data: the preset's traffic with another seed or surge mix, its runs and request logs.
+
+The incident is the simulator's preset ``step19-incident-p99`` (``calc/sim/presets/``):
+three replicas of the running example behind a least-outstanding router,
+15 requests/s of chat and a trickle of batch jobs, and for one minute a tenth of
+the requests are long documents at the same request rate. Steps 19 and 20 read
+it; ``python -m calc simulate --preset step19-incident-p99`` runs it.
+
+>>> scenario = incident_scenario(seed=3)
+>>> scenario["fleet"]["replicas"], scenario["fleet"]["traffic"][1]["shares"]["document"]
+(3, 0.1)
+>>> round(prefill_tokens_per_s(), -2)
+12500.0
+"""
+
+from __future__ import annotations
+
+import bisect
+import copy
+import functools
+
+from calc import lesson
+from calc.errors import check_range
+from calc.roofline import ttft_s
+from calc.sim import presets
+from calc.sim.fleet import FleetScenario, fleet_requests, simulate_fleet
+from calc.units import NS_PER_S, round_sig
+
+__all__ = [
+    "PRESET", "SURGE_PHASE", "SWEEP_SEEDS", "LOW_SHARE", "HIGH_SHARE", "DOCUMENT_SHARE_MAX", "incident_scenario",
+    "prompt_tokens_per_sample", "incident_run", "phase_windows", "seed_sweep", "prefill_tokens_per_s",
+    "prompt_statistics", "request_class", "values_in_phase",
+]
+
+PRESET = "step19-incident-p99"
+SURGE_PHASE = 1  # the preset's traffic: calm (0), the surge of long documents (1), after (2)
+SWEEP_SEEDS = tuple(range(16))
+#: The pages' "try this": half and twice the incident's share of long documents during the surge.
+LOW_SHARE, HIGH_SHARE = 0.05, 0.2
+#: The largest share of long documents the scenario takes during the surge.
+DOCUMENT_SHARE_MAX = 0.5
+
+
+# --------------------------------------------------------------------------------------- the scenario
+def request_class(data: dict, name: str) -> dict:
+    """The request class ``name`` of a scenario dict.
+
+    >>> request_class(incident_scenario(), "document")["prompt_tokens"]
+    16000
+    """
+    return next(c for c in data["workload"]["classes"] if c["name"] == name)
+
+
+def incident_scenario(*, seed: int | None = None, document_share: float | None = None,
+                      replicas: int | None = None, preset: str = PRESET) -> dict:
+    """The incident's scenario as a dict: the preset, with another seed, surge mix or replica count.
+
+    During the surge, ``document_share`` of the requests are long documents and
+    chat gives up the same share (batch jobs keep theirs); the request rate does
+    not change. ``None`` keeps the preset's value. Source: the preset
+    ``calc/sim/presets/step19-incident-p99.json`` (the lesson's step 19).
+
+    >>> s = incident_scenario(document_share=0.2, replicas=4)
+    >>> s["fleet"]["traffic"][1]["shares"], s["fleet"]["replicas"]
+    ({'chat': 0.78, 'document': 0.2, 'batch': 0.02}, 4)
+    >>> incident_scenario(document_share=0.9)
+    Traceback (most recent call last):
+    ...
+    calc.errors.CalcError: document_share must be between 0 and 0.5; got 0.9
+    """
+    data = copy.deepcopy(presets.load_data(preset))
+    for meta_key in ("lesson_step", "title"):
+        data.pop(meta_key, None)
+    if seed is not None:
+        data["seed"] = check_range("seed", seed, 0, 2**31 - 1, integer=True)
+    if document_share is not None:
+        share = check_range("document_share", document_share, 0.0, DOCUMENT_SHARE_MAX)
+        surge = data["fleet"]["traffic"][SURGE_PHASE]
+        batch = surge["shares"]["batch"]
+        surge["shares"] = {"chat": round_sig(1.0 - batch - share, 9), "document": round_sig(share, 9),
+                           "batch": batch}
+    if replicas is not None:
+        data["fleet"]["replicas"] = check_range("replicas", replicas, 1, 16, integer=True)
+    return data
+
+
+def prompt_tokens_per_sample(requests, sample_times_s, interval_s: float) -> list:
+    """Mean prompt tokens of the requests that arrived in each sample interval ``(t - interval, t]``.
+
+    ``None`` where nothing arrived (the chart leaves a gap, as for TTFT). This is
+    the dashboard's "tokens per request" panel; the fleet's own series have no
+    such column. Source: the request list of :func:`calc.sim.fleet.fleet_requests`.
+
+    >>> from calc.sim.workload import Request
+    >>> reqs = [Request(0, 1 * NS_PER_S, 1000, 10), Request(1, 2 * NS_PER_S, 3000, 10), Request(2, 7 * NS_PER_S, 500, 10)]
+    >>> prompt_tokens_per_sample(reqs, [5.0, 10.0, 15.0], 5.0)
+    [2000.0, 500.0, None]
+    """
+    check_range("interval_s", interval_s, 1e-6, 1e6)
+    arrivals = [r.arrival_ns for r in requests]
+    cumulative = [0]
+    for r in requests:
+        cumulative.append(cumulative[-1] + r.prompt_tokens)  # integers: exact
+    out = []
+    for t in sample_times_s:
+        hi = bisect.bisect_right(arrivals, round(t * NS_PER_S))
+        lo = bisect.bisect_right(arrivals, round((t - interval_s) * NS_PER_S))
+        out.append(round_sig((cumulative[hi] - cumulative[lo]) / (hi - lo), 6) if hi > lo else None)
+    return out
+
+
+# --------------------------------------------------------------------------------------- the run, for prose
+def incident_run(seed: int | None = None, document_share: float | None = None, replicas: int | None = None):
+    """The incident run to its end: a :class:`~calc.sim.fleet.FleetResult` (cached; ``None`` is the preset's value).
+
+    >>> round(incident_run().summary["ttft_p99_s"])
+    32
+    >>> incident_run(seed=3) is incident_run()
+    True
+    """
+    data = incident_scenario(seed=seed, document_share=document_share, replicas=replicas)
+    surge = data["fleet"]["traffic"][SURGE_PHASE]["shares"]
+    return _run(data["seed"], surge["document"], data["fleet"]["replicas"])
+
+
+@functools.lru_cache(maxsize=64)
+def _run(seed: int, document_share: float, replicas: int):
+    data = incident_scenario(seed=seed, document_share=document_share, replicas=replicas)
+    return simulate_fleet(FleetScenario.from_dict(data))
+
+
+def phase_windows(preset: str = PRESET) -> list[tuple[float, float]]:
+    """(start, end) in seconds of each traffic phase of the preset.
+
+    >>> phase_windows()
+    [(0.0, 60.0), (60.0, 120.0), (120.0, 240.0)]
+    """
+    out, start = [], 0.0
+    for phase in presets.load_data(preset)["fleet"]["traffic"]:
+        out.append((start, start + float(phase["duration_s"])))
+        start += float(phase["duration_s"])
+    return out
+
+
+def values_in_phase(series: dict, key: str, phase: int) -> list:
+    """The samples of ``series[key]`` taken during traffic phase ``phase`` of the incident (gaps left out).
+
+    >>> values_in_phase({"t_s": [30.0, 90.0, 100.0], "q": [1, None, 7]}, "q", 1)
+    [7]
+    """
+    start, end = phase_windows()[phase]
+    return [v for t, v in zip(series["t_s"], series[key]) if start < t <= end and v is not None]
+
+
+def seed_sweep(seeds=SWEEP_SEEDS) -> list[float]:
+    """TTFT p99 (s) of the incident for each seed: the same traffic, other random draws.
+
+    >>> seed_sweep((3,))
+    [32.1692]
+    """
+    return [incident_run(seed=s).summary["ttft_p99_s"] for s in seeds]
+
+
+# --------------------------------------------------------------------------------------- prefill capacity
+def prefill_tokens_per_s(model: str = lesson.MODEL, gpu: str = lesson.GPU, *, tp: int = lesson.TP,
+                         weights: str = lesson.WEIGHTS, prompt_tokens: int = lesson.PROMPT_TOKENS) -> float:
+    """Prompt tokens one replica can prefill per second, one prompt after another: prompt / prefill time.
+
+    The roofline of a prefill (:func:`calc.roofline.ttft_s`, chunks of 8,192
+    tokens as vLLM schedules them): compute-bound, so this is close to the most
+    the replica can prefill whatever else it does. Longer prompts are slower per
+    token (attention grows with the square of the prompt).
+
+    >>> round(prefill_tokens_per_s()), round(prefill_tokens_per_s(prompt_tokens=16000))
+    (12521, 11334)
+    """
+    coef = lesson.coefficients(weights, model=model, gpu=gpu, tp=tp)
+    prompt = check_range("prompt_tokens", prompt_tokens, 1, 10_000_000, integer=True)
+    return prompt / ttft_s(coef, prompt_tokens=prompt, chunk_tokens=8192)
+
+
+@functools.lru_cache(maxsize=8)
+def prompt_statistics(seed: int | None = None) -> dict:
+    """What the request logs of the incident say: mean prompt tokens before and during the surge, per class,
+    and how many documents arrived in the surge minute.
+
+    The documents' lengths are drawn from a lognormal of mean 16,000 tokens, but
+    a request longer than ``max_model_len`` (32,768 with its answer) is drawn
+    again, so the documents that arrive are shorter on average. Source: the
+    preset's request list (:func:`calc.sim.fleet.fleet_requests`).
+
+    >>> st = prompt_statistics()
+    >>> round(st["before"]), round(st["during"]), round(st["document"]), st["documents_in_surge"]
+    (1029, 2112, 12142, 85)
+    """
+    data = incident_scenario(seed=seed)
+    requests = fleet_requests(FleetScenario.from_dict(data))
+    (s0, e0), (s1, e1) = phase_windows()[:2]
+    before = [r.prompt_tokens for r in requests if s0 * NS_PER_S <= r.arrival_ns < e0 * NS_PER_S]
+    during = [r for r in requests if s1 * NS_PER_S <= r.arrival_ns < e1 * NS_PER_S]
+    names = [c["name"] for c in data["workload"]["classes"]]
+    out = {"before": sum(before) / len(before), "during": sum(r.prompt_tokens for r in during) / len(during),
+           "documents_in_surge": sum(1 for r in during if r.class_index == names.index("document"))}
+    for index, name in enumerate(names):
+        lengths = [r.prompt_tokens for r in requests if r.class_index == index]
+        out[name] = sum(lengths) / len(lengths) if lengths else 0.0
+    return out

@@ -1,0 +1,358 @@
+"""calc against published online-serving runs: TTFT, ITL/TPOT, end to end and throughput (issue 18).
+
+The ``online_latency`` rows of ``calc/data/measurements.json`` are published runs with their full set-up
+(engine, model, GPU, TP, precision, client, lengths, statistic, source). Each one is predicted here with the
+simulator as it stands (:func:`calc.sim.simulate`), driven the way the row's client drove the engine:
+
+* ``batch``: the whole batch arrives at once (vLLM's ``benchmark_latency``: one batch of 8, fixed lengths);
+* ``all_at_once``: every request at time 0 (``benchmark_throughput``, QPS inf);
+* ``poisson``: Poisson arrivals at the row's rate (``benchmark_serving --request-rate``);
+* ``closed_loop``: N clients, each sending its next request when its previous one finishes (AIPerf,
+  ``--max-concurrency``). The simulator's public API has no such client yet (requests are drawn before the
+  run), so the stand-in is the Poisson rate at which the run keeps N requests in flight on average (Little's
+  law, found by bisection on the simulated mean of queued + running requests). Every result says which
+  client it used (``client_used``); the closed-loop ones are flagged ``needs the closed-loop client``.
+  With one client the closed loop is exactly one request at a time, and is run so.
+
+Nothing is fitted here: this is the baseline error report the calibration starts from. Errors are
+``(predicted - measured) / measured``; :func:`summary` gives, per metric and per role (calibration rows
+apart from validation rows), the count, the median absolute error, the median signed error and how many
+predictions are optimistic (latency below the measured one, throughput above it).
+
+>>> rows = load_rows()
+>>> len(rows) >= 40, {r["inputs"]["client"]["kind"] for r in rows} >= {"batch", "closed_loop"}
+(True, True)
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import math
+from dataclasses import asdict, dataclass
+
+from calc.accuracy import load_measurements, median, relative_error
+from calc.errors import CalcError, check_choice, check_range
+from calc.units import round_sig
+
+__all__ = ["LATENCY_KIND", "METRICS", "METRIC_LABELS", "CLIENTS", "CLOSED_LOOP_STANDIN", "load_rows", "metric_of",
+           "scenario_for", "simulate_row", "predict_row", "LatencyResult", "evaluate", "summary", "by_source", "report"]
+
+LATENCY_KIND = "online_latency"
+#: The four figures the issue's targets are set on, and the published quantities each one gathers.
+METRICS = ("ttft", "tpot_itl", "e2e", "throughput")
+METRIC_LABELS = {"ttft": "TTFT", "tpot_itl": "TPOT / ITL", "e2e": "end to end", "throughput": "throughput"}
+_METRIC_OF_QUANTITY = {"ttft": "ttft", "tpot": "tpot_itl", "itl": "tpot_itl", "e2e": "e2e", "throughput": "throughput"}
+CLIENTS = ("batch", "all_at_once", "poisson", "closed_loop")
+CLOSED_LOOP_STANDIN = ("Poisson at the rate that keeps N requests in flight on average (Little's law); "
+                       "needs the closed-loop client")
+
+# The simulator's time-averaged in-flight count must land this close to N (relative), after at most
+# _BISECTION_STEPS halvings of the rate bracket.
+_IN_FLIGHT_TOLERANCE = 0.02
+_BISECTION_STEPS = 18
+# Requests per closed-loop stand-in run: enough for the in-flight average to settle, bounded for speed.
+_MIN_REQUESTS, _REQUESTS_PER_CLIENT, _MAX_REQUESTS = 100, 4, 1_200
+
+
+def load_rows(path: str | None = None) -> tuple[dict, ...]:
+    """The ``online_latency`` rows of the data file, in its order.
+
+    Source: ``calc/data/measurements.json`` through :func:`calc.accuracy.load_measurements`.
+
+    >>> load_rows()[0]["id"]
+    'vllm-nightly-latency-llama8b-tp1-h100'
+    """
+    return load_measurements(path, kinds=(LATENCY_KIND,))
+
+
+def metric_of(row: dict) -> str:
+    """The report metric a row's published quantity belongs to (ITL and TPOT are reported together).
+
+    >>> metric_of({"figure": {"quantity": "itl"}}), metric_of({"figure": {"quantity": "e2e"}})
+    ('tpot_itl', 'e2e')
+    """
+    quantity = row["figure"].get("quantity")
+    if quantity not in _METRIC_OF_QUANTITY:
+        raise CalcError(f"figure.quantity must be one of {', '.join(_METRIC_OF_QUANTITY)}; got {quantity!r}",
+                        "quantity")
+    return _METRIC_OF_QUANTITY[quantity]
+
+
+def scenario_for(row: dict, *, rate_per_s: float | None = None, requests: int | None = None) -> dict:
+    """The simulator scenario (a :class:`calc.sim.Scenario` dict) that replays a row's set-up.
+
+    The replica is the row's model, GPU, TP and precisions, sized on the memory the driver reports (vLLM
+    sizes its cache so) at vLLM's default 0.9 utilisation; ``max_model_len`` fits the row's lengths. The
+    client sets the arrivals: ``batch`` and ``all_at_once`` send everything at time 0, ``poisson`` at the
+    row's rate, ``closed_loop`` at ``rate_per_s`` (the stand-in's rate, which the caller chooses).
+
+    >>> s = scenario_for(load_rows()[0])
+    >>> s["model"], s["tp"], s["workload"]["arrival"], s["workload"]["requests"], s["workload"]["prompt_tokens"]
+    ('llama-3.1-8b', 1, 'all-at-once', 8, 32)
+    """
+    x = row["inputs"]
+    client, lengths = x["client"], x["lengths"]
+    kind = check_choice("client", client.get("kind"), CLIENTS)
+    if lengths["kind"] == "fixed":
+        cls = {"lengths": "fixed", "prompt_tokens": lengths["input_tokens"], "output_tokens": lengths["output_tokens"]}
+        longest = lengths["input_tokens"] + lengths["output_tokens"]
+    elif lengths["kind"] == "sharegpt":
+        cls, longest = {"lengths": "chat"}, 0  # calc's ShareGPT-like lognormal (calc.sim.workload)
+    else:
+        raise CalcError(f"inputs.lengths.kind must be fixed or sharegpt; got {lengths['kind']!r}", "lengths")
+    if kind == "batch":
+        workload = {"arrival": "all-at-once", "requests": client["batch"]}
+    elif kind == "all_at_once":
+        workload = {"arrival": "all-at-once", "requests": client["requests"]}
+    elif kind == "poisson":
+        workload = {"arrival": "poisson", "rate_per_s": client["rate_per_s"],
+                    "requests": requests or x.get("num_prompts") or 1_000}
+    else:
+        if rate_per_s is None:
+            raise CalcError("rate_per_s must be given for a closed_loop row (the stand-in's Poisson rate)",
+                            "rate_per_s")
+        workload = {"arrival": "poisson", "rate_per_s": rate_per_s, "requests": requests or _closed_requests(row)}
+    workload.update(cls)
+    return {"model": x["model"], "gpu": x["gpu"], "tp": x["tp"], "weights": x["weights"], "kv_dtype": x["kv_dtype"],
+            "memory_basis": "runtime", "gpu_memory_utilization": 0.9,
+            "max_model_len": max(8192, 1 << max(0, longest - 1).bit_length()), "workload": workload}
+
+
+def _closed_requests(row: dict) -> int:
+    n = row["inputs"]["client"]["concurrency"]
+    return min(_MAX_REQUESTS, max(_MIN_REQUESTS, _REQUESTS_PER_CLIENT * n))
+
+
+@functools.lru_cache(maxsize=256)
+def _simulate_json(scenario_json: str) -> dict:
+    """The summary of one simulator run, kept by its scenario (rows of one run share it)."""
+    from calc.sim import Scenario, simulate  # the simulator is imported only when a row is predicted
+
+    return simulate(Scenario.from_dict(json.loads(scenario_json))).summary
+
+
+def _run(scenario: dict) -> dict:
+    return _simulate_json(json.dumps(scenario, sort_keys=True))
+
+
+def _in_flight(summary: dict) -> float:
+    return (summary["queue_depth_mean"] or 0.0) + (summary["running_mean"] or 0.0)
+
+
+def simulate_row(row: dict) -> tuple[dict, str, dict]:
+    """(simulator summary, client used, its scenario) for one row; closed-loop rows via the Little's-law stand-in.
+
+    For ``closed_loop`` the Poisson rate is bisected until the simulated mean of queued + running requests is
+    within 2% of the row's concurrency (or the bracket is spent). Source: :func:`calc.sim.simulate`.
+
+    >>> summary, client, scenario = simulate_row(load_rows()[0])
+    >>> client, summary["requests_completed"]
+    ('batch', 8)
+    """
+    kind = row["inputs"]["client"]["kind"]
+    if kind != "closed_loop":
+        scenario = scenario_for(row)
+        return _run(scenario), kind, scenario
+    target = float(check_range("concurrency", row["inputs"]["client"]["concurrency"], 1, 100_000))
+    if target == 1:
+        # One client sends one request at a time: exactly a run of one request (no stand-in needed).
+        scenario = scenario_for(row, rate_per_s=1.0, requests=1)
+        scenario["workload"] = dict(scenario["workload"], arrival="all-at-once")
+        return _run(scenario), "closed_loop, 1 client: one request at a time (exact)", scenario
+    # Bracket: a rate far below one request per request-time, and one that floods the replica.
+    low, high = 1e-3, 1.0
+    while True:
+        summary = _run(scenario_for(row, rate_per_s=high))
+        if _in_flight(summary) >= target or high > 1e5:
+            break
+        low, high = high, high * 4
+    best = (abs(_in_flight(summary) - target), high, summary)
+    for _ in range(_BISECTION_STEPS):
+        mid = math.sqrt(low * high)  # rates span decades: bisect in log space
+        summary = _run(scenario_for(row, rate_per_s=mid))
+        gap = _in_flight(summary) - target
+        if abs(gap) < best[0]:
+            best = (abs(gap), mid, summary)
+        if abs(gap) <= _IN_FLIGHT_TOLERANCE * target:
+            break
+        low, high = (mid, high) if gap < 0 else (low, mid)
+    _, rate, summary = best
+    return summary, f"closed_loop stand-in: {CLOSED_LOOP_STANDIN} (rate {round_sig(rate, 4)}/s)", \
+        scenario_for(row, rate_per_s=rate)
+
+
+def _stat_key(prefix: str, statistic: str) -> str:
+    return f"{prefix}_p50_s" if statistic == "median" else (f"{prefix}_p99_s" if statistic == "p99"
+                                                            else f"{prefix}_mean_s")
+
+
+def _predicted(row: dict, summary: dict) -> float:
+    """The simulated figure in the row's unit."""
+    figure, x = row["figure"], row["inputs"]
+    quantity, statistic, unit = figure["quantity"], figure["statistic"], figure["unit"]
+    scale = 1_000.0 if unit == "ms" else 1.0
+    if quantity == "ttft":
+        return summary[_stat_key("ttft", statistic)] * scale
+    if quantity == "e2e":
+        return summary[_stat_key("e2e", statistic)] * scale
+    if quantity == "tpot":
+        lengths = x["lengths"]
+        key = _stat_key("tpot", statistic)
+        if summary.get(key) is not None:
+            return summary[key] * scale  # the per-request TPOT, once the simulator reports it
+        if lengths["kind"] == "fixed" and lengths["output_tokens"] > 1 and statistic == "mean":
+            # With every answer the same length, the mean of (e2e - TTFT) / (n - 1) is exactly this.
+            return (summary["e2e_mean_s"] - summary["ttft_mean_s"]) / (lengths["output_tokens"] - 1) * scale
+        # Until then, the token-weighted ITL of the same statistic stands in for the per-request TPOT.
+        return summary[_stat_key("itl", statistic)] * scale
+    if quantity == "itl":
+        return summary[_stat_key("itl", statistic)] * scale
+    if quantity == "throughput":
+        if unit == "requests/s":
+            return summary["throughput_requests_per_s"]
+        if unit == "output tokens/s":
+            return summary["throughput_output_tokens_per_s"]
+        raise CalcError(f"figure.unit of a throughput must be requests/s or output tokens/s; got {unit!r}", "unit")
+    raise CalcError(f"figure.quantity must be one of {', '.join(_METRIC_OF_QUANTITY)}; got {quantity!r}", "quantity")
+
+
+@dataclass(frozen=True)
+class LatencyResult:
+    """One published figure beside the simulator's, with the client that produced it.
+
+    ``optimistic`` is True when calc promises better than measured (a shorter latency, a higher throughput).
+
+    >>> r = LatencyResult("x", "validation", "ttft", "a run", "ms", 100.0, 80.0, -0.2, True, "poisson", "src", "row")
+    >>> r.optimistic, r.to_dict()["error"]
+    (True, -0.2)
+    """
+
+    id: str
+    role: str
+    metric: str
+    label: str
+    unit: str
+    measured: float
+    predicted: float
+    error: float
+    optimistic: bool
+    client_used: str
+    source_cite: str
+    source_where: str
+
+    def to_dict(self) -> dict:
+        """JSON-ready, floats to 6 significant digits.
+
+        >>> predict_row(load_rows()[0]).to_dict()["unit"]
+        'ms'
+        """
+        return {k: round_sig(v) if isinstance(v, float) else v for k, v in asdict(self).items()}
+
+
+def predict_row(row: dict) -> LatencyResult:
+    """The simulator's figure for one row, its relative error and whether it is optimistic.
+
+    >>> r = predict_row(load_rows()[0])
+    >>> r.metric, r.role, r.measured, r.predicted < r.measured
+    ('e2e', 'calibration', 997.365, True)
+    """
+    if row.get("kind") != LATENCY_KIND:
+        raise CalcError(f"kind must be {LATENCY_KIND}; got {row.get('kind')!r}", "kind")
+    summary, client_used, _ = simulate_row(row)
+    predicted = _predicted(row, summary)
+    measured = float(row["figure"]["value"])
+    metric = metric_of(row)
+    error = relative_error(predicted, measured)
+    return LatencyResult(
+        id=row["id"], role=row["role"], metric=metric, label=row["label"], unit=row["figure"]["unit"],
+        measured=measured, predicted=predicted, error=error,
+        optimistic=(error > 0) if metric == "throughput" else (error < 0), client_used=client_used,
+        source_cite=row["source"]["cite"], source_where=row["source"]["where"])
+
+
+def evaluate(rows=None) -> tuple[LatencyResult, ...]:
+    """Every ``online_latency`` row predicted, in the data file's order.
+
+    >>> results = evaluate()
+    >>> len(results) == len(load_rows()), sorted({r.metric for r in results}) == sorted(METRICS)
+    (True, True)
+    """
+    return tuple(predict_row(row) for row in (load_rows() if rows is None else rows))
+
+
+def summary(results=None) -> dict:
+    """Per role (calibration, validation) and per metric: n, median |error|, median error, n optimistic.
+
+    >>> s = summary()
+    >>> s["validation"]["ttft"]["n"] >= 5, s["calibration"]["e2e"]["n"]
+    (True, 2)
+    """
+    results = evaluate() if results is None else results
+    out = {}
+    for role in ("calibration", "validation"):
+        out[role] = {}
+        for metric in METRICS:
+            chosen = [r for r in results if r.role == role and r.metric == metric]
+            if not chosen:
+                out[role][metric] = {"n": 0, "median_abs_error": None, "median_error": None, "n_optimistic": 0}
+                continue
+            out[role][metric] = {
+                "n": len(chosen),
+                "median_abs_error": median([abs(r.error) for r in chosen]),
+                "median_error": median([r.error for r in chosen]),
+                "n_optimistic": sum(r.optimistic for r in chosen),
+            }
+    return out
+
+
+def by_source(results=None) -> dict:
+    """Per source (its short citation) and metric, over every row of it: n and the median signed error.
+
+    The sign says which way calc is off for that engine and set-up (negative: calc is faster than measured),
+    which a single median over all sources hides.
+
+    >>> s = by_source()
+    >>> s["NVIDIA NIM benchmarking guide"]["ttft"]["n"]
+    10
+    """
+    results = evaluate() if results is None else results
+    out: dict = {}
+    for r in results:
+        out.setdefault(r.source_cite, {}).setdefault(r.metric, []).append(r.error)
+    return {cite: {metric: {"n": len(errors), "median_error": median(errors)} for metric, errors in metrics.items()}
+            for cite, metrics in out.items()}
+
+
+def report(results=None, *, rows: bool = False) -> str:
+    """The baseline report as text: the per-role, per-metric table, and with ``rows`` every figure.
+
+    >>> print(report().splitlines()[0])
+    calc against published online-serving runs (calc/data/measurements.json, kind online_latency)
+    """
+    results = evaluate() if results is None else results
+    s = summary(results)
+    closed = sum(CLOSED_LOOP_STANDIN in r.client_used for r in results)
+    lines = ["calc against published online-serving runs (calc/data/measurements.json, kind online_latency)",
+             f"{len(results)} figures; {closed} from closed-loop runs, predicted with the stand-in client "
+             f"({CLOSED_LOOP_STANDIN}).", "",
+             f"{'role':<12} {'metric':<11} {'n':>3} {'median |err|':>13} {'median err':>11} {'optimistic':>11}"]
+    for role in ("calibration", "validation"):
+        for metric in METRICS:
+            m = s[role][metric]
+            if not m["n"]:
+                lines.append(f"{role:<12} {METRIC_LABELS[metric]:<11} {0:>3} {'-':>13} {'-':>11} {'-':>11}")
+                continue
+            lines.append(f"{role:<12} {METRIC_LABELS[metric]:<11} {m['n']:>3} {m['median_abs_error']:>13.1%} "
+                         f"{m['median_error']:>+11.1%} {m['n_optimistic']:>5} of {m['n']:<3}")
+    lines += ["", "median signed error by source (all roles):"]
+    for cite, metrics in by_source(results).items():
+        parts = [f"{METRIC_LABELS[m]} {metrics[m]['median_error']:+.0%} (n={metrics[m]['n']})"
+                 for m in METRICS if m in metrics]
+        lines.append(f"  {cite}: " + "; ".join(parts))
+    if rows:
+        lines += ["", f"{'id':<58} {'role':<11} {'measured':>11} {'calc':>11} {'error':>8}  client"]
+        for r in results:
+            lines.append(f"{r.id:<58} {r.role:<11} {r.measured:>11.5g} {r.predicted:>11.5g} {r.error:>+8.1%}  "
+                         f"{'closed-loop stand-in' if CLOSED_LOOP_STANDIN in r.client_used else r.client_used}")
+    return "\n".join(lines)

@@ -1,0 +1,117 @@
+"""Step 20's fix as data: the incident's traffic served by three pools (chat, documents, batch) or by one shared pool.
+
+The preset ``step20-pools`` (``calc/sim/presets/``) splits the fleet of step 19
+(:mod:`calc.incident`) into pools with their own routers, chunk sizes and
+autoscalers; :func:`comparison` runs both layouts on the same traffic.
+"""
+
+from __future__ import annotations
+
+import copy
+import functools
+
+from calc.errors import check_choice, check_range
+from calc.incident import incident_run, incident_scenario
+from calc.sim import presets
+from calc.sim.fleet import FleetScenario, simulate_fleet
+
+__all__ = ["fix_scenario", "fix_run", "comparison", "PRESET", "LAYOUTS", "COMPARED", "DOCUMENT_HEADROOM_REPLICAS"]
+
+
+PRESET = "step20-pools"
+
+
+LAYOUTS = (("pools", "three pools: chat, documents, batch"), ("shared", "one shared pool"))
+
+
+DOCUMENT_HEADROOM_REPLICAS = 2  # the documents' autoscaler may add this many replicas (the preset: 3 up to 5)
+
+
+def _pool(data: dict, name: str) -> dict:
+    return next(p for p in data["fleet"]["pools"] if p["name"] == name)
+
+
+def fix_scenario(*, layout: str = "pools", shared_replicas: int = 3, chat_replicas: int = 2,
+                 document_replicas: int = 3, batch_replicas: int = 1, chat_chunk_tokens: int = 2048,
+                 document_share: float = 0.1, seed: int = 3) -> dict:
+    """The incident's traffic on the chosen layout, as a scenario dict.
+
+    ``shared``: the incident's fleet (:func:`~calc.incident.incident_scenario`)
+    with ``shared_replicas`` replicas. ``pools``: the preset ``step20-pools`` with
+    the reader's replica counts; the chat pool's prefill chunk
+    (``max_num_batched_tokens``) is ``chat_chunk_tokens``; the documents' pool
+    scales on its queue from ``document_replicas`` up to two more. Source: the
+    presets ``step19-incident-p99`` and ``step20-pools`` (the lesson's steps 19-20).
+
+    >>> pools = fix_scenario(document_replicas=1, chat_chunk_tokens=4096)["fleet"]["pools"]
+    >>> pools[0]["max_num_batched_tokens"], pools[1]["autoscaler"]["min_replicas"], pools[1]["autoscaler"]["max_replicas"]
+    (4096, 1, 3)
+    >>> fix_scenario(layout="both")
+    Traceback (most recent call last):
+    ...
+    calc.errors.CalcError: layout must be one of pools, shared; got 'both'
+    """
+    check_choice("layout", layout, tuple(key for key, _ in LAYOUTS))
+    if layout == "shared":
+        return incident_scenario(seed=seed, document_share=document_share,
+                                 replicas=check_range("shared_replicas", shared_replicas, 1, 16, integer=True))
+    data = copy.deepcopy(presets.load_data(PRESET))
+    for meta_key in ("lesson_step", "title"):
+        data.pop(meta_key, None)
+    data["seed"] = check_range("seed", seed, 0, 2**31 - 1, integer=True)
+    # The same surge mix as the incident's page, from the same function.
+    data["fleet"]["traffic"] = incident_scenario(document_share=document_share)["fleet"]["traffic"]
+    chat = _pool(data, "chat")
+    chat["replicas"] = check_range("chat_replicas", chat_replicas, 1, 16, integer=True)
+    chat["max_num_batched_tokens"] = check_range("chat_chunk_tokens", chat_chunk_tokens, 256, 65_536, integer=True)
+    docs = _pool(data, "documents")
+    docs["replicas"] = check_range("document_replicas", document_replicas, 1, 16, integer=True)
+    docs["autoscaler"]["min_replicas"] = docs["replicas"]
+    docs["autoscaler"]["max_replicas"] = docs["replicas"] + DOCUMENT_HEADROOM_REPLICAS
+    _pool(data, "batch")["replicas"] = check_range("batch_replicas", batch_replicas, 1, 16, integer=True)
+    return data
+
+
+@functools.lru_cache(maxsize=32)
+def fix_run(layout: str = "pools", shared_replicas: int = 3, **changes):
+    """A layout run to its end (cached): its summary. ``changes`` are other :func:`fix_scenario` arguments.
+
+    >>> fix_run("shared", 3)["ttft_p99_s"] == presets.run("step19-incident-p99").summary["ttft_p99_s"]
+    True
+    """
+    if layout == "shared" and set(changes) <= {"document_share", "seed"}:  # step 19's runs: share its cache
+        return incident_run(replicas=shared_replicas, **changes).summary
+    scenario = fix_scenario(layout=layout, shared_replicas=shared_replicas, **changes)
+    return simulate_fleet(FleetScenario.from_dict(scenario)).summary
+
+
+#: The layouts the page compares: (key, label, layout, shared replicas).
+COMPARED = (
+    ("shared3", "One pool, 3 replicas (the incident)", "shared", 3),
+    ("shared4", "One pool, 4 replicas", "shared", 4),
+    ("shared6", "One pool, 6 replicas", "shared", 6),
+    ("pools", "Three pools, 2 + 3 + 1 replicas", "pools", 3),
+)
+
+
+def comparison() -> list[dict]:
+    """Each compared layout's headline numbers: latency overall and per class, preemptions, replica-hours, cost.
+
+    >>> rows = comparison()
+    >>> [r["key"] for r in rows], rows[-1]["replicas"], rows[-1]["preemptions"]
+    (['shared3', 'shared4', 'shared6', 'pools'], 6, 0)
+    """
+    rows = []
+    for key, label, layout, replicas in COMPARED:
+        s = fix_run(layout, replicas)
+        by_class = {c["name"]: c for c in s["classes"]}
+        rows.append({
+            "key": key, "label": label, "replicas": s["replicas_max"], "replica_hours": s["replica_hours"],
+            "cost_usd": s["cost_usd"], "usd_per_million_output": s["cost_usd_per_million_output_tokens"],
+            "ttft_p99_s": s["ttft_p99_s"], "chat_ttft_p99_s": by_class["chat"]["ttft_p99_s"],
+            "document_ttft_p99_s": by_class["document"]["ttft_p99_s"],
+            "batch_ttft_p99_s": by_class["batch"]["ttft_p99_s"], "itl_p99_s": s["itl_p99_s"],
+            "preemptions": s["preemptions"], "queue_depth_max": s["queue_depth_max"],
+            "pools": {p["name"]: p for p in s["pools"]},
+        })
+    return rows

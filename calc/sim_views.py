@@ -1,0 +1,168 @@
+"""Lesson presets with a page's changes applied, and the numbers of their finished runs.
+
+A page's live simulation reruns a lesson preset (:mod:`calc.sim.presets`) with a
+few fields changed (the arrival rate, the allocation, prefix caching, the weight
+format, an autoscaler's thresholds). The same scenario, run to its end, gives the
+figures the page's prose quotes. Both live here, so that every page (and the
+command line, the notebooks and the tests) builds a changed preset the same way.
+Runs are deterministic (seeded), so their summaries are computed once per process.
+
+>>> preset_summary("step04-reserve-max")["running_max"]
+48
+"""
+
+from __future__ import annotations
+
+import copy
+import functools
+
+from calc.errors import CalcError
+from calc.lesson import MAX_MODEL_LEN
+from calc.sim import presets
+from calc.sim.fleet import simulate_fleet
+from calc.sim.scenario import Scenario
+
+__all__ = ["KEEP", "BREAK_PRESET", "FIX_PRESET", "SIDES", "side_by_side_scenarios", "scenario_for", "preset_summary", "fleet_scenario", "SYSTEM_PROMPT_PRESET", "SYSTEM_PROMPT_TOKENS",
+           "QUESTION_TOKENS", "SYSTEM_PROMPT_ANSWER_TOKENS", "SYSTEM_PROMPT_RATE_PER_S", "MAX_SYSTEM_PROMPT_TOKENS",
+           "system_prompt_scenario"]
+
+#: A control left at this value keeps the preset's own setting.
+KEEP = "preset"
+#: Step 4's replica that reserves the maximum, and step 5's paged one (steps 4-6 compare them).
+BREAK_PRESET, FIX_PRESET = "step04-reserve-max", "step05-paged"
+
+
+def scenario_for(preset: str, *, rate_per_s: float = 0, allocation: str = KEEP, prefix_caching: str = KEEP,
+                 speculation: str = KEEP, max_num_seqs: int = 0, seed: int = -1) -> dict:
+    """The preset's scenario with the page's overrides (``preset``/0/-1 keep the preset's value).
+
+    >>> scenario_for("step05-paged", allocation="contiguous")["allocation"]
+    'contiguous'
+    >>> scenario_for("step14-scale-on-gpu-util", rate_per_s=3)
+    Traceback (most recent call last):
+    ...
+    calc.errors.CalcError: rate_per_s cannot change step14-scale-on-gpu-util: its traffic follows phases over time; leave the rate at 0 (the preset's own)
+    """
+    data = copy.deepcopy(presets.load_data(preset))
+    for meta_key in ("lesson_step", "title"):
+        data.pop(meta_key, None)
+    if allocation != KEEP:
+        data["allocation"] = allocation
+    if prefix_caching != KEEP:
+        data["prefix_caching"] = prefix_caching == "on"
+    if speculation != KEEP:
+        data["speculation"] = None if speculation == "off" else speculation
+    if max_num_seqs:
+        data["max_num_seqs"] = max_num_seqs
+    if seed >= 0:
+        data["seed"] = seed
+    if rate_per_s:
+        if "traffic" in data.get("fleet", {}):
+            raise CalcError(f"rate_per_s cannot change {preset}: its traffic follows phases over time; "
+                            f"leave the rate at 0 (the preset's own)", "rate_per_s")
+        data.setdefault("workload", {})["rate_per_s"] = rate_per_s
+    return data
+
+
+@functools.lru_cache(maxsize=64)
+def preset_summary(name: str, rate_per_s: float = 0, weights: str | None = None, speculation: str = KEEP) -> dict:
+    """The summary of a lesson preset run to its end, at its own arrival rate or at ``rate_per_s``.
+
+    ``weights`` replaces the replica's weight format (step 7 replays step 6's
+    traffic in fp8); ``speculation`` turns speculative decoding on or off
+    (as :func:`scenario_for`). Source: :func:`calc.sim.fleet.simulate_fleet` on
+    :func:`scenario_for` (the scenario the page's live simulation runs).
+
+    >>> preset_summary("step04-reserve-max", 4)["queue_depth_max"]
+    3
+    >>> s = preset_summary("step06-twice-the-traffic", weights="fp8")
+    >>> s["requests_completed"], s["ttft_p99_s"] < preset_summary("step06-twice-the-traffic")["ttft_p99_s"] / 10
+    (1200, True)
+    """
+    data = scenario_for(name, rate_per_s=rate_per_s, speculation=speculation)
+    if weights is not None:
+        data["weights"] = weights
+    return dict(simulate_fleet(data).summary)
+
+
+def fleet_scenario(preset: str, **autoscaler) -> dict:
+    """The preset's fleet scenario as data, with any autoscaler settings replaced (CalcError if it is no fleet).
+
+    >>> fleet_scenario("step14-scale-on-gpu-util", scale_down_below=0.5)["fleet"]["autoscaler"]["scale_down_below"]
+    0.5
+    >>> fleet_scenario("step05-paged")
+    Traceback (most recent call last):
+    ...
+    calc.errors.CalcError: preset must be a fleet with an autoscaler; step05-paged has none
+    """
+    data = copy.deepcopy(presets.load_data(preset))
+    data.pop("lesson_step", None)
+    if "fleet" not in data or "autoscaler" not in data["fleet"]:
+        raise CalcError(f"preset must be a fleet with an autoscaler; {preset} has none", "preset")
+    data["fleet"]["autoscaler"].update(autoscaler)
+    return data
+
+
+# --- steps 11 and 12: one shared system prompt in front of every question -------------------------
+
+#: The simulator's scenario of step 11; its numbers are the defaults of steps 11 and 12.
+SYSTEM_PROMPT_PRESET = "step11-system-prompt"
+_SYSTEM_PROMPT_DATA = presets.load_data(SYSTEM_PROMPT_PRESET)
+_SYSTEM_PROMPT_CLASS = _SYSTEM_PROMPT_DATA["workload"]["classes"][0]
+SYSTEM_PROMPT_TOKENS: int = _SYSTEM_PROMPT_CLASS["prefix_tokens"]
+QUESTION_TOKENS: int = _SYSTEM_PROMPT_CLASS["prompt_tokens"]
+SYSTEM_PROMPT_ANSWER_TOKENS: int = _SYSTEM_PROMPT_CLASS["output_tokens"]
+SYSTEM_PROMPT_RATE_PER_S: float = float(_SYSTEM_PROMPT_DATA["workload"]["rate_per_s"])
+#: Longest system prompt the pages' controls accept: prompt + answer must stay within the engine's max_model_len.
+MAX_SYSTEM_PROMPT_TOKENS = 6_000
+
+
+def check_system_prompt_fits(system_prompt_tokens: int, question_tokens: int) -> None:
+    """CalcError (naming ``system_prompt_tokens``) if a request of the step-11 workload exceeds ``max_model_len``.
+
+    >>> check_system_prompt_fits(7_000, 1_024)
+    Traceback (most recent call last):
+    ...
+    calc.errors.CalcError: system_prompt_tokens + question_tokens + the 256-token answer must stay within the engine's max_model_len of 8,192; got 7,000 + 1,024
+    """
+    limit = Scenario().max_model_len
+    if system_prompt_tokens + question_tokens + SYSTEM_PROMPT_ANSWER_TOKENS > limit:
+        raise CalcError(
+            f"system_prompt_tokens + question_tokens + the {SYSTEM_PROMPT_ANSWER_TOKENS}-token answer must stay within "
+            f"the engine's max_model_len of {limit:,}; got {system_prompt_tokens:,} + {question_tokens:,}",
+            "system_prompt_tokens")
+
+
+def system_prompt_scenario(*, system_prompt_tokens: int = SYSTEM_PROMPT_TOKENS,
+                           rate_per_s: float = SYSTEM_PROMPT_RATE_PER_S, prefix_caching: str = "off") -> dict:
+    """The preset ``step11-system-prompt`` with steps 11 and 12's three knobs applied (a scenario dict).
+
+    >>> s = system_prompt_scenario(system_prompt_tokens=0, prefix_caching="on")
+    >>> s["workload"]["classes"][0]["prefix_tokens"], s["prefix_caching"], s["workload"]["rate_per_s"]
+    (0, True, 4.0)
+    """
+    check_system_prompt_fits(system_prompt_tokens, QUESTION_TOKENS)
+    data = scenario_for(SYSTEM_PROMPT_PRESET, rate_per_s=rate_per_s, prefix_caching=prefix_caching)
+    for request_class in data["workload"]["classes"]:
+        request_class["prefix_tokens"] = system_prompt_tokens
+    return copy.deepcopy(data)
+
+
+SIDES = (("c", "contiguous", "reserve the maximum"), ("p", "paged", "paged blocks"))
+
+
+def side_by_side_scenarios(rate_per_s: float = 8, max_model_len: int = MAX_MODEL_LEN, block_size: int = 16,
+                           max_num_seqs: int = 256) -> dict[str, dict]:
+    """The step-05 preset's scenario twice, once per allocation, with the page's overrides.
+
+    >>> s = side_by_side_scenarios(max_model_len=16384)
+    >>> s["contiguous"]["allocation"], s["paged"]["allocation"], s["paged"]["max_model_len"]
+    ('contiguous', 'paged', 16384)
+    """
+    out = {}
+    for _, allocation, _ in SIDES:
+        data = scenario_for(FIX_PRESET, rate_per_s=rate_per_s, allocation=allocation, max_num_seqs=max_num_seqs)
+        data["max_model_len"] = max_model_len
+        data["block_size"] = block_size
+        out[allocation] = data
+    return out
