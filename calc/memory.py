@@ -511,21 +511,6 @@ def kv_capacity(model, gpu, *, tp: int = 1, weights: str = "bf16", kv_dtype: str
     )
 
 
-def __getattr__(name: str):
-    """``LESSON_REPLICA`` and ``lesson_kv_capacity`` moved to :mod:`calc.lesson` (``REPLICA``, ``kv_capacity``).
-
-    Kept readable here, imported on first use (calc.lesson imports this module), for code written before the move.
-
-    >>> __getattr__("LESSON_REPLICA")["tp"]
-    4
-    """
-    if name in ("LESSON_REPLICA", "lesson_kv_capacity"):
-        from calc import lesson
-
-        return lesson.REPLICA if name == "LESSON_REPLICA" else lesson.kv_capacity
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
-
 #: Overhead on one GPU when none is measured: :data:`calc.memory.ACTIVATION_WORKSPACE_BYTES` (vLLM's profiled
 #: activation peak, assumed) + :data:`calc.memory.NON_TORCH_BASE_BYTES` (CUDA context and libraries, one GPU).
 DEFAULT_OVERHEAD_BYTES = ACTIVATION_WORKSPACE_BYTES + NON_TORCH_BASE_BYTES

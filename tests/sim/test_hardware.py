@@ -3,7 +3,7 @@
 import pytest
 
 from calc.catalog import get_gpu
-from calc.memory import lesson_kv_capacity
+from calc.lesson import kv_capacity as lesson_kv_capacity
 from calc.sim import Scenario, simulate
 from calc.sim.hardware import replica_hardware
 
