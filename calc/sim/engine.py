@@ -31,6 +31,8 @@ True
 
 from __future__ import annotations
 
+from functools import partial
+
 from calc.errors import CalcError
 from calc.sim.fast import decode_run
 from calc.sim.fast import enabled as fast_paths_enabled
@@ -150,6 +152,10 @@ class ReplicaClock:
         if dt <= 0:
             return self.int_queue, self.int_used_blocks
         return self.int_queue + self.queue_depth * dt, self.int_used_blocks + self.kv_used_blocks * dt
+
+    def steps_runner(self):
+        """The function an event loop calls as ``run_until(end_ns, limit_ns, budget, sink_clock)`` on this replica."""
+        return self.run_until
 
     def _account(self, now_ns: int) -> None:
         dt = now_ns - self._last_ns
@@ -340,6 +346,12 @@ class Replica(ReplicaClock):
             return decode_run(self, end_ns, limit_ns, budget, sink_clock)
         return ReplicaClock.run_until(self, end_ns, limit_ns, budget, sink_clock)
 
+    def steps_runner(self):
+        """:meth:`run_until` as a function of ``(end_ns, limit_ns, budget, sink_clock)``: the fused path itself when on."""
+        if self._fused_on:
+            return partial(decode_run, self)
+        return self.run_until
+
     # The small methods through which calc.sim.fast reads and writes this replica's clock and plan.
     def fused_refs(self) -> tuple:
         """What the fused path reads on every call: objects that stay the same for the replica's life."""
@@ -357,37 +369,41 @@ class Replica(ReplicaClock):
                                    pool.block_size, pool.total_blocks, sink.itl)
         return fixed
 
-    def clock_counters(self) -> tuple:
-        """``(busy_ns, steps, sum_new_tokens, sum_pairs, int_queue, int_running, int_used_blocks,
-        int_token_states, last accounted ns, step_start_ns, max_running)``, for :meth:`store_clock_counters`."""
-        return (self.busy_ns, self.steps, self.sum_new_tokens, self.sum_pairs, self.int_queue, self.int_running,
-                self.int_used_blocks, self.int_token_states, self._last_ns, self.step_start_ns, self.max_running)
+    def fused_begin(self) -> tuple:
+        """The counters a run of decode-only steps advances, for :meth:`fused_end`.
 
-    def store_clock_counters(self, busy_ns, steps, sum_new_tokens, sum_pairs, int_queue, int_running,
-                             int_used_blocks, int_token_states, last_ns, step_start_ns, max_running, now_ns) -> None:
-        """Write back what :meth:`clock_counters` gave, advanced by steps taken elsewhere, and the time now."""
+        ``(decoding sequences, context ticks, emitted ticks, decode steps, busy_ns, steps, sum_new_tokens,
+        sum_pairs, int_queue, int_running, int_used_blocks, int_token_states, last accounted ns,
+        step_start_ns, max_running, token states besides the decoding contexts)``.
+        """
+        s = self.sched
+        return (s.n_decoding, s.ctx_ticks, s.emitted_ticks, s.step_index, self.busy_ns, self.steps,
+                self.sum_new_tokens, self.sum_pairs, self.int_queue, self.int_running, self.int_used_blocks,
+                self.int_token_states, self._last_ns, self.step_start_ns, self.max_running,
+                s.token_states_besides_contexts())
+
+    def fused_end(self, ctx_ticks, emitted_ticks, step_index, busy_ns, steps, sum_new_tokens, sum_pairs, int_queue,
+                  int_running, int_used_blocks, int_token_states, last_ns, step_start_ns, max_running, now_ns,
+                  plan_in_flight, decode_seqs=0, kv_tokens=0, end_ns=None) -> None:
+        """Write back :meth:`fused_begin`'s counters, advanced by decode-only steps taken elsewhere, and the time.
+
+        ``plan_in_flight``: the decode-only step in flight is now one of
+        ``decode_seqs`` over ``kv_tokens``, ending at ``end_ns`` (the same
+        StepPlan object); else no step is in flight.
+        """
+        self.sched.store_decode_counters(ctx_ticks, emitted_ticks, step_index)
         self.busy_ns, self.steps, self.sum_new_tokens, self.sum_pairs = busy_ns, steps, sum_new_tokens, sum_pairs
         self.int_queue, self.int_running = int_queue, int_running
         self.int_used_blocks, self.int_token_states = int_used_blocks, int_token_states
         self._last_ns, self.step_start_ns, self.max_running, self.now_ns = last_ns, step_start_ns, max_running, now_ns
-
-    def keep_decode_plan(self, decode_seqs: int, kv_tokens: int, end_ns: int) -> None:
-        """The decode-only step in flight is now one of ``decode_seqs`` over ``kv_tokens``, ending at ``end_ns``."""
-        plan = self.plan
-        plan.decode_seqs = plan.new_tokens = decode_seqs
-        plan.decode_kv_tokens = plan.kv_tokens_read = plan.attention_token_pairs = kv_tokens
-        self.step_end_ns = end_ns
-
-    def drop_plan(self) -> None:
-        """The step in flight has ended (its effects already counted): none is in flight now."""
-        self.plan = None
-        self.step_end_ns = None
-
-    def drop_plan_and_start(self, now_ns: int):
-        """:meth:`drop_plan`, then :meth:`start_step` at ``now_ns`` (its end time, or None)."""
-        self.plan = None
-        self.step_end_ns = None
-        return self.start_step(now_ns)
+        if plan_in_flight:
+            plan = self.plan
+            plan.decode_seqs = plan.new_tokens = decode_seqs
+            plan.decode_kv_tokens = plan.kv_tokens_read = plan.attention_token_pairs = kv_tokens
+            self.step_end_ns = end_ns
+        else:
+            self.plan = None
+            self.step_end_ns = None
 
     def submit(self, req, now_ns: int) -> bool:
         """A request arrives; False if it can never run here (counted as rejected)."""

@@ -29,8 +29,8 @@ process), or :func:`general_paths` for a block of code (tests). Engines read
 it when they are built, so a run keeps the paths it started with.
 
 The fast code reaches the replica, its scheduler and its block pool through
-small methods (``clock_counters``, ``decode_counters``, ``take_counted_crossings``,
-...), never their private fields.
+small methods (``fused_begin``, ``fused_end``, ``decode_counters``,
+``take_counted_crossings``, ``decode_blocks``), never their private fields.
 
 >>> enabled("fused_decode")
 True
@@ -131,11 +131,10 @@ def decode_run(rep, end_ns, limit_ns, budget: int = -1, sink_clock: bool = False
         # A run of decode-only steps. The state they change lives in locals (written back through the owners'
         # methods before any other code runs and when the run stops); each iteration is end_step then start_step.
         main = groups[0]  # every decoding sequence emitted its last token at main.t_ns
-        n, ctx_ticks, emitted, step = sched.decode_counters()
-        busy, steps, sum_new, sum_pairs, iq, ir, iu, ist, last, start, max_running = rep.clock_counters()
+        (n, ctx_ticks, emitted, step, busy, steps, sum_new, sum_pairs, iq, ir, iu, ist, last, start, max_running,
+         offset) = rep.fused_begin()
         queued, live = len(waiting), len(running)
         used = total_blocks - pool.free - pool.evictable
-        offset = sched.token_states_besides_contexts()
         stopped = None  # "general" when the next step needs start_step; "idle" when none starts
         while True:
             # end_step: _account's integrals and commit's decode branch (no request finishes here)
@@ -193,10 +192,11 @@ def decode_run(rep, end_ns, limit_ns, budget: int = -1, sink_clock: bool = False
             now = end_ns
             if sink_clock:
                 sink.now_ns = now
-        sched.store_decode_counters(ctx_ticks, emitted, step)
-        rep.store_clock_counters(busy, steps, sum_new, sum_pairs, iq, ir, iu, ist, last, start, max_running, now)
-        if stopped is None:
-            rep.keep_decode_plan(n, ctx, end_ns)  # the plan in flight stays the same decode-only StepPlan
+        if stopped is None:  # the plan in flight stays the same decode-only StepPlan, with this step's sums
+            rep.fused_end(ctx_ticks, emitted, step, busy, steps, sum_new, sum_pairs, iq, ir, iu, ist, last, start,
+                          max_running, now, True, n, ctx, end_ns)
         else:
-            end_ns = rep.drop_plan_and_start(now) if stopped == "general" else rep.drop_plan()
+            rep.fused_end(ctx_ticks, emitted, step, busy, steps, sum_new, sum_pairs, iq, ir, iu, ist, last, start,
+                          max_running, now, False)
+            end_ns = rep.start_step(now) if stopped == "general" else None
     return end_ns, now, handled

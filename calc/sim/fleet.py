@@ -438,50 +438,68 @@ class Fleet:
             return True
         reqs = self.requests
         n_reqs = len(reqs)
+        if self._next >= n_reqs and not self.in_flight:
+            self.done = True
+            return True
         queue = self.queue
-        pop, push, peek = queue.pop, queue.push, queue.peek_time
+        pop_before, push, peek = queue.pop_before, queue.push, queue.peek_time
         fleet_of_one, same_instant, sink_clock = self._fleet_of_one, self._same_instant, self._sink_clock
+        only_member = self.members[0] if fleet_of_one else None
+        only = only_member.rep if fleet_of_one else None
+        run_steps = only.steps_runner() if fleet_of_one else None
+        stop_ns = math.inf if until_ns is None else until_ns
         budget = -1 if max_events is None else max_events
         handled = 0
         while handled != budget:
-            if self._next >= n_reqs and not self.in_flight:
-                self.done = True
+            event = pop_before(stop_ns)
+            if event is None:
+                if until_ns is None:  # (cannot happen: the run ends when its last step or arrival is handled)
+                    self.done = True
+                else:  # nothing before until_ns: the state holds up to it, so its samples are final
+                    self.sample_until(until_ns)
                 break
-            now = peek()
-            if until_ns is not None and now >= until_ns:
-                self.sample_until(until_ns)  # nothing can happen before until_ns now: its samples are final
-                break
+            now, kind, payload = event
             if now >= self.next_sample_ns:
-                self.sample_until(now)
-            now, kind, payload = pop()
+                self.sample_until(now)  # the state before any event at now (the pop changed nothing)
             handled += 1
             if kind == ARRIVAL:
                 nxt = self._next
-                self._arrive(reqs[nxt], now)
-                nxt += 1
-                if same_instant:
+                while True:
+                    if fleet_of_one:
+                        # Fast path (calc.sim.fast): the only replica takes it, no router; _arrive, inlined.
+                        only.submit(reqs[nxt], now)
+                        if only.plan is None:
+                            end = only.start_step(now)
+                            if end is not None:
+                                push(end, STEP_END, only_member)
+                                self.in_flight += 1
+                    else:
+                        self._arrive(reqs[nxt], now)
+                    nxt += 1
                     # Fast path (calc.sim.fast): the arrivals at this same instant would come next off the heap
                     # (an arrival outranks every other event at its time); they are handled here, in order.
-                    while nxt < n_reqs and reqs[nxt].arrival_ns == now and handled != budget:
-                        handled += 1
-                        self._arrive(reqs[nxt], now)
-                        nxt += 1
+                    if not (same_instant and nxt < n_reqs and reqs[nxt].arrival_ns == now and handled != budget):
+                        break
+                    handled += 1
                 self._next = nxt
                 if nxt < n_reqs:
                     push(reqs[nxt].arrival_ns, ARRIVAL, None)
+                elif not self.in_flight:  # the last request arrived and none runs (all rejected): the end
+                    self.now_ns = now
+                    self.done = True
+                    break
             elif kind == STEP_END:
                 m = payload
                 rep = m.rep
                 if fleet_of_one:
                     # Fast path (calc.sim.fast): one replica, no other kind of event. This step end and the ones
                     # before the next arrival, the next sample and the stop time follow one another off the heap.
-                    limit = peek() if len(queue) else math.inf
-                    if self.next_sample_ns < limit:
+                    limit = peek()
+                    if limit is None or self.next_sample_ns < limit:
                         limit = self.next_sample_ns
-                    if until_ns is not None and until_ns < limit:
-                        limit = until_ns
-                    end, now, steps = rep.run_until(now, limit, budget - handled + 1 if budget >= 0 else -1,
-                                                    sink_clock=sink_clock)
+                    if stop_ns < limit:
+                        limit = stop_ns
+                    end, now, steps = run_steps(now, limit, budget - handled + 1 if budget >= 0 else -1, sink_clock)
                     handled += steps - 1
                 else:
                     if sink_clock:
@@ -490,17 +508,20 @@ class Fleet:
                     end = rep.start_step(now)
                 if end is not None:
                     push(end, STEP_END, m)
-                    self._note_running(rep)
+                    if not fleet_of_one:
+                        self._note_running(rep)
                 else:
                     self.in_flight -= 1
                     if m.draining and not rep.outstanding:
                         self._remove(m, now)
+                    if not self.in_flight and self._next >= n_reqs:  # every request arrived and none runs
+                        self.now_ns = now
+                        self.done = True
+                        break
             else:
                 self._control(payload, now)
             self.now_ns = now
         self.events += handled
-        if self._next >= n_reqs and not self.in_flight:
-            self.done = True
         return self.done
 
     def _arrive(self, req, now: int) -> None:
@@ -509,14 +530,11 @@ class Fleet:
         m = pool.router.choose(pool.serving)
         rep = m.rep
         rep.submit(req, now)
-        if self._fleet_of_one:
-            self.queue_max = rep.max_queue  # the fleet's queue is this replica's
-        else:
-            q = 0
-            for other in self.members:
-                q += other.rep.queue_depth
-            if q > self.queue_max:
-                self.queue_max = q
+        q = 0
+        for other in self.members:
+            q += other.rep.queue_depth
+        if q > self.queue_max:
+            self.queue_max = q
         if rep.plan is None:
             end = rep.start_step(now)
             if end is not None:
@@ -524,11 +542,15 @@ class Fleet:
                 self.in_flight += 1
                 self._note_running(rep)
 
+    def maxima(self) -> tuple:
+        """The fleet's largest queue and running batch so far (summed over replicas at each change)."""
+        if self._fleet_of_one:  # the fast path keeps no fleet-wide maxima: the replica's are the fleet's
+            rep = self.members[0].rep
+            return rep.max_queue, rep.max_running
+        return self.queue_max, self.running_max
+
     def _note_running(self, rep) -> None:
         """A step started on ``rep``: the fleet's largest running batch so far."""
-        if self._fleet_of_one:
-            self.running_max = rep.max_running  # the fleet's batch is this replica's
-            return
         r = 0
         for other in self.members:
             r += other.rep.running
@@ -676,6 +698,7 @@ def summarize(engine) -> dict:
     (3, 184.286, 0.963541)
     """
     sc, sink, hw = engine.scenario, engine.sink, engine.hardware
+    queue_max, running_max = engine.maxima()
     end_ns = max(sink.last_finish_ns, 1) if sink.last_finish_ns else max(engine.now_ns, 1)
     dur_s = end_ns / NS_PER_S
     reps = [m.rep for m in engine.members]
@@ -739,9 +762,9 @@ def summarize(engine) -> dict:
             query += cache.query_tokens
     summary.update({
         "queue_depth_mean": _r(sum(r.int_queue for r in reps) / end_ns),
-        "queue_depth_max": engine.queue_max,
+        "queue_depth_max": queue_max,
         "running_mean": _r(sum(r.int_running for r in reps) / end_ns),
-        "running_max": engine.running_max,
+        "running_max": running_max,
         "kv_cache_tokens": hw.kv_cache_tokens if sc.batching == "continuous" else reps[0].total_blocks,
         "kv_use_mean": _r(int_used / kv_exposure) if kv_exposure else 0.0,
         "kv_use_peak": _r(peak_used),

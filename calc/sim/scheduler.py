@@ -388,7 +388,11 @@ class Scheduler:
 
     def take_counted_crossings(self, step_index: int, need: int) -> None:
         """:meth:`_decode_blocks_counted` at ``step_index`` when ``need`` blocks are free (no eviction, no preemption)."""
-        self.pool.take(need)
+        pool = self.pool  # BlockPool.take without eviction: need <= free
+        pool.free -= need
+        used = pool.total_blocks - pool.free - pool.evictable
+        if used > pool.peak_used:
+            pool.peak_used = used
         self.clock[0] = step_index
 
     def decode_blocks(self, plan: StepPlan) -> None:
