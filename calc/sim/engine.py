@@ -369,23 +369,15 @@ class Replica(ReplicaClock):
                                    pool.block_size, pool.total_blocks, sink.itl)
         return fixed
 
-    def fused_begin(self) -> tuple:
-        """The counters a run of decode-only steps advances, for :meth:`fused_end`.
-
-        ``(decoding sequences, context ticks, emitted ticks, decode steps, busy_ns, steps, sum_new_tokens,
-        sum_pairs, int_queue, int_running, int_used_blocks, int_token_states, last accounted ns,
-        step_start_ns, max_running, token states besides the decoding contexts)``.
-        """
-        s = self.sched
-        return (s.n_decoding, s.ctx_ticks, s.emitted_ticks, s.step_index, self.busy_ns, self.steps,
-                self.sum_new_tokens, self.sum_pairs, self.int_queue, self.int_running, self.int_used_blocks,
-                self.int_token_states, self._last_ns, self.step_start_ns, self.max_running,
-                s.token_states_besides_contexts())
+    @property
+    def last_accounted_ns(self) -> int:
+        """The time up to which the time integrals are counted."""
+        return self._last_ns
 
     def fused_end(self, ctx_ticks, emitted_ticks, step_index, busy_ns, steps, sum_new_tokens, sum_pairs, int_queue,
                   int_running, int_used_blocks, int_token_states, last_ns, step_start_ns, max_running, now_ns,
                   plan_in_flight, decode_seqs=0, kv_tokens=0, end_ns=None) -> None:
-        """Write back :meth:`fused_begin`'s counters, advanced by decode-only steps taken elsewhere, and the time.
+        """Write back the clock's and scheduler's counters, advanced by decode-only steps taken elsewhere, and the time.
 
         ``plan_in_flight``: the decode-only step in flight is now one of
         ``decode_seqs`` over ``kv_tokens``, ending at ``end_ns`` (the same

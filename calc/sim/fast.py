@@ -29,7 +29,7 @@ process), or :func:`general_paths` for a block of code (tests). Engines read
 it when they are built, so a run keeps the paths it started with.
 
 The fast code reaches the replica, its scheduler and its block pool through
-small methods (``fused_begin``, ``fused_end``, ``decode_counters``,
+small methods (``fused_end``, ``decode_counters``, ``token_states_besides_contexts``,
 ``take_counted_crossings``, ``decode_blocks``), never their private fields.
 
 >>> enabled("fused_decode")
@@ -131,8 +131,13 @@ def decode_run(rep, end_ns, limit_ns, budget: int = -1, sink_clock: bool = False
         # A run of decode-only steps. The state they change lives in locals (written back through the owners'
         # methods before any other code runs and when the run stops); each iteration is end_step then start_step.
         main = groups[0]  # every decoding sequence emitted its last token at main.t_ns
-        (n, ctx_ticks, emitted, step, busy, steps, sum_new, sum_pairs, iq, ir, iu, ist, last, start, max_running,
-         offset) = rep.fused_begin()
+        # Read one by one (public counters): a tuple per run would be one more object for the garbage collector,
+        # which costs most in Pyodide's Python on a large run.
+        n, ctx_ticks, emitted, step = sched.n_decoding, sched.ctx_ticks, sched.emitted_ticks, sched.step_index
+        busy, steps, sum_new, sum_pairs = rep.busy_ns, rep.steps, rep.sum_new_tokens, rep.sum_pairs
+        iq, ir, iu, ist = rep.int_queue, rep.int_running, rep.int_used_blocks, rep.int_token_states
+        last, start, max_running = rep.last_accounted_ns, rep.step_start_ns, rep.max_running
+        offset = sched.token_states_besides_contexts()
         queued, live = len(waiting), len(running)
         used = total_blocks - pool.free - pool.evictable
         stopped = None  # "general" when the next step needs start_step; "idle" when none starts
