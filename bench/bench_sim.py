@@ -2,11 +2,13 @@
 
 The standard scenario is the lesson's replica (Llama 3.1 70B, bf16, TP4 on H100s), 1,024 tokens in and 256
 out, Poisson arrivals at 10 requests/s, 6,000 requests; then the same at 100,000 requests (cost must be
-linear in requests), and the standard scenario with the engine features on (prefix caching with a shared
-system prompt; EAGLE-like speculation). Targets on the 2-core development machine (issue 5): the standard
+linear in requests), the standard scenario with the engine features on (prefix caching with a shared
+system prompt; EAGLE-like speculation), and the same engine as a fleet (of one; of four replicas). Targets on the 2-core development machine (issue 5): the standard
 scenario under 1 s in CPython and under 2 s in Pyodide.
 
-Prints a table and writes bench-results/sim.json. Not a test: it measures, it does not assert.
+Prints a table and writes bench-results/sim.json. Not a test: it measures, it does not assert. Wall time on
+a loaded machine includes waiting for a CPU: compare CPU seconds. ``CALC_SIM_FAST_PATHS=0`` times the
+general twins of the fast paths (:mod:`calc.sim.fast`).
 
     .venv/bin/python bench/bench_sim.py [--quick] [--no-pyodide] [--repeat N]
 """
@@ -26,6 +28,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 
 from calc.sim import Scenario, Simulation  # noqa: E402
+from calc.sim.fleet import Fleet, FleetScenario  # noqa: E402
 
 STANDARD = {"workload": {"arrival": "poisson", "rate_per_s": 10, "requests": 6000}}
 CASES = [
@@ -35,6 +38,11 @@ CASES = [
      {"prefix_caching": True, "max_model_len": 16384,
       "workload": {"arrival": "poisson", "rate_per_s": 10, "requests": 6000, "prefix_tokens": 2500}}),
     ("standard + EAGLE-like speculation", {"speculation": "eagle-like", **STANDARD}),
+    # The same engine as a fleet (calc.sim.fleet.Fleet): the lone replica with the fleet's series and summary,
+    # and four replicas behind a router at four times the traffic (no fleet-of-one shortcut there).
+    ("standard as a fleet of one", {"fleet": {"replicas": 1}, **STANDARD}),
+    ("4 replicas, round-robin, 40 requests/s (24,000 requests)",
+     {"fleet": {"replicas": 4}, "workload": {"arrival": "poisson", "rate_per_s": 40, "requests": 24000}}),
 ]
 
 
@@ -42,7 +50,7 @@ def time_case(data: dict, repeat: int) -> dict:
     best = None
     for _ in range(repeat):
         t0, c0 = time.perf_counter(), time.process_time()
-        sim = Simulation(Scenario.from_dict(data))
+        sim = Fleet(FleetScenario.from_dict(data)) if "fleet" in data else Simulation(Scenario.from_dict(data))
         sim.advance()
         summary = sim.result().summary
         wall, cpu = time.perf_counter() - t0, time.process_time() - c0

@@ -19,8 +19,12 @@ from __future__ import annotations
 import argparse
 import math
 
+import os
+
 from calc.cli.table import format_table
 from calc.errors import CalcError
+from calc.sim import presets
+from calc.sim.fleet import FleetScenario, as_fleet_scenario, simulate_fleet
 from calc.sim.kv_blocks import ALLOCATIONS
 from calc.sim.run import simulate
 from calc.sim.scenario import BATCHING, SPECULATION_PRESETS, Scenario, load_scenario
@@ -89,17 +93,39 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     a("--series", action="store_true", help="with --json, include the time series")
 
 
-def scenario_from_args(args) -> Scenario:
-    """The scenario: the file (or defaults), then every flag given on top.
+def scenario_from_args(args):
+    """The scenario the command line gives: its base, then every flag given on top (the one way, for both bases).
+
+    The base is ``--preset NAME`` (a lesson preset, :mod:`calc.sim.presets`, as
+    a :class:`~calc.sim.fleet.FleetScenario`), else ``--scenario FILE``, else the
+    default :class:`~calc.sim.scenario.Scenario`. ``--rate inf`` means every
+    request at once; a finite ``--rate`` on an all-at-once base makes it Poisson
+    unless ``--arrival`` says otherwise. A preset that sets its traffic over time
+    (``fleet.traffic``) takes no ``--rate``, ``--duration-s`` or ``--arrival``.
 
     >>> ns = argparse.Namespace(**{k: None for k in _TOP + _WORKLOAD + _CLASS}, scenario=None,
     ...     rate=float("inf"), no_chunked_prefill=False, prefix_caching=False, speculation=None)
     >>> ns.requests = 7
     >>> s = scenario_from_args(ns); s.workload.arrival, s.workload.requests
     ('all-at-once', 7)
+    >>> fs = scenario_from_args(argparse.Namespace(preset="step20-pools", requests=30))
+    >>> type(fs).__name__, fs.scenario.workload.requests
+    ('FleetScenario', 30)
+    >>> scenario_from_args(argparse.Namespace(preset="step14-scale-on-gpu-util", rate=3.0))
+    Traceback (most recent call last):
+    ...
+    calc.errors.CalcError: preset step14-scale-on-gpu-util sets its traffic over time (fleet.traffic); --rate does not apply: copy ...
     """
-    base = load_scenario(args.scenario) if getattr(args, "scenario", None) else Scenario()
-    data = base.to_dict()
+    name = getattr(args, "preset", None)
+    if name:
+        if getattr(args, "scenario", None):
+            raise CalcError("give --preset or --scenario, not both", "preset")
+        data = as_fleet_scenario(presets.load(name)).to_dict()
+        source = f"preset {name}"
+    else:
+        base = load_scenario(args.scenario) if getattr(args, "scenario", None) else Scenario()
+        data = base.to_dict()
+        source = "the scenario"
     for key in _TOP:
         value = getattr(args, key, None)
         if value is not None:
@@ -116,6 +142,13 @@ def scenario_from_args(args) -> Scenario:
         if value is not None:
             wl[key] = value
     rate = getattr(args, "rate", None)
+    if name and data["fleet"]["traffic"]:
+        for flag, value in (("--rate", rate), ("--duration-s", getattr(args, "duration_s", None)),
+                            ("--arrival", getattr(args, "arrival", None))):
+            if value is not None:
+                raise CalcError(f"preset {name} sets its traffic over time (fleet.traffic); {flag} does not apply: "
+                                f"copy {os.path.join(presets.PRESET_DIR, name + '.json')}, edit its phases and pass "
+                                "the copy to --preset", flag.lstrip("-"))
     if rate is not None:
         if math.isinf(rate):
             wl["arrival"] = "all-at-once"
@@ -126,25 +159,40 @@ def scenario_from_args(args) -> Scenario:
     given = {key: getattr(args, key) for key in _CLASS if getattr(args, key, None) is not None}
     if given:
         if len(wl["classes"]) != 1:
-            raise CalcError(f"--{next(iter(given)).replace('_', '-')} applies to a single request class; the "
-                            f"scenario has {len(wl['classes'])}: edit the file instead", next(iter(given)))
+            hint = "" if name else ": edit the file instead"
+            raise CalcError(f"--{next(iter(given)).replace('_', '-')} applies to a single request class; {source} "
+                            f"has {len(wl['classes'])}{hint}", next(iter(given)))
         wl["classes"][0].update(given)
-    return Scenario.from_dict(data)
+    return FleetScenario.from_dict(data) if name else Scenario.from_dict(data)
 
 
 def run(args) -> dict:
     """Simulate and return the summary (plus the time series with ``--series``).
 
+    A preset runs as a fleet (one replica runs as a fleet of one: the same
+    numbers) and its summary carries the preset's name and the fleet's keys;
+    ``--preset list`` returns the presets instead.
+
     >>> ns = argparse.Namespace(scenario=None, requests=5, rate=float("inf"), series=False)
     >>> run(ns)["requests_completed"]
     5
+    >>> out = run(argparse.Namespace(preset="step05-paged", requests=20, rate=None, series=False))
+    >>> out["preset"], out["requests_completed"], out["replicas_max"]
+    ('step05-paged', 20, 1)
+    >>> run(argparse.Namespace(preset="list"))["presets"][0]["name"]
+    'step04-reserve-max'
     """
-    if getattr(args, "preset", None):  # a lesson preset, possibly a fleet: calc.sim.presets runs it
-        from calc.sim.presets import run_cli
-
-        return run_cli(args)
-    result = simulate(scenario_from_args(args))
-    out = dict(result.summary)
+    name = getattr(args, "preset", None)
+    if name == "list":
+        return {"presets": [presets.info(n) for n in presets.names()]}
+    scenario = scenario_from_args(args)
+    if name:
+        result = simulate_fleet(scenario)
+        out = {"preset": name}
+        out.update(result.summary)
+    else:
+        result = simulate(scenario)
+        out = dict(result.summary)
     if getattr(args, "series", False):
         out["time_series"] = result.time_series
     return out
@@ -206,8 +254,36 @@ def render(result: dict) -> str:
             [(c["name"], f"{c['requests_completed']:,}", _s(c["ttft_p50_s"]), _s(c["ttft_p99_s"]), _s(c["e2e_p99_s"]))
              for c in r["classes"]], headers=("class", "completed", "TTFT p50", "TTFT p99", "E2E p99")))
     if len(r.get("pools", ())) > 1 or r.get("replicas_max", 1) > 1:  # a fleet (--preset): replicas, pools, scaling
-        from calc.sim.presets import render_fleet
-
         lines.append("")
         lines.append(render_fleet(r))
+    return "\n".join(lines)
+
+
+def render_fleet(summary: dict) -> str:
+    """The fleet part of a run's summary as text: replicas and cost, pools, scaling decisions.
+
+    >>> print(render_fleet(presets.run("step20-pools").summary))  # doctest: +ELLIPSIS
+    replicas 6 at start, 6 at most, 6 at the end; ... replica-hours ...
+    pool       classes   replicas (start/end)  TTFT p50  TTFT p99  queue max  GPU-Util
+    ...
+    """
+    def sec(v):
+        return "-" if v is None else (f"{format_number(v)} s" if v >= 1 else f"{format_number(v * 1000)} ms")
+
+    s = summary
+    cost = f", ${format_number(s['cost_usd'])}" if s.get("cost_usd") is not None else ""
+    lines = [f"replicas {s['replicas_initial']} at start, {s['replicas_max']} at most, {s['replicas_final']} at the "
+             f"end; {format_number(s['replica_hours'])} replica-hours ({format_number(s['gpu_hours'])} GPU-hours"
+             f"{cost}); arrivals {format_number(s['arrival_rate_per_s'] or 0)} requests/s"]
+    lines.append(format_table(
+        [(p["name"], ", ".join(p["classes"]), f"{p['replicas_initial']}/{p['replicas_final']}", sec(p["ttft_p50_s"]),
+          sec(p["ttft_p99_s"]), f"{p['queue_depth_max']:,}", f"{format_number(100 * p['gpu_util_reported'])}%")
+         for p in s["pools"]],
+        headers=("pool", "classes", "replicas (start/end)", "TTFT p50", "TTFT p99", "queue max", "GPU-Util")))
+    events = s.get("scale_events", [])
+    if events:
+        lines.append("")
+        lines.append(format_table(
+            [(sec(e["t_s"]), e["pool"], f"{e['signal']} = {format_number(e['value'])}", f"{e['from']} -> {e['to']}")
+             for e in events], headers=("at", "pool", "signal", "replicas")))
     return "\n".join(lines)

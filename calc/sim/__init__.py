@@ -6,8 +6,13 @@ One replica of a vLLM-like engine at iteration level: a workload of requests
 step times from the roofline (:mod:`~calc.sim.hardware`), speculative
 decoding (:mod:`~calc.sim.speculation`), the static-batching baseline
 (:mod:`~calc.sim.static_batching`), metrics (:mod:`~calc.sim.metrics`) and
-scenarios as JSON (:mod:`~calc.sim.scenario`). Deterministic: the same
-scenario gives the same JSON in CPython and in Pyodide.
+scenarios as JSON (:mod:`~calc.sim.scenario`, :mod:`~calc.sim.fleet_scenario`).
+One engine runs them (:mod:`~calc.sim.fleet`: one event loop, one summary,
+one ``until`` rule); a single replica is a fleet of one
+(:class:`~calc.sim.run.Simulation`). Its fast paths and their general twins
+are in :mod:`~calc.sim.fast`. Deterministic: the same scenario gives the same
+JSON in CPython and in Pyodide. Nothing here imports from :mod:`calc.cli` or
+:mod:`calc.widgets` (tested).
 
 >>> result = simulate(Scenario.from_dict({"workload": {"requests": 5}}))
 >>> result.summary["requests_completed"]

@@ -52,6 +52,18 @@ class EventQueue:
         time_ns, priority, _, payload = heapq.heappop(self._heap)
         return time_ns, priority, payload
 
+    def pop_before(self, limit_ns):
+        """Remove and return the earliest event as :meth:`pop` does if it comes before ``limit_ns``; else None.
+
+        >>> q = EventQueue(); q.push(3, ARRIVAL, "a"); q.pop_before(3), q.pop_before(4)
+        (None, (3, 0, 'a'))
+        """
+        heap = self._heap
+        if not heap or heap[0][0] >= limit_ns:
+            return None
+        time_ns, priority, _, payload = heapq.heappop(heap)
+        return time_ns, priority, payload
+
     def peek_time(self):
         """Time of the earliest event, or None when empty."""
         return self._heap[0][0] if self._heap else None

@@ -7,7 +7,7 @@ lesson step it belongs to (``lesson_step``). ``load(name)`` returns a
 :class:`~calc.sim.fleet.FleetScenario` otherwise; both run with
 :func:`run` (or :func:`calc.sim.fleet.simulate_fleet`) and stream with
 :func:`calc.sim.live.live_frames`. From a terminal:
-``python -m calc simulate --preset NAME``.
+``python -m calc simulate --preset NAME`` (flags on top: :mod:`calc.cli.simulate`).
 
 Every preset is sized to run in well under two seconds of CPython (they also
 run at site build and in the browser), with the request counts and durations
@@ -30,10 +30,10 @@ import json
 import os
 
 from calc.errors import CalcError
-from calc.sim.fleet import FleetResult, FleetScenario, as_fleet_scenario, simulate_fleet
+from calc.sim.fleet import FleetResult, FleetScenario, simulate_fleet
 from calc.sim.scenario import Scenario
 
-__all__ = ["PRESET_DIR", "names", "info", "load", "load_data", "run", "by_step", "run_cli", "render_fleet"]
+__all__ = ["PRESET_DIR", "names", "info", "load", "load_data", "run", "by_step"]
 
 PRESET_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "presets")
 _META_KEYS = ("lesson_step",)
@@ -119,102 +119,3 @@ def run(name: str) -> FleetResult:
     True
     """
     return simulate_fleet(load(name))
-
-
-# ------------------------------------------------------------------------------------------ command line
-def run_cli(args) -> dict:
-    """``python -m calc simulate --preset NAME [flags]``: the preset, any flags on top, run as a fleet.
-
-    Flags change the replica's scenario as they do without a preset (see
-    :mod:`calc.cli.simulate`); ``--preset list`` returns the presets instead.
-
-    >>> import argparse
-    >>> out = run_cli(argparse.Namespace(preset="step05-paged", requests=20, rate=None, series=False))
-    >>> out["preset"], out["requests_completed"], out["replicas_max"]
-    ('step05-paged', 20, 1)
-    >>> run_cli(argparse.Namespace(preset="list"))["presets"][0]["name"]
-    'step04-reserve-max'
-    """
-    import math
-
-    from calc.cli.simulate import _CLASS, _TOP, _WORKLOAD
-
-    name = args.preset
-    if name == "list":
-        return {"presets": [info(n) for n in names()]}
-    if getattr(args, "scenario", None):
-        raise CalcError("give --preset or --scenario, not both", "preset")
-    data = as_fleet_scenario(load(name)).to_dict()
-    for key in _TOP:
-        value = getattr(args, key, None)
-        if value is not None:
-            data[key] = value
-    if getattr(args, "no_chunked_prefill", False):
-        data["chunked_prefill"] = False
-    if getattr(args, "prefix_caching", False):
-        data["prefix_caching"] = True
-    if getattr(args, "speculation", None):
-        data["speculation"] = args.speculation
-    wl = data["workload"]
-    for key in _WORKLOAD:
-        value = getattr(args, key, None)
-        if value is not None:
-            wl[key] = value
-    rate = getattr(args, "rate", None)
-    if data["fleet"]["traffic"]:
-        for flag, value in (("--rate", rate), ("--duration-s", getattr(args, "duration_s", None)),
-                            ("--arrival", getattr(args, "arrival", None))):
-            if value is not None:
-                raise CalcError(f"preset {name} sets its traffic over time (fleet.traffic); {flag} does not apply: "
-                                f"copy {os.path.join(PRESET_DIR, name + '.json')}, edit its phases and pass "
-                                "the copy to --preset", flag.lstrip("-"))
-    if rate is not None:
-        if math.isinf(rate):
-            wl["arrival"] = "all-at-once"
-        else:
-            wl["rate_per_s"] = rate
-    given = {key: getattr(args, key) for key in _CLASS if getattr(args, key, None) is not None}
-    if given:
-        if len(wl["classes"]) != 1:
-            raise CalcError(f"--{next(iter(given)).replace('_', '-')} applies to a single request class; preset "
-                            f"{name} has {len(wl['classes'])}", next(iter(given)))
-        wl["classes"][0].update(given)
-    result = simulate_fleet(FleetScenario.from_dict(data))
-    out = {"preset": name}
-    out.update(result.summary)
-    if getattr(args, "series", False):
-        out["time_series"] = result.time_series
-    return out
-
-
-def render_fleet(summary: dict) -> str:
-    """The fleet part of a run's summary as text: replicas and cost, pools, scaling decisions.
-
-    >>> print(render_fleet(run("step20-pools").summary))  # doctest: +ELLIPSIS
-    replicas 6 at start, 6 at most, 6 at the end; ... replica-hours ...
-    pool       classes   replicas (start/end)  TTFT p50  TTFT p99  queue max  GPU-Util
-    ...
-    """
-    from calc.cli.table import format_table
-    from calc.units import format_number
-
-    def sec(v):
-        return "-" if v is None else (f"{format_number(v)} s" if v >= 1 else f"{format_number(v * 1000)} ms")
-
-    s = summary
-    cost = f", ${format_number(s['cost_usd'])}" if s.get("cost_usd") is not None else ""
-    lines = [f"replicas {s['replicas_initial']} at start, {s['replicas_max']} at most, {s['replicas_final']} at the "
-             f"end; {format_number(s['replica_hours'])} replica-hours ({format_number(s['gpu_hours'])} GPU-hours"
-             f"{cost}); arrivals {format_number(s['arrival_rate_per_s'] or 0)} requests/s"]
-    lines.append(format_table(
-        [(p["name"], ", ".join(p["classes"]), f"{p['replicas_initial']}/{p['replicas_final']}", sec(p["ttft_p50_s"]),
-          sec(p["ttft_p99_s"]), f"{p['queue_depth_max']:,}", f"{format_number(100 * p['gpu_util_reported'])}%")
-         for p in s["pools"]],
-        headers=("pool", "classes", "replicas (start/end)", "TTFT p50", "TTFT p99", "queue max", "GPU-Util")))
-    events = s.get("scale_events", [])
-    if events:
-        lines.append("")
-        lines.append(format_table(
-            [(sec(e["t_s"]), e["pool"], f"{e['signal']} = {format_number(e['value'])}", f"{e['from']} -> {e['to']}")
-             for e in events], headers=("at", "pool", "signal", "replicas")))
-    return "\n".join(lines)

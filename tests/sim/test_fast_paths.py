@@ -1,32 +1,25 @@
-"""calc.sim's fast paths give the same runs as the general code they shortcut.
+"""calc.sim's fast paths (:mod:`calc.sim.fast`) give the same runs as their general twins.
 
-The engine takes decode-only steps on a fused path (:meth:`calc.sim.engine.Replica.run_until`)
-and, without speculation, counts block crossings instead of filing each sequence
-(:meth:`calc.sim.scheduler.Scheduler._decode_blocks_counted`, with ``own_blocks`` derived
-from the count). Here the same scenarios run with both switched back to the general code
-(steps through ``end_step``/``start_step``, each sequence filed under its next crossing),
-and the JSON must be equal.
+Each scenario runs with every fast path on, then with all of them (or one of
+them) switched to the general twin by :func:`calc.sim.fast.general_paths`:
+the JSON must be equal, and so must the whole state of every replica after
+every slice of events. The fleet-of-one and same-instant shortcuts are
+compared too (all-at-once arrivals, a lone replica, replicas behind a router).
 """
 
 import json
+import os
+import subprocess
+import sys
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from calc.sim import Scenario, Simulation, simulate
-from calc.sim.engine import Replica, ReplicaClock
-from calc.sim.fleet import FleetScenario, simulate_fleet
-from calc.sim.scheduler import Scheduler
+from calc.sim import Scenario, Simulation, fast, simulate
+from calc.sim.fleet import Fleet, FleetScenario, simulate_fleet
 
-
-@pytest.fixture
-def general(monkeypatch):
-    """A switch to the general paths: call it, then run again."""
-    def switch():
-        monkeypatch.setattr(Replica, "run_until", ReplicaClock.run_until)
-        monkeypatch.setattr(Scheduler, "COUNT_CROSSINGS", False)
-    return switch
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
 def _dump(result) -> str:
@@ -43,20 +36,119 @@ SCENARIOS = [
     {"allocation": "contiguous", "max_model_len": 4096, "workload": {"rate_per_s": 8, "requests": 120}},
     {"speculation": "eagle-like", "kv_cache_tokens": 30000, "workload": {"rate_per_s": 8, "requests": 120}},
     {"block_size": 1, "model": "llama-3.1-8b", "tp": 1, "workload": {"rate_per_s": 4, "requests": 60}},
+    {"batching": "static", "model": "llama-3.1-8b", "tp": 1, "workload": {"arrival": "all-at-once", "requests": 40}},
+]
+
+FLEETS = [
+    {"kv_cache_tokens": 40000, "workload": {"rate_per_s": 10, "requests": 200, "lengths": "chat"},
+     "fleet": {"replicas": 2, "router": "least-outstanding"}},
+    {"workload": {"arrival": "all-at-once", "requests": 90}, "fleet": {"replicas": 3}},
+    {"workload": {"rate_per_s": 12, "requests": 300},
+     "fleet": {"replicas": 1, "autoscaler": {"signal": "queue_depth", "scale_up_above": 4, "interval_s": 2,
+                                             "cooldown_s": 4, "max_replicas": 3}}},
 ]
 
 
-@pytest.mark.parametrize("data", SCENARIOS)
-def test_fast_paths_give_the_general_run(data, general):
+def _runs(data: dict) -> tuple:
+    if "fleet" in data:
+        return (_dump(simulate_fleet(FleetScenario.from_dict(data))),)
     scenario = Scenario.from_dict(data)
-    fast = _dump(simulate(scenario)), _dump(simulate_fleet(scenario))
-    general()
-    assert (_dump(simulate(scenario)), _dump(simulate_fleet(scenario))) == fast
+    return _dump(simulate(scenario)), _dump(simulate_fleet(scenario)), _dump(simulate_fleet(scenario, time_series=False))
 
 
-def test_fast_paths_in_slices_and_fleets(general):
-    data = {"kv_cache_tokens": 40000, "workload": {"rate_per_s": 10, "requests": 200, "lengths": "chat"},
-            "fleet": {"replicas": 2, "router": "least-outstanding"}}
+@pytest.mark.parametrize("data", SCENARIOS + FLEETS)
+def test_fast_paths_give_the_general_run(data):
+    fast_runs = _runs(data)
+    with fast.general_paths():
+        assert _runs(data) == fast_runs
+
+
+@pytest.mark.parametrize("path", fast.PATHS)
+@pytest.mark.parametrize("data", [SCENARIOS[1], SCENARIOS[2], SCENARIOS[4], FLEETS[1]])
+def test_each_fast_path_alone_gives_the_general_run(path, data):
+    fast_runs = _runs(data)
+    with fast.general_paths(path):
+        assert _runs(data) == fast_runs
+
+
+def test_the_switch_reaches_every_path():
+    scenario = Scenario.from_dict(SCENARIOS[0])
+    with fast.general_paths():
+        sim = Simulation(scenario)
+        assert not sim._fleet_of_one and not sim._same_instant
+        assert not sim.replica._fused_on and not sim.replica.sched.lazy
+    sim = Simulation(scenario)
+    assert sim._fleet_of_one and sim._same_instant and sim.replica._fused_on and sim.replica.sched.lazy
+    assert fast.FAST_PATHS  # restored after the block
+
+
+def test_the_environment_variable_selects_the_general_paths():
+    code = "import calc.sim.fast as f; print(f.FAST_PATHS, f.enabled('fused_decode'))"
+    env = dict(os.environ, CALC_SIM_FAST_PATHS="0")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, env=env, timeout=60)
+    assert out.stdout.split() == ["False", "False"]
+
+
+def _state(engine) -> tuple:
+    """Everything the replicas and their schedulers hold, as plain values (the fast paths must leave the same)."""
+    reps = []
+    for m in engine.members:
+        rep = m.rep
+        clock = tuple(getattr(rep, k) for k in (
+            "busy_ns", "steps", "int_queue", "int_running", "int_used_blocks", "int_token_states", "_last_ns",
+            "now_ns", "step_start_ns", "step_end_ns", "max_running", "max_queue", "sum_new_tokens", "sum_pairs"))
+        plan = rep.plan
+        planned = None if plan is None or not hasattr(plan, "prefills") else (
+            plan.decode_seqs, plan.new_tokens, plan.kv_tokens_read, plan.attention_token_pairs, plan.decode_kv_tokens,
+            [(s.rid, e) for s, e in plan.prefills])
+        sched = getattr(rep, "sched", None)
+        if sched is None:
+            reps.append((clock, rep.finished))
+            continue
+        scheduler = tuple(getattr(sched, k) for k in (
+            "n_decoding", "ctx_ticks", "emitted_ticks", "step_index", "prefill_kv_tokens", "shared_running_tokens",
+            "finished", "preemptions", "prefill_tokens_computed"))
+        seqs = [(s.rid, s.own_blocks, s.shared_blocks, s.computed, s.out_done, sched.seq_kv_tokens(s))
+                for s in sched.running.values()]
+        reps.append((clock, planned, scheduler, seqs, (rep.pool.free, rep.pool.evictable, rep.pool.peak_used)))
+    return reps, engine.events, engine.now_ns, engine.maxima(), engine.done
+
+
+def _slices(make, until_step_ns=None) -> list:
+    engine = make()
+    out = []
+    k = 1
+    while True:
+        until = None if until_step_ns is None else (len(out) + 1) * until_step_ns
+        done = engine.advance(max_events=k, until_ns=until)
+        out.append(_state(engine))
+        if done:
+            return out
+        k = k % 17 + 3
+
+
+@pytest.mark.parametrize("data", SCENARIOS[:5] + SCENARIOS[8:])
+def test_fast_paths_leave_the_same_state_at_every_slice(data):
+    def make():
+        return Simulation(Scenario.from_dict(data))
+
+    fast_slices = _slices(make)
+    with fast.general_paths():
+        assert _slices(make) == fast_slices
+
+
+@pytest.mark.parametrize("data", [SCENARIOS[0], SCENARIOS[3]] + FLEETS[:2])
+def test_fleets_leave_the_same_state_at_every_slice_and_stop_time(data):
+    def make():
+        return Fleet(FleetScenario.from_dict(data) if "fleet" in data else Scenario.from_dict(data))
+
+    fast_slices = _slices(make, until_step_ns=300_000_000), _slices(make)
+    with fast.general_paths():
+        assert (_slices(make, until_step_ns=300_000_000), _slices(make)) == fast_slices
+
+
+def test_fast_paths_in_slices_and_fleets():
+    data = FLEETS[0]
 
     def sliced():
         sim = Simulation(Scenario.from_dict({k: v for k, v in data.items() if k != "fleet"}))
@@ -65,62 +157,26 @@ def test_fast_paths_in_slices_and_fleets(general):
             marks.append((sim.events, sim.now_ns))
         return marks, _dump(sim.result()), _dump(simulate_fleet(FleetScenario.from_dict(data)))
 
-    fast = sliced()
-    general()
-    assert sliced() == fast
+    fast_run = sliced()
+    with fast.general_paths():
+        assert sliced() == fast_run
 
 
 @settings(max_examples=25, deadline=None)
 @given(seqs=st.integers(1, 64), kv=st.integers(2_000, 200_000), rate=st.floats(0.5, 30), chunked=st.booleans(),
        block=st.sampled_from([1, 8, 16, 32]), lengths=st.sampled_from(["fixed", "chat", "lognormal"]),
-       seed=st.integers(0, 50))
-def test_fast_paths_on_random_replicas(seqs, kv, rate, chunked, block, lengths, seed):
+       seed=st.integers(0, 50), at_once=st.booleans())
+def test_fast_paths_on_random_replicas(seqs, kv, rate, chunked, block, lengths, seed, at_once):
     data = {"max_num_seqs": seqs, "kv_cache_tokens": kv, "chunked_prefill": chunked, "block_size": block,
             "max_model_len": 4096, "seed": seed,
             "workload": {"rate_per_s": rate, "requests": 40, "lengths": lengths, "prompt_tokens": 700,
-                         "output_tokens": 90}}
+                         "output_tokens": 90, "arrival": "all-at-once" if at_once else "poisson"}}
     if not chunked:
         data["max_num_batched_tokens"] = 8192
     try:
         scenario = Scenario.from_dict(data)
     except ValueError:
         return
-    fast = _dump(simulate(scenario))
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(Replica, "run_until", ReplicaClock.run_until)
-        mp.setattr(Scheduler, "COUNT_CROSSINGS", False)
-        assert _dump(simulate(scenario)) == fast
-
-
-def _state(sim) -> tuple:
-    """Everything a replica and its scheduler hold, as plain values (the fast paths must leave the same)."""
-    rep, sched, pool = sim.replica, sim.replica.sched, sim.replica.pool
-    clock = tuple(getattr(rep, k) for k in (
-        "busy_ns", "steps", "int_queue", "int_running", "int_used_blocks", "int_token_states", "_last_ns",
-        "now_ns", "step_start_ns", "step_end_ns", "max_running", "max_queue", "sum_new_tokens", "sum_pairs"))
-    plan = rep.plan
-    planned = None if plan is None else (plan.decode_seqs, plan.new_tokens, plan.kv_tokens_read,
-                                         plan.attention_token_pairs, plan.decode_kv_tokens,
-                                         [(s.rid, e) for s, e in plan.prefills])
-    scheduler = tuple(getattr(sched, k) for k in (
-        "n_decoding", "ctx_ticks", "emitted_ticks", "step_index", "prefill_kv_tokens", "shared_running_tokens",
-        "finished", "preemptions", "prefill_tokens_computed"))
-    seqs = [(s.rid, s.own_blocks, s.shared_blocks, s.computed, s.out_done, sched.seq_kv_tokens(s))
-            for s in sched.running.values()]
-    return clock, planned, scheduler, seqs, (pool.free, pool.evictable, pool.peak_used), sim.events, sim.now_ns
-
-
-@pytest.mark.parametrize("data", SCENARIOS[:5])
-def test_fast_paths_leave_the_same_state_at_every_slice(data, general):
-    def slices():
-        sim = Simulation(Scenario.from_dict(data))
-        out = []
-        k = 1
-        while not sim.advance(max_events=k):
-            out.append(_state(sim))
-            k = k % 17 + 3
-        return out
-
-    fast = slices()
-    general()
-    assert slices() == fast
+    fast_run = _dump(simulate(scenario))
+    with fast.general_paths():
+        assert _dump(simulate(scenario)) == fast_run
