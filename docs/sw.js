@@ -40,7 +40,14 @@ function isImmutable(url) {
 // Fills `site-<version>` for the build's current list; a cache already complete (it holds the list
 // itself, stored last) is kept as it is. Returns what it did, for the page and the tests.
 async function precache() {
-  const listResponse = await fetch(PRECACHE_LIST, { cache: "no-cache" });
+  let listResponse;
+  try {
+    listResponse = await fetch(PRECACHE_LIST, { cache: "no-cache" });
+  } catch (error) {
+    // Offline: the cache that holds a list is complete (the list is stored last), so the site still reads.
+    listResponse = await caches.match(PRECACHE_LIST);
+    if (!listResponse) throw error;
+  }
   if (!listResponse.ok) throw new Error(`precache.json: HTTP ${listResponse.status}`);
   const list = await listResponse.clone().json();
   const name = `${CACHE_PREFIX}${list.version}`;

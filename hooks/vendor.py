@@ -168,10 +168,10 @@ def pyodide_snapshot(project_dir: str, runtime_dir: str, zip_name: str, pyodide_
     return name
 
 
-# Files no reader's browser fetches, whatever page it shows: source maps and pre-compressed copies, the service
-# worker and its own list, and the sitemap (for crawlers).
+# Files no page fetches: source maps and pre-compressed copies, the service worker and its own list. (The
+# sitemap stays: Material's instant navigation reads it to know which links it may load itself.)
 PRECACHE_SKIP_SUFFIXES = (".map", ".gz")
-PRECACHE_SKIP_PATHS = ("sw.js", "assets/runtime/precache.json", "sitemap.xml")
+PRECACHE_SKIP_PATHS = ("sw.js", "assets/runtime/precache.json")
 LUNR_DIR = "assets/javascripts/lunr/"
 FONT_FACE = re.compile(r"@font-face\s*{([^}]*)}")
 FONT_SOURCE = re.compile(r"""url\(\s*['"]?([^'")\s]+)['"]?\s*\)""")
