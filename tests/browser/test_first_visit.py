@@ -35,6 +35,7 @@ class RecordingServer:
 
     def __init__(self, url: str):
         parsed = urllib.parse.urlparse(url)
+        self.url = url
         self.address = (parsed.hostname, parsed.port or 80)
         self.responses: list[tuple[float, str, int]] = []
         self.httpd = None
