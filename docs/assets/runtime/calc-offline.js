@@ -30,8 +30,12 @@
   }
 
   function tellWorker(message) {
-    if (typeof BroadcastChannel === "undefined") return Promise.resolve(false);
-    var channel = new BroadcastChannel(CHANNEL);
+    var channel;
+    try {
+      channel = new BroadcastChannel(CHANNEL);
+    } catch (error) { // no BroadcastChannel, or an origin that may not have one
+      return Promise.resolve(false);
+    }
     if (message !== "hand-over") {
       channel.postMessage(message);
       channel.close();
