@@ -166,6 +166,15 @@ def test_a_first_visit_downloads_each_file_once_and_precaches_only_after_python_
     assert set(downloads) <= {"/" + url for url in listing["urls"]} | {"/sw.js", "/assets/runtime/precache.json"}
     # Nothing the site never loads was fetched: other languages' search files, source maps, font fallbacks.
     assert [p for p in downloads if "/lunr/" in p or p.endswith((".map", ".ttf", ".woff"))] == []
+
+    # The next visit boots from the service worker's cache: the runtime's files are not sent again.
+    sent_before = len(recording_server.responses)
+    page.reload()
+    wait_until_ready(page)
+    report = wait_until_offline_ready(page)["report"]
+    assert report["already_complete"]
+    sent_again = [path for _, path, status in recording_server.responses[sent_before:] if status == 200]
+    assert [p for p in sent_again if p.startswith("/assets/vendor/") or p.endswith((".snapshot", ".zip"))] == []
     assert reader.console_errors == []
 
 
