@@ -206,13 +206,15 @@ def lunr_files_loaded(languages: list[str]) -> set[str]:
 
 
 def font_fallbacks(css: str, css_path: str) -> set[str]:
-    """The font files a stylesheet names only as fallbacks: every ``@font-face`` source after its first.
+    """The font files a stylesheet names only as fallbacks: every source of an ``@font-face`` after a woff2 first.
 
-    A browser takes the first source whose format it supports; every browser that runs the site's
-    Python (WebAssembly, module workers) supports the first one here (woff2), so the others are never fetched.
+    A browser takes the first source whose format it supports, and every browser that runs the site's
+    Python (WebAssembly, module workers) supports woff2, so the sources after it are never fetched. A
+    block whose first source is another format is left whole.
 
     >>> sorted(font_fallbacks('@font-face{font-family:K;src:url(fonts/K.woff2) format("woff2"),'
-    ...                       'url(fonts/K.woff) format("woff"),url("fonts/K.ttf") format("truetype")}',
+    ...                       'url(fonts/K.woff) format("woff"),url("fonts/K.ttf") format("truetype")}'
+    ...                       '@font-face{font-family:L;src:url(L.woff) format("woff"),url(L.ttf)}',
     ...                       "assets/vendor/katex/katex.min.css"))
     ['assets/vendor/katex/fonts/K.ttf', 'assets/vendor/katex/fonts/K.woff']
     """
@@ -220,7 +222,8 @@ def font_fallbacks(css: str, css_path: str) -> set[str]:
     fallbacks = set()
     for block in FONT_FACE.findall(css):
         sources = FONT_SOURCE.findall(block)
-        fallbacks.update(posixpath.normpath(posixpath.join(folder, source)) for source in sources[1:])
+        if sources and sources[0].split("?")[0].endswith(".woff2"):
+            fallbacks.update(posixpath.normpath(posixpath.join(folder, source)) for source in sources[1:])
     return fallbacks
 
 
@@ -230,6 +233,19 @@ def files_never_loaded(site_dir: str, relatives: list[str]) -> set[str]:
     Derived from the build, not typed in: the lunr files for languages other than the search index's
     (the languages the search plugin was configured with, from ``search/search_index.json``) and the
     fallback formats of every web font the stylesheets declare.
+
+    >>> import tempfile
+    >>> site = tempfile.mkdtemp()
+    >>> files = {"index.html": "", "search/search_index.json": '{"config": {"lang": ["en"]}}',
+    ...          "assets/javascripts/lunr/min/lunr.de.min.js": "", "assets/javascripts/bundle.js.map": "",
+    ...          "k/k.css": '@font-face{src:url(f/K.woff2) format("woff2"),url(f/K.ttf)}', "k/f/K.woff2": "",
+    ...          "k/f/K.ttf": ""}
+    >>> for relative, text in files.items():
+    ...     os.makedirs(os.path.dirname(os.path.join(site, relative)), exist_ok=True)
+    ...     _ = open(os.path.join(site, relative), "w").write(text)
+    >>> sorted(files_never_loaded(site, sorted(files)))
+    ['assets/javascripts/bundle.js.map', 'assets/javascripts/lunr/min/lunr.de.min.js', 'k/f/K.ttf']
+    >>> shutil.rmtree(site)
     """
     never = {relative for relative in relatives
              if relative.endswith(PRECACHE_SKIP_SUFFIXES) or relative in PRECACHE_SKIP_PATHS}
