@@ -52,7 +52,7 @@ async function precache() {
   const list = await listResponse.clone().json();
   const name = `${CACHE_PREFIX}${list.version}`;
   const cache = await caches.open(name);
-  const report = { cache: name, files: list.urls.length, handed_over: 0, from_previous_cache: 0,
+  const report = { cache: name, files: list.urls.length, already_complete: false, handed_over: 0, from_previous_cache: 0,
     from_http_cache_or_network: 0 };
   if (await cache.match(PRECACHE_LIST)) {
     currentCache = name;
