@@ -13,6 +13,8 @@ import io
 import json
 import logging
 import os
+import posixpath
+import re
 import shutil
 import subprocess
 import zipfile
@@ -166,25 +168,121 @@ def pyodide_snapshot(project_dir: str, runtime_dir: str, zip_name: str, pyodide_
     return name
 
 
-PRECACHE_SKIP = (".map", ".gz")
+# Files no page fetches: source maps and pre-compressed copies, the service worker and its own list. (The
+# sitemap stays: Material's instant navigation reads it to know which links it may load itself.)
+PRECACHE_SKIP_SUFFIXES = (".map", ".gz")
+PRECACHE_SKIP_PATHS = ("sw.js", "assets/runtime/precache.json")
+LUNR_DIR = "assets/javascripts/lunr/"
+FONT_FACE = re.compile(r"@font-face\s*{([^}]*)}")
+FONT_SOURCE = re.compile(r"""url\(\s*['"]?([^'")\s]+)['"]?\s*\)""")
+
+
+def lunr_files_loaded(languages: list[str]) -> set[str]:
+    """The files under ``assets/javascripts/lunr/`` that Material's search worker loads for ``languages``.
+
+    The rule is the worker's own (search.*.min.js, Material 9): nothing for English alone; else the stemmer
+    support, one file per language other than English, the multi-language file for more than one
+    language, and a word segmenter for Japanese, Hindi and Thai.
+
+    >>> lunr_files_loaded(["en"])
+    set()
+    >>> sorted(lunr_files_loaded(["en", "ja"]))  # doctest: +NORMALIZE_WHITESPACE
+    ['assets/javascripts/lunr/min/lunr.ja.min.js', 'assets/javascripts/lunr/min/lunr.multi.min.js',
+     'assets/javascripts/lunr/min/lunr.stemmer.support.min.js', 'assets/javascripts/lunr/tinyseg.js']
+    """
+    scripts = set()
+    for language in languages:
+        if language == "ja":
+            scripts.add("tinyseg.js")
+        elif language in ("hi", "th"):
+            scripts.add("wordcut.js")
+        if language != "en":
+            scripts.add(f"min/lunr.{language}.min.js")
+    if len(languages) > 1:
+        scripts.add("min/lunr.multi.min.js")
+    if scripts:
+        scripts.add("min/lunr.stemmer.support.min.js")
+    return {LUNR_DIR + script for script in scripts}
+
+
+def font_fallbacks(css: str, css_path: str) -> set[str]:
+    """The font files a stylesheet names only as fallbacks: every source of an ``@font-face`` after a woff2 first.
+
+    A browser takes the first source whose format it supports, and every browser that runs the site's
+    Python (WebAssembly, module workers) supports woff2, so the sources after it are never fetched. A
+    block whose first source is another format is left whole.
+
+    >>> sorted(font_fallbacks('@font-face{font-family:K;src:url(fonts/K.woff2) format("woff2"),'
+    ...                       'url(fonts/K.woff) format("woff"),url("fonts/K.ttf") format("truetype")}'
+    ...                       '@font-face{font-family:L;src:url(L.woff) format("woff"),url(L.ttf)}',
+    ...                       "assets/vendor/katex/katex.min.css"))
+    ['assets/vendor/katex/fonts/K.ttf', 'assets/vendor/katex/fonts/K.woff']
+    """
+    folder = posixpath.dirname(css_path)
+    fallbacks = set()
+    for block in FONT_FACE.findall(css):
+        sources = FONT_SOURCE.findall(block)
+        if sources and sources[0].split("?")[0].endswith(".woff2"):
+            fallbacks.update(posixpath.normpath(posixpath.join(folder, source)) for source in sources[1:])
+    return fallbacks
+
+
+def files_never_loaded(site_dir: str, relatives: list[str]) -> set[str]:
+    """Of the site's files ``relatives`` (paths under ``site_dir``), those no page of this site ever fetches.
+
+    Derived from the build, not typed in: the lunr files for languages other than the search index's
+    (the languages the search plugin was configured with, from ``search/search_index.json``) and the
+    fallback formats of every web font the stylesheets declare.
+
+    >>> import tempfile
+    >>> site = tempfile.mkdtemp()
+    >>> files = {"index.html": "", "search/search_index.json": '{"config": {"lang": ["en"]}}',
+    ...          "assets/javascripts/lunr/min/lunr.de.min.js": "", "assets/javascripts/bundle.js.map": "",
+    ...          "k/k.css": '@font-face{src:url(f/K.woff2) format("woff2"),url(f/K.ttf)}', "k/f/K.woff2": "",
+    ...          "k/f/K.ttf": ""}
+    >>> for relative, text in files.items():
+    ...     os.makedirs(os.path.dirname(os.path.join(site, relative)), exist_ok=True)
+    ...     _ = open(os.path.join(site, relative), "w").write(text)
+    >>> sorted(files_never_loaded(site, sorted(files)))
+    ['assets/javascripts/bundle.js.map', 'assets/javascripts/lunr/min/lunr.de.min.js', 'k/f/K.ttf']
+    >>> shutil.rmtree(site)
+    """
+    never = {relative for relative in relatives
+             if relative.endswith(PRECACHE_SKIP_SUFFIXES) or relative in PRECACHE_SKIP_PATHS}
+    index_path = os.path.join(site_dir, "search", "search_index.json")
+    if os.path.isfile(index_path):
+        with open(index_path, encoding="utf-8") as handle:
+            languages = json.load(handle)["config"]["lang"]
+        loaded = lunr_files_loaded(languages)
+        never.update(r for r in relatives if r.startswith(LUNR_DIR) and r not in loaded)
+    for relative in relatives:
+        if relative.endswith(".css"):
+            with open(os.path.join(site_dir, relative), encoding="utf-8") as handle:
+                never.update(font_fallbacks(handle.read(), relative))
+    return never
 
 
 def write_precache_list(site_dir: str) -> dict:
-    """What the service worker caches on install: every file of the site but source maps, with a version.
+    """What the service worker caches for offline reading: every file of the site a page can load, with a version.
 
-    The version is a hash of the files' contents, so any rebuild that changes a byte
-    gives a new cache and the old one is dropped.
+    Left out: what no page ever loads (:func:`files_never_loaded`). The version is a hash of
+    the listed files' paths and contents, so any rebuild that changes one of them gives a new
+    cache and the old one is dropped. The service worker fills the cache only once the page's
+    Python is ready and the page is idle (docs/assets/runtime/calc-offline.js), reusing what the
+    page already downloaded.
     """
-    entries = []
+    relatives = []
     for folder, dirs, files in os.walk(site_dir):
         dirs.sort()
         for name in sorted(files):
-            path = os.path.join(folder, name)
-            relative = os.path.relpath(path, site_dir).replace(os.sep, "/")
-            if name.endswith(PRECACHE_SKIP) or relative in ("sw.js", "assets/runtime/precache.json"):
-                continue
-            with open(path, "rb") as handle:
-                entries.append((relative, hashlib.sha256(handle.read()).hexdigest()))
+            relatives.append(os.path.relpath(os.path.join(folder, name), site_dir).replace(os.sep, "/"))
+    never = files_never_loaded(site_dir, relatives)
+    entries = []
+    for relative in relatives:
+        if relative in never:
+            continue
+        with open(os.path.join(site_dir, relative), "rb") as handle:
+            entries.append((relative, hashlib.sha256(handle.read()).hexdigest()))
     version = hashlib.sha256("\n".join(f"{p} {h}" for p, h in entries).encode()).hexdigest()[:16]
     urls = [relative.removesuffix("index.html") for relative, _ in entries]
     listing = {"version": version, "urls": urls}

@@ -3,6 +3,7 @@
 import pytest
 
 from tests.browser.helpers import open_live, recompute, wait_until_live, wait_until_ready
+from tests.browser.test_first_visit import wait_until_offline_ready
 
 pytestmark = [pytest.mark.browser, pytest.mark.site, pytest.mark.xdist_group("browser")]
 
@@ -36,8 +37,8 @@ def test_pages_carry_a_policy_and_break_none_of_it(visit):
 
 def test_live_widgets_survive_the_server_stopping(visit, site_server):
     page = open_live(visit, PAGE)
-    # Wait until the service worker has cached the site and controls the page.
-    page.evaluate("() => navigator.serviceWorker.ready")
+    # The service worker precaches the site once Python is ready and the page idle (calc-offline.js).
+    wait_until_offline_ready(page)
     page.reload()
     page.wait_for_function("() => navigator.serviceWorker.controller !== null", timeout=60_000)
     wait_until_ready(page)
@@ -46,5 +47,13 @@ def test_live_widgets_survive_the_server_stopping(visit, site_server):
         page.reload()
         wait_until_ready(page)
         recompute(page, WIDGET, "kv_bytes_per_token", model="mixtral-8x7b")
+        # Instant navigation to a page this visit never opened, and back: both from the precache alone.
+        page.click("a.md-footer__link--next")
+        page.wait_for_url("**/03-drill-kv-bytes/")
+        page.wait_for_selector('[data-kind="drill"][data-state="live"]')
+        page.go_back()
+        wait_until_live(page, WIDGET)
+        recompute(page, WIDGET, "kv_bytes_per_token", model="llama-3.1-70b")
+        assert page.evaluate("() => window.calcOffline.state") == "ready"
     finally:
         site_server.start()

@@ -684,12 +684,7 @@
     setState(runtime.state, runtime.detail); // Material may have swapped the page: mark it again
   }
 
-  // Offline after the first visit: the service worker at the site's root caches pages and the runtime.
-  if ("serviceWorker" in navigator && /^https?:$/.test(location.protocol)) {
-    navigator.serviceWorker.register(new URL("../sw.js", ASSETS).href).catch(function (error) {
-      console.warn("[calc] offline cache unavailable:", error && error.message);
-    });
-  }
+  // Offline after the first visit: calc-offline.js registers the service worker once Python is ready.
 
   runtime.mountAll = mountAll;
   runtime.drawChart = drawChart;

@@ -10,6 +10,37 @@ import { loadPyodide } from "../vendor/pyodide/pyodide.mjs";
 const assets = new URL("../", import.meta.url);
 const LIB_DIR = "/home/pyodide/lib";
 
+// Offline hand-over: the boot's fetches (Pyodide's too) are kept, so that once the page is idle
+// calc-offline.js can have them put in the cache the service worker's precache reuses, instead
+// of that precache downloading the 7 MB snapshot and the 10 MB wasm a second time.
+const HANDOVER_CACHE = "calc-handover"; // sw.js and calc-offline.js use the same name
+const bootResponses = new Map();
+const networkFetch = self.fetch.bind(self);
+self.fetch = async (input, init) => {
+  const response = await networkFetch(input, init);
+  if (response.ok && response.type === "basic") bootResponses.set(response.url, response.clone());
+  return response;
+};
+const HANDOVER_WAIT_MS = 120000; // a page that never asks (no service worker) does not keep them all visit
+function letGoOfBootResponses() {
+  const responses = [...bootResponses];
+  bootResponses.clear();
+  self.fetch = networkFetch;
+  return responses;
+}
+setTimeout(letGoOfBootResponses, HANDOVER_WAIT_MS);
+new BroadcastChannel("calc-offline").onmessage = async (event) => {
+  // Handed over, or not wanted (the service worker already serves this page): let go of them either way.
+  const responses = letGoOfBootResponses();
+  if (event.data !== "hand-over") return;
+  try {
+    const cache = await caches.open(HANDOVER_CACHE);
+    await Promise.all(responses.map(([url, response]) => cache.put(url, response)));
+  } finally {
+    event.target.postMessage("handed-over"); // even on failure (storage full): the precache then fetches them
+  }
+};
+
 function status(state, detail, progress) {
   self.postMessage(JSON.stringify({ type: "status", state, detail, progress }));
 }
