@@ -4,6 +4,7 @@ import pytest
 
 from tests.browser.helpers import (calc_drill, check_answer, new_seed, open_live, output_text, wait_for_any_error,
                                    widget_selector)
+from tests.browser.folds import open_live  # opens the folds holding the widgets first
 
 pytestmark = [pytest.mark.browser, pytest.mark.site, pytest.mark.xdist_group("browser")]
 
