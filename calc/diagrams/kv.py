@@ -18,44 +18,52 @@ def kv_per_layer_head(model: str = "llama-3.1-8b", kv_dtype: str = "bf16") -> Di
     >>> d = kv_per_layer_head()
     >>> d.caption.split(":")[1].strip()
     '2 × 32 layers × 8 KV heads × 128 values × 2 bytes = 131,072 bytes per token.'
-    >>> d.svg().count('class="d-k"') == d.svg().count('class="d-v"') == 4 * 8
+    >>> d.svg().count('class="d-k"') == d.svg().count('class="d-v"') == 4 * 4  # 4 layers by 4 heads drawn
     True
     """
     shape = get_model(model)
     value_bytes = KV_DTYPE_BYTES[kv_dtype]
     per_token = kv_bytes_per_token(shape, kv_dtype)
     heads = shape.kv_heads
-    shown_layers = [1, 2, 3, shape.layers]  # three layers, a gap, the last: the rows a teacher would draw
-    left, top, cell_w, cell_h, gap = 92, 44, 30, 18, 6
+    # Three rows and columns, a gap, the last: what a teacher would draw, and narrow enough for a phone.
+    shown_layers = [1, 2, 3, shape.layers] if shape.layers > 4 else list(range(1, shape.layers + 1))
+    shown_heads = [1, 2, 3, heads] if heads > 4 else list(range(1, heads + 1))
+    left, top, cell_w, cell_h, gap, head_gap = 70, 44, 34, 22, 4, 10
     head_w = 2 * cell_w + gap
-    shapes = [text(left + heads * (head_w + 8) / 2, 16, f"one token of {shape.name}", size=14, weight="600")]
-    for h in range(heads):
-        shapes.append(text(left + h * (head_w + 8) + head_w / 2, 36, f"KV head {h + 1}", size=11))
+
+    def column_x(column: int) -> float:
+        skipped = 24 if shown_heads[-1] != len(shown_heads) and column == len(shown_heads) - 1 else 0
+        return left + column * (head_w + head_gap) + skipped
+
+    width = column_x(len(shown_heads) - 1) + head_w + 8
+    shapes = [text(width / 2, 16, f"one token of {shape.name}", size=14, weight="600")]
+    for column, head in enumerate(shown_heads):
+        shapes.append(text(column_x(column) + head_w / 2, 36, f"KV head {head}", size=12))
     y = top
     for row, layer in enumerate(shown_layers):
-        if row == len(shown_layers) - 1:
-            shapes.append(text(left / 2, y + 8, "⋮", size=16))
-            shapes.append(text(left + heads * (head_w + 8) / 2, y + 8, f"⋮  layers 4 to {layer - 1}  ⋮", size=11))
-            y += 22
-        shapes.append(text(8, y + 13, f"layer {layer}", anchor="start", size=11))
-        for h in range(heads):
-            x = left + h * (head_w + 8)
-            shapes.append(rect(x, y, cell_w, cell_h, "d-k", title=f"K, layer {layer}, head {h + 1}"))
-            shapes.append(text(x + cell_w / 2, y + 13, "K", size=11, cls="d-on-fill"))
-            shapes.append(rect(x + cell_w + gap, y, cell_w, cell_h, "d-v", title=f"V, layer {layer}, head {h + 1}"))
-            shapes.append(text(x + cell_w + gap + cell_w / 2, y + 13, "V", size=11, cls="d-on-fill"))
+        if row and layer != shown_layers[row - 1] + 1:
+            shapes.append(text(width / 2, y + 10, f"⋮ layers {shown_layers[row - 1] + 1} to {layer - 1} ⋮", size=12))
+            y += 20
+        shapes.append(text(4, y + 16, f"layer {layer}", anchor="start", size=12))
+        for column, head in enumerate(shown_heads):
+            x = column_x(column)
+            if column and head != shown_heads[column - 1] + 1:
+                shapes.append(text(x - 17, y + 16, "…", size=14))
+            shapes.append(rect(x, y, cell_w, cell_h, "d-k", title=f"K, layer {layer}, head {head}"))
+            shapes.append(text(x + cell_w / 2, y + 16, "K", size=12, cls="d-on-fill"))
+            shapes.append(rect(x + cell_w + gap, y, cell_w, cell_h, "d-v", title=f"V, layer {layer}, head {head}"))
+            shapes.append(text(x + cell_w + gap + cell_w / 2, y + 16, "V", size=12, cls="d-on-fill"))
         y += cell_h + 8
-    width = left + heads * (head_w + 8)
     shapes.append(text(width / 2, y + 14,
                        f"each box: {shape.head_dim} values × {value_bytes} bytes = {shape.head_dim * value_bytes} bytes",
-                       size=11))
+                       size=12))
     formula = (f"2 × {shape.layers} layers × {heads} KV heads × {shape.head_dim} values × {value_bytes} bytes"
                f" = {per_token:,} bytes per token.")
     return Diagram(
         "kv-per-layer-head",
         f"What one token keeps in the KV cache of {shape.name}",
-        f"A grid with one row per layer ({shape.layers} layers, three drawn and the last) and one column per KV "
-        f"head ({heads}); every cell holds a K vector and a V vector of {shape.head_dim} values. {formula}",
+        f"A grid with one row per layer ({shape.layers} layers: three drawn, then the last) and one column per KV "
+        f"head ({heads}: three drawn, then the last); every cell holds a K vector and a V vector of {shape.head_dim} values. {formula}",
         width, y + 24, shapes,
         f"Every token keeps a K and a V vector in every layer and every KV head of {shape.name}: {formula}",
     )
