@@ -67,3 +67,33 @@ def test_pools_pictures_follow_calc():
     assert f"({pipeline_bubble_fraction(4, 8):.0%})" in pools.pipeline_bubble(4, 8).caption
     description = pools.routing_into_pools().description
     assert "pool documents takes document requests" in description and "max_num_seqs 16" in description
+
+
+def test_the_figure_block_renders_a_named_picture_and_refuses_unknown_ones():
+    import os
+    import sys
+
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))),
+                                    "hooks"))
+    from figures import render_figure
+
+    assert render_figure("kv.block_table") == kv.block_table().to_html()
+    for bad in ("kv", "kv.nope", "kv._grow_block_tables", "nope.block_table"):
+        with pytest.raises((ValueError, ImportError)):
+            render_figure(bad)
+
+
+def test_a_page_with_a_figure_block_renders_it_through_markdown():
+    import os
+    import sys
+
+    import markdown
+
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))),
+                                    "hooks"))
+    from figures import FigureBlocksExtension
+
+    html = markdown.markdown("Text.\n\n/// figure | pools.pipeline_bubble\n///\n\nMore KV text.",
+                             extensions=["abbr", FigureBlocksExtension()])
+    assert '<figure class="calc-figure" id="figure-pipeline-bubble">' in html
+    assert html.count("<svg") == 1 and "<p><figure" not in html
