@@ -2,7 +2,7 @@
 ``<details>`` (closed by default). A test that drives one opens its fold first, as a reader would.
 
 A step's test imports ``open_live`` from here instead of ``tests.browser.helpers``: it is the same, except that it
-opens every fold that holds one of the given widgets before waiting for them.
+opens every fold that holds a widget, simulation or drill before waiting for the given ones.
 """
 
 from __future__ import annotations
@@ -28,10 +28,11 @@ def open_folds(page, *selectors: str) -> int:
 
 
 def open_live(visit, path: str, *widgets: str):
-    """:func:`tests.browser.helpers.open_live`, with the folds holding ``widgets`` opened first."""
+    """:func:`tests.browser.helpers.open_live`, with every fold that holds a widget, simulation or drill opened
+    first (a test may drive a block it did not wait for)."""
     page = visit.page
     page.goto(visit.url(path))
-    open_folds(page, *widgets)
+    open_folds(page, "[data-kind]", *widgets)
     helpers.wait_until_ready(page)
     helpers.wait_until_live(page, *widgets)
     return page
