@@ -28,7 +28,7 @@ def test_the_sheet_prints_on_one_page_and_its_widget_recomputes_like_cpython(vis
     # Printed, the sheet keeps its formulas and numbers and leaves out the interactive parts.
     page.emulate_media(media="print")
     assert page.locator(WIDGET).is_hidden()
-    assert page.locator("text=399,169").first.is_visible()
+    assert page.locator("details.calc-print >> text=399,169").first.is_visible()  # the parts print open
     page.emulate_media(media="screen")
 
     wait_until_ready(page)
