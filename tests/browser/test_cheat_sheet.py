@@ -22,13 +22,13 @@ def pdf_pages(pdf: bytes) -> int:
 def test_the_sheet_prints_on_one_page_and_its_widget_recomputes_like_cpython(visit):
     page = visit.page
     page.goto(visit.url(PAGE))
-    page.wait_for_selector(".katex")  # the formulas are typeset before printing
+    page.wait_for_selector(".katex", state="attached")  # the formulas are typeset before printing (in folds on screen)
     for paper in ("A4", "Letter"):
         assert pdf_pages(page.pdf(format=paper, margin=MARGIN)) == 1, paper
     # Printed, the sheet keeps its formulas and numbers and leaves out the interactive parts.
     page.emulate_media(media="print")
     assert page.locator(WIDGET).is_hidden()
-    assert page.locator("text=399,169").first.is_visible()
+    assert page.locator("details.calc-print >> text=399,169").first.is_visible()  # the parts print open
     page.emulate_media(media="screen")
 
     wait_until_ready(page)

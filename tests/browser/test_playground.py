@@ -12,6 +12,7 @@ from calc.widgets import framework
 from calc.widgets.simulation import metrics
 from tests.browser.helpers import (calc_final_view, calc_view, choose, fill_in, open_live, output_text, output_texts,
                                    wait_for_output, wait_until_done, wait_until_live, wait_until_ready)
+from tests.browser.folds import open_folds, open_live  # opens the folds holding the widgets first
 
 pytestmark = [pytest.mark.browser, pytest.mark.site, pytest.mark.xdist_group("browser")]
 
@@ -93,6 +94,7 @@ def test_knobs_follow_each_other_a_shared_link_reopens_the_same_numbers_and_the_
     page.close()
     fresh = visit.context.new_page()
     fresh.goto(link)
+    open_folds(fresh, "[data-kind]")
     wait_until_ready(fresh)
     choose(fresh, SIM, "__speed", "8")
     settle(fresh, expected_sim)

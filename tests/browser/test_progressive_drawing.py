@@ -10,6 +10,7 @@ import re
 import pytest
 
 from calc.widgets import framework
+from tests.browser.folds import open_folds  # the playground's lesson scenarios are folded
 from tests.browser.helpers import SITE, wait_for_output
 
 pytestmark = [pytest.mark.browser, pytest.mark.site, pytest.mark.xdist_group("browser")]
@@ -109,6 +110,7 @@ def test_block_map_wraps_on_a_phone_instead_of_shrinking_cells(browser, site_ser
     try:
         page = phone.page
         page.goto(phone.url(SIM_PAGE))
+        open_folds(page, SIM)
         canvas = f"{SIM} canvas[data-blockmap]"
         page.wait_for_selector(f"{canvas}[data-cell-px]")
         built = json.loads(page.get_attribute(canvas, "data-blockmap"))

@@ -4,6 +4,7 @@ import pytest
 
 from tests.browser.helpers import (assert_outputs, blockmap_colours, calc_final_view, chart_traces, choose,
                                    figure_traces, fill_in, open_live, play_to_done, wait_for_any_error)
+from tests.browser.folds import open_live  # opens the folds holding the widgets first
 
 pytestmark = [pytest.mark.browser, pytest.mark.site, pytest.mark.xdist_group("browser")]
 
