@@ -2,6 +2,8 @@
 
 * ``on_config``: puts the project on ``sys.path`` and registers the widget, drill
   and simulation blocks (:mod:`blocks`).
+* ``on_files``: scans the pages for the facts, blocks and notebooks they need and starts
+  computing, in worker processes, those the build cache lacks (:mod:`prefetch`, :mod:`build_cache`).
 * ``on_page_markdown``: fills ``{{ fact }}`` numbers in the prose from ``calc`` (:mod:`facts`).
 * ``on_page_content``: marks pages that hold a widget (``page.meta["calc_live"]``), so that
   ``overrides/main.html`` starts the Python worker from the page's head, before the body is parsed.
@@ -21,7 +23,7 @@ HOOKS_DIR = os.path.dirname(os.path.abspath(__file__))
 PROJECT_DIR = os.path.dirname(HOOKS_DIR)
 
 COMMAND_VARIABLE = "CALC_MKDOCS_COMMAND"  # survives `mkdocs serve` re-running this file, unlike a global
-HOOK_MODULES = ("blocks", "facts", "vendor", "widget_html", "security")
+HOOK_MODULES = ("blocks", "facts", "vendor", "widget_html", "security", "prefetch", "build_cache")
 _modules: dict = {}
 
 
@@ -31,10 +33,12 @@ def _fresh_imports() -> None:
     for path in (PROJECT_DIR, HOOKS_DIR):  # MkDocs restores sys.path after loading this file, so add them here
         if path not in sys.path:
             sys.path.insert(0, path)
+    if "prefetch" in sys.modules:  # a rebuild: its worker processes belong to the last build
+        sys.modules["prefetch"].finish()
     for name in list(sys.modules):
         if name == "calc" or name.startswith("calc.") or name in HOOK_MODULES:
             del sys.modules[name]
-    for name in ("blocks", "facts", "vendor", "security"):
+    for name in ("blocks", "facts", "vendor", "security", "prefetch"):
         _modules[name] = importlib.import_module(name)
 
 
@@ -48,6 +52,11 @@ def on_config(config, **kwargs):
     return config
 
 
+def on_files(files, config, **kwargs):
+    _modules["prefetch"].start(files, config)
+    return files
+
+
 def on_page_markdown(markdown, page, config, files, **kwargs):
     facts = _modules["facts"]
     return facts.fill(markdown, facts.page_module(page.file.src_uri, page.meta), page.file.src_uri)
@@ -58,7 +67,12 @@ def on_page_content(html, page, config, files, **kwargs):
     return html
 
 
+def on_build_error(error, **kwargs):
+    _modules["prefetch"].finish()
+
+
 def on_post_build(config, **kwargs):
+    _modules["prefetch"].finish()
     vendor, security = _modules["vendor"], _modules["security"]
     vendor.vendor_runtime(PROJECT_DIR, config.site_dir, config.site_url or "")
     if os.environ.get(COMMAND_VARIABLE) != "serve":  # serve injects a live-reload script into every response
