@@ -38,11 +38,11 @@ ABSENT = "absent"  # the recorded hash of a file that did not exist (a page with
 
 # The code that makes each kind of entry, beside this file: a change to it changes the entry's key.
 HOOK_SOURCES = {
-    "widget": ("prefetch.py", "blocks.py", "widget_html.py"),
-    "drill": ("prefetch.py", "blocks.py", "widget_html.py"),
-    "simulation": ("prefetch.py", "blocks.py", "widget_html.py"),
-    "facts": ("prefetch.py", "facts.py"),
-    "notebook": ("prefetch.py",),
+    "widget": ("entries.py", "blocks.py", "widget_html.py"),
+    "drill": ("entries.py", "blocks.py", "widget_html.py"),
+    "simulation": ("entries.py", "blocks.py", "widget_html.py"),
+    "facts": ("entries.py", "facts.py"),
+    "notebook": ("entries.py",),
     "scan": ("prefetch.py", "blocks.py"),  # the blocks a page's text holds (options parsed as the build does)
 }
 # Entries whose value is a rendered block (an ElementTree element carried as XML text).

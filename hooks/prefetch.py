@@ -15,7 +15,6 @@ A rendered block travels as XML text with a placeholder id: the build gives it t
 from __future__ import annotations
 
 import concurrent.futures
-import itertools
 import json
 import logging
 import multiprocessing
@@ -26,9 +25,9 @@ import time
 import xml.etree.ElementTree as etree
 
 import build_cache
+import entries
 
 log = logging.getLogger("mkdocs.hooks.prefetch")
-UID_TOKEN = "__calc_uid__"  # stands for the widget's number in a cached render
 BLOCK_START = re.compile(r"^\s*/{3,}\s*(widget|drill|simulation)\s*\|", re.MULTILINE)
 # Without a recorded time, the first build starts what is usually slowest first (a page's facts may run
 # whole simulations; a notebook starts a kernel).
@@ -38,112 +37,11 @@ POOL_THRESHOLD_S = 1.5  # below this much missing work, starting worker processe
 _state: dict = {"values": {}, "futures": {}, "pool": None, "scan": {}}
 
 
-# --------------------------------------------------------------------------- computing one entry
-
-def compute_block(kind: str, name: str, options: dict) -> str:
-    """A block's render as XML text, its id left as ``UID_TOKEN``."""
-    import widget_html
-
-    saved = widget_html._ids
-    widget_html._ids = itertools.repeat(UID_TOKEN)
-    try:
-        if kind == "widget":
-            element = widget_html.render_widget(name, options["set"], options["hide"])
-        elif kind == "simulation":
-            element = widget_html.render_simulation(name, options["set"], options["hide"])
-        else:
-            element = widget_html.render_drill(name, options["seed"])
-    finally:
-        widget_html._ids = saved
-    return etree.tostring(element, encoding="unicode")
-
-
-def compute_facts(module_name: str) -> dict[str, str]:
-    import facts
-
-    return facts.compute_facts(module_name)
-
-
-def notebook_options(plugin_config, abs_src_path: str) -> dict:
-    """What mkdocs-jupyter passes to its converter for this notebook (its ``on_pre_page``, restated)."""
-    import pathlib
-
-    execute = plugin_config["execute"]
-    for pattern in plugin_config["execute_ignore"] or []:
-        if pathlib.PurePath(abs_src_path).match(pattern):
-            execute = False
-    keys = ("kernel_name", "theme", "allow_errors", "show_input", "no_input", "no_prompt", "remove_tag_config",
-            "highlight_extra_classes", "include_requirejs", "custom_mathjax_url", "toc_depth")
-    return {"execute": execute, **{key: plugin_config[key] for key in keys}}
-
-
-def notebook_request(src_uri: str, options: dict) -> dict:
-    """The notebook's path, the converter's options and the versions of what executes and converts it
-    (the notebook's own text is a dependency, like calc's sources)."""
-    from importlib.metadata import version
-
-    tools = {name: version(name) for name in ("mkdocs-jupyter", "nbconvert", "nbclient", "jupytext", "ipykernel")}
-    return {"src_uri": src_uri, "options": options, "tools": tools}
-
-
-def compute_notebook(abs_src_path: str, options: dict) -> dict:
-    """Execute and convert a notebook as mkdocs-jupyter does: its HTML, TOC tokens and title."""
-    from mkdocs_jupyter import convert
-    from mkdocs_jupyter.plugin import _get_nb_toc_tokens
-
-    settings = {k: v for k, v in options.items() if k != "toc_depth"}
-    body = convert.nb2html(abs_src_path, **settings)
-    toc_tokens, title = _get_nb_toc_tokens(abs_src_path, options["toc_depth"])
-    return {"content": body, "toc_tokens": toc_tokens, "title": title}
-
-
-def notebook_roots(abs_src_path: str) -> tuple[set[str], bool]:
-    """The calc modules a notebook imports (read with ast); False when its source is not plain Python."""
-    import ast
-
-    try:
-        with open(abs_src_path, encoding="utf-8") as handle:
-            tree = ast.parse(handle.read())
-    except (OSError, SyntaxError):
-        return set(), False
-    roots = set()
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Import):
-            roots.update(alias.name for alias in node.names)
-        elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
-            roots.add(node.module)
-            roots.update(f"{node.module}.{alias.name}" for alias in node.names)
-    return {r for r in roots if r == "calc" or r.startswith("calc.")}, True
-
-
-def compute_entry(kind: str, request, job) -> tuple[object, set[str]]:
-    """Compute one entry; return its value and the files it depends on."""
-    if kind in build_cache.BLOCK_KINDS:
-        name, options = request["name"], request["options"]
-        roots = {f"calc.widgets.{name.rsplit('.', 1)[0]}", "calc.widgets.framework", "calc.units"}
-        return build_cache.tracked(lambda: compute_block(kind, name, options), roots)
-    if kind == "facts":
-        module_file = os.path.join(build_cache.CALC_DIR, "widgets", f"{request}.py")
-        value, files = build_cache.tracked(lambda: compute_facts(request), {f"calc.widgets.{request}"})
-        return value, files | {module_file}  # a page without a module of its own gets one: its facts change
-    if kind == "notebook":
-        abs_src_path = job["abs_src_path"]
-        roots, parsed = notebook_roots(abs_src_path)
-        value = compute_notebook(abs_src_path, request["options"])
-        if parsed:
-            files = build_cache.import_closure(roots)
-        else:  # cannot read its imports: it depends on all of calc
-            files = {os.path.join(folder, f) for folder, _, names in os.walk(build_cache.CALC_DIR)
-                     for f in names if f.endswith((".py", ".json"))}
-        return value, files | {abs_src_path}
-    raise ValueError(f"unknown cache entry kind {kind!r}")
-
-
 def run_job(kind: str, request, job=None):
     """Compute and store one entry (in a worker process or in the build's own); return (value, error)."""
     started = time.perf_counter()
     try:
-        value, files = compute_entry(kind, request, job or {})
+        value, files = entries.compute_entry(kind, request, job or {})
     except Exception as error:  # the build raises it where the page uses the entry, with the page's context
         return None, error
     build_cache.store(kind, request, value, files, time.perf_counter() - started)
@@ -175,24 +73,30 @@ def _block_requests(markdown_text: str, config) -> list[tuple[str, dict]]:
 
 
 def scan(files, config) -> list[tuple[str, object, dict]]:
-    """Every entry the pages will ask for: (kind, request, job details)."""
+    """Every entry the pages will ask for: (kind, request, job details). Also notes in ``_state["users"]``
+    which pages use each entry (a dirty rebuild under `make serve` rebuilds those whose entries changed)."""
     import facts
     from mkdocs.utils.meta import get_data
 
     jobs: list[tuple[str, object, dict]] = []
     seen: set[tuple[str, str]] = set()
+    users: dict[tuple[str, str], set] = {}
+    _state["users"] = users
+    current = {"file": None}
 
     def add(kind, request, job=None):
         marker = (kind, build_cache.request_text(request))
+        users.setdefault(marker, set()).add(current["file"])
         if marker not in seen:
             seen.add(marker)
             jobs.append((kind, request, job or {}))
 
     plugin = config.plugins.get("mkdocs-jupyter")
     for file in files.documentation_pages():
+        current["file"] = file
         if plugin is not None and plugin.should_include(file):
-            options = notebook_options(plugin.config, file.abs_src_path)
-            add("notebook", notebook_request(file.src_uri, options), {"abs_src_path": file.abs_src_path})
+            options = entries.notebook_options(plugin.config, file.abs_src_path)
+            add("notebook", entries.notebook_request(file.src_uri, options), {"abs_src_path": file.abs_src_path})
             continue
         if not file.src_uri.endswith(".md"):
             continue
@@ -290,7 +194,8 @@ class _Unpicklable(Exception):
 
 
 def start(files, config) -> dict:
-    """Load what the cache holds, and start computing what it lacks. Returns counts for the log."""
+    """Load what the cache holds, and start computing what it lacks. Returns counts for the log, and in
+    ``stale_pages`` the pages (MkDocs files) that use an entry computed anew."""
     finish()
     _state["values"] = {}
     _state["futures"] = {}
@@ -322,8 +227,11 @@ def start(files, config) -> dict:
             future = pool.submit(run_group, group_jobs)
             for index, (kind, request, _) in enumerate(group_jobs):
                 _state["futures"][(kind, build_cache.request_text(request))] = (future, index)
+    stale = set()
+    for _, kind, request, _ in missing:
+        stale |= _state["users"].get((kind, build_cache.request_text(request)), set())
     counts = {"entries": len(jobs), "cached": len(jobs) - len(missing), "computing": len(missing),
-              "workers": workers if _state["pool"] else 1}
+              "workers": workers if _state["pool"] else 1, "stale_pages": stale}
     log.info("build cache: %(cached)d of %(entries)d entries reused, %(computing)d to compute "
              "(%(workers)d processes)", counts)
     return counts
@@ -368,7 +276,7 @@ def block(kind: str, name: str, options: dict, uid: str) -> etree.Element:
     from markdown.util import AtomicString
 
     xml = value(kind, {"name": name, "options": options})
-    element = etree.fromstring(xml.replace(f"w{UID_TOKEN}", uid))
+    element = etree.fromstring(xml.replace(f"w{entries.UID_TOKEN}", uid))
     for node in element.iter():  # every string was an AtomicString when rendered: keep it out of Markdown's reach
         if node.text is not None:
             node.text = AtomicString(node.text)
@@ -382,5 +290,5 @@ def facts(module_name: str) -> dict[str, str]:
 
 
 def notebook(src_uri: str, abs_src_path: str, plugin_config) -> dict:
-    options = notebook_options(plugin_config, abs_src_path)
-    return value("notebook", notebook_request(src_uri, options), {"abs_src_path": abs_src_path})
+    options = entries.notebook_options(plugin_config, abs_src_path)
+    return value("notebook", entries.notebook_request(src_uri, options), {"abs_src_path": abs_src_path})
