@@ -43,7 +43,8 @@ HOOK_SOURCES = {
     "simulation": ("entries.py", "blocks.py", "widget_html.py"),
     "facts": ("entries.py", "facts.py"),
     "notebook": ("entries.py",),
-    "scan": ("prefetch.py", "blocks.py"),  # the blocks a page's text holds (options parsed as the build does)
+    "scan": ("prefetch.py", "blocks.py"),
+    "search": ("entries.py",),  # a page's entries in the search index (Material's parser, its version keyed)  # the blocks a page's text holds (options parsed as the build does)
 }
 # Entries whose value is a rendered block (an ElementTree element carried as XML text).
 BLOCK_KINDS = ("widget", "drill", "simulation")
@@ -250,42 +251,63 @@ def tracked(compute, roots):
 
 # --------------------------------------------------------------------------- the entries on disk
 
-def _entry_path(kind: str, key: str) -> str:
-    return os.path.join(cache_dir(), kind, f"{key}.json")
+def _entry_path(kind: str, key: str, part: str = "") -> str:
+    return os.path.join(cache_dir(), kind, f"{key}{part}.json")
+
+
+def _read_json(path: str):
+    try:
+        with open(path, encoding="utf-8") as handle:
+            return json.load(handle)
+    except (OSError, ValueError):
+        return None
+
+
+def _write_json(path: str, data) -> None:
+    partial = f"{path}.{os.getpid()}.part"
+    with open(partial, "w", encoding="utf-8") as handle:
+        json.dump(data, handle, sort_keys=True)
+    os.replace(partial, path)  # atomic: a build beside this one never reads half a file
+
+
+def check(kind: str, request) -> str | None:
+    """The stamp of the valid entry for ``request`` (the hash of its recorded dependencies), or None when there
+    is none or a file it depends on changed. Reads the entry's small half only (its value is a file apart)."""
+    if not enabled():
+        return None
+    entry = _read_json(_entry_path(kind, entry_key(kind, request)))
+    if not entry or entry.get("request") != request_text(request) or not still_valid(entry.get("deps", {})):
+        return None
+    return entry.get("stamp")
+
+
+def load_value(kind: str, request, stamp: str):
+    """The value stored with ``stamp`` (see :func:`check`), or None if another build has replaced it since."""
+    value = _read_json(_entry_path(kind, entry_key(kind, request), ".value"))
+    if not value or value.get("stamp") != stamp:
+        return None
+    return value["value"]
 
 
 def load(kind: str, request):
     """The cached value for ``request``, or None when there is none or a file it depends on changed."""
-    if not enabled():
-        return None
-    path = _entry_path(kind, entry_key(kind, request))
-    try:
-        with open(path, encoding="utf-8") as handle:
-            entry = json.load(handle)
-    except (OSError, ValueError):
-        return None
-    if entry.get("request") != request_text(request) or not still_valid(entry.get("deps", {})):
-        return None
-    return entry["value"]
+    stamp = check(kind, request)
+    return None if stamp is None else load_value(kind, request, stamp)
 
 
 def store(kind: str, request, value, files, seconds: float) -> None:
+    """Write an entry: its value, then its request and dependencies (so a valid entry always has its value)."""
     if not enabled():
         return
-    path = _entry_path(kind, entry_key(kind, request))
-    os.makedirs(os.path.dirname(path), exist_ok=True)
-    entry = {"kind": kind, "request": request_text(request), "deps": fingerprint(files), "seconds": round(seconds, 3),
-             "value": value}
-    partial = f"{path}.{os.getpid()}.part"
-    with open(partial, "w", encoding="utf-8") as handle:
-        json.dump(entry, handle, sort_keys=True)
-    os.replace(partial, path)  # atomic: a build beside this one never reads half an entry
+    key = entry_key(kind, request)
+    os.makedirs(os.path.dirname(_entry_path(kind, key)), exist_ok=True)
+    deps = fingerprint(files)
+    stamp = hashlib.sha256(json.dumps(deps, sort_keys=True).encode()).hexdigest()
+    _write_json(_entry_path(kind, key, ".value"), {"stamp": stamp, "value": value})
+    _write_json(_entry_path(kind, key), {"kind": kind, "request": request_text(request), "deps": deps,
+                                         "stamp": stamp, "seconds": round(seconds, 3)})
 
 
 def read_entry(kind: str, request) -> dict | None:
-    """The entry on disk as it is, valid or not: its deps, the seconds it took, its value (tests, scheduling)."""
-    try:
-        with open(_entry_path(kind, entry_key(kind, request)), encoding="utf-8") as handle:
-            return json.load(handle)
-    except (OSError, ValueError):
-        return None
+    """The entry on disk as it is, valid or not: its request, deps and the seconds it took (tests, scheduling)."""
+    return _read_json(_entry_path(kind, entry_key(kind, request)))

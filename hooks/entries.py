@@ -115,3 +115,35 @@ def compute_entry(kind: str, request, job) -> tuple[object, set[str]]:
     raise ValueError(f"unknown cache entry kind {kind!r}")
 
 
+
+
+def _toc_items(items) -> list:
+    return [[item.title, item.id, item.url, item.level, _toc_items(item.children)] for item in items]
+
+
+def search_request(page, indexer: str) -> dict:
+    """What Material's search plugin reads of a page to index it: its HTML, TOC, URL, title and front matter
+    (``indexer`` names the plugin's version). Its entries are cached by this: a page MkDocs rebuilt with the
+    same HTML is not parsed again."""
+    import hashlib
+
+    meta = {key: page.meta.get(key) for key in ("search", "tags", "title")}
+    return {"content_sha256": hashlib.sha256((page.content or "").encode("utf-8")).hexdigest(),
+            "url": page.url, "title": str(page.title), "toc": _toc_items(page.toc or []), "meta": meta,
+            "indexer": indexer}
+
+
+def cached_search_entries(index, original, page) -> None:
+    """``SearchIndex.add_entry_from_context`` through the build cache: the entries a page adds to the index."""
+    import time
+
+    from material import __version__ as material_version
+
+    request = search_request(page, f"material {material_version}")
+    entries = build_cache.load("search", request)
+    if entries is not None:
+        index.entries.extend(entries)
+        return
+    started, before = time.perf_counter(), len(index.entries)
+    original(page)
+    build_cache.store("search", request, index.entries[before:], (), time.perf_counter() - started)

@@ -34,7 +34,7 @@ BLOCK_START = re.compile(r"^\s*/{3,}\s*(widget|drill|simulation)\s*\|", re.MULTI
 DEFAULT_SECONDS = {"facts": 5.0, "notebook": 4.0, "simulation": 2.0, "drill": 0.2, "widget": 0.3}
 POOL_THRESHOLD_S = 1.5  # below this much missing work, starting worker processes costs more than it saves
 
-_state: dict = {"values": {}, "futures": {}, "pool": None, "scan": {}}
+_state: dict = {"values": {}, "valid": {}, "futures": {}, "pool": None, "users": {}}
 
 
 def run_job(kind: str, request, job=None):
@@ -201,10 +201,11 @@ def start(files, config) -> dict:
     _state["futures"] = {}
     jobs = scan(files, config)
     missing = []
+    _state["valid"] = {}
     for kind, request, job in jobs:
-        value = build_cache.load(kind, request)
-        if value is not None:
-            _state["values"][(kind, build_cache.request_text(request))] = value
+        stamp = build_cache.check(kind, request)
+        if stamp is not None:  # its value is read when a page needs it (a dirty rebuild needs few)
+            _state["valid"][(kind, build_cache.request_text(request))] = stamp
         else:
             old = build_cache.read_entry(kind, request)  # a stale entry still says how long it took
             seconds = (old or {}).get("seconds", DEFAULT_SECONDS[kind])
@@ -252,7 +253,12 @@ def value(kind: str, request, job=None):
         return _state["values"][marker]
     pending = _state["futures"].pop(marker, None)
     result, error = None, None
-    if pending is not None:
+    stamp = _state["valid"].get(marker)
+    if stamp is not None:
+        result = build_cache.load_value(kind, request, stamp)
+    if result is not None:
+        pass
+    elif pending is not None:
         future, index = pending
         try:
             result, error = future.result()[index]

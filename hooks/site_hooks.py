@@ -43,7 +43,7 @@ def _fresh_imports() -> None:
     for name in list(sys.modules):
         if name == "calc" or name.startswith("calc.") or name in HOOK_MODULES:
             del sys.modules[name]
-    for name in ("blocks", "facts", "vendor", "security", "prefetch"):
+    for name in ("blocks", "facts", "vendor", "security", "prefetch", "build_cache", "entries"):
         _modules[name] = importlib.import_module(name)
 
 
@@ -96,7 +96,24 @@ def _mark_stale(pages) -> None:
 def on_config(config, **kwargs):
     _fresh_imports()
     config.markdown_extensions.append(_modules["blocks"].CalcBlocksExtension())
+    search = config.plugins.get("material/search")
+    index = getattr(search, "search_index", None)  # made by the search plugin's on_config, which ran first
+    if index is not None and _modules["build_cache"].enabled():
+        import functools
+
+        index.add_entry_from_context = functools.partial(
+            _modules["entries"].cached_search_entries, index, index.add_entry_from_context)
     return config
+
+
+def on_env(env, config, files, **kwargs):
+    # Compiled templates kept on disk (Jinja checks each template's source): not recompiled at every build.
+    import jinja2
+
+    folder = os.path.join(PROJECT_DIR, "build", "jinja-cache")
+    os.makedirs(folder, exist_ok=True)
+    env.bytecode_cache = jinja2.FileSystemBytecodeCache(folder)
+    return env
 
 
 def on_files(files, config, **kwargs):
