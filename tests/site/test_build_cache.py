@@ -67,12 +67,12 @@ def probe(project, mode: str, labels, with_notebook: bool = False) -> dict[str, 
     if with_notebook:
         sys.path.insert(0, os.path.join(ROOT, "hooks"))
         try:
-            import entries
+            import entries as entry_code
             options = {"execute": True, "kernel_name": "python3", "theme": "light", "allow_errors": False,
                        "show_input": True, "no_input": False, "no_prompt": False, "remove_tag_config": {},
                        "highlight_extra_classes": "", "include_requirejs": False, "custom_mathjax_url": "",
                        "toc_depth": 6}
-            request = entries.notebook_request("deep-dives/notebooks/memory-equation.py", options)
+            request = entry_code.notebook_request("deep-dives/notebooks/memory-equation.py", options)
         finally:
             sys.path.remove(os.path.join(ROOT, "hooks"))
         entries["notebook"] = ("notebook", request, {"abs_src_path": str(project / NOTEBOOK)})
