@@ -219,11 +219,17 @@ _recording: list[set[str]] = []
 
 
 def _audit(event: str, args) -> None:
-    if event == "open" and _recording and isinstance(args[0], str):
-        _recording[-1].add(os.path.abspath(args[0]))
+    # Looked up anew: `mkdocs serve` re-imports this module at every rebuild, and an audit hook is forever.
+    if event == "open":
+        recording = getattr(sys.modules.get("build_cache"), "_recording", None)
+        if recording and isinstance(args[0], str):
+            recording[-1].add(os.path.abspath(args[0]))
 
 
-_audit_installed = False
+def _install_audit_hook() -> None:
+    if not getattr(sys, "_calc_build_cache_audit", False):  # once per process, whatever the re-imports
+        sys.addaudithook(_audit)
+        sys._calc_build_cache_audit = True
 
 
 def tracked(compute, roots):
@@ -232,10 +238,7 @@ def tracked(compute, roots):
     The files are the import closure of ``roots`` and of every calc module the call
     imported, and every file under calc/ it opened.
     """
-    global _audit_installed
-    if not _audit_installed:
-        sys.addaudithook(_audit)
-        _audit_installed = True
+    _install_audit_hook()
     before = {n for n in sys.modules if n == "calc" or n.startswith("calc.")}
     _recording.append(set())
     try:
