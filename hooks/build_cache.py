@@ -33,7 +33,7 @@ import time
 HOOKS_DIR = os.path.dirname(os.path.abspath(__file__))
 PROJECT_DIR = os.path.dirname(HOOKS_DIR)
 CALC_DIR = os.path.join(PROJECT_DIR, "calc")
-FORMAT_VERSION = 1  # bump when the layout of an entry changes
+FORMAT_VERSION = 2  # bump when the layout of an entry changes
 ABSENT = "absent"  # the recorded hash of a file that did not exist (a page with no module of its own)
 
 # The code that makes each kind of entry, beside this file: a change to it changes the entry's key.
@@ -266,10 +266,10 @@ def _read_json(path: str):
         return None
 
 
-def _write_json(path: str, data) -> None:
+def _write_json(path: str, data, sort_keys: bool = True) -> None:
     partial = f"{path}.{os.getpid()}.part"
     with open(partial, "w", encoding="utf-8") as handle:
-        json.dump(data, handle, sort_keys=True)
+        json.dump(data, handle, sort_keys=sort_keys)
     os.replace(partial, path)  # atomic: a build beside this one never reads half a file
 
 
@@ -306,7 +306,8 @@ def store(kind: str, request, value, files, seconds: float) -> None:
     os.makedirs(os.path.dirname(_entry_path(kind, key)), exist_ok=True)
     deps = fingerprint(files)
     stamp = hashlib.sha256(json.dumps(deps, sort_keys=True).encode()).hexdigest()
-    _write_json(_entry_path(kind, key, ".value"), {"stamp": stamp, "value": value})
+    # A value keeps its keys' order: the search index is written in the order its entries' keys were made.
+    _write_json(_entry_path(kind, key, ".value"), {"stamp": stamp, "value": value}, sort_keys=False)
     _write_json(_entry_path(kind, key), {"kind": kind, "request": request_text(request), "deps": deps,
                                          "stamp": stamp, "seconds": round(seconds, 3)})
 

@@ -256,6 +256,24 @@ def page_title(file) -> str:
     return posixpath.basename(file.src_uri).removesuffix(".md").replace("-", " ")
 
 
+def stable_cell_ids(notebook):
+    """Give each cell an id made from its place and its text (jupytext draws random ones at every read), so the
+    same source gives the same .ipynb, byte for byte, at every build.
+
+    >>> class Cell(dict):
+    ...     pass
+    >>> cells = [Cell(source="x = 1"), Cell(source="x = 1")]
+    >>> class Notebook:
+    ...     pass
+    >>> book = Notebook(); book.cells = cells
+    >>> [c["id"] for c in stable_cell_ids(book).cells]
+    ['cell-0-8ff436de', 'cell-1-8ff436de']
+    """
+    for index, cell in enumerate(notebook.cells):
+        cell["id"] = f"cell-{index}-{hashlib.sha256(cell['source'].encode('utf-8')).hexdigest()[:8]}"
+    return notebook
+
+
 def on_post_build(config, **kwargs):
     import jupytext
 
@@ -265,6 +283,6 @@ def on_post_build(config, **kwargs):
         with open(os.path.join(css_dir, name), "w", encoding="utf-8") as handle:
             handle.write(css)
     for source, dest_dir, stem in _state["notebooks"]:
-        notebook = jupytext.read(source)
+        notebook = stable_cell_ids(jupytext.read(source))
         os.makedirs(dest_dir, exist_ok=True)
         jupytext.write(notebook, os.path.join(dest_dir, f"{stem}.ipynb"), fmt="ipynb")
