@@ -10,13 +10,13 @@ export NO_MKDOCS_2_WARNING := 1
 CHROMIUM ?= $(or $(shell command -v chromium 2>/dev/null),$(shell command -v chromium-browser 2>/dev/null),/usr/bin/chromium)
 export CHROMIUM_PATH ?= $(CHROMIUM)
 
-.PHONY: help setup serve build test test-fast test-browser bench lock chromium clean
+.PHONY: help setup serve build test test-clock test-fast test-browser bench lock chromium clean
 
 help:
 	@echo "make serve   build the site and serve it at $(SITE_URL) (rebuilds on every edit)"
 	@echo "make test    run every test: calc, doctests, the site, Pyodide parity, headless Chromium"
 	@echo "make build   build the site into site/"
-	@echo "make bench   benchmarks: the simulator and the site in Chromium (prints figures, writes bench-results/)"
+	@echo "make bench   benchmarks: the simulator, the site in Chromium, the edit loop (prints figures, writes bench-results/)"
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -34,8 +34,10 @@ node_modules/.installed: package.json package-lock.json
 
 setup: $(VENV)/.installed node_modules/.installed
 
+# --dirty: a rebuild redoes the pages whose inputs changed (hooks/site_hooks.py adds those whose cached facts,
+# widgets or notebooks a calc edit changed, and every page when the hooks, the theme or the nav change).
 serve: setup
-	$(BIN)/mkdocs serve --strict --dev-addr $(HOST):$(PORT)
+	$(BIN)/mkdocs serve --strict --dirty --dev-addr $(HOST):$(PORT)
 
 build: setup
 	$(BIN)/mkdocs build --strict --site-dir site
@@ -51,9 +53,15 @@ chromium:
 	fi
 
 # Tests serve the built site on their own port, so a `make serve` running beside them is left alone.
+# It builds through the build cache (build/calc-cache), like `make build`; its duration, build included, goes to
+# bench-results/test-time.json for `make bench`.
 test: export SITE_URL := http://127.0.0.1:8765/
-test: build chromium
-	$(BIN)/python -m pytest -n 2 --dist loadgroup -q $(PYTEST_ARGS)
+test: test-clock build chromium
+	@status=0; $(BIN)/python -m pytest -n 2 --dist loadgroup -q $(PYTEST_ARGS) || status=$$?; \
+	$(BIN)/python bench/bench_loop.py record-test "$$(cat build/test-started)" $$status; exit $$status
+
+test-clock:
+	@mkdir -p build && date +%s.%N > build/test-started
 
 test-fast: setup
 	$(BIN)/python -m pytest -q -m "not site and not browser and not pyodide" $(PYTEST_ARGS)
@@ -63,6 +71,8 @@ bench: export SITE_URL := http://127.0.0.1:8766/
 bench: setup chromium
 	$(BIN)/python bench/bench_sim.py
 	$(BIN)/python bench/bench_site.py
+	$(BIN)/python bench/bench_loop.py
+	$(BIN)/python scripts/reading_time.py --site site
 
 # Re-resolve the Python pins from requirements.in in a throwaway venv.
 lock:
@@ -73,4 +83,4 @@ lock:
 	rm -rf .lock-venv
 
 clean:
-	rm -rf site bench-results
+	rm -rf site bench-results build/calc-cache

@@ -18,6 +18,11 @@ In a page::
 for them); ``hide`` keeps a control fixed and out of sight. Text inside the
 block is Markdown shown above the widget. An unknown widget, control or value
 fails the build: a page never ships a widget that cannot run.
+
+Renders go through :mod:`prefetch` and the build cache: a block whose widget module and
+options did not change since the last build is not computed again. With ``collect`` (a
+list), the extension renders nothing and records each block's request instead (the
+prefetch's scan of the pages).
 """
 
 from __future__ import annotations
@@ -27,7 +32,8 @@ import xml.etree.ElementTree as etree
 from pymdownx.blocks import BlocksExtension
 from pymdownx.blocks.block import Block, type_any, type_integer
 
-from widget_html import render_drill, render_simulation, render_widget
+import prefetch
+import widget_html
 
 
 class _CalcBlock(Block):
@@ -47,7 +53,13 @@ class _CalcBlock(Block):
     def on_end(self, block: etree.Element) -> None:
         if not len(self.intro) and not (self.intro.text or "").strip():
             block.remove(self.intro)
-        block.append(self.render(self.argument.strip()))
+        name = self.argument.strip()
+        collect = self.config.get("collect")
+        if collect is not None:
+            collect.append((self.NAME, {"name": name, "options": self.request_options()}))
+            return
+        uid = f"w{next(widget_html._ids)}"  # numbered here, in page order, whether rendered now or cached
+        block.append(prefetch.block(self.NAME, name, self.request_options(), uid))
 
 
 def hidden_controls(value) -> list[str]:
@@ -76,27 +88,27 @@ class WidgetBlock(_CalcBlock):
         self.options["hide"] = hidden_controls(self.options["hide"])
         return True
 
-    def render(self, name: str) -> etree.Element:
-        return render_widget(name, self.options["set"], self.options["hide"])
+    def request_options(self) -> dict:
+        return {"set": self.options["set"], "hide": self.options["hide"]}
 
 
 class DrillBlock(_CalcBlock):
     NAME = "drill"
     OPTIONS = {"seed": [0, type_integer]}
 
-    def render(self, name: str) -> etree.Element:
-        return render_drill(name, self.options["seed"])
+    def request_options(self) -> dict:
+        return {"seed": self.options["seed"]}
 
 
 class SimulationBlock(WidgetBlock):
     NAME = "simulation"
 
-    def render(self, name: str) -> etree.Element:
-        return render_simulation(name, self.options["set"], self.options["hide"])
-
 
 class CalcBlocksExtension(BlocksExtension):
+    def __init__(self, *args, collect: list | None = None, **kwargs):
+        self.collect = collect
+        super().__init__(*args, **kwargs)
+
     def extendMarkdownBlocks(self, md, block_mgr) -> None:
-        block_mgr.register(WidgetBlock, {})
-        block_mgr.register(DrillBlock, {})
-        block_mgr.register(SimulationBlock, {})
+        for block_class in (WidgetBlock, DrillBlock, SimulationBlock):
+            block_mgr.register(block_class, {"collect": self.collect})

@@ -27,14 +27,25 @@ def page_module(src_path: str, meta: dict) -> str:
     return re.sub(r"^\d+-", "", stem).replace("-", "_")
 
 
+def compute_facts(module_name: str) -> dict[str, str]:
+    """The facts of page module ``module_name`` as text ({} for a page without a module or without facts).
+
+    >>> compute_facts("no_such_page_module")
+    {}
+    """
+    try:
+        module = importlib.import_module(f"calc.widgets.{module_name}")
+    except ModuleNotFoundError:
+        return {}
+    return {k: str(v) for k, v in module.facts().items()} if hasattr(module, "facts") else {}
+
+
 def facts_of(module_name: str) -> dict[str, str]:
+    """The facts of a page module, through the build cache (:mod:`prefetch` may have computed them already)."""
     if module_name not in _cache:
-        try:
-            module = importlib.import_module(f"calc.widgets.{module_name}")
-        except ModuleNotFoundError:
-            _cache[module_name] = {}
-        else:
-            _cache[module_name] = {k: str(v) for k, v in module.facts().items()} if hasattr(module, "facts") else {}
+        import prefetch
+
+        _cache[module_name] = prefetch.facts(module_name)
     return _cache[module_name]
 
 

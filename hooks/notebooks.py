@@ -15,10 +15,13 @@ megabyte of inline CSS per page. This hook:
 * ``on_post_build``: writes that stylesheet and, next to each notebook's page,
   the notebook as ``.ipynb`` (jupytext conversion of the ``.py`` source, no
   outputs: run it yourself after ``pip install -e .``);
-* ``on_config`` / ``on_pre_build``: ``mkdocs build`` runs every notebook every
-  time; under ``mkdocs serve`` mkdocs-jupyter's cache is switched on and emptied
-  whenever ``calc``'s science changed (its cache key is the notebook's text
-  only, so a change in ``calc`` would otherwise serve stale outputs).
+* ``on_pre_page``: a notebook's execution goes through the build cache
+  (:mod:`build_cache`, shared by ``make serve``, ``make build`` and the tests): it
+  is executed again only when its text, the ``calc`` modules it imports (read with
+  ``ast``), the converter's options or the versions of mkdocs-jupyter, nbconvert
+  and the kernel changed. :mod:`prefetch` executes the missing ones in parallel
+  before MkDocs reaches their pages. (mkdocs-jupyter's own cache stays off: its
+  key is the notebook's text only, blind to a change in ``calc``.)
 
 Listed before ``site_hooks.py`` in ``mkdocs.yml``, so the files written here
 are in place when the site hooks add the CSP and the offline cache's list.
@@ -34,7 +37,6 @@ import re
 NOTEBOOK_DIR = "deep-dives/notebooks/"
 CSS_DIR = "assets/notebooks"
 PROJECT_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-CACHE_STAMP = "calc-sources.sha256"
 
 _EMPTY_SCRIPT = re.compile(r"<script\s+src=\"\"\s*>\s*</script>", re.IGNORECASE)
 _SCRIPT = re.compile(r"<script(?P<attrs>[^>]*)>(?P<body>.*?)</script>", re.DOTALL | re.IGNORECASE)
@@ -170,65 +172,43 @@ def css_name(css: str) -> str:
     return f"notebook-{hashlib.sha256(css.encode('utf-8')).hexdigest()[:12]}.css"
 
 
-def calc_digest(project_dir: str = PROJECT_DIR) -> str:
-    """SHA-256 over ``calc``'s .py and .json sources (path and bytes, sorted): what a notebook's outputs depend on.
-
-    ``calc/widgets`` is left out: the notebooks recompute the pages' numbers from the
-    science modules on their own, and never import a page's widget module.
-    """
-    digest = hashlib.sha256()
-    package = os.path.join(project_dir, "calc")
-    for folder, dirs, files in os.walk(package):
-        dirs[:] = sorted(d for d in dirs if d != "__pycache__" and not (folder == package and d == "widgets"))
-        for name in sorted(files):
-            if name.endswith((".py", ".json")):
-                path = os.path.join(folder, name)
-                digest.update(os.path.relpath(path, project_dir).replace(os.sep, "/").encode())
-                with open(path, "rb") as handle:
-                    digest.update(handle.read())
-    return digest.hexdigest()
-
-
 # --------------------------------------------------------------------------- MkDocs events
 
 _state: dict = {"css": {}, "notebooks": []}
-COMMAND_VARIABLE = "CALC_NOTEBOOKS_COMMAND"  # survives `mkdocs serve` reloading this file for each rebuild
 
 
 def _jupyter_plugin(config):
     return config.plugins.get("mkdocs-jupyter")
 
 
-def on_startup(command, dirty=False, **kwargs):
-    os.environ[COMMAND_VARIABLE] = command
-
-
-def on_config(config, **kwargs):
-    # `mkdocs build` executes every notebook; `mkdocs serve` reuses outputs while neither notebook nor calc changed.
-    plugin = _jupyter_plugin(config)
-    if plugin is not None and os.environ.get(COMMAND_VARIABLE) == "serve":
-        plugin.config["cache"] = True
-    return config
-
-
 def on_pre_build(config, **kwargs):
     _state["css"] = {}
     _state["notebooks"] = []
+
+
+def on_pre_page(page, config, files, **kwargs):
+    # Runs after mkdocs-jupyter's on_pre_page (plugins before hooks): its render executes the notebook; this
+    # one takes the executed notebook from the build cache, or has it executed and stored.
     plugin = _jupyter_plugin(config)
-    settings = dict(plugin.config) if plugin is not None else {}
-    if not settings.get("cache"):
-        return
-    cache_dir = settings.get("cache_dir") or ".cache/mkdocs-jupyter"
-    os.makedirs(cache_dir, exist_ok=True)
-    stamp_path = os.path.join(cache_dir, CACHE_STAMP)
-    digest = calc_digest()
-    old = open(stamp_path, encoding="utf-8").read().strip() if os.path.exists(stamp_path) else ""
-    if old != digest:
-        for name in os.listdir(cache_dir):
-            if name.endswith(".json"):
-                os.remove(os.path.join(cache_dir, name))
-        with open(stamp_path, "w", encoding="utf-8") as handle:
-            handle.write(digest + "\n")
+    if plugin is None or not is_notebook(page.file.src_uri) or not plugin.should_include(page.file) \
+            or plugin.config["cache"]:
+        return page
+    from mkdocs.structure.pages import Page
+    from mkdocs.structure.toc import get_toc
+
+    import prefetch
+
+    ignore_h1_titles = plugin.config["ignore_h1_titles"]
+
+    def cached_render(self, config, files):
+        executed = prefetch.notebook(self.file.src_uri, self.file.abs_src_path, plugin.config)
+        self.content = executed["content"]
+        self.toc = get_toc(executed["toc_tokens"])
+        if executed.get("title") is not None and not ignore_h1_titles:
+            self.title = executed["title"]
+
+    page.render = cached_render.__get__(page, Page)
+    return page
 
 
 def on_page_content(html, page, config, files, **kwargs):
@@ -276,6 +256,24 @@ def page_title(file) -> str:
     return posixpath.basename(file.src_uri).removesuffix(".md").replace("-", " ")
 
 
+def stable_cell_ids(notebook):
+    """Give each cell an id made from its place and its text (jupytext draws random ones at every read), so the
+    same source gives the same .ipynb, byte for byte, at every build.
+
+    >>> class Cell(dict):
+    ...     pass
+    >>> cells = [Cell(source="x = 1"), Cell(source="x = 1")]
+    >>> class Notebook:
+    ...     pass
+    >>> book = Notebook(); book.cells = cells
+    >>> [c["id"] for c in stable_cell_ids(book).cells]
+    ['cell-0-8ff436de', 'cell-1-8ff436de']
+    """
+    for index, cell in enumerate(notebook.cells):
+        cell["id"] = f"cell-{index}-{hashlib.sha256(cell['source'].encode('utf-8')).hexdigest()[:8]}"
+    return notebook
+
+
 def on_post_build(config, **kwargs):
     import jupytext
 
@@ -285,6 +283,6 @@ def on_post_build(config, **kwargs):
         with open(os.path.join(css_dir, name), "w", encoding="utf-8") as handle:
             handle.write(css)
     for source, dest_dir, stem in _state["notebooks"]:
-        notebook = jupytext.read(source)
+        notebook = stable_cell_ids(jupytext.read(source))
         os.makedirs(dest_dir, exist_ok=True)
         jupytext.write(notebook, os.path.join(dest_dir, f"{stem}.ipynb"), fmt="ipynb")

@@ -2,6 +2,8 @@
 
 * ``on_config``: puts the project on ``sys.path`` and registers the widget, drill
   and simulation blocks (:mod:`blocks`).
+* ``on_files``: scans the pages for the facts, blocks and notebooks they need and starts
+  computing, in worker processes, those the build cache lacks (:mod:`prefetch`, :mod:`build_cache`).
 * ``on_page_markdown``: fills ``{{ fact }}`` numbers in the prose from ``calc`` (:mod:`facts`).
 * ``on_page_content``: marks pages that hold a widget (``page.meta["calc_live"]``), so that
   ``overrides/main.html`` starts the Python worker from the page's head, before the body is parsed.
@@ -14,6 +16,7 @@
 from __future__ import annotations
 
 import importlib
+import logging
 import os
 import sys
 
@@ -21,8 +24,12 @@ HOOKS_DIR = os.path.dirname(os.path.abspath(__file__))
 PROJECT_DIR = os.path.dirname(HOOKS_DIR)
 
 COMMAND_VARIABLE = "CALC_MKDOCS_COMMAND"  # survives `mkdocs serve` re-running this file, unlike a global
-HOOK_MODULES = ("blocks", "facts", "vendor", "widget_html", "security")
+DIRTY_VARIABLE = "CALC_MKDOCS_DIRTY"
+INPUTS_VARIABLE = "CALC_SERVE_INPUTS"  # what the last dirty rebuild was made from (see _page_independent_inputs)
+DIRTY_WARNING = "A 'dirty' build is being performed"
+HOOK_MODULES = ("blocks", "facts", "vendor", "widget_html", "security", "prefetch", "build_cache", "entries")
 _modules: dict = {}
+log = logging.getLogger("mkdocs.hooks.site_hooks")
 
 
 def _fresh_imports() -> None:
@@ -31,15 +38,59 @@ def _fresh_imports() -> None:
     for path in (PROJECT_DIR, HOOKS_DIR):  # MkDocs restores sys.path after loading this file, so add them here
         if path not in sys.path:
             sys.path.insert(0, path)
+    if "prefetch" in sys.modules:  # a rebuild: its worker processes belong to the last build
+        sys.modules["prefetch"].finish()
     for name in list(sys.modules):
         if name == "calc" or name.startswith("calc.") or name in HOOK_MODULES:
             del sys.modules[name]
-    for name in ("blocks", "facts", "vendor", "security"):
+    for name in ("blocks", "facts", "vendor", "security", "prefetch", "build_cache", "entries"):
         _modules[name] = importlib.import_module(name)
 
 
 def on_startup(command, dirty=False, **kwargs):
     os.environ[COMMAND_VARIABLE] = command
+    os.environ[DIRTY_VARIABLE] = "1" if dirty else ""
+    if dirty:
+        logging.getLogger("mkdocs.commands.build").addFilter(_DirtyNotice())
+
+
+class _DirtyNotice(logging.Filter):
+    """`make serve` rebuilds dirty (only the pages whose inputs changed, see on_files); MkDocs warns about
+    that on every rebuild, which --strict would turn into a failed rebuild. Said once, as information."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if record.levelno == logging.WARNING and str(record.msg).startswith(DIRTY_WARNING):
+            record.levelno, record.levelname = logging.INFO, "INFO"
+            record.msg = "Dirty rebuild: pages whose sources, facts, widgets or notebooks changed"
+        return True
+
+
+def _page_independent_inputs(files, config) -> str:
+    """A hash of what every page is made from besides its own source and its cache entries: the hooks, the
+    configuration, the theme overrides, the snippets appended to every page, and the list of pages (nav)."""
+    import hashlib
+
+    digest = hashlib.sha256()
+    folders = [HOOKS_DIR, os.path.join(PROJECT_DIR, "overrides"), os.path.join(config.docs_dir, "includes")]
+    paths = [config.config_file_path or ""]
+    for folder in folders:
+        for base, dirs, names in os.walk(folder):
+            dirs[:] = sorted(d for d in dirs if d != "__pycache__")
+            paths += [os.path.join(base, n) for n in sorted(names) if not n.endswith(".pyc")]
+    for path in paths:
+        digest.update(path.encode())
+        if os.path.isfile(path):
+            with open(path, "rb") as handle:
+                digest.update(handle.read())
+    digest.update("\n".join(sorted(f.src_uri for f in files)).encode())
+    return digest.hexdigest()
+
+
+def _mark_stale(pages) -> None:
+    # MkDocs' dirty build rebuilds a page whose output is older than its source.
+    for file in pages:
+        if file is not None and os.path.isfile(file.abs_dest_path):
+            os.utime(file.abs_dest_path, (0, 0))
 
 
 def on_config(config, **kwargs):
@@ -47,7 +98,36 @@ def on_config(config, **kwargs):
     config.markdown_extensions.append(_modules["blocks"].CalcBlocksExtension())
     sys.modules.pop("figures", None)  # explanatory pictures, /// figure | module.function (hooks/figures.py)
     config.markdown_extensions.append(importlib.import_module("figures").FigureBlocksExtension())
+    search = config.plugins.get("material/search")
+    index = getattr(search, "search_index", None)  # made by the search plugin's on_config, which ran first
+    if index is not None and _modules["build_cache"].enabled():
+        import functools
+
+        index.add_entry_from_context = functools.partial(
+            _modules["entries"].cached_search_entries, index, index.add_entry_from_context)
     return config
+
+
+def on_env(env, config, files, **kwargs):
+    # Compiled templates kept on disk (Jinja checks each template's source): not recompiled at every build.
+    import jinja2
+
+    folder = os.path.join(PROJECT_DIR, "build", "jinja-cache")
+    os.makedirs(folder, exist_ok=True)
+    env.bytecode_cache = jinja2.FileSystemBytecodeCache(folder)
+    return env
+
+
+def on_files(files, config, **kwargs):
+    counts = _modules["prefetch"].start(files, config)
+    if os.environ.get(DIRTY_VARIABLE):
+        inputs = _page_independent_inputs(files, config)
+        if os.environ.get(INPUTS_VARIABLE) != inputs:  # hooks, theme, nav or snippets changed: every page
+            _mark_stale(files.documentation_pages())
+            os.environ[INPUTS_VARIABLE] = inputs
+        else:  # a calc edit: the pages whose facts, widgets or notebooks it changed
+            _mark_stale(counts["stale_pages"])
+    return files
 
 
 def on_page_markdown(markdown, page, config, files, **kwargs):
@@ -60,9 +140,47 @@ def on_page_content(html, page, config, files, **kwargs):
     return html
 
 
+def _snapshot_is_cached(vendor) -> bool:
+    """Whether build/pyodide-snapshot/ holds the snapshot of calc's sources as they are now."""
+    import json
+    import tempfile
+
+    pyodide_dir = os.path.join(PROJECT_DIR, "node_modules", "pyodide")
+    try:
+        with open(os.path.join(pyodide_dir, "package.json"), encoding="utf-8") as handle:
+            version = json.load(handle)["version"]
+    except (OSError, ValueError, KeyError):
+        return True  # vendor_runtime reports what is missing
+    with tempfile.TemporaryDirectory() as folder:
+        zip_path = os.path.join(folder, "calc.zip")
+        with open(zip_path, "wb") as handle:
+            handle.write(vendor.calc_zip_bytes(PROJECT_DIR))
+        name = vendor.snapshot_name(pyodide_dir, zip_path, version)
+    return os.path.isfile(os.path.join(PROJECT_DIR, "build", "pyodide-snapshot", name))
+
+
+def on_build_error(error, **kwargs):
+    _modules["prefetch"].finish()
+
+
 def on_post_build(config, **kwargs):
+    _modules["prefetch"].finish()
     vendor, security = _modules["vendor"], _modules["security"]
-    vendor.vendor_runtime(PROJECT_DIR, config.site_dir, config.site_url or "")
+    serving = os.environ.get(COMMAND_VARIABLE) == "serve"
+    skip_snapshot = serving and not _snapshot_is_cached(vendor)
+    saved = os.environ.get("CALC_PYODIDE_SNAPSHOT")
+    if skip_snapshot:  # making one takes Node ~15 s: not on every calc edit under `make serve`
+        log.info("Pyodide snapshot skipped while serving (calc changed; `make build` makes it): "
+                 "the worker starts Python itself")
+        os.environ["CALC_PYODIDE_SNAPSHOT"] = "0"
+    try:
+        vendor.vendor_runtime(PROJECT_DIR, config.site_dir, config.site_url or "")
+    finally:
+        if skip_snapshot:
+            if saved is None:
+                del os.environ["CALC_PYODIDE_SNAPSHOT"]
+            else:
+                os.environ["CALC_PYODIDE_SNAPSHOT"] = saved
     if os.environ.get(COMMAND_VARIABLE) != "serve":  # serve injects a live-reload script into every response
         security.protect_site(config.site_dir)
     vendor.write_precache_list(config.site_dir)

@@ -1,0 +1,300 @@
+"""Compute the build's expensive entries before MkDocs needs them, in parallel, through the build cache.
+
+At ``on_files`` the site hooks call :func:`start`: it reads every page's Markdown for
+``{{ fact }}`` names and ``/// widget``-style blocks (with the site's own Markdown
+extensions, so a block's options are parsed exactly as the build parses them), lists the
+notebooks, and looks each entry up in :mod:`build_cache`. What is missing is computed by
+a pool of worker processes while MkDocs reads the pages; :func:`block`, :func:`facts` and
+:func:`notebook` then hand MkDocs each value, waiting for the worker if it is not done
+yet, or computing it on the spot if no worker was asked (a block the scan missed).
+
+A rendered block travels as XML text with a placeholder id: the build gives it the next
+``w<n>`` id when it lands in the page, so ids follow page order exactly as before.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import json
+import logging
+import multiprocessing
+import os
+import re
+import sys
+import time
+import xml.etree.ElementTree as etree
+
+import build_cache
+import entries
+
+log = logging.getLogger("mkdocs.hooks.prefetch")
+BLOCK_START = re.compile(r"^\s*/{3,}\s*(widget|drill|simulation)\s*\|", re.MULTILINE)
+# Without a recorded time, the first build starts what is usually slowest first (a page's facts may run
+# whole simulations; a notebook starts a kernel).
+DEFAULT_SECONDS = {"facts": 5.0, "notebook": 4.0, "simulation": 2.0, "drill": 0.2, "widget": 0.3}
+POOL_THRESHOLD_S = 1.5  # below this much missing work, starting worker processes costs more than it saves
+
+_state: dict = {"values": {}, "valid": {}, "futures": {}, "pool": None, "users": {}}
+
+
+def run_job(kind: str, request, job=None):
+    """Compute and store one entry (in a worker process or in the build's own); return (value, error)."""
+    started = time.perf_counter()
+    try:
+        value, files = entries.compute_entry(kind, request, job or {})
+    except Exception as error:  # the build raises it where the page uses the entry, with the page's context
+        return None, error
+    build_cache.store(kind, request, value, files, time.perf_counter() - started)
+    return value, None
+
+
+def _worker_init(paths: list[str]) -> None:
+    for path in reversed(paths):
+        if path not in sys.path:
+            sys.path.insert(0, path)
+
+
+# --------------------------------------------------------------------------- the scan of the pages
+
+def _block_requests(markdown_text: str, config) -> list[tuple[str, dict]]:
+    """The blocks of a page as (kind, request), parsed by the site's Markdown with a collecting extension."""
+    import markdown as markdown_module
+
+    import blocks
+
+    found: list[tuple[str, dict]] = []
+    extensions = [blocks.CalcBlocksExtension(collect=found) if isinstance(e, blocks.CalcBlocksExtension) else e
+                  for e in config.markdown_extensions]
+    try:
+        markdown_module.Markdown(extensions=extensions, extension_configs=config.mdx_configs).convert(markdown_text)
+    except Exception as error:  # the real build reports it, on its page
+        log.debug("scan of a page's blocks failed: %s", error)
+    return found
+
+
+def scan(files, config) -> list[tuple[str, object, dict]]:
+    """Every entry the pages will ask for: (kind, request, job details). Also notes in ``_state["users"]``
+    which pages use each entry (a dirty rebuild under `make serve` rebuilds those whose entries changed)."""
+    import facts
+    from mkdocs.utils.meta import get_data
+
+    jobs: list[tuple[str, object, dict]] = []
+    seen: set[tuple[str, str]] = set()
+    users: dict[tuple[str, str], set] = {}
+    _state["users"] = users
+    current = {"file": None}
+
+    def add(kind, request, job=None):
+        marker = (kind, build_cache.request_text(request))
+        users.setdefault(marker, set()).add(current["file"])
+        if marker not in seen:
+            seen.add(marker)
+            jobs.append((kind, request, job or {}))
+
+    plugin = config.plugins.get("mkdocs-jupyter")
+    for file in files.documentation_pages():
+        current["file"] = file
+        if plugin is not None and plugin.should_include(file):
+            options = entries.notebook_options(plugin.config, file.abs_src_path)
+            add("notebook", entries.notebook_request(file.src_uri, options), {"abs_src_path": file.abs_src_path})
+            continue
+        if not file.src_uri.endswith(".md"):
+            continue
+        with open(file.abs_src_path, encoding="utf-8-sig") as handle:
+            text = handle.read()
+        body, meta = get_data(text)
+        own_module = facts.page_module(file.src_uri, meta)
+        for match in facts.FACT.finditer(body):
+            add("facts", match.group(1) or own_module)
+        if BLOCK_START.search(body):
+            for kind, request in scanned_blocks(body, config):
+                add(kind, request)
+    return jobs
+
+
+def scanned_blocks(body: str, config) -> list:
+    """The blocks of a page's text, from the cache while the text and the Markdown settings are unchanged
+    (a prose edit rescans the edited page only)."""
+    import hashlib
+
+    request = {"text_sha256": hashlib.sha256(body.encode("utf-8")).hexdigest()}
+    found = build_cache.load("scan", request)
+    if found is None:
+        started = time.perf_counter()
+        found = _block_requests(body, config)
+        settings = os.path.join(build_cache.PROJECT_DIR, "mkdocs.yml")
+        build_cache.store("scan", request, found, {settings}, time.perf_counter() - started)
+        found = json.loads(json.dumps(found, default=repr))  # as a later build reads it back
+    return found
+
+
+# --------------------------------------------------------------------------- before MkDocs needs them
+
+def _jobs_count() -> int:
+    value = os.environ.get("CALC_BUILD_JOBS")
+    if value:
+        try:
+            return max(1, int(value))
+        except ValueError:
+            raise ValueError(f"CALC_BUILD_JOBS must be a whole number of processes, 1 or more; got {value!r}")
+    return max(1, min(os.cpu_count() or 1, 4))
+
+
+def _page_module(kind: str, request) -> str:
+    return request if kind == "facts" else request["name"].rsplit(".", 1)[0]
+
+
+def families(modules) -> dict[str, str]:
+    """Page modules that import one another, joined: each module's family name (its first member, sorted).
+
+    The entries of one family are computed in one process, so the runs a module keeps in
+    ``functools.lru_cache`` (step 20 reuses step 19's incident runs) are computed once, as in
+    a build without workers.
+
+    >>> families(["the_fix", "incident_p99_ttft", "kv_cache_arithmetic"])["the_fix"]
+    'incident_p99_ttft'
+    """
+    modules = sorted(set(modules))
+    parent = {m: m for m in modules}
+
+    def root(m):
+        while parent[m] != m:
+            m = parent[m]
+        return m
+
+    widgets_dir = os.path.join(build_cache.CALC_DIR, "widgets")
+    for module in modules:
+        for path in build_cache.import_closure([f"calc.widgets.{module}"]):
+            if os.path.dirname(path) == widgets_dir:
+                other = os.path.basename(path).removesuffix(".py")
+                if other in parent and other != module:
+                    a, b = sorted((root(module), root(other)))
+                    parent[b] = a
+    return {m: root(m) for m in modules}
+
+
+def run_group(jobs) -> list:
+    """Compute a family's entries one after another in this process; each as (value, error)."""
+    import pickle
+
+    results = []
+    for kind, request, job in jobs:
+        value, error = run_job(kind, request, job)
+        if error is not None:
+            try:
+                pickle.loads(pickle.dumps(error))
+            except Exception:  # an error that cannot travel: the build recomputes the entry to raise it itself
+                error = _Unpicklable(repr(error))
+        results.append((value, error))
+    return results
+
+
+class _Unpicklable(Exception):
+    """Stands for an error a worker could not send back."""
+
+
+def start(files, config) -> dict:
+    """Load what the cache holds, and start computing what it lacks. Returns counts for the log, and in
+    ``stale_pages`` the pages (MkDocs files) that use an entry computed anew."""
+    finish()
+    _state["values"] = {}
+    _state["futures"] = {}
+    jobs = scan(files, config)
+    missing = []
+    _state["valid"] = {}
+    for kind, request, job in jobs:
+        stamp = build_cache.check(kind, request)
+        if stamp is not None:  # its value is read when a page needs it (a dirty rebuild needs few)
+            _state["valid"][(kind, build_cache.request_text(request))] = stamp
+        else:
+            old = build_cache.read_entry(kind, request)  # a stale entry still says how long it took
+            seconds = (old or {}).get("seconds", DEFAULT_SECONDS[kind])
+            missing.append((seconds, kind, request, job))
+    family = families(_page_module(kind, request) for _, kind, request, _ in missing if kind != "notebook")
+    groups: dict[str, list] = {}
+    for seconds, kind, request, job in missing:
+        name = f"notebook:{request['src_uri']}" if kind == "notebook" else family[_page_module(kind, request)]
+        groups.setdefault(name, []).append((seconds, kind, request, job))
+    ordered = sorted(groups.values(), key=lambda group: -sum(item[0] for item in group))  # longest first
+    workers = min(_jobs_count(), len(ordered))
+    if workers > 1 and sum(item[0] for item in missing) > POOL_THRESHOLD_S:
+        context = multiprocessing.get_context("spawn")  # not fork: `mkdocs serve` runs threads
+        pool = concurrent.futures.ProcessPoolExecutor(
+            workers, mp_context=context, initializer=_worker_init,
+            initargs=([build_cache.HOOKS_DIR, build_cache.PROJECT_DIR],))
+        _state["pool"] = pool
+        for group in ordered:
+            group_jobs = [(kind, request, job) for _, kind, request, job in group]
+            future = pool.submit(run_group, group_jobs)
+            for index, (kind, request, _) in enumerate(group_jobs):
+                _state["futures"][(kind, build_cache.request_text(request))] = (future, index)
+    stale = set()
+    for _, kind, request, _ in missing:
+        stale |= _state["users"].get((kind, build_cache.request_text(request)), set())
+    counts = {"entries": len(jobs), "cached": len(jobs) - len(missing), "computing": len(missing),
+              "workers": workers if _state["pool"] else 1, "stale_pages": stale}
+    log.info("build cache: %(cached)d of %(entries)d entries reused, %(computing)d to compute "
+             "(%(workers)d processes)", counts)
+    return counts
+
+
+def finish() -> None:
+    pool = _state.get("pool")
+    if pool is not None:
+        pool.shutdown(wait=True, cancel_futures=True)
+    _state["pool"] = None
+    _state["futures"] = {}
+
+
+def value(kind: str, request, job=None):
+    """The entry's value: from this build's scan, its worker, the cache on disk, or computed now."""
+    marker = (kind, build_cache.request_text(request))
+    if marker in _state["values"]:
+        return _state["values"][marker]
+    pending = _state["futures"].pop(marker, None)
+    result, error = None, None
+    stamp = _state["valid"].get(marker)
+    if stamp is not None:
+        result = build_cache.load_value(kind, request, stamp)
+    if result is not None:
+        pass
+    elif pending is not None:
+        future, index = pending
+        try:
+            result, error = future.result()[index]
+        except Exception as failure:  # the worker died or its answer did not arrive: compute it here
+            log.debug("worker failed on %s: %s", marker, failure)
+            result, error = None, _Unpicklable(repr(failure))
+    else:
+        result = build_cache.load(kind, request)
+        if result is None:
+            result, error = run_job(kind, request, job)
+    if isinstance(error, _Unpicklable):
+        result, error = run_job(kind, request, job)
+    if error is not None:
+        raise error
+    _state["values"][marker] = result
+    return result
+
+
+def block(kind: str, name: str, options: dict, uid: str) -> etree.Element:
+    """A rendered block with its id, as an element whose strings Markdown leaves alone."""
+    from markdown.util import AtomicString
+
+    xml = value(kind, {"name": name, "options": options})
+    element = etree.fromstring(xml.replace(f"w{entries.UID_TOKEN}", uid))
+    for node in element.iter():  # every string was an AtomicString when rendered: keep it out of Markdown's reach
+        if node.text is not None:
+            node.text = AtomicString(node.text)
+        if node.tail is not None:
+            node.tail = AtomicString(node.tail)
+    return element
+
+
+def facts(module_name: str) -> dict[str, str]:
+    return value("facts", module_name)
+
+
+def notebook(src_uri: str, abs_src_path: str, plugin_config) -> dict:
+    options = entries.notebook_options(plugin_config, abs_src_path)
+    return value("notebook", entries.notebook_request(src_uri, options), {"abs_src_path": abs_src_path})
