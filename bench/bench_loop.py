@@ -156,7 +156,7 @@ def record_test(start_epoch_s: str, status: str) -> int:
     with open(TEST_TIME_FILE, "w", encoding="utf-8") as handle:
         json.dump({"seconds": round(seconds, 1), "exit_status": int(status), "ended": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
                    "ci": bool(os.environ.get("CALC_CI"))}, handle, indent=2)
-    print(f"make test: {seconds:.0f} s (recorded in {os.path.relpath(TEST_TIME_FILE, ROOT)})")
+    # Silent: pytest's summary stays the last line `make test` prints (CI reads it).
     return 0
 
 
