@@ -10,7 +10,7 @@ the reader has left keeps that whole page's DOM alive, and the heap grows with e
 
 import pytest
 
-from tests.browser.helpers import wait_until_live, wait_until_ready
+from tests.browser.helpers import wait_until_ready
 
 pytestmark = [pytest.mark.browser, pytest.mark.site, pytest.mark.xdist_group("browser")]
 
@@ -22,13 +22,15 @@ LAST_ROUND_TRIPS = 25
 MAX_GROWTH = 1.2
 
 # The page is settled when its widgets are live, no chart waits to be drawn and the worker has no request left.
-SETTLED = """() => !document.querySelector('[data-chart][data-pending]')
+# It is polled by a function that returns a boolean: a wait that returned an element (wait_for_selector)
+# would leave Playwright holding a handle to it, and keep the page it belongs to alive.
+SETTLED = """(widgets) => widgets.every(sel => document.querySelector(sel + '[data-state="live"]') !== null)
+    && document.querySelector('[data-chart][data-pending]') === null
     && !calcRuntime.inFlight && calcRuntime.queue.length === 0"""
 
 
 def _settle(page, widgets) -> None:
-    wait_until_live(page, *widgets)
-    page.wait_for_function(SETTLED)
+    page.wait_for_function(SETTLED, arg=list(widgets))
 
 
 def _go(page, direction: str, widgets) -> None:
