@@ -45,6 +45,8 @@ def on_startup(command, dirty=False, **kwargs):
 def on_config(config, **kwargs):
     _fresh_imports()
     config.markdown_extensions.append(_modules["blocks"].CalcBlocksExtension())
+    sys.modules.pop("figures", None)  # explanatory pictures, /// figure | module.function (hooks/figures.py)
+    config.markdown_extensions.append(importlib.import_module("figures").FigureBlocksExtension())
     return config
 
 

@@ -32,6 +32,8 @@ True
 from __future__ import annotations
 
 from calc.errors import CalcError
+from calc.sim.fast import decode_run
+from calc.sim.fast import enabled as fast_paths_enabled
 from calc.sim.kv_blocks import BlockPool
 from calc.sim.metrics import LatencySink
 from calc.sim.scheduler import TICKS, Scheduler, SchedulerConfig, StepPlan
@@ -135,6 +137,20 @@ class ReplicaClock:
             end_ns = self.start_step(now)
         return end_ns, now, handled
 
+    def levels(self) -> tuple:
+        """``(queue depth, running, KV blocks used, token states held)`` now."""
+        return self._levels()
+
+    def queue_and_kv_integrals_until(self, t_ns: int) -> tuple:
+        """Time integrals (ns x requests, ns x blocks) of the queue depth and KV blocks used from 0 to ``t_ns``.
+
+        The levels are those since the last change, which is at or before ``t_ns``.
+        """
+        dt = t_ns - self._last_ns
+        if dt <= 0:
+            return self.int_queue, self.int_used_blocks
+        return self.int_queue + self.queue_depth * dt, self.int_used_blocks + self.kv_used_blocks * dt
+
     def _account(self, now_ns: int) -> None:
         dt = now_ns - self._last_ns
         if dt > 0:
@@ -178,7 +194,8 @@ class Replica(ReplicaClock):
         self.sched = Scheduler(config, self.pool, advance_ticks=self.adv, sink=self.sink)
         self.step_time_s = step_time_s
         self._positional = getattr(step_time_s, "positional", None)
-        self._fused = None  # run_until's fixed references, made on its first call
+        self._fused = None  # fused_refs, made on its first call
+        self._fused_on = speculation is None and fast_paths_enabled("fused_decode")
         self._init_clock(flops=flops, peak_flops_per_s=peak_flops_per_s, name=name)
 
     # ------------------------------------------------------------- observation
@@ -314,156 +331,63 @@ class Replica(ReplicaClock):
 
     # ----------------------------------------------------------------- driving
     def run_until(self, end_ns, limit_ns, budget: int = -1, sink_clock: bool = False) -> tuple:
-        """:meth:`ReplicaClock.run_until`, with decode-only steps taken on a fused path.
+        """:meth:`ReplicaClock.run_until`; decode-only steps on the fused path :func:`calc.sim.fast.decode_run`.
 
-        A step that only decodes (nothing prefilling, nothing that could be
-        admitted, no request finishing, no speculation) ends and the next one
-        starts inline: the same integrals, counters, inter-token gaps and price
-        as ``end_step`` then ``start_step``, without their general cases. Any
-        other step goes through those two.
-
-        >>> from calc.sim.scheduler import SchedulerConfig
-        >>> from calc.sim.workload import Request
-        >>> def run(fused):
-        ...     rep = Replica(SchedulerConfig(max_model_len=4096), 1000, lambda **k: 0.01 + 1e-6 * k["kv_tokens_read"])
-        ...     rep.submit(Request(0, 0, 100, 40), 0); rep.submit(Request(1, 0, 300, 50), 0)
-        ...     end = rep.start_step(0)
-        ...     if fused:
-        ...         end, _, _ = rep.run_until(end, float("inf"))
-        ...     else:
-        ...         while end is not None:
-        ...             rep.end_step(end); end = rep.start_step(end)
-        ...     return rep.steps, rep.now_ns, rep.int_token_states, sorted(rep.sink.itl_weights.items())
-        >>> run(True) == run(False)
-        True
+        The fused path is taken without speculation, when the fast path
+        ``fused_decode`` was on as the replica was built (:mod:`calc.sim.fast`).
         """
-        if self.speculation is not None:
-            return ReplicaClock.run_until(self, end_ns, limit_ns, budget, sink_clock)
+        if self._fused_on:
+            return decode_run(self, end_ns, limit_ns, budget, sink_clock)
+        return ReplicaClock.run_until(self, end_ns, limit_ns, budget, sink_clock)
+
+    # The small methods through which calc.sim.fast reads and writes this replica's clock and plan.
+    def fused_refs(self) -> tuple:
+        """What the fused path reads on every call: objects that stay the same for the replica's life."""
         fixed = self._fused
         if fixed is None:
-            fixed = self._fused = self._fused_refs()
-        (sched, pool, sink, decode, cap, finish_at, cross_at, groups, waiting, running, cache, block_size,
-         total_blocks, lazy, res_count, clock, itl) = fixed
-        price_n, price = 0, None  # the decode price function of the last batch size
-        handled = 0
-        now = None
-        while end_ns is not None and end_ns < limit_ns and handled != budget:
-            handled += 1
-            now = end_ns
-            if sink_clock:
-                sink.now_ns = now
-            plan = self.plan
-            if plan.prefills or not plan.decode_seqs or len(groups) != 1 or sched.step_index + 1 in finish_at:
-                self.end_step(now)
-                end_ns = self.start_step(now)
-                continue
-            # A run of decode-only steps. The state they change lives in locals (written back before any other
-            # code runs and when the run stops); each iteration is end_step then start_step of such a step.
-            main = groups[0]
-            n = sched.n_decoding
-            ctx_ticks, emitted, step = sched.ctx_ticks, sched.emitted_ticks, sched.step_index
-            busy, steps, sum_new, sum_pairs = self.busy_ns, self.steps, self.sum_new_tokens, self.sum_pairs
-            iq, ir, iu, ist = self.int_queue, self.int_running, self.int_used_blocks, self.int_token_states
-            last, start = self._last_ns, self.step_start_ns
-            queued, live = len(waiting), len(running)
-            used = total_blocks - pool.free - pool.evictable
-            offset = sched.prefill_kv_tokens - sched.shared_running_tokens  # token states besides contexts
-            if cache is not None:
-                offset += cache.in_use_blocks * block_size
-            stopped = None  # "general" when the next step needs start_step; "idle" when none starts
-            while True:
-                # end_step, inlined: _account's integrals and commit's decode branch (no request finishes here)
-                dt = now - last
-                if dt > 0:
-                    iq += queued * dt
-                    ir += live * dt
-                    iu += used * dt
-                    ist += (ctx_ticks // TICKS + offset) * dt
-                    last = now
-                inc = n * TICKS
-                ctx_ticks += inc
-                emitted += inc
-                step += 1
-                if main.count:
-                    itl(now - main.t_ns, main.count * TICKS)  # (gap x TICKS) // advance, with advance = TICKS
-                main.t_ns = now
-                busy += now - start
-                steps += 1
-                # start_step, inlined when the next step only decodes too (Scheduler.plan's decode-only case)
-                if sched.prefilling or not n or (queued and live < cap):
-                    stopped = "general"
-                    break
-                need = res_count[step % block_size] if lazy else 0
-                if need and need <= pool.free:
-                    # Scheduler._decode_blocks_counted when free blocks suffice (no eviction, no preemption).
-                    pool.free -= need
-                    used += need
-                    if used > pool.peak_used:
-                        pool.peak_used = used
-                    clock[0] = step
-                elif need or (not lazy and step in cross_at):
-                    sched.ctx_ticks, sched.emitted_ticks, sched.step_index = ctx_ticks, emitted, step
-                    plan.preempted = 0
-                    sched._decode_blocks(plan)  # may preempt: then nothing is admitted this step, as in plan()
-                    if plan.preempted:
-                        n = sched.n_decoding
-                        ctx_ticks, emitted = sched.ctx_ticks, sched.emitted_ticks
-                        queued, live = len(waiting), len(running)
-                        offset = sched.prefill_kv_tokens - sched.shared_running_tokens
-                        if cache is not None:
-                            offset += cache.in_use_blocks * block_size
-                        if not n:
-                            stopped = "idle"  # everything was preempted: an empty plan, as start_step returns
-                            break
-                    used = total_blocks - pool.free - pool.evictable
-                ctx = ctx_ticks // TICKS
-                if n != price_n:
-                    price_n, price = n, decode(n)
-                step_ns = round(price(ctx) * NS_PER_S)
-                if step_ns < 1:
-                    step_ns = 1
-                start = now
-                end_ns = now + step_ns
-                sum_new += n
-                sum_pairs += ctx
-                if live > self.max_running:
-                    self.max_running = live
-                if not (end_ns < limit_ns and handled != budget) or step + 1 in finish_at:
-                    break
-                handled += 1
-                now = end_ns
-                if sink_clock:
-                    sink.now_ns = now
-            sched.ctx_ticks, sched.emitted_ticks, sched.step_index = ctx_ticks, emitted, step
-            self.busy_ns, self.steps, self.sum_new_tokens, self.sum_pairs = busy, steps, sum_new, sum_pairs
-            self.int_queue, self.int_running, self.int_used_blocks, self.int_token_states = iq, ir, iu, ist
-            self._last_ns = last
-            self.now_ns = now
-            self.step_start_ns = start
-            if stopped is None:
-                # The plan in flight stays the same decode-only StepPlan object, with this step's sums.
-                plan.decode_seqs = n
-                plan.decode_kv_tokens = plan.kv_tokens_read = plan.attention_token_pairs = ctx
-                plan.new_tokens = n
-                self.step_end_ns = end_ns
-            else:
-                self.plan = None
-                self.step_end_ns = None
-                end_ns = self.start_step(now) if stopped == "general" else None
-        return end_ns, now, handled
+            sched, pool, sink = self.sched, self.pool, self.sink
+            decode = getattr(self.step_time_s, "decode", None)
+            if decode is None:
+                step_time_s = self.step_time_s
 
-    def _fused_refs(self) -> tuple:
-        """What :meth:`run_until` reads on every call: objects that stay the same for the replica's life."""
-        sched, pool, sink = self.sched, self.pool, self.sink
-        decode = getattr(self.step_time_s, "decode", None)
-        if decode is None:
-            step_time_s = self.step_time_s
+                def decode(n):
+                    return lambda ctx: step_time_s(new_tokens=n, kv_tokens_read=ctx, attention_token_pairs=ctx)
+            fixed = self._fused = (sched, pool, sink, decode, sched.cfg.max_num_seqs, sched.finish_at, sched.groups,
+                                   sched.waiting, sched.running, sched.lazy, sched.res_count, sched.cross_at, TICKS,
+                                   pool.block_size, pool.total_blocks, sink.itl)
+        return fixed
 
-            def decode(n):
-                return lambda ctx: step_time_s(new_tokens=n, kv_tokens_read=ctx, attention_token_pairs=ctx)
-        return (sched, pool, sink, decode, sched.cfg.max_num_seqs, sched.finish_at, sched.cross_at, sched.groups,
-                sched.waiting, sched.running, sched.cache, pool.block_size, pool.total_blocks, sched.lazy,
-                sched.res_count, sched.clock, sink.itl)
+    def clock_counters(self) -> tuple:
+        """``(busy_ns, steps, sum_new_tokens, sum_pairs, int_queue, int_running, int_used_blocks,
+        int_token_states, last accounted ns, step_start_ns, max_running)``, for :meth:`store_clock_counters`."""
+        return (self.busy_ns, self.steps, self.sum_new_tokens, self.sum_pairs, self.int_queue, self.int_running,
+                self.int_used_blocks, self.int_token_states, self._last_ns, self.step_start_ns, self.max_running)
+
+    def store_clock_counters(self, busy_ns, steps, sum_new_tokens, sum_pairs, int_queue, int_running,
+                             int_used_blocks, int_token_states, last_ns, step_start_ns, max_running, now_ns) -> None:
+        """Write back what :meth:`clock_counters` gave, advanced by steps taken elsewhere, and the time now."""
+        self.busy_ns, self.steps, self.sum_new_tokens, self.sum_pairs = busy_ns, steps, sum_new_tokens, sum_pairs
+        self.int_queue, self.int_running = int_queue, int_running
+        self.int_used_blocks, self.int_token_states = int_used_blocks, int_token_states
+        self._last_ns, self.step_start_ns, self.max_running, self.now_ns = last_ns, step_start_ns, max_running, now_ns
+
+    def keep_decode_plan(self, decode_seqs: int, kv_tokens: int, end_ns: int) -> None:
+        """The decode-only step in flight is now one of ``decode_seqs`` over ``kv_tokens``, ending at ``end_ns``."""
+        plan = self.plan
+        plan.decode_seqs = plan.new_tokens = decode_seqs
+        plan.decode_kv_tokens = plan.kv_tokens_read = plan.attention_token_pairs = kv_tokens
+        self.step_end_ns = end_ns
+
+    def drop_plan(self) -> None:
+        """The step in flight has ended (its effects already counted): none is in flight now."""
+        self.plan = None
+        self.step_end_ns = None
+
+    def drop_plan_and_start(self, now_ns: int):
+        """:meth:`drop_plan`, then :meth:`start_step` at ``now_ns`` (its end time, or None)."""
+        self.plan = None
+        self.step_end_ns = None
+        return self.start_step(now_ns)
 
     def submit(self, req, now_ns: int) -> bool:
         """A request arrives; False if it can never run here (counted as rejected)."""

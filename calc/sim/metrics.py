@@ -23,12 +23,15 @@ Sources: metric definitions as vLLM's ``benchmark_serving`` reports them
 
 from __future__ import annotations
 
+import bisect
+import itertools
 import math
 
 from calc.errors import CalcError, check_range
 from calc.units import NS_PER_S, round_sig
 
-__all__ = ["PERCENTILES", "nearest_rank", "weighted_nearest_rank", "latency_stats", "LatencySink", "TimeSeries"]
+__all__ = ["PERCENTILES", "nearest_rank", "weighted_nearest_rank", "weighted_ranks", "latency_stats", "LatencySink",
+           "TimeSeries", "RankedInts", "rank_value", "ranked_stats", "WindowSink"]
 
 PERCENTILES = (50, 90, 99)
 
@@ -156,6 +159,19 @@ class LatencySink:
         """A running request lost its KV blocks (to be recomputed)."""
         self.preemptions += 1
 
+    def latency_summary(self, prefix: str) -> dict:
+        """:func:`latency_stats` of every TTFT (``prefix`` "ttft") or end-to-end latency ("e2e")."""
+        return latency_stats(self.ttft_ns if prefix == "ttft" else self.e2e_ns, prefix)
+
+    def class_summary(self, class_index: int) -> dict:
+        """Completed requests and TTFT and end-to-end percentiles (no means) of one request class."""
+        ttft = self.ttft_by_class.get(class_index, [])
+        e2e = self.e2e_by_class.get(class_index, [])
+        row = {"requests_completed": len(e2e)}
+        row.update({k: v for k, v in latency_stats(ttft, "ttft").items() if k != "ttft_mean_s"})
+        row.update({k: v for k, v in latency_stats(e2e, "e2e").items() if k != "e2e_mean_s"})
+        return row
+
     def itl_stats(self) -> dict:
         """ITL mean and p50/p90/p99 in seconds, weighted per token (None before any second token)."""
         pairs = list(self.itl_weights.items())
@@ -232,3 +248,251 @@ class TimeSeries:
             cols["preemptions"].append(preempt)
             prev_t, prev_out, prev_busy = t_ns, emitted, busy
         return cols
+
+
+# ------------------------------------------------------------------------------------------------ metrics
+class RankedInts:
+    """A growing multiset of integers (with integer weights) that answers exact nearest-rank percentiles fast.
+
+    Values land in a small unsorted buffer; once it holds more than an eighth of
+    the sorted part it is merged in (amortized O(1) per value; the merge is a
+    C-level sort of two sorted runs). A query counts weight at or below a value
+    by bisection in both parts, so it costs O(log^2 n), never a full sort: a
+    live run can show exact percentiles every frame. Answers equal
+    :func:`calc.sim.metrics.latency_stats` / :meth:`~calc.sim.metrics.LatencySink.itl_stats`
+    on the same values (the same rank rule, the same float expressions).
+    Source: nearest-rank percentiles as in :mod:`calc.sim.metrics`; the
+    buffer-and-merge scheme is the log-structured merge idea (O'Neil et al.,
+    "The log-structured merge-tree", Acta Informatica 1996), with two levels.
+
+    >>> r = RankedInts()
+    >>> for v in (50, 10, 40, 20, 30): r.add(v)
+    >>> r.rank_value(r.count_target(50)), r.rank_value(r.count_target(100)), r.total_value
+    (30, 50, 150)
+    """
+
+    __slots__ = ("vals", "wts", "cum", "buf_v", "buf_w", "count", "total_weight", "total_value", "_buf_run")
+
+    def __init__(self):
+        self.vals: list[int] = []
+        self.wts: list[int] = []
+        self.cum: list[int] = [0]
+        self.buf_v: list[int] = []
+        self.buf_w: list[int] = []
+        self.count = 0
+        self.total_weight = 0
+        self.total_value = 0  # sum of value x weight (exact integer)
+        self._buf_run = None  # the buffer sorted, while it has not grown
+
+    def add(self, value: int, weight: int = 1) -> None:
+        """Add ``value`` with ``weight``."""
+        self.buf_v.append(value)
+        self.buf_w.append(weight)
+        self.count += 1
+        self.total_weight += weight
+        self.total_value += value * weight
+
+    def _runs(self):
+        buf = self.buf_v
+        if len(buf) > 64 and len(buf) * 16 > len(self.vals):
+            pairs = sorted(zip(self.vals + buf, self.wts + self.buf_w))
+            self.vals = [v for v, _ in pairs]
+            self.wts = [w for _, w in pairs]
+            self.cum = [0, *itertools.accumulate(self.wts)]
+            self.buf_v, self.buf_w = [], []
+            self._buf_run = None
+            return ((self.vals, self.cum),)
+        if not buf:
+            return ((self.vals, self.cum),)
+        run = self._buf_run
+        if run is None or run[2] != len(buf):
+            pairs = sorted(zip(buf, self.buf_w))
+            run = self._buf_run = ([v for v, _ in pairs], [0, *itertools.accumulate(w for _, w in pairs)], len(buf))
+        return ((self.vals, self.cum), run[:2])
+
+    def count_target(self, q: float) -> int:
+        """Rank (in count) of the ``q``-th percentile, as :func:`calc.sim.metrics.latency_stats` computes it."""
+        return max(1, math.ceil(q / 100 * self.count))
+
+    def weight_target(self, q: float) -> int:
+        """Rank (in weight) of the ``q``-th percentile, as :func:`calc.sim.metrics.weighted_nearest_rank` has it."""
+        return max(1, math.ceil(q * self.total_weight / 100))
+
+    def rank_value(self, target: int, others=()) -> int:
+        """The smallest value whose cumulative weight (here and in ``others``) reaches ``target``."""
+        return rank_value([run for r in (self, *others) for run in r._runs()], target)
+
+
+def rank_value(runs, target: int) -> int:
+    """The smallest ``x`` in sorted ``runs`` of ``(values, cumulative weights)`` whose weight up to ``x`` reaches target.
+
+    >>> rank_value([([1, 5, 9], [0, 1, 2, 3]), ([2, 3], [0, 4, 5])], 6)   # weights: 1:1, 2:4, 3:1, 5:1, 9:1
+    3
+    """
+    def weight_upto(x):
+        return sum(cum[bisect.bisect_right(vals, x)] for vals, cum in runs)
+
+    best = None
+    for vals, _ in runs:
+        lo, hi = 0, len(vals)
+        while lo < hi:
+            mid = (lo + hi) // 2
+            if weight_upto(vals[mid]) >= target:
+                hi = mid
+            else:
+                lo = mid + 1
+        if lo < len(vals) and (best is None or vals[lo] < best):
+            best = vals[lo]
+    if best is None:
+        raise CalcError("percentile of no values: there is nothing to rank", "values")
+    return best
+
+
+def ranked_stats(parts, prefix: str, *, mean: bool = True) -> dict:
+    """``latency_stats`` of the union of :class:`RankedInts` ``parts`` (integer ns in, seconds out), without sorting.
+
+    >>> r = RankedInts(); r.add(1_000_000); r.add(3_000_000)
+    >>> ranked_stats([r], "ttft") == latency_stats([1_000_000, 3_000_000], "ttft")
+    True
+    """
+    n = sum(p.count for p in parts)
+    out = {}
+    if mean:
+        out[f"{prefix}_mean_s"] = round_sig(sum(p.total_value for p in parts) / n / NS_PER_S) if n else None
+    runs = [run for p in parts for run in p._runs()] if n else None
+    for q in PERCENTILES:
+        out[f"{prefix}_p{q}_s"] = round_sig(rank_value(runs, max(1, math.ceil(q / 100 * n))) / NS_PER_S) \
+            if n else None
+    return out
+
+
+class WindowSink(LatencySink):
+    """A :class:`~calc.sim.metrics.LatencySink` that also keeps when each TTFT and ITL came, for trailing windows,
+    and ranked copies of every latency (overall and per class) so that a summary never sorts them again.
+
+    The fleet sets ``now_ns`` before each step ends (the scheduler reports an
+    inter-token gap without its time). ``windows=False`` keeps no times and no
+    window lists (a run without a time series): the summary is the same.
+
+    >>> from calc.sim.workload import Request
+    >>> s = WindowSink(1); s.now_ns = 7; s.itl(3, 2); s.first_token(Request(0, 1, 5, 5), 9)
+    >>> s.itl_t, s.ttft_t, s.itl_stats() == LatencySink.itl_stats(s)
+    ([7], [9], True)
+    """
+
+    def __init__(self, ticks: int, windows: bool = True):
+        super().__init__(ticks)
+        if not windows:
+            self.itl = self._itl_ranked_only
+        self.now_ns = 0
+        self.ttft_t: list[int] = []
+        self.itl_t: list[int] = []
+        self.itl_v: list[int] = []
+        self.itl_w: list[int] = []
+        self.ttft_rank = RankedInts()
+        self.e2e_rank = RankedInts()
+        self.itl_rank = RankedInts()
+        self.ttft_rank_by_class: dict[int, RankedInts] = {}
+        self.e2e_rank_by_class: dict[int, RankedInts] = {}
+
+    def first_token(self, req, now_ns):
+        """Record the TTFT (as the base sink), its time and its rank."""
+        super().first_token(req, now_ns)  # once per request: not worth inlining
+        value = now_ns - req.arrival_ns
+        self.ttft_t.append(now_ns)
+        self.ttft_rank.add(value)
+        rank = self.ttft_rank_by_class.get(req.class_index)
+        if rank is None:
+            rank = self.ttft_rank_by_class[req.class_index] = RankedInts()
+        rank.add(value)
+
+    def finish(self, req, now_ns):
+        """Record the end-to-end latency (as the base sink) and its rank."""
+        super().finish(req, now_ns)
+        value = now_ns - req.arrival_ns
+        self.e2e_rank.add(value)
+        rank = self.e2e_rank_by_class.get(req.class_index)
+        if rank is None:
+            rank = self.e2e_rank_by_class[req.class_index] = RankedInts()
+        rank.add(value)
+
+    def itl(self, value_ns, weight_ticks):
+        """Record the gap (as the base sink) with the current time and its rank."""
+        w = self.itl_weights
+        w[value_ns] = w.get(value_ns, 0) + weight_ticks
+        self.itl_t.append(self.now_ns)
+        self.itl_v.append(value_ns)
+        self.itl_w.append(weight_ticks)
+        r = self.itl_rank  # RankedInts.add, inlined: one call per engine step
+        r.buf_v.append(value_ns)
+        r.buf_w.append(weight_ticks)
+        r.count += 1
+        r.total_weight += weight_ticks
+        r.total_value += value_ns * weight_ticks
+
+    def _itl_ranked_only(self, value_ns, weight_ticks):
+        """:meth:`itl` without the window lists (no time series to draw them)."""
+        w = self.itl_weights
+        w[value_ns] = w.get(value_ns, 0) + weight_ticks
+        r = self.itl_rank
+        r.buf_v.append(value_ns)
+        r.buf_w.append(weight_ticks)
+        r.count += 1
+        r.total_weight += weight_ticks
+        r.total_value += value_ns * weight_ticks
+
+    def latency_summary(self, prefix: str) -> dict:
+        """As :meth:`LatencySink.latency_summary`, from the ranked copy (no sort)."""
+        return ranked_stats([self.ttft_rank if prefix == "ttft" else self.e2e_rank], prefix)
+
+    def class_summary(self, class_index: int) -> dict:
+        """As :meth:`LatencySink.class_summary`, from the ranked copies (no sort)."""
+        empty = RankedInts()
+        e2e = self.e2e_rank_by_class.get(class_index, empty)
+        row = {"requests_completed": e2e.count}
+        row.update(ranked_stats([self.ttft_rank_by_class.get(class_index, empty)], "ttft", mean=False))
+        row.update(ranked_stats([e2e], "e2e", mean=False))
+        return row
+
+    def itl_stats(self) -> dict:
+        """As :meth:`calc.sim.metrics.LatencySink.itl_stats`, from the ranked copy (no sort of every gap)."""
+        r = self.itl_rank
+        out = {}
+        if not r.count:
+            out["itl_mean_s"] = None
+            for q in PERCENTILES:
+                out[f"itl_p{q}_s"] = None
+            return out
+        out["itl_mean_s"] = round_sig(r.total_value / r.total_weight / NS_PER_S)
+        runs = r._runs()
+        for q in PERCENTILES:
+            out[f"itl_p{q}_s"] = round_sig(rank_value(runs, r.weight_target(q)) / NS_PER_S)
+        return out
+
+
+def weighted_ranks(values: list, weights: list, qs) -> list:
+    """:func:`calc.sim.metrics.weighted_nearest_rank` of ``zip(values, weights)`` at each of ``qs``, sorting once.
+
+    >>> v, w = [30, 10, 20, 10], [1, 2, 5, 1]
+    >>> weighted_ranks(v, w, (50, 99)) == [weighted_nearest_rank(list(zip(v, w)), q) for q in (50, 99)]
+    True
+    """
+    ordered = sorted(zip(values, weights))
+    total = 0
+    for w in weights:
+        total += w
+    if total <= 0:
+        return [weighted_nearest_rank(list(zip(values, weights)), q) for q in qs]  # its error, named
+    targets = [max(1, math.ceil(q * total / 100)) for q in qs]
+    found = {}
+    pending = sorted(set(targets))
+    k, cum = 0, 0
+    for value, w in ordered:  # one pass for every target, lowest first
+        cum += w
+        while cum >= pending[k]:
+            found[pending[k]] = value
+            k += 1
+            if k == len(pending):
+                return [found[t] for t in targets]
+    last = ordered[-1][0]
+    return [found.get(t, last) for t in targets]

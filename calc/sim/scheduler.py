@@ -51,6 +51,7 @@ from collections import deque
 from dataclasses import dataclass
 
 from calc.errors import CalcError, check_choice, check_range
+from calc.sim.fast import enabled as fast_paths_enabled
 from calc.sim.kv_blocks import ALLOCATIONS, BlockPool, blocks_for_tokens, reservation_blocks
 from calc.sim.prefix_cache import PrefixCache
 
@@ -245,7 +246,8 @@ class Scheduler:
     """
 
     #: Count block crossings per residue of the step (True) or file each sequence under its next crossing (False,
-    #: the general way, also taken under speculation and contiguous reservation; tests compare the two).
+    #: the general way, also taken under speculation and contiguous reservation; tests compare the two). The
+    #: switch of every fast path is calc.sim.fast ("counted_crossings"); this one stays for callers that set it.
     COUNT_CROSSINGS = True
 
     def __init__(self, config: SchedulerConfig, pool: BlockPool, *, advance_ticks: int = TICKS, sink=None):
@@ -268,7 +270,8 @@ class Scheduler:
         self.cross_at: dict[int, list] = {}  # D at step start -> [(seq, epoch)] needing blocks
         # One token per decode step and paged blocks: a decoding sequence takes a block every block_size steps,
         # so crossings are counted per residue of the step index (mod block_size) instead of filed one by one.
-        self.lazy = self.COUNT_CROSSINGS and self.adv == TICKS and not self.reserve
+        self.lazy = (self.COUNT_CROSSINGS and fast_paths_enabled("counted_crossings") and self.adv == TICKS
+                     and not self.reserve)
         self.res_count = [0] * config.block_size if self.lazy else None
         self.clock = [-1, config.block_size]  # last step whose crossings were allocated; block size
         self.finish_at: dict[int, list] = {}  # D after step -> [(seq, epoch)] finishing
@@ -366,6 +369,31 @@ class Scheduler:
             if victim is protect:
                 return False
         return True
+
+    # ----------------------------------------- the small methods calc.sim.fast's fused decode path calls
+    def decode_counters(self) -> tuple:
+        """``(decoding sequences, their context in ticks, answer ticks emitted, decode steps done)``."""
+        return self.n_decoding, self.ctx_ticks, self.emitted_ticks, self.step_index
+
+    def store_decode_counters(self, ctx_ticks: int, emitted_ticks: int, step_index: int) -> None:
+        """Write back the counters of :meth:`decode_counters` after decode-only steps taken elsewhere."""
+        self.ctx_ticks, self.emitted_ticks, self.step_index = ctx_ticks, emitted_ticks, step_index
+
+    def token_states_besides_contexts(self) -> int:
+        """KV token states held besides the decoding contexts: prefilled prompt parts, cached prefix blocks."""
+        out = self.prefill_kv_tokens - self.shared_running_tokens
+        if self.cache is not None:
+            out += self.cache.in_use_blocks * self.pool.block_size
+        return out
+
+    def take_counted_crossings(self, step_index: int, need: int) -> None:
+        """:meth:`_decode_blocks_counted` at ``step_index`` when ``need`` blocks are free (no eviction, no preemption)."""
+        self.pool.take(need)
+        self.clock[0] = step_index
+
+    def decode_blocks(self, plan: StepPlan) -> None:
+        """Give the decoding sequences crossing into a new block at this step their blocks (preempting if short)."""
+        self._decode_blocks(plan)
 
     # ------------------------------------------------------------------ planning
     def _decode_blocks(self, plan: StepPlan) -> None:

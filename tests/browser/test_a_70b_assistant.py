@@ -5,6 +5,7 @@ import pytest
 from tests.browser.helpers import (assert_outputs, chart_traces, figure_traces, open_live, output_text, output_texts,
                                    recompute, reject, set_control, table_rows, wait_for_error, wait_for_output,
                                    wait_until_live)
+from tests.browser.folds import open_live  # opens the folds holding the widgets first
 
 pytestmark = [pytest.mark.browser, pytest.mark.site, pytest.mark.xdist_group("browser")]
 

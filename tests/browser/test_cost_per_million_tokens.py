@@ -3,6 +3,7 @@
 import pytest
 
 from tests.browser.helpers import assert_outputs, open_live, output_text, recompute, reject, table_rows, wait_until_live
+from tests.browser.folds import open_live  # opens the folds holding the widgets first
 
 pytestmark = [pytest.mark.browser, pytest.mark.site, pytest.mark.xdist_group("browser")]
 

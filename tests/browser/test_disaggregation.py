@@ -4,6 +4,7 @@ import pytest
 
 from tests.browser.helpers import (assert_outputs, chart_traces, figure_traces, fill_in, open_live, output_text,
                                    recompute, wait_for_any_error, wait_for_output, wait_until_live)
+from tests.browser.folds import open_live  # opens the folds holding the widgets first
 
 pytestmark = [pytest.mark.browser, pytest.mark.site, pytest.mark.xdist_group("browser")]
 

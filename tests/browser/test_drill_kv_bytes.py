@@ -4,6 +4,7 @@ import pytest
 
 from tests.browser.helpers import (calc_drill, check_answer, new_seed, open_live, output_text, wait_for_any_error,
                                    widget_selector)
+from tests.browser.folds import open_folds, open_live  # opens the folds holding the widgets first
 
 pytestmark = [pytest.mark.browser, pytest.mark.site, pytest.mark.xdist_group("browser")]
 
@@ -28,6 +29,7 @@ def check(page, name, answer):
 def test_the_worked_cases_are_on_the_page_before_python_runs(visit):
     page = visit.page
     page.goto(visit.url(PAGE))
+    open_folds(page, *(sel(name) for name in DRILLS))
     for name in DRILLS:
         expected = calc_drill(f"drill_kv_bytes.{name}", 0)
         assert output_text(page, sel(name), "question") == expected["question"]

@@ -4,6 +4,7 @@ import pytest
 
 from tests.browser.helpers import (assert_outputs, calc_drill, calc_view, check_answer, fill_in, new_seed, open_live,
                                    output_text, recompute, wait_for_output, widget_selector)
+from tests.browser.folds import open_live  # opens the folds holding the widgets first
 
 pytestmark = [pytest.mark.browser, pytest.mark.site, pytest.mark.xdist_group("browser")]
 

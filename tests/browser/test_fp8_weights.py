@@ -4,6 +4,7 @@ import pytest
 
 from tests.browser.helpers import (assert_outputs, calc_final_view, chart_traces, figure_traces, open_live,
                                    play_to_done, recompute)
+from tests.browser.folds import open_live  # opens the folds holding the widgets first
 
 pytestmark = [pytest.mark.browser, pytest.mark.site, pytest.mark.xdist_group("browser")]
 

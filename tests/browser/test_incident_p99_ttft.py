@@ -5,6 +5,7 @@ import pytest
 from tests.browser.helpers import (assert_outputs, calc_drill, calc_final_view, chart_traces, check_answer,
                                    figure_traces, new_question, open_live, output_text, play_to_done, wait_until_live,
                                    widget_selector)
+from tests.browser.folds import open_live  # opens the folds holding the widgets first
 
 pytestmark = [pytest.mark.browser, pytest.mark.site, pytest.mark.xdist_group("browser")]
 

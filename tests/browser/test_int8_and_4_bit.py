@@ -4,6 +4,7 @@ import pytest
 
 from tests.browser.helpers import (assert_outputs, calc_view, choose, fill_in, open_live, recompute, reject, table_rows,
                                    wait_for_error)
+from tests.browser.folds import open_live  # opens the folds holding the widgets first
 
 pytestmark = [pytest.mark.browser, pytest.mark.site, pytest.mark.xdist_group("browser")]
 

@@ -7,6 +7,7 @@ import pytest
 from tests.browser.helpers import (assert_outputs, calc_drill, calc_view, chart_traces, check_answer, choose,
                                    figure_traces, fill_in, new_question, open_live, output_text, recompute,
                                    wait_for_any_error, wait_for_output, wait_until_live, wait_until_ready)
+from tests.browser.folds import open_live  # opens the folds holding the widgets first
 
 pytestmark = [pytest.mark.browser, pytest.mark.site, pytest.mark.xdist_group("browser")]
 

@@ -5,6 +5,7 @@ import pytest
 
 from tests.browser.helpers import (assert_outputs, chart_traces, figure_traces, output_text, recompute, reject,
                                    wait_until_live, wait_until_ready)
+from tests.browser.folds import open_folds  # two of the three widgets are folded on the page
 
 pytestmark = [pytest.mark.browser, pytest.mark.site, pytest.mark.xdist_group("browser")]
 
@@ -17,6 +18,7 @@ FLASH = '[data-widget="long_context.flash_attention"]'
 def test_widgets_recompute_like_cpython(visit):
     page = visit.page
     page.goto(visit.url(PAGE))
+    open_folds(page, GROWTH, FLASH)
     assert output_text(page, DISPLACED, "conversations") == "78 (78.1×)"
     wait_until_ready(page)
     wait_until_live(page, GROWTH, DISPLACED, FLASH)

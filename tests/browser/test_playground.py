@@ -12,6 +12,7 @@ from calc.widgets import framework
 from calc.widgets.simulation import metrics
 from tests.browser.helpers import (calc_final_view, calc_view, choose, fill_in, open_live, output_text, output_texts,
                                    wait_for_output, wait_until_done, wait_until_live, wait_until_ready)
+from tests.browser.folds import open_live  # opens the folds holding the widgets first
 
 pytestmark = [pytest.mark.browser, pytest.mark.site, pytest.mark.xdist_group("browser")]
 

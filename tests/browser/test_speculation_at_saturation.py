@@ -5,6 +5,7 @@ import pytest
 
 from tests.browser.helpers import (assert_outputs, calc_error, calc_final_view, chart_traces, figure_traces, fill_in,
                                    open_live, play_to_done, recompute, wait_for_error)
+from tests.browser.folds import open_live  # opens the folds holding the widgets first
 
 pytestmark = [pytest.mark.browser, pytest.mark.site, pytest.mark.xdist_group("browser")]
 
