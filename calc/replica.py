@@ -102,8 +102,9 @@ def merge_delta(scenario: dict, delta: dict, where: str = "delta") -> dict:
             raise CalcError(f"{where}: keys must be strings; got {key!r}", where)
         if value is None:
             merged.pop(key, None)
-        elif isinstance(value, dict) and isinstance(merged.get(key), dict):
-            merged[key] = merge_delta(merged[key], value, f"{where}.{key}")
+        elif isinstance(value, dict):  # onto nothing too, so that its nulls are dropped
+            base = merged.get(key)
+            merged[key] = merge_delta(base if isinstance(base, dict) else {}, value, f"{where}.{key}")
         else:
             merged[key] = copy.deepcopy(value)
     return merged

@@ -47,6 +47,8 @@ def on_config(config, **kwargs):
     config.markdown_extensions.append(_modules["blocks"].CalcBlocksExtension())
     sys.modules.pop("figures", None)  # explanatory pictures, /// figure | module.function (hooks/figures.py)
     config.markdown_extensions.append(importlib.import_module("figures").FigureBlocksExtension())
+    sys.modules.pop("replica", None)  # the steps' changes to the reader's replica, /// replica-change | N
+    config.markdown_extensions.append(importlib.import_module("replica").ReplicaBlocksExtension())
     return config
 
 
