@@ -41,11 +41,12 @@ from calc.sim import presets
 from calc.sim.events import ARRIVAL
 from calc.sim.fleet import Fleet
 from calc.sim.fleet_scenario import FleetScenario, fleet_requests
+from calc.sim.scenario import SPECULATION_PRESETS
 from calc.sim.workload import Request
 from calc.units import NS_PER_S
 
 __all__ = ["BASE_PRESET", "CHUNK_S", "MAX_HISTORY", "ReaderReplica", "ReplicaRun", "merge_delta", "replay",
-           "base_scenario_data", "CLIENT_TIMEOUT_S", "parse_change"]
+           "base_scenario_data", "CLIENT_TIMEOUT_S", "parse_change", "playground_query"]
 
 #: The preset the reader's replica starts from: the running example with the lesson's traffic (8 requests/s).
 BASE_PRESET = "step05-paged"
@@ -243,6 +244,7 @@ class ReaderReplica:
         flag = "--preset" if is_fleet else "--scenario"
         return {"file_name": "my-replica.json", "scenario": data,
                 "command": f"python -m calc simulate {flag} my-replica.json",
+                "playground_query": playground_query(fs.scenario),
                 "applied": self.applied_steps()}
 
     # ---------------------------------------------------------------------------------- persistence
@@ -295,6 +297,39 @@ class ReaderReplica:
 
     def __repr__(self) -> str:
         return f"ReaderReplica(applied={self.applied_steps()}, history={len(self.history)} entries)"
+
+
+def playground_query(scenario) -> dict:
+    """The playground's knobs (step 22, its URL's query) for one replica of ``scenario``: the first request class.
+
+    The playground simulates one replica of one class of requests, so a fleet's
+    router, pools and autoscaler, and any class after the first, are left out.
+
+    >>> from calc.sim.scenario import Scenario
+    >>> q = playground_query(Scenario.from_dict({"weights": "fp8", "speculation": "eagle-like"}))
+    >>> q["weights"], q["speculation"], q["prefix_caching"], q["rate_per_s"]
+    ('fp8', 'eagle-like', 'off', 5.0)
+    """
+    first = scenario.workload.classes[0]
+    query = {key: getattr(scenario, key) for key in (
+        "model", "gpu", "tp", "weights", "kv_dtype", "gpu_memory_utilization", "memory_basis", "block_size",
+        "max_model_len", "max_num_seqs", "max_num_batched_tokens", "allocation", "batching", "seed")}
+    query.update({
+        "chunked_prefill": "on" if scenario.chunked_prefill else "off",
+        "prefix_caching": "on" if scenario.prefix_caching else "off",
+        "arrival": scenario.workload.arrival, "rate_per_s": scenario.workload.rate_per_s,
+        "lengths": first.lengths, "prompt_tokens": first.prompt_tokens, "output_tokens": first.output_tokens,
+        "prefix_tokens": first.prefix_tokens, "prefix_variants": first.prefix_variants,
+    })
+    spec = scenario.speculation
+    if spec is None:
+        query["speculation"] = "off"
+    elif spec == SPECULATION_PRESETS["eagle-like"]:
+        query["speculation"] = "eagle-like"
+    else:
+        query.update({"speculation": "custom", "spec_k": spec.k, "spec_acceptance": spec.acceptance,
+                      "spec_draft_cost_ratio": spec.draft_cost_ratio})
+    return query
 
 
 # ------------------------------------------------------------------------------------------ the live run

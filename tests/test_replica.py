@@ -154,3 +154,14 @@ def test_bad_input_is_a_calc_error_naming_the_field(call, field):
         call()
     if field is not None:
         assert error.value.field == field
+
+
+def test_the_playground_query_is_made_of_the_playground_s_knobs_and_gives_the_same_scenario():
+    from calc.widgets.playground import scenario_data
+
+    replica = ReaderReplica().apply(7, CHANGES[7]["delta"], 3).apply(9, CHANGES[9]["delta"], 9)
+    out = replica.export()
+    rebuilt = Scenario.from_dict(scenario_data(**out["playground_query"]))
+    mine = Scenario.from_dict(out["scenario"])
+    assert (rebuilt.weights, rebuilt.speculation, rebuilt.workload.rate_per_s, rebuilt.allocation) == (
+        mine.weights, mine.speculation, mine.workload.rate_per_s, mine.allocation)

@@ -29,9 +29,9 @@ from typing import Annotated
 
 from calc.errors import CalcError
 from calc.replica import MAX_TIME_S, ReaderReplica, ReplicaRun
-from calc.widgets.framework import FloatRange, Text, stream
+from calc.widgets.framework import FloatRange, Text, output, stream, view, widget
 
-__all__ = ["live", "FRAME_S", "SLICE_S", "MAX_RUNS"]
+__all__ = ["live", "export_scenario", "FRAME_S", "SLICE_S", "MAX_RUNS"]
 
 #: Simulated seconds per frame.
 FRAME_S = 1.0
@@ -125,3 +125,26 @@ def live(
         run.advance_to(run.t_s + speed)
         yield _frame(run, False, send_state)
         send_state = False
+
+
+@widget
+def export_scenario(state: Annotated[str, Text(label="Saved state (JSON)", rows=4)] = ""):
+    """The replica's scenario in force as a file (for ``python -m calc simulate``) and as the playground's knobs.
+
+    >>> out = export_scenario('{"history": [{"kind": "apply", "step": 7, "delta": {"weights": "fp8"}, "at_s": 3}], "t_s": 9}')
+    >>> out["outputs"]["command"]["text"], json.loads(out["outputs"]["scenario_json"]["text"])["weights"]
+    ('python -m calc simulate --scenario my-replica.json', 'fp8')
+    >>> out["outputs"]["playground_query"]["text"][:40]
+    'model=llama-3.1-70b&gpu=h100-sxm-80gb&tp'
+    """
+    from urllib.parse import urlencode
+
+    replica, _ = _state(state)
+    exported = replica.export()
+    text = json.dumps(exported["scenario"], indent=2, sort_keys=True)
+    return view(outputs=[
+        output("scenario_json", "Scenario file", exported["file_name"], text=text),
+        output("command", "Run it", exported["command"], text=exported["command"]),
+        output("playground_query", "Playground", "query", text=urlencode(exported["playground_query"])),
+        output("file_name", "File name", exported["file_name"], text=exported["file_name"]),
+    ])
