@@ -20,7 +20,7 @@ from calc.widgets.contract import ATTRIBUTES, CONTRACT, ERROR_KINDS, EVENTS, REQ
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 JS_DIR = os.path.join(ROOT, "docs", "assets", "runtime")
-PY_SOURCES = ("calc/widgets/runtime.py", "hooks/widget_html.py", "overrides/main.html")
+PY_SOURCES = ("calc/widgets/runtime.py", "hooks/widget_html.py", "hooks/replica.py", "overrides/main.html")
 
 
 def _read(path: str) -> str:

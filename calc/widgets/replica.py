@@ -16,7 +16,7 @@ real compute use and cost per million tokens.
 >>> first = next(frames); first["t_s"], first["allocation"], first["applied"]
 (1.0, 'paged', [])
 >>> frames = live(replica_id="doc", state='{"history": [], "t_s": 1}',
-...               change='{"kind": "apply", "step": 4, "delta": {"allocation": "contiguous"}, "label": "Reserve"}')
+...               change='{"action": "apply", "step": 4, "delta": {"allocation": "contiguous"}, "label": "Reserve"}')
 >>> frame = next(frames); frame["t_s"], frame["applied"], frame["allocation"], frame["state"]["history"][0]["at_s"]
 (2.0, [4], 'contiguous', 1.0)
 """
@@ -67,9 +67,9 @@ def _change(text: str):
     try:
         change = json.loads(text)
     except ValueError:
-        raise CalcError("change must be JSON: {\"kind\": \"apply\"|\"undo\", ...}", "change") from None
-    if not isinstance(change, dict) or change.get("kind") not in ("apply", "undo"):
-        raise CalcError("change.kind must be apply or undo", "change.kind")
+        raise CalcError("change must be JSON: {\"action\": \"apply\"|\"undo\", ...}", "change") from None
+    if not isinstance(change, dict) or change.get("action") not in ("apply", "undo"):
+        raise CalcError("change.action must be apply or undo", "change.action")
     return change
 
 
@@ -114,7 +114,7 @@ def live(
             yield _frame(run, True, False)
     send_state = fresh
     if change is not None:
-        if change["kind"] == "apply":
+        if change["action"] == "apply":
             run.apply(change.get("step"), change.get("delta"), change.get("label", ""))
         else:
             run.undo()

@@ -41,11 +41,11 @@ def test_the_run_is_kept_for_its_id_so_a_new_stream_carries_on():
 
 def test_a_change_applies_at_the_run_s_time_and_is_returned_to_save():
     frames(10, replica_id="v")
-    change = json.dumps({"kind": "apply", "step": 4, "delta": DELTA_4, "label": "Reserve"})
+    change = json.dumps({"action": "apply", "step": 4, "delta": DELTA_4, "label": "Reserve"})
     frame = frames(1, replica_id="v", state='{"history": [], "t_s": 10}', change=change)[0]
     assert frame["applied"] == [4] and frame["allocation"] == "contiguous"
     assert frame["state"]["history"][0]["at_s"] == 10.0 and frame["t_s"] == 11.0
-    undone = frames(1, replica_id="v", state=json.dumps(frame["state"]), change='{"kind": "undo"}')[0]
+    undone = frames(1, replica_id="v", state=json.dumps(frame["state"]), change='{"action": "undo"}')[0]
     assert undone["applied"] == [] and undone["allocation"] == "paged" and undone["t_s"] == 12.0
 
 
@@ -70,9 +70,9 @@ def test_the_stream_runs_through_the_worker_protocol():
     ({"state": "{nope"}, "state"),
     ({"state": '{"t_s": -1}'}, "state.t_s"),
     ({"state": '{"history": [], "t_s": 1e99}'}, "state.t_s"),
-    ({"change": '{"kind": "redo"}'}, "change.kind"),
-    ({"change": '{"kind": "undo"}'}, "undo"),
-    ({"change": '{"kind": "apply", "step": 4, "delta": {"allocation": "x"}}'}, "allocation"),
+    ({"change": '{"action": "redo"}'}, "change.action"),
+    ({"change": '{"action": "undo"}'}, "undo"),
+    ({"change": '{"action": "apply", "step": 4, "delta": {"allocation": "x"}}'}, "allocation"),
 ])
 def test_bad_input_is_a_calc_error_naming_the_field(args, field):
     with pytest.raises(CalcError) as error:
