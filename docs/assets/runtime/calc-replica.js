@@ -93,6 +93,9 @@
     var bar = element("div", "calc-replica__bar");
     var toggle = button("My replica", "calc-replica__toggle");
     toggle.setAttribute("aria-expanded", "false");
+    var chevron = element("span", "calc-replica__chevron", "\u25B4"); // not part of its name: aria-hidden
+    chevron.setAttribute("aria-hidden", "true");
+    toggle.appendChild(chevron);
     toggle.setAttribute("aria-controls", "calc-replica-body");
     var status = element("span", "calc-replica__status");
     var play = button("Play", "calc-replica__play");
@@ -142,7 +145,7 @@
     body.appendChild(note);
     root.appendChild(bar);
     root.appendChild(body);
-    return { root: root, toggle: toggle, status: status, play: play, pause: pause, body: body, views: views,
+    return { root: root, toggle: toggle, chevron: chevron, status: status, play: play, pause: pause, body: body, views: views,
       applied: applied, undo: undo, exportButton: exportButton, playground: playground, note: note };
   }
 
@@ -326,6 +329,7 @@
   function setOpen(open) {
     ui.body.hidden = !open;
     ui.toggle.setAttribute("aria-expanded", String(open));
+    ui.chevron.textContent = open ? "\u25BE" : "\u25B4";
     ui.root.classList.toggle("calc-replica--open", open);
     state.open = open;
     save(state);
@@ -379,8 +383,14 @@
     ui.toggle.addEventListener("click", function () { setOpen(ui.body.hidden); });
     ui.undo.addEventListener("click", function () { if (state.applied.length) change({ action: "undo" }); });
     ui.exportButton.addEventListener("click", exportScenario);
-    ui.root.addEventListener("keydown", function (event) {
-      if (event.key === "Escape" && !ui.body.hidden) { setOpen(false); ui.toggle.focus(); }
+    // Escape closes it from anywhere (a disabled button drops the focus out of the panel), unless a dialog of the
+    // page (Material's search) has the focus.
+    document.addEventListener("keydown", function (event) {
+      if (event.key !== "Escape" || ui.body.hidden) return;
+      var active = document.activeElement;
+      if (active && active !== document.body && !ui.root.contains(active)) return;
+      setOpen(false);
+      ui.toggle.focus();
     });
     document.addEventListener("visibilitychange", function () {
       if (document.hidden && run.playing) { run.resumeOnShow = true; pause(); }
