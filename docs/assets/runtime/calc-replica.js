@@ -369,7 +369,11 @@
     if (docked) {
       ui.root.style.left = "";
       ui.root.style.width = "";
+      // Room below the page's end for the bar as tall as it is (it wraps to two lines on a phone).
+      var bar = ui.root.querySelector(".calc-replica__bar");
+      document.body.style.paddingBottom = ui.root.hidden ? "" : Math.ceil(bar.getBoundingClientRect().height) + 8 + "px";
     } else {
+      document.body.style.paddingBottom = "";
       ui.root.style.left = Math.round(rect.left) + "px";
       ui.root.style.width = Math.round(rect.width) + "px";
     }
