@@ -28,7 +28,7 @@ def render_change(step: int, label: str, delta: dict) -> etree.Element:
     """The block's HTML: the button and its label."""
     holder = etree.Element("div", {"class": "calc-replica-change"})
     button = etree.SubElement(holder, "button", {
-        "type": "button", "class": "md-button calc-replica-apply", "data-apply-step": str(step),
+        "type": "button", "class": "md-button md-button--primary calc-replica-apply", "data-apply-step": str(step),
         "data-replica-delta": json.dumps(delta, sort_keys=True), "data-replica-label": label,
         "aria-describedby": f"calc-replica-change-{step}",
     })
