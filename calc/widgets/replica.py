@@ -29,7 +29,7 @@ from typing import Annotated
 
 from calc.errors import CalcError
 from calc.replica import MAX_TIME_S, ReaderReplica, ReplicaRun
-from calc.widgets.framework import FloatRange, Text, output, stream, view, widget
+from calc.widgets.framework import FloatRange, IntRange, Text, output, stream, view, widget
 
 __all__ = ["live", "export_scenario", "FRAME_S", "SLICE_S", "MAX_RUNS"]
 
@@ -100,8 +100,13 @@ def live(
     state: Annotated[str, Text(label="Saved state (JSON)", rows=4)] = "",
     change: Annotated[str, Text(label="Change to make now (JSON)", rows=2)] = "",
     speed: Annotated[float, FloatRange(0.25, 8.0, 0.25, "simulated s per frame", label="Speed")] = FRAME_S,
+    frames: Annotated[int, IntRange(1, 3600, 1, "frames", label="Frames")] = 120,
 ):
-    """The reader's replica, live: catch up to the saved time, make the change, then one frame per ``speed`` seconds."""
+    """The reader's replica, live: catch up to the saved time, make the change, then ``frames`` frames of ``speed`` s.
+
+    The stream ends after ``frames`` frames; the run stays in the worker, so the panel's next stream for the
+    same id carries on from there.
+    """
     replica_id = (replica_id or "default").strip()[:64]
     replica, t_s = _state(state)
     change = _change(change)
@@ -119,7 +124,7 @@ def live(
         else:
             run.undo()
         send_state = True
-    while True:
+    for _ in range(frames):
         if run.t_s + speed > MAX_TIME_S:
             return
         run.advance_to(run.t_s + speed)

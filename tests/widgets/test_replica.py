@@ -85,3 +85,8 @@ def test_export_gives_the_cli_file_and_the_playground_s_query():
     out = framework.call("replica.export_scenario", {"state": json.dumps(state)})["outputs"]
     assert json.loads(out["scenario_json"]["text"])["allocation"] == "paged"
     assert "allocation=paged" in out["playground_query"]["text"] and "rate_per_s=8" in out["playground_query"]["text"]
+
+
+def test_a_stream_ends_after_its_frames_and_the_next_one_carries_on():
+    assert [f["t_s"] for f in panel.live(replica_id="short", frames=3)] == [1.0, 2.0, 3.0]
+    assert next(panel.live(replica_id="short", frames=3))["t_s"] == 4.0

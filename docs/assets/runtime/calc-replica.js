@@ -263,6 +263,7 @@
       state: JSON.stringify({ history: state.history, t_s: state.t_s }),
       change: change ? JSON.stringify(change) : "",
       speed: "1",
+      frames: "600",
     };
   }
 
@@ -276,7 +277,7 @@
   // worker catches up on a replay) asks for more, so the page never holds more than a frame ahead.
   function startStream(change) {
     stopStream();
-    var controller = runtime.stream(FN, savedArgs(change), function (frames, error) {
+    var controller = runtime.stream(FN, savedArgs(change), function (frames, error, done) {
       if (run.controller !== controller) return;
       if (error) {
         run.controller = null;
@@ -295,10 +296,12 @@
       }
       controller.pause();
       (frames || []).forEach(applyFrame);
-      if (!run.playing && !run.catchingUp) return;
+      if (!run.playing && !run.catchingUp) { if (done) run.controller = null; return; }
       clearTimeout(run.timer);
       run.timer = setTimeout(function () {
-        if (run.controller === controller && (run.playing || run.catchingUp)) controller.resume();
+        if (run.controller !== controller || !(run.playing || run.catchingUp)) return;
+        if (done) startStream(null); // a stream is a few minutes; the run goes on in the worker under the same id
+        else controller.resume();
       }, run.catchingUp ? 0 : TICK_MS);
     }, { budgetMs: 8000, framesPerCall: 1 });
     run.controller = controller;
