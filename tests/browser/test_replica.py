@@ -125,3 +125,22 @@ def test_the_panel_is_out_of_the_way_at_1280_and_a_drawer_at_390_px(browser, sit
             assert visit.console_errors == [] and visit.external_requests == []
         finally:
             visit.close()
+
+
+def test_no_main_thread_task_over_50_ms_while_the_panel_plays(visit):
+    page = visit.page
+    page.goto(visit.url(STEP_1))
+    wait_until_ready(page)
+    # The page's own work first (its widgets' first answers and charts), so what is measured is the panel's.
+    page.wait_for_function("() => !calcRuntime.inFlight && calcRuntime.queue.length === 0"
+                           " && document.querySelector('[data-chart][data-pending]') === null")
+    page.wait_for_timeout(1500)
+    page.evaluate("""() => { window.replicaLongTasks = [];
+        new PerformanceObserver((list) => { for (const e of list.getEntries()) window.replicaLongTasks.push(e.duration); })
+            .observe({type: 'longtask'}); }""")
+    page.locator(PANEL).get_by_role("button", name="My replica", exact=True).click()  # the views drawn too
+    page.locator(PANEL).get_by_role("button", name="Play", exact=True).click()
+    wait_for_time_past(page, 12)
+    long_tasks = page.evaluate("() => window.replicaLongTasks")
+    print(f"replica panel: {len(long_tasks)} main-thread tasks over 50 ms while playing: {long_tasks}")
+    assert long_tasks == []
