@@ -23,6 +23,8 @@
   var POINTS = 120; // the sparklines' last two simulated minutes
   var scriptUrl = document.currentScript ? document.currentScript.src : location.href;
   var PLAYGROUND = new URL("../../lesson/22-playground/", scriptUrl).href;
+  // What tests and the bench read: the panel's slowest main-thread handling of a batch of frames, and the count.
+  var api = window.calcReplica = { slowestFrameMs: 0, frames: 0 };
   var visitId = "visit-" + Date.now().toString(36) + "-" + Math.floor(Math.random() * 1e9).toString(36);
 
   function isLessonPage() { return /\/lesson\//.test(location.pathname); }
@@ -295,7 +297,10 @@
         return;
       }
       controller.pause();
+      var started = performance.now();
       (frames || []).forEach(applyFrame);
+      api.slowestFrameMs = Math.max(api.slowestFrameMs, performance.now() - started);
+      api.frames += (frames || []).length;
       if (!run.playing && !run.catchingUp) { if (done) run.controller = null; return; }
       clearTimeout(run.timer);
       run.timer = setTimeout(function () {
