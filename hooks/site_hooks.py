@@ -105,6 +105,8 @@ def on_config(config, **kwargs):
 
         index.add_entry_from_context = functools.partial(
             _modules["entries"].cached_search_entries, index, index.add_entry_from_context)
+    sys.modules.pop("replica", None)  # the steps' changes to the reader's replica, /// replica-change | N
+    config.markdown_extensions.append(importlib.import_module("replica").ReplicaBlocksExtension())
     return config
 
 

@@ -20,6 +20,7 @@ from markdown.util import AtomicString
 
 from calc.units import format_number
 from calc.widgets import framework
+from calc.widgets.contract import check_built_attributes
 
 _ids = itertools.count(1)
 
@@ -37,8 +38,16 @@ STATIC_NOTE = (
 )
 
 
+def _root(attributes: dict) -> etree.Element:
+    """A widget's root ``<div>``, its data-* attributes checked against the contract (calc/widgets/contract.json)."""
+    check_built_attributes(attributes)
+    return etree.Element("div", attributes)
+
+
 def _sub(parent: etree.Element, tag: str, text: str | None = None, **attrs) -> etree.Element:
-    element = etree.SubElement(parent, tag, {k.rstrip("_").replace("_", "-"): str(v) for k, v in attrs.items()})
+    attributes = {k.rstrip("_").replace("_", "-"): str(v) for k, v in attrs.items()}
+    check_built_attributes(attributes)  # only what the contract says the build writes
+    element = etree.SubElement(parent, tag, attributes)
     if text is not None:
         element.text = AtomicString(text)
     return element
@@ -173,7 +182,7 @@ def render_widget(name: str, overrides: dict | None = None, hide: list[str] | tu
     args = {**{c["name"]: c["default"] for c in spec["controls"]}, **(overrides or {})}
     result = framework.call(name, args)
     uid = f"w{next(_ids)}"
-    root = etree.Element("div", {
+    root = _root({
         "class": "calc-widget", "id": uid, "data-widget": name, "data-kind": "widget", "data-state": "static",
         "data-budget-ms": str(int(spec["budget_s"] * 1000)),
     })
@@ -195,7 +204,7 @@ def render_drill(name: str, seed: int = 0) -> etree.Element:
     entry, bound = framework.bind(name, {"seed": seed})
     question = framework.check_view(entry.function(**bound))
     uid = f"w{next(_ids)}"
-    root = etree.Element("div", {
+    root = _root({
         "class": "calc-widget calc-drill", "id": uid, "data-widget": name, "data-kind": "drill",
         "data-state": "static", "data-seed": str(seed), "data-budget-ms": str(int(spec["budget_s"] * 1000)),
     })
@@ -235,7 +244,7 @@ def render_simulation(name: str, overrides: dict | None = None, hide: list[str] 
     entry, bound = framework.bind(name, args)
     result = framework.collect_stream(framework.check_view(frame) for frame in entry.function(**bound))
     uid = f"w{next(_ids)}"
-    root = etree.Element("div", {
+    root = _root({
         "class": "calc-widget calc-sim", "id": uid, "data-widget": name, "data-kind": "simulation",
         "data-state": "static", "data-budget-ms": str(int(spec["budget_s"] * 1000)),
     })

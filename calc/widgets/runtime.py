@@ -3,7 +3,7 @@
 The browser's Web Worker passes each message string to :func:`handle` and posts
 back the string it returns. Requests carry an ``id`` that the answer repeats.
 
-Operations:
+Operations (declared, with their fields, in ``contract.json``: see :mod:`calc.widgets.contract`):
 
 ``call``          run a widget: ``{"id": 1, "op": "call", "fn": NAME, "args": {...}}``
 ``drill``         a drill question for a seed: ``{"op": "drill", "fn": NAME, "args": {"seed": 7}}``
@@ -15,7 +15,8 @@ Operations:
 ``warm``          import the modules of the widgets a page holds: ``{"op": "warm", "names": [...]}``
 
 Every answer is ``{"id": ..., "ok": true, "result": ...}`` or
-``{"id": ..., "ok": false, "error": {"kind": "input"|"internal", "field": ..., "message": ...}}``.
+``{"id": ..., "ok": false, "error": {"kind": "input"|"internal", "field": ..., "message": ...}}``
+(the page adds the kinds ``runtime`` and ``budget``; every kind is declared in the contract).
 
 >>> import json
 >>> answer = json.loads(handle('{"id": 3, "op": "call", "fn": "os.system", "args": {}}'))
@@ -35,6 +36,7 @@ import time
 from calc.answers import check_answer
 from calc.errors import CalcError
 from calc.widgets import framework, load_all, load_module
+from calc.widgets.contract import REQUESTS, declared
 
 MAX_FRAMES_PER_CALL = 50
 MAX_OPEN_STREAMS = 8
@@ -112,16 +114,9 @@ def _op_warm(request: dict):
     return {"loaded": [str(n) for n in names if isinstance(n, str) and load_module(n.rsplit(".", 1)[0])]}
 
 
-OPERATIONS = {
-    "call": _op_call,
-    "drill": _op_drill,
-    "check": _op_check,
-    "stream_start": _op_stream_start,
-    "stream_next": _op_stream_next,
-    "stream_cancel": _op_stream_cancel,
-    "list": _op_list,
-    "warm": _op_warm,
-}
+# One handler per request the contract declares, in its order (the order an unknown op's message lists).
+OPERATIONS = {op: globals()[f"_op_{op}"] for op in REQUESTS}
+INPUT, INTERNAL = declared("error_kinds", "input"), declared("error_kinds", "internal")
 
 
 def handle(message: str) -> str:
@@ -137,9 +132,9 @@ def handle(message: str) -> str:
             raise CalcError(f"op must be one of {', '.join(OPERATIONS)}; got {request.get('op')!r}", "op")
         return json.dumps({"id": request_id, "ok": True, "result": operation(request)})
     except CalcError as exc:
-        error = {"kind": "input", "field": exc.field, "message": str(exc)}
+        error = {"kind": INPUT, "field": exc.field, "message": str(exc)}
     except json.JSONDecodeError as exc:
-        error = {"kind": "input", "field": "request", "message": f"request is not JSON: {exc.msg}"}
+        error = {"kind": INPUT, "field": "request", "message": f"request is not JSON: {exc.msg}"}
     except Exception as exc:  # a bug in calc: report it, keep the page alive
-        error = {"kind": "internal", "field": None, "message": f"internal error in calc ({type(exc).__name__}): {exc}"}
+        error = {"kind": INTERNAL, "field": None, "message": f"internal error in calc ({type(exc).__name__}): {exc}"}
     return json.dumps({"id": request_id, "ok": False, "error": error})

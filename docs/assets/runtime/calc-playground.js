@@ -8,6 +8,10 @@
 // The scenario-file widget gets a download link for its JSON (computed by calc, never here)
 // and a field with the link to share. Text only: nothing from the URL or from calc is ever
 // parsed as HTML.
+//
+// A component of the runtime (calc-runtime.js), mounted on the page's first playground widget: it
+// ties all of them together, and when the page goes away its debounce timer is cleared, its
+// listeners removed and its download's blob URL revoked.
 (function () {
   "use strict";
 
@@ -25,11 +29,11 @@
     });
   }
 
-  function mountPlayground() {
+  function mountPlayground(first, lifetime) {
     var widgets = Array.prototype.slice.call(document.querySelectorAll(SELECTOR));
-    if (!widgets.length || widgets[0].dataset.playground) return; // no playground here, or already set up
-    runtime.mountAll(); // idempotent: makes sure every widget has its recompute / simulation handle
-    widgets.forEach(function (widget) { widget.dataset.playground = "1"; });
+    if (widgets[0] !== first) return; // the page's first playground widget holds the page's playground
+    // Registered after the widget and simulation components, so every widget here has its recompute
+    // or simulation handle by now.
 
     // name -> [{widget, element}], and each knob's default: the value the build rendered.
     var knobs = {};
@@ -78,18 +82,18 @@
       });
       clearTimeout(timer);
       timer = setTimeout(function () {
-        if (!widgets[0].isConnected) return; // the reader has navigated away meanwhile
         var targets = pending;
         pending = [];
         refresh(targets);
         writeUrl();
       }, DEBOUNCE_MS);
     }
+    lifetime.add(function () { clearTimeout(timer); pending = []; });
     widgets.forEach(function (widget) {
       var form = widget.querySelector("form");
       if (!form) return;
-      form.addEventListener("input", onEdit);
-      form.addEventListener("change", onEdit);
+      lifetime.listen(form, "input", onEdit);
+      lifetime.listen(form, "change", onEdit);
     });
 
     // The share field and the download link live in the scenario-file widget.
@@ -104,6 +108,7 @@
       blobUrl = URL.createObjectURL(new Blob([text + "\n"], { type: "application/json" }));
       download.href = blobUrl;
     }
+    lifetime.add(function () { if (blobUrl) URL.revokeObjectURL(blobUrl); blobUrl = null; });
     if (fileWidget) {
       var bar = document.createElement("div");
       bar.className = "calc-playground__share";
@@ -134,16 +139,16 @@
       fileWidget.insertBefore(bar, outputs);
       var json = fileWidget.querySelector('[data-output="scenario_json"]');
       setDownload(json ? json.textContent : "");
-      fileWidget.addEventListener("calc:view", function (event) {
+      lifetime.listen(fileWidget, "calc:view", function (event) {
         var item = event.detail.outputs && event.detail.outputs.scenario_json;
         if (item) setDownload(item.text);
       });
-      download.addEventListener("click", function (event) {
+      lifetime.listen(download, "click", function (event) {
         // While calc rejects a knob, or has not answered for the latest one, the file would be the last good
         // one: do not download it (aria-busy is set at once; data-state="computing" only once an answer is late).
         if (fileWidget.dataset.state === "error" || fileWidget.getAttribute("aria-busy") === "true") event.preventDefault();
       });
-      copy.addEventListener("click", function () {
+      lifetime.listen(copy, "click", function () {
         linkField.select();
         var done = function () { copy.textContent = "Copied"; setTimeout(function () { copy.textContent = "Copy link"; }, 1500); };
         if (navigator.clipboard && navigator.clipboard.writeText) {
@@ -168,11 +173,5 @@
     }
   }
 
-  if (window.document$ && typeof window.document$.subscribe === "function") {
-    window.document$.subscribe(function () { mountPlayground(); });
-  } else if (document.readyState === "loading") {
-    document.addEventListener("DOMContentLoaded", mountPlayground);
-  } else {
-    mountPlayground();
-  }
+  runtime.component("playground", SELECTOR, mountPlayground);
 })();

@@ -1,9 +1,14 @@
-// The page side of the lesson's runtime: one worker per visit, widgets mounted on every page.
+// The page side of the lesson's runtime: one worker per visit, components mounted on every page.
 //
 // A classic script (not a module), so that pages opened from file:// still draw their
-// pre-rendered charts. Widgets are found by their data-widget attribute and mounted
-// from Material's document$ subscription, so they survive instant navigation while the
-// worker (and its Python boot, restored from the build's snapshot) is kept for the whole visit.
+// pre-rendered charts. Each kind of element the runtime brings to life (a widget, a drill, a chart,
+// the status badge; calc-simulation.js and calc-playground.js add theirs) is a component found by
+// its data attribute and mounted from Material's document$ subscription, which emits on every
+// instant navigation. A component is released when its page goes away: what it added outside its
+// own element (runtime listeners, timers, streams, observers, Plotly charts) is removed, so a long
+// visit keeps only the page in view, while the worker (and its Python boot, restored from the
+// build's snapshot) is kept for the whole visit. The messages and data-* attributes shared with
+// Python are declared once in calc/widgets/contract.json (tests/test_contract.py checks both sides).
 (function () {
   "use strict";
 
@@ -24,18 +29,21 @@
     queue: [],
     inFlight: null,
     nextId: 1,
-    listeners: [],
+    listeners: [], // (state, detail) callbacks: components add theirs through their lifetime (onRuntime)
   };
   window.calcRuntime = runtime;
+
+  function markDocument() {
+    if (runtime.state === "idle") delete root.dataset.pyodide; // a page without widgets needs no Python
+    else root.dataset.pyodide = runtime.state;
+    root.dataset.pyodideBoots = String(runtime.boots);
+  }
 
   function setState(state, detail) {
     runtime.state = state;
     runtime.detail = detail || "";
-    if (state === "idle") delete root.dataset.pyodide; // a page without widgets needs no Python
-    else root.dataset.pyodide = state;
-    root.dataset.pyodideBoots = String(runtime.boots);
-    runtime.listeners.forEach(function (listener) { listener(state, runtime.detail); });
-    renderStatusBadge();
+    markDocument();
+    runtime.listeners.slice().forEach(function (listener) { listener(state, runtime.detail); });
   }
 
   function startWorker() {
@@ -182,28 +190,87 @@
     return controller;
   };
 
-  // ---- the runtime status badge (loading, ready, failed with the reason) -----------------
+  // ---- components: one per element, released when its page goes away ------------------------
+  //
+  // As Material's own components do (one mount per element found, each returning its teardown), a
+  // kind is registered with the selector that finds its elements and a mount(element, lifetime)
+  // function. Everything a component adds outside its own element goes through its lifetime, which
+  // ends when the element has left the document (document$ emits after instant navigation swapped
+  // the page): listeners are removed, streams cancelled, timers cleared, observers disconnected,
+  // charts purged. Listeners on the component's own elements die with them and need no release.
+  var componentKinds = []; // {kind, selector, mount}, in the order they mount on a page
+  var mountedComponents = []; // {kind, element, lifetime}
+  var mountedKinds = new WeakMap(); // element -> {kind: true}: each kind mounts once per element
+  var started = false; // the first page pass has run: a kind registered later mounts at once
 
-  function renderStatusBadge() {
-    var badge = document.querySelector("[data-runtime-status]");
-    if (!badge) {
-      var host = document.querySelector(".md-header__inner");
-      if (!host) return;
-      badge = document.createElement("span");
-      badge.setAttribute("data-runtime-status", "");
-      badge.setAttribute("role", "status");
-      badge.className = "calc-runtime-status";
-      host.appendChild(badge);
-    }
-    var labels = { idle: "Python: idle", loading: "Python: loading…", ready: "Python: ready", error: "Python: off" };
-    var text = labels[runtime.state] || runtime.state;
-    if (runtime.state === "loading" && typeof runtime.progress === "number") {
-      text = "Python: loading " + Math.round(runtime.progress * 100) + "%";
-    }
-    badge.textContent = text;
-    badge.title = runtime.detail;
-    badge.dataset.state = runtime.state;
+  function Lifetime() {
+    this.ended = false;
+    this.releases = [];
   }
+  // Run `release` when the component goes away (at once if it already has).
+  Lifetime.prototype.add = function (release) {
+    if (this.ended) release();
+    else this.releases.push(release);
+  };
+  Lifetime.prototype.listen = function (target, type, handler, options) {
+    target.addEventListener(type, handler, options);
+    this.add(function () { target.removeEventListener(type, handler, options); });
+  };
+  // Hear the runtime's state changes (loading, ready, error) while the component lives.
+  Lifetime.prototype.onRuntime = function (listener) {
+    runtime.listeners.push(listener);
+    this.add(function () {
+      var index = runtime.listeners.indexOf(listener);
+      if (index >= 0) runtime.listeners.splice(index, 1);
+    });
+  };
+  Lifetime.prototype.end = function () {
+    if (this.ended) return;
+    this.ended = true;
+    var releases = this.releases.splice(0);
+    for (var i = releases.length - 1; i >= 0; i--) { // the reverse of the order they were added
+      try { releases[i](); } catch (error) { console.warn("[calc] releasing a component:", error); }
+    }
+  };
+
+  function mountKind(spec) {
+    var mountedNow = [];
+    document.querySelectorAll(spec.selector).forEach(function (element) {
+      var kinds = mountedKinds.get(element);
+      if (!kinds) { kinds = {}; mountedKinds.set(element, kinds); }
+      if (kinds[spec.kind]) return;
+      kinds[spec.kind] = true;
+      var lifetime = new Lifetime();
+      try {
+        spec.mount(element, lifetime);
+      } catch (error) {
+        console.warn("[calc] mounting " + spec.kind + ":", error);
+      }
+      mountedComponents.push({ kind: spec.kind, element: element, lifetime: lifetime });
+      mountedNow.push(element);
+    });
+    return mountedNow;
+  }
+
+  // Release every component whose element is no longer in the document.
+  function releaseDeparted() {
+    mountedComponents = mountedComponents.filter(function (component) {
+      if (component.element.isConnected) return true;
+      component.lifetime.end();
+      return false;
+    });
+  }
+
+  // component(kind, selector, mount(element, lifetime)): register a kind; on a page already shown, mount it now.
+  runtime.component = function (kind, selector, mount) {
+    var spec = { kind: kind, selector: selector, mount: mount };
+    componentKinds.push(spec);
+    if (started) mountKind(spec);
+  };
+  // The components alive now, [{kind, element}] (tests check that none is of a page left behind).
+  runtime.mounted = function () {
+    return mountedComponents.map(function (component) { return { kind: component.kind, element: component.element }; });
+  };
 
   // ---- lazy assets: Plotly and KaTeX load only on pages that use them -----------------------
 
@@ -231,7 +298,7 @@
     return loaded[path];
   }
 
-  // Each formula is rendered once: mountAll runs again when a later script adds a mounter.
+  // Each formula is rendered once, marked as it is (a page's formulas are looked for on each page pass).
   function renderMath(container) {
     var nodes = Array.prototype.filter.call(container.querySelectorAll(".arithmatex"), function (node) {
       if (node.dataset.mathRendered) return false;
@@ -307,7 +374,8 @@
 
   // The chart's numbers as a table (its text alternative), rows of (series, x, y) as
   // hooks/widget_html.py renders them at build. The table sits in a closed <details>: it is
-  // rebuilt when the reader opens it, not on every redraw (a 200-row table costs a task of its own).
+  // rebuilt when the reader opens it (the chart component listens), not on every redraw (a
+  // 200-row table costs a task of its own).
   var MAX_CHART_ROWS = 200;
   var wholeNumber = new Intl.NumberFormat("en-US", { maximumFractionDigits: 0 });
   function formatCell(value) {
@@ -346,13 +414,7 @@
     if (!table) return;
     var details = table.closest("details");
     if (details && !details.open) {
-      table.__figure = figure; // drawn when opened
-      if (!details.dataset.lazyTable) {
-        details.dataset.lazyTable = "1";
-        details.addEventListener("toggle", function () {
-          if (details.open && table.__figure) { fillChartTable(table, table.__figure); table.__figure = null; }
-        });
-      }
+      table.__figure = figure; // filled when opened
       return;
     }
     table.__figure = null;
@@ -390,6 +452,7 @@
     if (index < 0) index = pick(function (job) { return job.holder.__nearView; });
     if (index < 0) index = 0;
     var job = drawQueue.splice(index, 1)[0];
+    if (!job.holder.isConnected) { job.resolve(); scheduleDraws(); return; } // its page has gone
     plotNow(job.holder, job.holder.__figure).then(job.resolve, job.resolve).then(scheduleDraws);
   }
 
@@ -408,7 +471,7 @@
       // Drawn before the column had its final width (fonts, sidebars): fit it once laid out.
       if (first && !holder.dataset.fitted) {
         holder.dataset.fitted = "1";
-        requestAnimationFrame(function () { window.Plotly.Plots.resize(holder); });
+        requestAnimationFrame(function () { if (holder.isConnected && holder.data) window.Plotly.Plots.resize(holder); });
       }
     }, function () { delete holder.dataset.pending; });
   }
@@ -435,11 +498,29 @@
     });
   }
 
-  function drawPrerenderedCharts(container) {
-    container.querySelectorAll("[data-chart][data-figure]").forEach(function (holder) {
-      if (holder.dataset.drawn || holder.dataset.pending) return;
-      try { drawChart(holder, JSON.parse(holder.dataset.figure), { keepTable: true }); } catch (error) { /* keep the caption */ }
+  // The chart component: draws the build's figure, fills its numbers table when opened, and when its
+  // page goes away takes it out of the draw queue and the visibility observer and purges Plotly's
+  // chart (Plotly keeps a window resize listener per responsive chart until it is purged).
+  function mountChart(holder, lifetime) {
+    var table = chartTable(holder);
+    var details = table && table.closest("details");
+    if (details) {
+      lifetime.listen(details, "toggle", function () {
+        if (details.open && table.__figure) { fillChartTable(table, table.__figure); table.__figure = null; }
+      });
+    }
+    lifetime.add(function () {
+      for (var i = drawQueue.length - 1; i >= 0; i--) {
+        if (drawQueue[i].holder === holder) drawQueue.splice(i, 1)[0].resolve();
+      }
+      if (visibility && holder.__observed) visibility.unobserve(holder);
+      if (window.Plotly && holder.dataset.drawn) window.Plotly.purge(holder);
+      holder.__figure = null;
+      if (table) table.__figure = null;
     });
+    if (holder.dataset.figure && !holder.dataset.drawn && !holder.dataset.pending) {
+      try { drawChart(holder, JSON.parse(holder.dataset.figure), { keepTable: true }); } catch (error) { /* keep the caption */ }
+    }
   }
 
   // Redraw in the other colours when the reader flips light/dark.
@@ -549,13 +630,14 @@
     if (note) note.textContent = text;
   }
 
-  function whenReady(widget) {
-    if (runtime.state === "ready") { markLive(widget); return; }
-    runtime.listeners.push(function (state, detail) {
-      if (!widget.isConnected) return;
+  // The build's note says how to go live; once Python is ready (or has failed), the note says so.
+  function whenReady(widget, lifetime) {
+    function onRuntime(state, detail) {
       if (state === "ready") markLive(widget);
       if (state === "error") setStatusNote(widget, detail);
-    });
+    }
+    if (runtime.state === "ready") { markLive(widget); return; }
+    lifetime.onRuntime(onRuntime);
     if (runtime.state === "error") setStatusNote(widget, runtime.detail);
   }
 
@@ -566,7 +648,13 @@
       : "Live: recomputed by calc running in your browser.");
   }
 
-  function mountWidget(widget) {
+  // A call's answer may come back after its page has gone: it is then dropped.
+  function clearBusyTimer(widget) {
+    clearTimeout(widget.__computingTimer);
+    widget.__computingTimer = null;
+  }
+
+  function mountWidget(widget, lifetime) {
     var form = widget.querySelector("form");
     var budget = Number(widget.dataset.budgetMs) || 5000;
     var generation = 0;
@@ -577,14 +665,14 @@
       var startedAt = performance.now();
       markBusy(widget);
       runtime.request("call", { fn: widget.dataset.widget, args: formValues(form) }, budget).then(function (answer) {
-        if (mine !== generation) return; // a newer input has been sent since
+        if (lifetime.ended || mine !== generation) return; // its page has gone, or a newer input has been sent since
         if (answer.ok) {
           showError(widget, "");
           // The numbers show now; the charts follow in tasks of their own. data-charts says
           // whether they have caught up with the numbers ("drawing" or "drawn").
           widget.dataset.charts = "drawing";
           applyView(widget, answer.result).then(function () {
-            if (mine !== generation) return;
+            if (lifetime.ended || mine !== generation) return;
             widget.dataset.charts = "drawn";
             widget.dispatchEvent(new CustomEvent("calc:drawn"));
           });
@@ -599,26 +687,29 @@
       clearTimeout(timer);
       timer = setTimeout(recompute, delay);
     }
-    form.addEventListener("input", function (event) { schedule(event.target.tagName === "SELECT" ? 0 : 200); });
-    form.addEventListener("change", function () { schedule(0); });
-    form.addEventListener("submit", function (event) { event.preventDefault(); schedule(0); });
+    lifetime.add(function () { clearTimeout(timer); clearBusyTimer(widget); generation++; delete widget.recompute; });
+    lifetime.listen(form, "input", function (event) { schedule(event.target.tagName === "SELECT" ? 0 : 200); });
+    lifetime.listen(form, "change", function () { schedule(0); });
+    lifetime.listen(form, "submit", function (event) { event.preventDefault(); schedule(0); });
     widget.recompute = recompute;
-    whenReady(widget);
+    whenReady(widget, lifetime);
   }
 
-  function mountDrill(widget) {
+  function mountDrill(widget, lifetime) {
     var form = widget.querySelector("form");
     var input = form.querySelector('[name="answer"]');
     var budget = Number(widget.dataset.budgetMs) || 5000;
     var verdict = widget.querySelector('[data-output="verdict"]');
     var explanation = widget.querySelector("[data-explanation]");
 
-    form.addEventListener("submit", function (event) {
+    lifetime.add(function () { clearBusyTimer(widget); });
+    lifetime.listen(form, "submit", function (event) {
       event.preventDefault();
       var args = { seed: Number(widget.dataset.seed) };
       var startedAt = performance.now();
       markBusy(widget);
       runtime.request("check", { fn: widget.dataset.widget, args: args, answer: input.value }, budget).then(function (answer) {
+        if (lifetime.ended) return;
         if (!answer.ok) { showError(widget, answer.error.message); settle(widget, "error", answer, startedAt); return; }
         showError(widget, "");
         verdict.textContent = answer.result.message + (answer.result.correct ? "" : " The answer is " + answer.result.expected_text + ".");
@@ -629,11 +720,12 @@
         settle(widget, "live", answer, startedAt);
       });
     });
-    form.querySelector('[data-action="new"]').addEventListener("click", function () {
+    lifetime.listen(form.querySelector('[data-action="new"]'), "click", function () {
       var seed = 1 + Math.floor(Math.random() * 999999);
       var startedAt = performance.now();
       markBusy(widget);
       runtime.request("drill", { fn: widget.dataset.widget, args: { seed: seed } }, budget).then(function (answer) {
+        if (lifetime.ended) return;
         if (!answer.ok) { showError(widget, answer.error.message); settle(widget, "error", answer, startedAt); return; }
         widget.dataset.seed = String(seed);
         widget.querySelector('[data-output="question"]').textContent = answer.result.question;
@@ -647,23 +739,49 @@
         input.focus();
       });
     });
-    whenReady(widget);
+    whenReady(widget, lifetime);
   }
 
-  var mounters = { widget: mountWidget, drill: mountDrill };
-  runtime.mounters = mounters; // later components (the live simulation view) add theirs here
+  // ---- the runtime status badge (loading, ready, failed with the reason) -----------------
 
-  function mountAll() {
-    var content = document.querySelector("article") || document.body;
-    renderMath(content);
-    drawPrerenderedCharts(content);
+  var BADGE_LABELS = { idle: "Python: idle", loading: "Python: loading…", ready: "Python: ready", error: "Python: off" };
+
+  // Mounted on Material's header: the badge is added to it and follows the runtime's state.
+  function mountStatusBadge(host, lifetime) {
+    var badge = host.querySelector("[data-runtime-status]");
+    if (!badge) {
+      badge = document.createElement("span");
+      badge.setAttribute("data-runtime-status", "");
+      badge.setAttribute("role", "status");
+      badge.className = "calc-runtime-status";
+      host.appendChild(badge);
+    }
+    function render() {
+      var text = BADGE_LABELS[runtime.state] || runtime.state;
+      if (runtime.state === "loading" && typeof runtime.progress === "number") {
+        text = "Python: loading " + Math.round(runtime.progress * 100) + "%";
+      }
+      setText(badge, text);
+      badge.title = runtime.detail;
+      badge.dataset.state = runtime.state;
+    }
+    lifetime.onRuntime(render);
+    render();
+  }
+
+  // ---- a page: release what the last one left, mount this one's components, warm its widgets -------
+
+  runtime.component("status-badge", ".md-header__inner", mountStatusBadge);
+  runtime.component("chart", "[data-chart]", mountChart);
+  runtime.component("widget", '[data-widget][data-kind="widget"]', mountWidget);
+  runtime.component("drill", '[data-widget][data-kind="drill"]', mountDrill);
+
+  function mountPage() {
+    releaseDeparted();
+    started = true;
+    renderMath(document.querySelector("article") || document.body);
+    componentKinds.forEach(mountKind);
     var widgets = document.querySelectorAll("[data-widget]");
-    widgets.forEach(function (widget) {
-      var mount = mounters[widget.dataset.kind];
-      if (widget.dataset.mounted || !mount) return; // a kind whose script loads later mounts then
-      widget.dataset.mounted = "1";
-      mount(widget);
-    });
     if (widgets.length && !runtime.worker && runtime.state !== "error") startWorker();
     if (widgets.length && runtime.state !== "error") {
       // Have the worker import this page's widget modules as soon as it is ready.
@@ -681,22 +799,21 @@
           Number(widget.dataset.budgetMs) || 5000, { background: true });
       });
     }
-    setState(runtime.state, runtime.detail); // Material may have swapped the page: mark it again
+    markDocument(); // Material may have swapped the page: mark it again
   }
 
   // Offline after the first visit: calc-offline.js registers the service worker once Python is ready.
 
-  runtime.mountAll = mountAll;
   runtime.drawChart = drawChart;
   runtime.renderChartTable = renderChartTable;
   runtime.formatCell = formatCell;
   runtime.chartColours = currentColours;
   runtime.setStatusNote = setStatusNote;
   if (window.document$ && typeof window.document$.subscribe === "function") {
-    window.document$.subscribe(function () { mountAll(); });
+    window.document$.subscribe(function () { mountPage(); });
   } else if (document.readyState === "loading") {
-    document.addEventListener("DOMContentLoaded", mountAll);
+    document.addEventListener("DOMContentLoaded", mountPage);
   } else {
-    mountAll();
+    mountPage();
   }
 })();

@@ -74,7 +74,9 @@
     if (caption && map.summary) caption.textContent = map.summary;
   }
 
-  function mountSimulation(widget) {
+  // The simulation component. When its page goes away the run stops: its stream is cancelled in the
+  // worker, its animation timer cleared, its runtime listener removed.
+  function mountSimulation(widget, lifetime) {
     var form = widget.querySelector("form.calc-controls");
     var budget = Number(widget.dataset.budgetMs) || 4000;
     var canvas = widget.querySelector("canvas[data-blockmap]");
@@ -113,6 +115,7 @@
     }
 
     function startRun() {
+      if (lifetime.ended) return; // a late call (the playground's debounce) after the page has gone
       stopRun();
       showError("");
       var figures = {};
@@ -239,32 +242,32 @@
       run = null;
     }
 
-    buttons.play.addEventListener("click", function () {
+    lifetime.add(function () { stopRun(); delete widget.simulation; });
+    lifetime.listen(buttons.play, "click", function () {
       if (run && widget.dataset.simState === "paused") { setButtons("playing"); tick(run); return; }
       startRun();
     });
-    buttons.pause.addEventListener("click", function () {
+    lifetime.listen(buttons.pause, "click", function () {
       if (!run) return;
       setButtons("paused");
       clearTimeout(run.timer);
     });
-    buttons.reset.addEventListener("click", function () {
+    lifetime.listen(buttons.reset, "click", function () {
       stopRun();
       setButtons("idle");
       startRun();
     });
-    form.addEventListener("change", function (event) {
+    lifetime.listen(form, "change", function (event) {
       if (event.target.name && event.target.name.indexOf("__") === 0) return; // speed: no rerun
       startRun();
     });
-    form.addEventListener("submit", function (event) { event.preventDefault(); startRun(); });
+    lifetime.listen(form, "submit", function (event) { event.preventDefault(); startRun(); });
     setButtons("idle");
     widget.simulation = { start: startRun, stop: stopRun, frames: function () { return run ? run.frames : 0; } };
 
     // The build's note says how to go live; once Python is ready, say what the buttons do instead.
     var LIVE_NOTE = "Live: press Play to run this simulation in your browser; changing a control runs it again.";
     function onRuntime(state, detail) {
-      if (!widget.isConnected) return;
       if (state === "ready") {
         if (widget.dataset.state === "static") widget.dataset.state = "live";
         runtime.setStatusNote(widget, LIVE_NOTE);
@@ -272,10 +275,9 @@
         runtime.setStatusNote(widget, detail);
       }
     }
-    runtime.listeners.push(onRuntime);
+    lifetime.onRuntime(onRuntime);
     onRuntime(runtime.state, runtime.detail);
   }
 
-  runtime.mounters.simulation = mountSimulation;
-  runtime.mountAll();
+  runtime.component("simulation", '[data-widget][data-kind="simulation"]', mountSimulation);
 })();

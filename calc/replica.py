@@ -1,0 +1,575 @@
+"""The reader's replica: one simulation of the running example, changed step by step through the lesson.
+
+A :class:`ReaderReplica` is data: the running example's scenario (the lesson's
+70B replica on four H100s under step 4's and 5's traffic, from the preset
+``step05-paged``) and the ordered history of what the reader did to it: each
+entry applies a step's scenario delta, or undoes the last applied one, at a
+simulated time. The scenario in force is the base with every applied delta
+merged in order (:func:`merge_delta`); ``export()`` gives it as a scenario file
+for ``python -m calc simulate --scenario FILE`` (a single replica) or
+``--preset FILE`` (a fleet, from step 14 on).
+
+A :class:`ReplicaRun` is the live simulation of that history. Applying a change
+redeploys the replica as a rolling restart would: the clock keeps counting, a
+new fleet is built from the changed scenario, the requests in flight are queued
+again on it, and the arrivals that have not come yet keep coming. The traffic
+is an endless stream, drawn in chunks of :data:`CHUNK_S` simulated seconds, each
+from its own seed derived from the scenario's seed and the chunk's index, so
+the same history and the same time always give the same state
+(:func:`replay`: what a reload does). Traffic with phases (steps 14 to 20) starts
+its phases at the redeploy and repeats them.
+
+>>> replica = ReaderReplica().apply(4, {"allocation": "contiguous"}, at_s=30.0, label="Reserve max_model_len")
+>>> replica.applied_steps(), replica.scenario_data()["allocation"]
+([4], 'contiguous')
+>>> run = replay(replica, until_s=40.0)
+>>> run.t_s, run.frame()["allocation"], run.frame()["running"] <= 48
+(40.0, 'contiguous', True)
+>>> replica.undo(at_s=50.0).applied_steps()
+[]
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import math
+
+from calc.cost import replica_usd_per_hour, usd_per_million_tokens
+from calc.errors import CalcError, check_range
+from calc.sim import presets
+from calc.sim.events import ARRIVAL
+from calc.sim.fleet import Fleet
+from calc.sim.fleet_scenario import FleetScenario, fleet_requests
+from calc.sim.scenario import SPECULATION_PRESETS
+from calc.sim.workload import Request
+from calc.units import NS_PER_S
+
+__all__ = ["BASE_PRESET", "CHUNK_S", "MAX_HISTORY", "ReaderReplica", "ReplicaRun", "merge_delta", "replay",
+           "base_scenario_data", "CLIENT_TIMEOUT_S", "parse_change", "playground_query"]
+
+#: The preset the reader's replica starts from: the running example with the lesson's traffic (8 requests/s).
+BASE_PRESET = "step05-paged"
+#: Simulated seconds of traffic drawn at a time (the stream is endless: a reader may stay an hour).
+CHUNK_S = 60
+#: Most entries a history may hold (each is a redeploy the replay repeats).
+MAX_HISTORY = 200
+#: Lesson steps a change may come from.
+FIRST_STEP, LAST_STEP = 1, 22
+#: Longest a replica may be replayed or run (simulated seconds): a day.
+MAX_TIME_S = 86_400.0
+#: A request left waiting this long when the replica is redeployed has been given up by its client (a gateway's
+#: timeout); the younger ones are queued again on the new deployment (the engine models no abandonment yet).
+CLIENT_TIMEOUT_S = 30
+#: The live series are sampled every simulated second, whatever the preset's spacing (its charts are short).
+SAMPLE_INTERVAL_S = 1.0
+
+_META_KEYS = ("lesson_step",)
+
+
+def base_scenario_data() -> dict:
+    """The running example's scenario as JSON-ready data: :data:`BASE_PRESET` without its lesson metadata.
+
+    >>> d = base_scenario_data()
+    >>> d["allocation"], d["workload"]["rate_per_s"], d["model"] if "model" in d else "default"
+    ('paged', 8, 'default')
+    """
+    data = {k: v for k, v in presets.load_data(BASE_PRESET).items() if k not in _META_KEYS}
+    data["name"] = "my-replica"
+    data["description"] = "The reader's replica: the running example with the changes applied in the lesson."
+    return data
+
+
+def merge_delta(scenario: dict, delta: dict, where: str = "delta") -> dict:
+    """``scenario`` with ``delta`` merged in: objects merge key by key, anything else replaces, null removes.
+
+    Removing a key gives it back its default (e.g. a fleet's ``replicas``,
+    ``router`` and ``autoscaler`` make way for ``pools``). The input is not changed.
+
+    >>> merge_delta({"tp": 4, "workload": {"rate_per_s": 8, "requests": 600}}, {"workload": {"rate_per_s": 16}})
+    {'tp': 4, 'workload': {'rate_per_s': 16, 'requests': 600}}
+    >>> merge_delta({"fleet": {"replicas": 2, "router": "round-robin"}}, {"fleet": {"replicas": None}})
+    {'fleet': {'router': 'round-robin'}}
+    >>> merge_delta({"tp": 4}, ["tp"])
+    Traceback (most recent call last):
+    ...
+    calc.errors.CalcError: delta must be a JSON object of scenario keys; got list
+    """
+    if not isinstance(delta, dict):
+        raise CalcError(f"{where} must be a JSON object of scenario keys; got {type(delta).__name__}", where)
+    merged = copy.deepcopy(scenario)
+    for key, value in delta.items():
+        if not isinstance(key, str):
+            raise CalcError(f"{where}: keys must be strings; got {key!r}", where)
+        if value is None:
+            merged.pop(key, None)
+        elif isinstance(value, dict):  # onto nothing too, so that its nulls are dropped
+            base = merged.get(key)
+            merged[key] = merge_delta(base if isinstance(base, dict) else {}, value, f"{where}.{key}")
+        else:
+            merged[key] = copy.deepcopy(value)
+    return merged
+
+
+def parse_change(step, body: str) -> dict:
+    r"""A page's ``/// replica-change | N`` block body: a ``label:`` line and a ``delta:`` line of JSON.
+
+    >>> parse_change(4, 'label: Reserve the maximum\ndelta: {"allocation": "contiguous"}')
+    {'step': 4, 'label': 'Reserve the maximum', 'delta': {'allocation': 'contiguous'}}
+    >>> parse_change(4, 'label: x\ndelta: {"allocation": "diagonal"}')
+    Traceback (most recent call last):
+    ...
+    calc.errors.CalcError: allocation must be one of paged, contiguous; got 'diagonal'
+    """
+    step = check_range("step", step, FIRST_STEP, LAST_STEP, integer=True)
+    fields_found: dict[str, str] = {}
+    current = None
+    for line in body.splitlines():
+        key, sep, rest = line.partition(":")
+        if sep and key.strip() in ("label", "delta") and not line[:1].isspace():
+            current = key.strip()
+            fields_found[current] = rest.strip()
+        elif current == "delta" and line.strip():
+            fields_found["delta"] += "\n" + line  # a delta may run over several lines
+        elif line.strip():
+            raise CalcError(f"replica-change {step}: lines must start with label: or delta:; got {line!r}", "body")
+    for key in ("label", "delta"):
+        if not fields_found.get(key):
+            raise CalcError(f"replica-change {step}: missing {key}:", key)
+    try:
+        delta = json.loads(fields_found["delta"])
+    except ValueError as exc:
+        raise CalcError(f"replica-change {step}: delta is not valid JSON: {exc}", "delta") from None
+    ReaderReplica().apply(step, delta, 0.0, fields_found["label"])  # validated against the running example
+    return {"step": step, "label": fields_found["label"], "delta": delta}
+
+
+def _check_time(at_s, field: str = "at_s") -> float:
+    return float(check_range(field, at_s, 0.0, MAX_TIME_S))
+
+
+class ReaderReplica:
+    """The reader's replica as data: a base scenario and the history of changes (immutable: methods return new ones).
+
+    History entries are dicts ``{"kind": "apply", "step", "delta", "label", "at_s"}`` or
+    ``{"kind": "undo", "at_s"}``, in time order.
+
+    >>> r = ReaderReplica().apply(4, {"allocation": "contiguous"}, 12.5).apply(5, {"allocation": "paged"}, 30)
+    >>> r.applied_steps(), [c["at_s"] for c in r.applied()]
+    ([4, 5], [12.5, 30.0])
+    >>> ReaderReplica().apply(4, {"allocation": "diagonal"}, 1)
+    Traceback (most recent call last):
+    ...
+    calc.errors.CalcError: allocation must be one of paged, contiguous; got 'diagonal'
+    """
+
+    def __init__(self, history=(), base: dict | None = None):
+        self.base = base_scenario_data() if base is None else copy.deepcopy(base)
+        self.history: tuple = tuple(history)
+
+    # ------------------------------------------------------------------------------------- changes
+    def apply(self, step, delta, at_s, label: str = "") -> "ReaderReplica":
+        """A replica with step ``step``'s ``delta`` applied at ``at_s`` simulated seconds (validated)."""
+        step = check_range("step", step, FIRST_STEP, LAST_STEP, integer=True)
+        at_s = self._next_time(at_s)
+        if not isinstance(label, str) or len(label) > 200:
+            raise CalcError(f"label must be a string of at most 200 characters; got {label!r}", "label")
+        merge_delta({}, delta)  # a JSON object, else CalcError naming `delta`
+        entry = {"kind": "apply", "step": step, "delta": copy.deepcopy(delta), "label": label, "at_s": at_s}
+        replica = ReaderReplica(self.history + (entry,), self.base)
+        replica.fleet_scenario()  # the changed scenario must be valid: CalcError names the field
+        return replica
+
+    def undo(self, at_s) -> "ReaderReplica":
+        """A replica without the last applied change, from ``at_s`` on; CalcError when nothing is applied.
+
+        >>> ReaderReplica().undo(3)
+        Traceback (most recent call last):
+        ...
+        calc.errors.CalcError: undo: no change is applied
+        """
+        if not self.applied():
+            raise CalcError("undo: no change is applied", "undo")
+        return ReaderReplica(self.history + ({"kind": "undo", "at_s": self._next_time(at_s)},), self.base)
+
+    def _next_time(self, at_s) -> float:
+        at_s = _check_time(at_s)
+        if len(self.history) >= MAX_HISTORY:
+            raise CalcError(f"history holds at most {MAX_HISTORY} changes", "history")
+        if self.history and at_s < self.history[-1]["at_s"]:
+            raise CalcError(f"at_s must be at least the last change's time, {self.history[-1]['at_s']} s; "
+                            f"got {at_s}", "at_s")
+        return at_s
+
+    def applied(self, upto: int | None = None) -> list[dict]:
+        """The apply entries in force after the first ``upto`` history entries (all by default), in order."""
+        stack: list[dict] = []
+        for entry in self.history[:upto]:
+            if entry["kind"] == "apply":
+                stack.append(entry)
+            elif stack:
+                stack.pop()
+        return stack
+
+    def applied_steps(self) -> list[int]:
+        """The steps of the changes in force, in the order applied."""
+        return [entry["step"] for entry in self.applied()]
+
+    # ------------------------------------------------------------------------------------ scenarios
+    def scenario_data(self, upto: int | None = None) -> dict:
+        """The scenario in force (after the first ``upto`` history entries) as JSON-ready data."""
+        data = self.base
+        for index, entry in enumerate(self.applied(upto)):
+            data = merge_delta(data, entry["delta"], f"delta of step {entry['step']}")
+        return data
+
+    def fleet_scenario(self, upto: int | None = None) -> FleetScenario:
+        """The scenario in force as a validated :class:`FleetScenario` (a single replica is a fleet of one)."""
+        return FleetScenario.from_dict(self.scenario_data(upto))
+
+    def export(self) -> dict:
+        """The scenario in force as a file for the CLI (and its command), with every key filled in.
+
+        >>> out = ReaderReplica().apply(7, {"weights": "fp8"}, 5).export()
+        >>> out["command"], out["scenario"]["weights"], out["scenario"]["workload"]["rate_per_s"]
+        ('python -m calc simulate --scenario my-replica.json', 'fp8', 8)
+        >>> ReaderReplica().apply(14, {"fleet": {"replicas": 2}}, 5).export()["command"]
+        'python -m calc simulate --preset my-replica.json'
+        """
+        fs = self.fleet_scenario()
+        data = fs.to_dict()
+        is_fleet = "fleet" in self.scenario_data()
+        if not is_fleet:
+            data.pop("fleet", None)
+        flag = "--preset" if is_fleet else "--scenario"
+        return {"file_name": "my-replica.json", "scenario": data,
+                "command": f"python -m calc simulate {flag} my-replica.json",
+                "playground_query": playground_query(fs.scenario),
+                "applied": self.applied_steps()}
+
+    # ---------------------------------------------------------------------------------- persistence
+    def to_dict(self) -> dict:
+        """The history as JSON-ready data (what the page keeps in localStorage, with the time)."""
+        return {"history": copy.deepcopy(list(self.history))}
+
+    @classmethod
+    def from_dict(cls, data) -> "ReaderReplica":
+        """A replica from :meth:`to_dict`'s data, every entry checked again (it comes from the page).
+
+        >>> r = ReaderReplica.from_dict({"history": [{"kind": "apply", "step": 5, "delta": {}, "at_s": 2}]})
+        >>> r.applied_steps()
+        [5]
+        >>> ReaderReplica.from_dict({"history": [{"kind": "redo", "at_s": 2}]})
+        Traceback (most recent call last):
+        ...
+        calc.errors.CalcError: history[0].kind must be apply or undo; got 'redo'
+        """
+        if not isinstance(data, dict) or not isinstance(data.get("history", []), list):
+            raise CalcError("replica state must be an object with a list `history`", "history")
+        replica = cls()
+        for index, entry in enumerate(data.get("history", [])):
+            if not isinstance(entry, dict):
+                raise CalcError(f"history[{index}] must be an object; got {entry!r}", f"history[{index}]")
+            kind = entry.get("kind")
+            if kind == "apply":
+                replica = replica.apply(entry.get("step"), entry.get("delta"), entry.get("at_s"),
+                                        entry.get("label", ""))
+            elif kind == "undo":
+                replica = replica.undo(entry.get("at_s"))
+            else:
+                raise CalcError(f"history[{index}].kind must be apply or undo; got {kind!r}", f"history[{index}].kind")
+        return replica
+
+    @classmethod
+    def from_json(cls, text: str) -> "ReaderReplica":
+        """:meth:`from_dict` of a JSON string (empty: a fresh replica)."""
+        if not text:
+            return cls()
+        try:
+            return cls.from_dict(json.loads(text))
+        except (ValueError, TypeError) as exc:
+            if isinstance(exc, CalcError):
+                raise
+            raise CalcError(f"replica state is not valid JSON: {exc}", "state") from None
+
+    def __eq__(self, other) -> bool:
+        return isinstance(other, ReaderReplica) and self.history == other.history and self.base == other.base
+
+    def __repr__(self) -> str:
+        return f"ReaderReplica(applied={self.applied_steps()}, history={len(self.history)} entries)"
+
+
+def playground_query(scenario) -> dict:
+    """The playground's knobs (step 22, its URL's query) for one replica of ``scenario``: the first request class.
+
+    The playground simulates one replica of one class of requests, so a fleet's
+    router, pools and autoscaler, and any class after the first, are left out.
+
+    >>> from calc.sim.scenario import Scenario
+    >>> q = playground_query(Scenario.from_dict({"weights": "fp8", "speculation": "eagle-like"}))
+    >>> q["weights"], q["speculation"], q["prefix_caching"], q["rate_per_s"]
+    ('fp8', 'eagle-like', 'off', 5.0)
+    """
+    first = scenario.workload.classes[0]
+    query = {key: getattr(scenario, key) for key in (
+        "model", "gpu", "tp", "weights", "kv_dtype", "gpu_memory_utilization", "memory_basis", "block_size",
+        "max_model_len", "max_num_seqs", "max_num_batched_tokens", "allocation", "batching", "seed")}
+    query.update({
+        "chunked_prefill": "on" if scenario.chunked_prefill else "off",
+        "prefix_caching": "on" if scenario.prefix_caching else "off",
+        "arrival": scenario.workload.arrival, "rate_per_s": scenario.workload.rate_per_s,
+        "lengths": first.lengths, "prompt_tokens": first.prompt_tokens, "output_tokens": first.output_tokens,
+        "prefix_tokens": first.prefix_tokens, "prefix_variants": first.prefix_variants,
+    })
+    spec = scenario.speculation
+    if spec is None:
+        query["speculation"] = "off"
+    elif spec == SPECULATION_PRESETS["eagle-like"]:
+        query["speculation"] = "eagle-like"
+    else:
+        query.update({"speculation": "custom", "spec_k": spec.k, "spec_acceptance": spec.acceptance,
+                      "spec_draft_cost_ratio": spec.draft_cost_ratio})
+    return query
+
+
+# ------------------------------------------------------------------------------------------ the live run
+def _chunk_seed(seed: int, index: int) -> int:
+    """The seed of chunk ``index`` of a stream: derived by integers only (the same in CPython and Pyodide)."""
+    return (seed * 1_000_003 + 104_729 * (index + 1)) % 2**32
+
+
+class _Stream:
+    """The endless arrivals of one scenario: chunk after chunk, each drawn by the engine from its own seed.
+
+    Stationary traffic is laid on the absolute clock (chunk ``j`` covers
+    ``[j, j + 1) x CHUNK_S``), so a redeploy that leaves the traffic alone keeps
+    the same arrivals; traffic with phases repeats its phases from the redeploy on.
+    """
+
+    def __init__(self, data: dict, start_ns: int):
+        self.data = data
+        self.phased = bool(data.get("fleet", {}).get("traffic"))
+        if self.phased:
+            self.origin_ns = start_ns
+            cycle_s = math.fsum(p["duration_s"] for p in data["fleet"]["traffic"])
+            self.chunk_ns = round(cycle_s * NS_PER_S)
+            self.index = 0
+        else:
+            self.origin_ns = 0
+            self.chunk_ns = CHUNK_S * NS_PER_S
+            self.index = start_ns // self.chunk_ns
+        self.start_ns = start_ns
+
+    def next_chunk(self) -> list:
+        """The next chunk's requests, on the absolute clock (ns), at or after the stream's start."""
+        data = copy.deepcopy(self.data)
+        data["seed"] = _chunk_seed(data.get("seed", 0), self.index)
+        workload = data.setdefault("workload", {})
+        workload["requests"] = 10_000_000  # the chunk's duration ends it
+        if not self.phased:
+            workload["duration_s"] = self.chunk_ns / NS_PER_S
+        offset = self.origin_ns + self.index * self.chunk_ns
+        self.index += 1
+        requests = fleet_requests(FleetScenario.from_dict(data))
+        return [r for r in requests if r.arrival_ns + offset >= self.start_ns and
+                (not self.phased or r.arrival_ns < self.chunk_ns)], offset
+
+
+class ReplicaRun:
+    """The live simulation of a :class:`ReaderReplica`: a fleet per deployment, on one clock.
+
+    >>> run = ReplicaRun(ReaderReplica())
+    >>> run.advance_to(20.0); run.t_s, run.frame()["allocation"], run.frame()["queue"] < 10
+    (20.0, 'paged', True)
+    >>> run.apply(4, {"allocation": "contiguous"}, "Reserve the maximum"); run.advance_to(60.0)
+    >>> run.replica.applied_steps(), run.frame()["running"]
+    ([4], 48)
+    """
+
+    def __init__(self, replica: ReaderReplica | None = None):
+        self.replica = ReaderReplica() if replica is None else replica
+        self.deployed = 0  # history entries deployed so far
+        self.start_ns = 0  # absolute time (ns) of the current deployment's time 0
+        self.now_ns = 0  # absolute simulated time (ns)
+        self.deployments = 0
+        self.given_up = 0  # requests dropped at redeploys after waiting longer than CLIENT_TIMEOUT_S
+        self._deploy(self.replica.scenario_data(0), [])
+
+    @property
+    def t_s(self) -> float:
+        """Simulated seconds since the replica started."""
+        return self.now_ns / NS_PER_S
+
+    # -------------------------------------------------------------------------------- deployments
+    def _deploy(self, data: dict, requeued: list) -> None:
+        """A new fleet for scenario ``data`` from now on; ``requeued`` (requests in flight) arrive at once."""
+        data = copy.deepcopy(data)
+        data["sample_interval_s"] = SAMPLE_INTERVAL_S
+        data["max_time_series_points"] = 100_000
+        stream = _Stream(data, self.now_ns)
+        # The engine draws its own requests from the scenario: one, at once, which are then replaced with the
+        # re-queued requests and the stream (the engine has no way yet to be given its arrivals).
+        built = copy.deepcopy(data)
+        built.setdefault("workload", {}).update({"requests": 1, "arrival": "all-at-once", "duration_s": None})
+        built.get("fleet", {}).pop("traffic", None)
+        fs = FleetScenario.from_dict(built)
+        fleet = Fleet(fs)
+        # Drop the engine's own arrival from its clock; keep its other events (autoscaler ticks).
+        kept = []
+        while len(fleet.queue):
+            time_ns, kind, payload = fleet.queue.pop()
+            if kind != ARRIVAL:
+                kept.append((time_ns, kind, payload))
+        for event in kept:
+            fleet.queue.push(*event)
+        classes = len(fs.scenario.workload.classes)
+        limit = fs.scenario.max_model_len
+        self.requests = [Request(i, 0, r.prompt_tokens, r.output_tokens, r.class_index, r.prefix_key, r.prefix_tokens)
+                         for i, r in enumerate(r for r in requeued
+                                               if r.class_index < classes and r.prompt_tokens + r.output_tokens <= limit)]
+        fleet.requests = self.requests
+        fleet.done = False
+        self.fleet = fleet
+        self.stream = stream
+        self.start_ns = self.now_ns
+        self.deployments += 1
+        self.scenario = fs.scenario
+        self.data = data
+        self._extend(0)
+        if self.requests:
+            fleet.queue.push(self.requests[0].arrival_ns, ARRIVAL, None)
+
+    def _extend(self, local_until_ns: int) -> None:
+        """Draw the stream until an arrival lies past ``local_until_ns`` (the fleet's clock), so one is pending."""
+        reqs = self.requests
+        while not reqs or reqs[-1].arrival_ns <= local_until_ns:
+            chunk, offset = self.stream.next_chunk()
+            shift = offset - self.start_ns
+            for r in chunk:
+                reqs.append(Request(len(reqs), r.arrival_ns + shift, r.prompt_tokens, r.output_tokens,
+                                    r.class_index, r.prefix_key, r.prefix_tokens))
+            if not chunk and self.stream.index > 10_000:
+                raise CalcError("the replica's traffic has no arrivals; give workload.rate_per_s above 0",
+                                "workload.rate_per_s")
+
+    def _in_flight(self) -> list:
+        """The requests the fleet holds now (queued or running), in arrival order: a redeploy queues them again."""
+        held = []
+        for member in self.fleet.members:
+            if member.removed_ns is not None:
+                continue
+            sched = getattr(member.rep, "sched", None)
+            if sched is None:
+                continue
+            held.extend(seq.req for seq in sched.waiting)
+            held.extend(seq.req for seq in sched.running.values())
+        # Arrival times are on the fleet's clock: a request queued longer than the timeout is given up.
+        oldest_ns = (self.now_ns - self.start_ns) - CLIENT_TIMEOUT_S * NS_PER_S
+        kept = [r for r in held if r.arrival_ns >= oldest_ns]
+        self.given_up += len(held) - len(kept)
+        return sorted(kept, key=lambda r: (r.arrival_ns, r.rid))
+
+    def _redeploy(self) -> None:
+        self._deploy(self.replica.scenario_data(), self._in_flight())
+
+    # ------------------------------------------------------------------------------------- driving
+    def advance_to(self, t_s: float) -> None:
+        """Run on to ``t_s`` simulated seconds, redeploying at each history entry on the way (no-op if past)."""
+        target_ns = round(_check_time(t_s, "t_s") * NS_PER_S)
+        history = self.replica.history
+        while self.deployed < len(history) and round(history[self.deployed]["at_s"] * NS_PER_S) <= target_ns:
+            self._advance_ns(round(history[self.deployed]["at_s"] * NS_PER_S))
+            self.deployed += 1
+            self._redeploy_upto(self.deployed)
+        self._advance_ns(target_ns)
+
+    def _redeploy_upto(self, upto: int) -> None:
+        self._deploy(self.replica.scenario_data(upto), self._in_flight())
+
+    def _advance_ns(self, target_ns: int) -> None:
+        if target_ns <= self.now_ns:
+            return
+        local = target_ns - self.start_ns
+        self._extend(local)
+        self.fleet.advance(until_ns=local)
+        self.now_ns = target_ns
+
+    def apply(self, step, delta, label: str = "") -> None:
+        """Apply step ``step``'s delta now: the history grows and the replica is redeployed at once."""
+        self.replica = self.replica.apply(step, delta, self.t_s, label)
+        self.deployed = len(self.replica.history)
+        self._redeploy()
+
+    def undo(self) -> None:
+        """Undo the last applied change now (redeployed at once)."""
+        self.replica = self.replica.undo(self.t_s)
+        self.deployed = len(self.replica.history)
+        self._redeploy()
+
+    # --------------------------------------------------------------------------------------- frames
+    def frame(self) -> dict:
+        """What the panel shows now: the clock, the batch and queue, latency, memory, utilisation and cost.
+
+        Queue, running and blocks are summed over the replicas serving; the
+        percentiles are the engine's over its trailing window; memory is per GPU
+        of the replicas (the mean over them); cost is the fleet's GPU price over
+        the output tokens of the last ten simulated seconds.
+        """
+        fleet, hw, sc = self.fleet, self.fleet.hardware, self.scenario
+        local = self.now_ns - self.start_ns
+        queue = running = used = total = serving = 0
+        for member in fleet.members:
+            if member.removed_ns is not None or member.ready_ns > local:
+                continue
+            q, r, u, _ = member.rep.levels()
+            queue, running, used, total, serving = queue + q, running + r, used + u, total + member.rep.total_blocks, serving + 1
+        alive = sum(1 for m in fleet.members if m.removed_ns is None)
+        series = fleet.series
+
+        def last(key):
+            values = series[key]
+            return values[-1] if values else None
+
+        tokens = series["output_tokens_per_s"][-10:]
+        tokens_per_s = math.fsum(tokens) / len(tokens) if tokens else 0.0
+        price = hw.price_usd_per_gpu_hour
+        cost = None
+        if price is not None and tokens_per_s > 0:
+            cost = round(usd_per_million_tokens(replica_usd_per_hour(price, hw.gpus) * alive, tokens_per_s), 4)
+        block_bytes = sc.block_size * hw.kv_bytes_per_token_per_gpu
+        per_replica = max(serving, 1)
+        return {
+            "t_s": round(self.t_s, 3),
+            "queue": queue,
+            "running": running,
+            "replicas": alive,
+            "allocation": sc.allocation,
+            "ttft_p50_s": last("ttft_p50_s"),
+            "ttft_p99_s": last("ttft_p99_s"),
+            "tpot_p50_s": last("itl_p50_s"),
+            "tpot_p99_s": last("itl_p99_s"),
+            "kv_blocks_used": used,
+            "kv_blocks_total": total,
+            "weights_gb_per_gpu": round(hw.weights_bytes_per_gpu / 1e9, 2),
+            "kv_used_gb_per_gpu": round(used * block_bytes / per_replica / 1e9, 2),
+            "kv_pool_gb_per_gpu": round(total * block_bytes / per_replica / 1e9, 2),
+            "gpu_util_reported": last("gpu_util_reported"),
+            "compute_utilization": last("compute_utilization"),
+            "output_tokens_per_s": round(tokens_per_s, 1),
+            "usd_per_million_tokens": cost,
+            "applied": self.replica.applied_steps(),
+            "history": len(self.replica.history),
+            "given_up": self.given_up,
+        }
+
+
+def replay(replica: ReaderReplica, until_s: float) -> ReplicaRun:
+    """The replica's run replayed from its start to ``until_s``: the same history and time give the same state.
+
+    >>> r = ReaderReplica().apply(5, {"allocation": "paged"}, 10)
+    >>> replay(r, 30).frame() == replay(r, 30).frame()
+    True
+    """
+    run = ReplicaRun(replica)
+    run.advance_to(until_s)
+    return run
