@@ -41,9 +41,16 @@ def _go(page, direction: str, widgets) -> None:
     _settle(page, widgets)
 
 
+GARBAGE_COLLECTIONS = 6
+
+
 def _heap_bytes(cdp) -> int:
-    """The JavaScript heap in use after forced garbage collections (twice: the first may free what the second sweeps)."""
-    for _ in range(2):
+    """The JavaScript heap in use after forced garbage collections.
+
+    Several: V8 drops the bytecode of a function that has not run for a few collections (it compiles it again
+    if it runs), so after one collection the figure still holds the code of whatever ran last, Plotly's
+    drawing of the last page included, and varies by a megabyte or two from one measurement to the next."""
+    for _ in range(GARBAGE_COLLECTIONS):
         cdp.send("HeapProfiler.collectGarbage")
     return int(cdp.send("Runtime.getHeapUsage")["usedSize"])
 

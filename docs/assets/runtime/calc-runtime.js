@@ -252,13 +252,21 @@
     return mountedNow;
   }
 
-  // Release every component whose element is no longer in the document.
+  // Release every component whose element is no longer in the document, then empty the article of the
+  // page it was on. That page is gone, but with Material 9.8's table of contents (toc.follow) a heap
+  // snapshot shows each page left by instant navigation still reachable from Material's viewport$
+  // subscriptions, and with it every element of the page and whatever hangs off them; emptied, the
+  // old article's widgets, charts and tables can be collected.
   function releaseDeparted() {
+    var departedArticles = [];
     mountedComponents = mountedComponents.filter(function (component) {
       if (component.element.isConnected) return true;
       component.lifetime.end();
+      var article = component.element.closest("article");
+      if (article && !article.isConnected && departedArticles.indexOf(article) < 0) departedArticles.push(article);
       return false;
     });
+    departedArticles.forEach(function (article) { article.textContent = ""; });
   }
 
   // component(kind, selector, mount(element, lifetime)): register a kind; on a page already shown, mount it now.
@@ -776,16 +784,21 @@
   runtime.component("widget", '[data-widget][data-kind="widget"]', mountWidget);
   runtime.component("drill", '[data-widget][data-kind="drill"]', mountDrill);
 
+  var warmRequested = new WeakSet();
+
   function mountPage() {
     releaseDeparted();
     started = true;
     renderMath(document.querySelector("article") || document.body);
     componentKinds.forEach(mountKind);
-    var widgets = document.querySelectorAll("[data-widget]");
-    if (widgets.length && !runtime.worker && runtime.state !== "error") startWorker();
+    var all = document.querySelectorAll("[data-widget]");
+    if (all.length && !runtime.worker && runtime.state !== "error") startWorker();
+    // Each widget is warmed once, whichever pass (document$, DOMContentLoaded) finds it first.
+    var widgets = Array.prototype.filter.call(all, function (widget) { return !warmRequested.has(widget); });
     if (widgets.length && runtime.state !== "error") {
+      widgets.forEach(function (widget) { warmRequested.add(widget); });
       // Have the worker import this page's widget modules as soon as it is ready.
-      var names = Array.prototype.map.call(widgets, function (w) { return w.dataset.widget; });
+      var names = widgets.map(function (w) { return w.dataset.widget; });
       runtime.request("warm", { names: names }, 30000);
       // Then run each widget once on the inputs it shows, in the background: the page already holds
       // these numbers, but the run fills calc's per-input caches (samples, step pricers, measurement
@@ -809,10 +822,13 @@
   runtime.formatCell = formatCell;
   runtime.chartColours = currentColours;
   runtime.setStatusNote = setStatusNote;
+  // Material's document$ emits on each instant navigation; a page opened from a file (where it may not
+  // emit) or without Material is mounted once its body is parsed. A second pass over a page is a no-op.
   if (window.document$ && typeof window.document$.subscribe === "function") {
     window.document$.subscribe(function () { mountPage(); });
-  } else if (document.readyState === "loading") {
-    document.addEventListener("DOMContentLoaded", mountPage);
+  }
+  if (document.readyState === "loading") {
+    document.addEventListener("DOMContentLoaded", function () { mountPage(); }, { once: true });
   } else {
     mountPage();
   }
