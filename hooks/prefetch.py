@@ -144,37 +144,8 @@ def _page_module(kind: str, request) -> str:
     return request if kind == "facts" else request["name"].rsplit(".", 1)[0]
 
 
-def families(modules) -> dict[str, str]:
-    """Page modules that import one another, joined: each module's family name (its first member, sorted).
-
-    The entries of one family are computed in one process, so the runs a module keeps in
-    ``functools.lru_cache`` (step 20 reuses step 19's incident runs) are computed once, as in
-    a build without workers.
-
-    >>> families(["the_fix", "incident_p99_ttft", "kv_cache_arithmetic"])["the_fix"]
-    'incident_p99_ttft'
-    """
-    modules = sorted(set(modules))
-    parent = {m: m for m in modules}
-
-    def root(m):
-        while parent[m] != m:
-            m = parent[m]
-        return m
-
-    widgets_dir = os.path.join(build_cache.CALC_DIR, "widgets")
-    for module in modules:
-        for path in build_cache.import_closure([f"calc.widgets.{module}"]):
-            if os.path.dirname(path) == widgets_dir:
-                other = os.path.basename(path).removesuffix(".py")
-                if other in parent and other != module:
-                    a, b = sorted((root(module), root(other)))
-                    parent[b] = a
-    return {m: root(m) for m in modules}
-
-
 def run_group(jobs) -> list:
-    """Compute a family's entries one after another in this process; each as (value, error)."""
+    """Compute a group's entries one after another in this process; each as (value, error)."""
     import pickle
 
     results = []
@@ -210,10 +181,11 @@ def start(files, config) -> dict:
             old = build_cache.read_entry(kind, request)  # a stale entry still says how long it took
             seconds = (old or {}).get("seconds", DEFAULT_SECONDS[kind])
             missing.append((seconds, kind, request, job))
-    family = families(_page_module(kind, request) for _, kind, request, _ in missing if kind != "notebook")
+    # One group per page module: its entries run in one process and share the module's lru_caches. Page
+    # modules do not import one another (tests/widgets/test_page_imports.py), so no group spans two.
     groups: dict[str, list] = {}
     for seconds, kind, request, job in missing:
-        name = f"notebook:{request['src_uri']}" if kind == "notebook" else family[_page_module(kind, request)]
+        name = f"notebook:{request['src_uri']}" if kind == "notebook" else _page_module(kind, request)
         groups.setdefault(name, []).append((seconds, kind, request, job))
     ordered = sorted(groups.values(), key=lambda group: -sum(item[0] for item in group))  # longest first
     workers = min(_jobs_count(), len(ordered))
