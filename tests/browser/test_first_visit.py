@@ -19,6 +19,7 @@ import urllib.parse
 import pytest
 
 from tests.browser.conftest import QuietHandler
+from tests.browser.folds import open_folds
 from tests.browser.helpers import SITE, recompute, wait_until_ready
 
 pytestmark = [pytest.mark.browser, pytest.mark.site, pytest.mark.xdist_group("browser")]
@@ -196,6 +197,7 @@ def test_after_the_first_visit_a_page_never_opened_works_offline(recording_serve
     recording_server.stop()
     page.goto(reader.url(NEVER_VISITED))  # a full load, from the service worker's cache alone
     wait_until_ready(page)
+    open_folds(page, NEVER_VISITED_WIDGET)  # the step keeps this calculator in a fold
     recompute(page, NEVER_VISITED_WIDGET, "paged_share", block_size="256")
     page.goto(reader.url(FIRST_PAGE))
     wait_until_ready(page)
