@@ -6,7 +6,8 @@ the same instant (arrivals before step ends, so a request arriving exactly as
 a step ends is seen by the next step); the sequence number breaks the rest in
 insertion order, so the payload is never compared. Source: the standard
 discrete-event simulation loop (e.g. Law, *Simulation Modeling and Analysis*,
-ch. 1, next-event time advance), with the tie rule of DESIGN.md.
+ch. 1, next-event time advance); ties at one time go by priority, then by
+insertion order (as SimPy's ``(time, priority, id)`` heap entries do).
 
 >>> q = EventQueue()
 >>> q.push(20, STEP_END, "step"); q.push(20, ARRIVAL, "request"); q.push(5, STEP_END, "early")

@@ -4,7 +4,7 @@ The simulator computes no hardware figure of its own. The KV cache comes from
 :func:`calc.memory.kv_capacity` (vLLM's sizing: utilization x memory, less
 weights, workspace and overhead, in blocks), each engine step's time from
 :func:`calc.roofline.step_coefficients` (the roofline calibrated on the
-TensorRT-LLM row of published.md), FLOPs from the same coefficients, and the
+published TensorRT-LLM max-throughput rows, :data:`calc.roofline.CALIBRATION_ROW`), FLOPs from the same coefficients, and the
 price from the GPU catalog's dated listing unless the scenario gives one (no
 price: cost is reported as null, never a made-up figure).
 

@@ -15,8 +15,10 @@ one slice stays in the tens of milliseconds), and carries:
 * ``blockmap``: the KV cache of one replica, one character per cell
   (:func:`block_map`).
 
-Source: the streaming contract of DESIGN.md ("Long work (the simulation) is a
-stream: start, next frame, cancel").
+Why a stream: a long run must not hold the worker, so it is cut into short
+slices the page asks for one at a time (start, next frame, cancel), and
+cancelling is simply not asking for more (the page/worker messages are declared
+in ``calc/widgets/contract.json``).
 
 >>> from calc.sim.scenario import Scenario
 >>> frames = list(live_frames(Scenario.from_dict({"workload": {"requests": 30, "rate_per_s": 5}}),
