@@ -162,12 +162,16 @@
   // stream(fn, args, onFrames, options) runs a live generator frame by frame; returns a controller.
   runtime.stream = function (fn, args, onFrames, options) {
     options = options || {};
-    var controller = { id: null, paused: false, cancelled: false, done: false };
+    var controller = { id: null, paused: false, cancelled: false, done: false, asking: false };
     var budget = options.budgetMs || 4000;
     function next() {
-      if (controller.cancelled || controller.paused || controller.done) return;
+      // One request at a time: a resume() can come while the timer of the last answer is still pending, and
+      // two requests in flight at a stream's end made the second fail with "stream N is not running".
+      if (controller.cancelled || controller.paused || controller.done || controller.asking) return;
+      controller.asking = true;
       runtime.request("stream_next", { stream: controller.id, frames: options.framesPerCall || 1 }, budget)
         .then(function (answer) {
+          controller.asking = false;
           if (controller.cancelled) return;
           if (!answer.ok) { controller.done = true; onFrames(null, answer.error); return; }
           controller.done = answer.result.done;
