@@ -32,8 +32,9 @@ TOKENS_PER_MILLION = 1_000_000
 #: public pricing pages (lambda.ai/service/gpu-cloud, modal.com/pricing, replicate.com/pricing). The GPU catalog
 #: keeps the first as the H100's price; the others are for comparison (steps 16 and 17).
 H100_LISTINGS = (("Lambda", 3.78), ("Modal", 3.95), ("Replicate", 5.49))
-#: Shown on step 17's page as it stands (the wording is a page fact, kept byte-identical).
-H100_LISTINGS_SOURCE = "on-demand H100 SXM per GPU-hour, listed 2026-05-07 (reference/published.md)"
+#: Where :data:`H100_LISTINGS` come from, as step 17's page shows it.
+H100_LISTINGS_SOURCE = ("on-demand H100 SXM per GPU-hour, listed 2026-05-07 on the sellers' public pricing pages "
+                        "(lambda.ai/service/gpu-cloud, modal.com/pricing, replicate.com/pricing)")
 MAX_GPUS = 100_000
 MAX_BATCH = 100_000
 

@@ -21,18 +21,26 @@ __all__ = ["GPUS"]
 
 _T = 1e12  # tera: FLOP/s and bytes/s on datasheets are decimal
 
-_PUBLISHED = "reference/published.md (vendor datasheets as commonly quoted; dense, no sparsity)"
-_NV_H100 = "NVIDIA H100 Tensor Core GPU datasheet (SXM column: 3.35 TB/s, BF16/FP16 989 TFLOPS, FP8/INT8 1,979 dense)"
-_NV_H200 = "NVIDIA H200 Tensor Core GPU datasheet (SXM: 141 GB, 4.8 TB/s, same tensor cores as H100 SXM)"
-_NV_A100 = "NVIDIA A100 Tensor Core GPU datasheet (SXM: BF16/FP16 312 TFLOPS, INT8 624 TOPS dense; 80GB 2,039 GB/s, 40GB 1,555 GB/s)"
-_NV_L40S = "NVIDIA L40S datasheet (BF16/FP16 362 TFLOPS, FP8/INT8 733 dense, i.e. half the sparse 1,466; 864 GB/s GDDR6)"
-_NV_L4 = "NVIDIA L4 datasheet (BF16/FP16 121 TFLOPS, FP8/INT8 242 dense, i.e. half the sparse 242.5/485; 300 GB/s)"
-_NV_B200 = "NVIDIA HGX B200 datasheet, per GPU (BF16/FP16 2.25, FP8/INT8 4.5, FP4 9 PFLOPS dense; 8 TB/s HBM3e)"
-_AMD_MI300X = "AMD Instinct MI300X datasheet (BF16/FP16 1,307.4, FP8/INT8 2,614.9 TFLOPS dense; 5.3 TB/s HBM3)"
-_NV_GA102 = ("NVIDIA Ampere GA102 GPU Architecture whitepaper, Appendix A, GeForce RTX 3090 (24 GB GDDR6X, 936 GB/s; "
+_NV_H100 = "NVIDIA H100 Tensor Core GPU datasheet, nvidia.com/en-us/data-center/h100 (SXM column: 3.35 TB/s, BF16/FP16 989 TFLOPS, FP8/INT8 1,979 dense)"
+_NV_H200 = "NVIDIA H200 Tensor Core GPU datasheet, nvidia.com/en-us/data-center/h200 (SXM: 141 GB, 4.8 TB/s, same tensor cores as H100 SXM)"
+_NV_A100 = "NVIDIA A100 Tensor Core GPU datasheet, nvidia.com/en-us/data-center/a100 (SXM: BF16/FP16 312 TFLOPS, INT8 624 TOPS dense; 80GB 2,039 GB/s, 40GB 1,555 GB/s)"
+_NV_L40S = "NVIDIA L40S datasheet, nvidia.com/en-us/data-center/l40s (BF16/FP16 362 TFLOPS, FP8/INT8 733 dense, i.e. half the sparse 1,466; 864 GB/s GDDR6)"
+_NV_L4 = "NVIDIA L4 datasheet, nvidia.com/en-us/data-center/l4 (BF16/FP16 121 TFLOPS, FP8/INT8 242 dense, i.e. half the sparse 242.5/485; 300 GB/s)"
+_NV_B200 = "NVIDIA HGX B200 datasheet, nvidia.com/en-us/data-center/hgx, per GPU (BF16/FP16 2.25, FP8/INT8 4.5, FP4 9 PFLOPS dense; 8 TB/s HBM3e)"
+_AMD_MI300X = "AMD Instinct MI300X datasheet, amd.com/en/products/accelerators/instinct/mi300/mi300x.html (BF16/FP16 1,307.4, FP8/INT8 2,614.9 TFLOPS dense; 5.3 TB/s HBM3)"
+_NV_GA102 = ("NVIDIA Ampere GA102 GPU Architecture whitepaper (nvidia.com/content/PDF/nvidia-ampere-ga-102-gpu-"
+             "architecture-whitepaper-v2.pdf), Appendix A, GeForce RTX 3090 (24 GB GDDR6X, 936 GB/s; "
              "FP16 and BF16 tensor 71 TFLOPS dense with FP32 accumulate, the mode PyTorch uses, against 142 with "
              "FP16 accumulate; INT8 tensor 284 TOPS dense; the doubled figures in the same table are with 2:4 "
              "sparsity; no FP8 tensor cores)")
+
+
+def _smi_logs(reading: str, name: str, needle: str) -> str:
+    """Where a runtime capacity comes from: public nvidia-smi output of the card (found with a code search)."""
+    return (f"nvidia-smi: {reading} for '{name}', as printed in several independent public nvidia-smi logs in "
+            f"GitHub files (search tool, find_string '{needle}')")
+
+
 _PCIE4 = "PCIe Gen4 x16: 64 GB/s both directions together, 32 GB/s one way (no NVLink on this card)"
 _NV_H100_PCIE = ("NVIDIA H100 Tensor Core GPU datasheet, PCIe column (80 GB HBM2e, 2,000 GB/s; BF16/FP16 1,513 and "
                  "FP8/INT8 3,026 TFLOPS with sparsity, so 756 and 1,513 dense; NVLink bridge 600 GB/s, PCIe Gen5 "
@@ -51,57 +59,57 @@ GPUS: dict[str, GPU] = {
         name="H100 SXM 80GB",
         memory_bytes_marketed=80 * GB,
         memory_bytes_runtime=81_559 * MiB,
-        memory_runtime_source="nvidia-smi: 81,559 MiB (reference/published.md)",
+        memory_runtime_source=_smi_logs("81,559 MiB", "NVIDIA H100 80GB HBM3", "81559MiB"),
         hbm_bytes_per_s=3.35 * TB,
         flops_per_s={"bf16": 989 * _T, "fp16": 989 * _T, "fp8": 1_979 * _T, "int8": 1_979 * _T},
         interconnect_bytes_per_s=450 * GB,
         price_usd_per_hour=3.78,
         price_date="2026-05-07",
-        price_source="Lambda on-demand H100 SXM per GPU-hour, listed 2026-05-07 (reference/published.md; "
-                     "Modal $3.95 and Replicate $5.49 the same day)",
-        source=f"{_PUBLISHED}; {_NV_H100}; NVLink 4: 900 GB/s per GPU both ways, 450 GB/s one way",
+        price_source="Lambda on-demand H100 SXM per GPU-hour, listed 2026-05-07 (lambda.ai/service/gpu-cloud; "
+                     "Modal $3.95 at modal.com/pricing and Replicate $5.49 at replicate.com/pricing the same day)",
+        source=f"{_NV_H100}; NVLink 4: 900 GB/s per GPU both ways, 450 GB/s one way",
     ),
     "h200": GPU(
         key="h200",
         name="H200 SXM 141GB",
         memory_bytes_marketed=141 * GB,
         memory_bytes_runtime=143_771 * MiB,
-        memory_runtime_source="nvidia-smi: 143,771 MiB (reference/published.md)",
+        memory_runtime_source=_smi_logs("143,771 MiB", "NVIDIA H200", "143771MiB"),
         hbm_bytes_per_s=4.8 * TB,
         flops_per_s={"bf16": 989 * _T, "fp16": 989 * _T, "fp8": 1_979 * _T, "int8": 1_979 * _T},
         interconnect_bytes_per_s=450 * GB,
         price_usd_per_hour=None,
         price_date=None,
         price_source=None,
-        source=f"{_PUBLISHED}; {_NV_H200}; NVLink 4: 900 GB/s per GPU both ways, 450 GB/s one way",
+        source=f"{_NV_H200}; NVLink 4: 900 GB/s per GPU both ways, 450 GB/s one way",
     ),
     "a100-80gb": GPU(
         key="a100-80gb",
         name="A100 SXM 80GB",
         memory_bytes_marketed=80 * GB,
         memory_bytes_runtime=81_920 * MiB,
-        memory_runtime_source="nvidia-smi: 81,920 MiB (reference/published.md)",
+        memory_runtime_source=_smi_logs("81,920 MiB", "NVIDIA A100-SXM4-80GB", "81920MiB"),
         hbm_bytes_per_s=2.039 * TB,
         flops_per_s={"bf16": 312 * _T, "fp16": 312 * _T, "int8": 624 * _T},
         interconnect_bytes_per_s=300 * GB,
         price_usd_per_hour=None,
         price_date=None,
         price_source=None,
-        source=f"{_PUBLISHED}; {_NV_A100}; NVLink 3: 600 GB/s per GPU both ways, 300 GB/s one way; no FP8 tensor cores",
+        source=f"{_NV_A100}; NVLink 3: 600 GB/s per GPU both ways, 300 GB/s one way; no FP8 tensor cores",
     ),
     "a100-40gb": GPU(
         key="a100-40gb",
         name="A100 SXM 40GB",
         memory_bytes_marketed=40 * GB,
         memory_bytes_runtime=40_960 * MiB,
-        memory_runtime_source="nvidia-smi: 40,960 MiB (reference/published.md)",
+        memory_runtime_source=_smi_logs("40,960 MiB", "NVIDIA A100-SXM4-40GB", "40960MiB"),
         hbm_bytes_per_s=1.555 * TB,
         flops_per_s={"bf16": 312 * _T, "fp16": 312 * _T, "int8": 624 * _T},
         interconnect_bytes_per_s=300 * GB,
         price_usd_per_hour=None,
         price_date=None,
         price_source=None,
-        source=f"{_PUBLISHED}; {_NV_A100}; NVLink 3: 600 GB/s per GPU both ways, 300 GB/s one way; no FP8 tensor cores",
+        source=f"{_NV_A100}; NVLink 3: 600 GB/s per GPU both ways, 300 GB/s one way; no FP8 tensor cores",
     ),
     "h100-pcie-80gb": GPU(
         key="h100-pcie-80gb",
@@ -153,7 +161,7 @@ GPUS: dict[str, GPU] = {
         price_usd_per_hour=None,
         price_date=None,
         price_source=None,
-        source=f"{_PUBLISHED}; {_NV_L40S}; {_PCIE4}",
+        source=f"{_NV_L40S}; {_PCIE4}",
     ),
     "l4": GPU(
         key="l4",
@@ -168,7 +176,7 @@ GPUS: dict[str, GPU] = {
         price_usd_per_hour=None,
         price_date=None,
         price_source=None,
-        source=f"{_PUBLISHED}; {_NV_L4}; {_PCIE4}",
+        source=f"{_NV_L4}; {_PCIE4}",
     ),
     "rtx-3090": GPU(
         key="rtx-3090",
@@ -193,7 +201,7 @@ GPUS: dict[str, GPU] = {
         name="B200 192GB",
         memory_bytes_marketed=192 * GB,
         memory_bytes_runtime=183_359 * MiB,
-        memory_runtime_source="nvidia-smi: 183,359 MiB = 179 GiB, the '179 GB usable' of reference/published.md "
+        memory_runtime_source="nvidia-smi: 183,359 MiB = 179 GiB, the '179 GB usable' often quoted for the B200 "
                               "(github.com/NVIDIA/TensorRT-LLM issue #10278, driver 580.95.05)",
         hbm_bytes_per_s=8 * TB,
         flops_per_s={"bf16": 2_250 * _T, "fp16": 2_250 * _T, "fp8": 4_500 * _T, "int8": 4_500 * _T,
@@ -202,7 +210,7 @@ GPUS: dict[str, GPU] = {
         price_usd_per_hour=None,
         price_date=None,
         price_source=None,
-        source=f"{_PUBLISHED}; {_NV_B200}; NVLink 5: 1.8 TB/s per GPU both ways, 900 GB/s one way",
+        source=f"{_NV_B200}; NVLink 5: 1.8 TB/s per GPU both ways, 900 GB/s one way",
     ),
     "mi300x": GPU(
         key="mi300x",
@@ -217,6 +225,6 @@ GPUS: dict[str, GPU] = {
         price_usd_per_hour=None,
         price_date=None,
         price_source=None,
-        source=f"{_PUBLISHED}; {_AMD_MI300X}; Infinity Fabric: 7 links, 896 GB/s per GPU both ways, 448 GB/s one way",
+        source=f"{_AMD_MI300X}; Infinity Fabric: 7 links, 896 GB/s per GPU both ways, 448 GB/s one way",
     ),
 }

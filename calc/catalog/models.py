@@ -17,11 +17,13 @@ from calc.catalog.model import Model
 __all__ = ["MODELS"]
 
 _HF = "https://huggingface.co/{}/blob/main/config.json"
-_TABLE = "reference/published.md, model shapes"
+#: Where a published parameter count is read: the checkpoint's own weights on Hugging Face.
+_WEIGHTS = ("the safetensors weights of https://huggingface.co/{} (the model page's 'Model size'; for a bf16 "
+            "checkpoint, metadata.total_size / 2 bytes in model.safetensors.index.json)")
 
 
-def _src(repo: str, note: str = "", count: str = _TABLE) -> str:
-    text = f"config.json of {repo} ({_HF.format(repo)}); parameter count: {count}"
+def _src(repo: str, note: str = "", count: str | None = None) -> str:
+    text = f"config.json of {repo} ({_HF.format(repo)}); parameter count: {count or _WEIGHTS.format(repo)}"
     return f"{text}; {note}" if note else text
 
 
@@ -55,7 +57,8 @@ MODELS: dict[str, Model] = {m.key: m for m in (
           source=_src("meta-llama/Llama-3.3-70B-Instruct",
                       "Llama 3.1 70B's architecture, layer for layer; 128K context (max_position_embeddings "
                       "131,072); Meta released only the instruction-tuned checkpoint",
-                      count="the same shape as Llama 3.1 70B, so its 70,553,706,496 (reference/published.md)")),
+                      count="the same shape as Llama 3.1 70B, so its 70,553,706,496 ("
+                            + _WEIGHTS.format("meta-llama/Llama-3.1-70B") + ")")),
     Model(key="llama-2-7b", name="Llama 2 7B", layers=32, hidden_size=4096, attention_heads=32,
           kv_heads=32, head_dim=128, intermediate_size=11008, vocab_size=32_000,
           tied_embeddings=False, attention="mha", published_params=6_738_415_616,
