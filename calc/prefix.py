@@ -25,6 +25,7 @@ rate.
 
 from __future__ import annotations
 
+import copy
 import math
 from collections.abc import Sequence
 
@@ -32,12 +33,14 @@ from calc import lesson
 from calc.errors import CalcError, check_choice, check_range
 from calc.roofline import prefill_chunk
 from calc.sim.scenario import Scenario
-from calc.sim_views import QUESTION_TOKENS, SYSTEM_PROMPT_TOKENS
+from calc.sim_views import (
+    MAX_SYSTEM_PROMPT_TOKENS, QUESTION_TOKENS, SYSTEM_PROMPT_RATE_PER_S, SYSTEM_PROMPT_TOKENS, scenario_for,
+)
 
 __all__ = [
     "ORDERS", "cached_prefix_tokens", "prefix_cache_hit", "hit_tokens_for_layout", "fleet_prefill_saved",
     "prefill_time_s", "replica_ceiling", "CHUNK_TOKENS", "MAX_RUNNING", "BLOCK_TOKENS", "LAYOUTS",
-    "TIMESTAMP_TOKENS", "layout_parts", "layout_hit",
+    "TIMESTAMP_TOKENS", "layout_parts", "layout_hit", "PREFIX_CACHING_PRESET", "prefix_caching_scenario",
 ]
 
 _ENGINE = Scenario()
@@ -320,3 +323,41 @@ def layout_hit(layout: str, system_prompt_tokens: int = SYSTEM_PROMPT_TOKENS, qu
         start += tokens
     result.update(layout=layout, parts=split)
     return result
+
+
+#: The simulator's scenario of step 12: step 11's traffic (one shared system prompt) with prefix caching on.
+PREFIX_CACHING_PRESET = "step12-prefix-caching"
+
+
+def prefix_caching_scenario(*, layout: str = "stable-first", prefix_caching: str = "on",
+                            system_prompt_tokens: int = SYSTEM_PROMPT_TOKENS,
+                            rate_per_s: float = SYSTEM_PROMPT_RATE_PER_S) -> dict:
+    """The preset :data:`PREFIX_CACHING_PRESET` with a prompt layout applied, as a scenario dict.
+
+    The simulator caches one shared prefix per request class, so a layout
+    enters it as its *leading identical run* (all a cache can ever reuse,
+    :func:`hit_tokens_for_layout`) followed by a part unique to each request:
+    a question placed first, or a timestamp above the system prompt, leaves no
+    shared prefix at all. ``prefix_caching`` is ``"on"``, ``"off"`` or
+    ``"preset"`` (:func:`calc.sim_views.scenario_for`).
+
+    >>> s = prefix_caching_scenario(layout="variable-first")
+    >>> c = s["workload"]["classes"][0]; c["prefix_tokens"], c["prompt_tokens"], s["prefix_caching"]
+    (0, 3524, True)
+    >>> c = prefix_caching_scenario(layout="timestamp-after")["workload"]["classes"][0]
+    >>> c["prefix_tokens"], c["prompt_tokens"]  # the timestamp ends the shared run: 2,500 + 16 + 1,024 tokens
+    (2500, 1040)
+    >>> prefix_caching_scenario(system_prompt_tokens=7000)
+    Traceback (most recent call last):
+    ...
+    calc.errors.CalcError: system_prompt_tokens must be a whole number between 0 and 6000; got 7000
+    """
+    check_choice("layout", layout, _LAYOUT_KEYS)
+    check_range("system_prompt_tokens", system_prompt_tokens, 0, MAX_SYSTEM_PROMPT_TOKENS, integer=True)
+    data = scenario_for(PREFIX_CACHING_PRESET, rate_per_s=rate_per_s, prefix_caching=prefix_caching)
+    for request_class in data["workload"]["classes"]:
+        parts = layout_parts(layout, system_prompt_tokens, request_class["prompt_tokens"])
+        shared = hit_tokens_for_layout([(kind, tokens) for _, kind, tokens in parts], BLOCK_TOKENS)
+        request_class["prefix_tokens"] = shared["leading_identical_tokens"]
+        request_class["prompt_tokens"] = shared["prompt_tokens"] - shared["leading_identical_tokens"]
+    return copy.deepcopy(data)

@@ -68,3 +68,20 @@ def test_bad_input_names_the_field(call, field):
     with pytest.raises(CalcError) as err:
         call()
     assert err.value.field == field
+
+
+def test_prefix_caching_scenario_enters_a_layout_as_its_leading_identical_run():
+    from calc.prefix import TIMESTAMP_TOKENS, prefix_caching_scenario
+    from calc.sim_views import QUESTION_TOKENS, SYSTEM_PROMPT_TOKENS
+
+    classes = {layout: prefix_caching_scenario(layout=layout)["workload"]["classes"][0]
+               for layout in ("stable-first", "variable-first", "timestamp-first", "timestamp-after")}
+    prompt = SYSTEM_PROMPT_TOKENS + QUESTION_TOKENS
+    assert {k: (c["prefix_tokens"], c["prompt_tokens"]) for k, c in classes.items()} == {
+        "stable-first": (SYSTEM_PROMPT_TOKENS, QUESTION_TOKENS),
+        "variable-first": (0, prompt),
+        "timestamp-first": (0, prompt + TIMESTAMP_TOKENS),
+        "timestamp-after": (SYSTEM_PROMPT_TOKENS, QUESTION_TOKENS + TIMESTAMP_TOKENS),
+    }
+    assert prefix_caching_scenario(prefix_caching="off")["prefix_caching"] is False
+    assert prefix_caching_scenario(rate_per_s=2)["workload"]["rate_per_s"] == 2

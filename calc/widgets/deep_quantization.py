@@ -25,43 +25,24 @@ from __future__ import annotations
 import functools
 from typing import Annotated
 
+from calc import lesson
 from calc.catalog import GPUS, MODELS, get_gpu, get_model
-from calc.errors import check_range
 from calc.memory import WEIGHT_BITS
 from calc.quantization import (
-    CONTEXT_TOKENS, GROUP_SIZES, ROUNDING_SCHEMES, SAMPLE_GROUPS, STUDY_SUMMARY, accuracy_deltas, formats_rows,
-    nf4_levels, normal_sample, quantize_group, rounding_errors, weight_formats_table,
+    CONTEXT_TOKENS, GROUP_SIZES, ROUNDING_SCHEMES, SAMPLE_GROUPS, SAMPLE_WEIGHTS, STUDY_SUMMARY, accuracy_deltas,
+    formats_rows, nf4_levels, normal_sample, quantize_group, rounding_errors, sample_groups, weight_formats_table,
 )
 from calc.units import format_bytes, format_number
 from calc.widgets.charts import bar_chart
 from calc.widgets.framework import Choice, IntRange, output, table, view, widget
 
-__all__ = ["sample_groups", "formats", "rounding", "facts", "SAMPLE_WEIGHTS"]
+__all__ = ["formats", "rounding", "facts"]
 
 WORKSHOP_MODEL, SMALL_GPU = "mistral-7b", "l4"
-LESSON_MODEL, LESSON_GPU, LESSON_TP = "llama-3.1-70b", "h100-sxm-80gb", 4
-#: The rounding widget's sample: 200 groups (:data:`calc.quantization.SAMPLE_GROUPS`, the page says so), and for
-#: groups above 64 weights only as many groups as 12,800 weights fill (:func:`sample_groups`).
-SAMPLE_WEIGHTS = 12_800
 
 MODEL_CHOICES = tuple((key, model.name) for key, model in MODELS.items())
 GPU_CHOICES = tuple((key, gpu.name) for key, gpu in GPUS.items())
 TP_CHOICES = ("1", "2", "4", "8")
-
-
-def sample_groups(group_size: int) -> int:
-    """Groups the rounding widget draws: :data:`SAMPLE_GROUPS`, fewer for big groups (about 12,800 weights at most).
-
-    200 groups of 64 (the page's default) are 12,800 weights; larger groups
-    take as many groups as that many weights need, so groups of 1,024 draw 13
-    (13,312 weights) instead of 204,800: the same precision for the error,
-    one sixteenth of the work on every change of the control.
-
-    >>> sample_groups(64), sample_groups(65), sample_groups(1024), sample_groups(2)
-    (200, 197, 13, 200)
-    """
-    group_size = check_range("group_size", group_size, 2, 4096, integer=True)
-    return max(1, min(SAMPLE_GROUPS, -(-SAMPLE_WEIGHTS // group_size)))
 
 
 def _accuracy_text(row: dict) -> str:
@@ -140,7 +121,7 @@ def rounding(
     """How 8 and 4 bits store a weight: one group quantized and read back, and the error over many groups.
 
     The errors of all three schemes come from one sample (:func:`rounding_errors`,
-    :func:`sample_groups`), kept for the last few group sizes and seeds: changing
+    :func:`calc.quantization.sample_groups`), kept for the last few group sizes and seeds: changing
     only the scheme recomputes nothing.
     """
     sample = normal_sample(min(group_size, 16), seed)
@@ -184,9 +165,9 @@ def facts() -> dict[str, str]:
     """
     rows = {r["weights"]: r for r in formats_rows(WORKSHOP_MODEL, SMALL_GPU)}
     nf4_64 = {r["weights"]: r for r in formats_rows(WORKSHOP_MODEL, SMALL_GPU, group_size=64)}["nf4"]
-    lesson = {r["weights"]: r for r in weight_formats_table(LESSON_MODEL, LESSON_GPU, tp=LESSON_TP)}
-    fp8_70b = accuracy_deltas(LESSON_MODEL, "fp8")[0]
-    int4_70b = accuracy_deltas(LESSON_MODEL, "int4")[0]
+    on_lesson = {r["weights"]: r for r in weight_formats_table(lesson.MODEL, lesson.GPU, tp=lesson.TP)}
+    fp8_70b = accuracy_deltas(lesson.MODEL, "fp8")[0]
+    int4_70b = accuracy_deltas(lesson.MODEL, "int4")[0]
     int4_8b = accuracy_deltas("llama-3.1-8b", "int4")[0]
     errors = rounding_errors()
     model = get_model(WORKSHOP_MODEL)
@@ -212,9 +193,9 @@ def facts() -> dict[str, str]:
         "users_int4": format_number(rows["int4"]["users"]),
         "int4_speedup": format_number(rows["int4"]["decode_speedup"]),
         "int8_speedup": format_number(rows["int8"]["decode_speedup"]),
-        "lesson_fp8_speedup": format_number(lesson["fp8"]["decode_speedup"]),
-        "lesson_fp8_kv_gain": format_number(lesson["fp8"]["kv_room_gain"]),
-        "lesson_int4_speedup": format_number(lesson["int4"]["decode_speedup"]),
+        "lesson_fp8_speedup": format_number(on_lesson["fp8"]["decode_speedup"]),
+        "lesson_fp8_kv_gain": format_number(on_lesson["fp8"]["kv_room_gain"]),
+        "lesson_int4_speedup": format_number(on_lesson["int4"]["decode_speedup"]),
         "fp8_70b_loss": f"{-fp8_70b['delta_points']:.2f}",
         "int4_70b_loss": f"{-int4_70b['delta_points']:.2f}",
         "int4_8b_loss": f"{-int4_8b['delta_points']:.2f}",

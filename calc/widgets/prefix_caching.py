@@ -18,13 +18,12 @@ only its own part. The order of the prompt decides what can hit:
 
 from __future__ import annotations
 
-import copy
 from functools import lru_cache
 from typing import Annotated
 
-from calc.errors import CalcError, check_choice, check_range
-from calc.prefix import BLOCK_TOKENS, hit_tokens_for_layout, prefill_time_s, replica_ceiling
-from calc.prefix import LAYOUTS, TIMESTAMP_TOKENS, _LAYOUT_KEYS, layout_hit, layout_parts
+from calc.errors import CalcError
+from calc.prefix import BLOCK_TOKENS, prefill_time_s, replica_ceiling
+from calc.prefix import LAYOUTS, PREFIX_CACHING_PRESET, TIMESTAMP_TOKENS, layout_hit, layout_parts, prefix_caching_scenario
 from calc.sim import presets
 from calc.sim.fleet import simulate_fleet
 from calc.sim_views import (
@@ -35,14 +34,14 @@ from calc.sim_views import SYSTEM_PROMPT_RATE_PER_S as RATE_PER_S
 from calc.units import format_number
 from calc.widgets.charts import PALETTE, bar_chart
 from calc.widgets.framework import Choice, FloatRange, IntRange, output, stream, table, view, widget
-from calc.widgets.simulation import scenario_for, simulation_views
+from calc.widgets.simulation import simulation_views
 from calc.widgets.views import with_hit_rate
 
 __all__ = ["PRESET", "LAYOUTS", "TIMESTAMP_TOKENS", "layout_parts", "layout_hit", "prompt_layout", "before_after",
-           "replica", "scenario", "facts"]
+           "replica", "facts"]
 
 #: The simulator's scenario of this step: step 11's traffic with prefix caching on.
-PRESET = "step12-prefix-caching"
+PRESET = PREFIX_CACHING_PRESET
 #: Requests in the prefill-saved total (a round number: the first request is the cold miss).
 REQUESTS = 1_000
 
@@ -191,34 +190,6 @@ def before_after(
     )
 
 
-def scenario(*, layout: str = "stable-first", prefix_caching: str = "on",
-             system_prompt_tokens: int = SYSTEM_PROMPT_TOKENS, rate_per_s: float = RATE_PER_S) -> dict:
-    """The preset ``step12-prefix-caching`` with the page's knobs, as a scenario dict.
-
-    The simulator caches one shared prefix per request class, so a layout
-    enters it as its *leading identical run* (that is all a cache can ever
-    reuse) followed by a part unique to each request: a question placed first,
-    or a timestamp above the system prompt, leaves no shared prefix at all.
-
-    >>> s = scenario(layout="variable-first")
-    >>> c = s["workload"]["classes"][0]; c["prefix_tokens"], c["prompt_tokens"], s["prefix_caching"]
-    (0, 3524, True)
-    >>> scenario()["workload"]["classes"][0]["prefix_tokens"]
-    2500
-    """
-    check_choice("layout", layout, _LAYOUT_KEYS)
-    check_range("system_prompt_tokens", system_prompt_tokens, 0, MAX_SYSTEM_PROMPT_TOKENS, integer=True)
-    data = scenario_for(PRESET, rate_per_s=rate_per_s, prefix_caching=prefix_caching)
-    for request_class in data["workload"]["classes"]:
-        question = request_class["prompt_tokens"]
-        parts = layout_parts(layout, system_prompt_tokens, question)
-        r = hit_tokens_for_layout([(kind, tokens) for _, kind, tokens in parts], BLOCK_TOKENS)
-        shared = r["leading_identical_tokens"]
-        request_class["prefix_tokens"] = shared
-        request_class["prompt_tokens"] = r["prompt_tokens"] - shared
-    return copy.deepcopy(data)
-
-
 @stream(budget_s=4.0)
 def replica(
     layout: Annotated[str, Choice(LAYOUTS, label="Prompt layout")] = "stable-first",
@@ -229,7 +200,7 @@ def replica(
     frame_interval_s: Annotated[float, FloatRange(0.5, 120, 0.5, "s", label="Simulated seconds per frame")] = 5.0,
 ):
     """Step 11's traffic with prefix caching, live; change the layout and watch the hit rate go."""
-    yield from with_hit_rate(simulation_views(scenario(layout=layout, prefix_caching=prefix_caching,
+    yield from with_hit_rate(simulation_views(prefix_caching_scenario(layout=layout, prefix_caching=prefix_caching,
                                                        system_prompt_tokens=system_prompt_tokens,
                                                        rate_per_s=rate_per_s), frame_interval_s))
 

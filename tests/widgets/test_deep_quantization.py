@@ -107,9 +107,9 @@ def test_shared_sample_errors_equal_quantizing_group_by_group(group_size, groups
 
 @pytest.mark.parametrize("group_size", [2, 63, 64, 65, 128, 1000, 1024])
 def test_the_widget_prices_about_12800_weights_at_most(group_size):
-    groups = page.sample_groups(group_size)
-    assert groups == page.SAMPLE_GROUPS if group_size <= 64 else groups < page.SAMPLE_GROUPS
-    assert groups * group_size < page.SAMPLE_WEIGHTS + group_size
+    groups = quantization.sample_groups(group_size)
+    assert groups == quantization.SAMPLE_GROUPS if group_size <= 64 else groups < quantization.SAMPLE_GROUPS
+    assert groups * group_size < quantization.SAMPLE_WEIGHTS + group_size
     view = framework.call("deep_quantization.rounding", {"group_size": group_size})
     expected = quantization.rounding_errors(group_size=group_size, groups=groups)["int4"]["relative_rms_error"]
     assert view["outputs"]["relative_rms_error"]["value"] == pytest.approx(expected, rel=1e-8)

@@ -5,7 +5,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from calc.errors import CalcError
-from calc.prefix import prefix_cache_hit
+from calc.prefix import prefix_cache_hit, prefix_caching_scenario
 from calc.sim import presets
 from calc.widgets import framework
 from calc.widgets import prefix_caching as step
@@ -25,7 +25,7 @@ def test_layouts_hit_as_calc_prefix_says():
 
 
 @settings(max_examples=40, deadline=None)
-@given(st.sampled_from(step._LAYOUT_KEYS), st.integers(0, 6_000), st.integers(1, 2_000), st.integers(1, 200),
+@given(st.sampled_from([key for key, _ in step.LAYOUTS]), st.integers(0, 6_000), st.integers(1, 2_000), st.integers(1, 200),
        st.sampled_from([8, 16, 32, 64, 128]))
 def test_hits_are_whole_blocks_inside_the_system_prompt(layout, system, question, stamp, block):
     r = step.layout_hit(layout, system, question, stamp, block)
@@ -77,10 +77,10 @@ def test_before_after_defaults_are_the_two_presets():
 
 
 def test_variable_first_in_the_simulator_is_no_cache_at_all():
-    s = step.scenario(layout="variable-first")
+    s = prefix_caching_scenario(layout="variable-first")
     c = s["workload"]["classes"][0]
     assert (c["prefix_tokens"], c["prompt_tokens"], s["prefix_caching"]) == (0, 3_524, True)
-    assert step.scenario() == {k: v for k, v in presets.load_data("step12-prefix-caching").items()
+    assert prefix_caching_scenario() == {k: v for k, v in presets.load_data("step12-prefix-caching").items()
                                if k not in ("lesson_step", "title")}
 
 
