@@ -23,6 +23,7 @@ import json
 from calc.catalog import MODELS, get_model
 from calc.cli.table import format_table
 from calc.context import prefill_flops, unfused_attention_scores_bytes
+from calc.lesson import GPU, MODEL, REQUEST_TOKENS, TP, kv_capacity as lesson_kv_capacity
 from calc.memory import kv_bytes_per_token_by_attention, kv_capacity
 from calc.units import format_bytes, format_number
 
@@ -49,7 +50,7 @@ print(format_table(rows, headers=["model", "own kind", "MHA B", "GQA B", "MQA B"
 
 # %%
 mistral = get_model("mistral-7b")
-room = kv_capacity(mistral, "h100-sxm-80gb").kv_cache_bytes
+room = kv_capacity(mistral, GPU).kv_cache_bytes
 per = kv_bytes_per_token_by_attention(mistral)
 context = 4_096
 fits = {k: int(room // (per[k] * context)) for k in kinds}
@@ -64,19 +65,19 @@ print(format_table([[k.upper(), f"{per[k]:,} B", format_bytes(per[k] * context),
 # to every GPU, so per GPU they do not shrink.
 
 # %%
-llama = get_model("llama-3.1-70b")
+llama = get_model(MODEL)
 per70 = kv_bytes_per_token_by_attention(llama)
-tp = 4
+tp = TP
 per_gpu = {
     "mha": llama.layers * 2 * (llama.attention_heads // tp) * llama.head_dim * 2,
     "gqa": llama.layers * 2 * (llama.kv_heads // tp) * llama.head_dim * 2,
     "mqa": llama.layers * 2 * 1 * llama.head_dim * 2,
     "mla": per70["mla"],
 }
-room70 = kv_capacity(llama, "h100-sxm-80gb", tp=tp).kv_cache_bytes
-quiz = {k: int(room70 // (per_gpu[k] * 1_280)) for k in kinds}
+room70 = lesson_kv_capacity().kv_cache_bytes  # the replica of calc.lesson
+quiz = {k: int(room70 // (per_gpu[k] * REQUEST_TOKENS)) for k in kinds}
 print(format_table([[k.upper(), f"{per70[k]:,} B", f"{per_gpu[k]:,} B", f"{quiz[k]:,}"] for k in kinds],
-                   headers=["layout", "per token", "per GPU", "1,280-token requests"]))
+                   headers=["layout", "per token", "per GPU", f"{REQUEST_TOKENS:,}-token requests"]))
 
 # %% [markdown]
 # ## FlashAttention: the score matrix that never reaches HBM

@@ -24,11 +24,12 @@ from calc.allocation import POLICIES, compare_allocation, sharegpt_like_requests
 from calc.catalog import get_gpu, get_model
 from calc.cli.table import format_table
 from calc.cost import usd_per_million_tokens
+from calc.lesson import ANSWER_TOKENS, GPU, MODEL, PROMPT_TOKENS, TP, WEIGHTS
 from calc.memory import kv_capacity
 from calc.roofline import max_throughput, step_coefficients
 from calc.units import format_number
 
-gpu = get_gpu("h100-sxm-80gb")
+gpu = get_gpu(GPU)
 print(f"{gpu.name}: ${gpu.price_usd_per_hour}/GPU-hour ({gpu.price_date}; {gpu.price_source})")
 
 # %% [markdown]
@@ -49,7 +50,7 @@ print(f"{gpu_hours / 1e6:.2f} M V100-hours = {gpu_hours / (24 * 365.25):.0f} GPU
 # cost formula per query.
 
 # %%
-replicas = {"llama-3.1-8b": (1, "bf16"), "llama-3.1-70b": (4, "bf16"), "llama-3.1-405b": (8, "fp8")}
+replicas = {"llama-3.1-8b": (1, "bf16"), MODEL: (TP, WEIGHTS), "llama-3.1-405b": (8, "fp8")}  # MODEL: the running example
 
 
 def cost(model, prompt, output):
@@ -66,13 +67,13 @@ def cost(model, prompt, output):
 
 rows = []
 for model in replicas:
-    for prompt, output in ((1_024, 256), (1_024, 512), (1_024, 2_000), (1_024, 350)):
+    for prompt, output in ((PROMPT_TOKENS, ANSWER_TOKENS), (PROMPT_TOKENS, 512), (PROMPT_TOKENS, 2_000), (PROMPT_TOKENS, 350)):
         c = cost(model, prompt, output)
         rows.append([model, prompt, output, format_number(c["tps"]), c["batch"], f"${c['usd_per_m']:,.2f}",
                      f"{format_number(c['usd_per_query'] * 100)} c"])
 print(format_table(rows, headers=["model", "prompt", "answer", "tokens/s", "batch", "$/M output", "per query"]))
 
-chat = cost("llama-3.1-70b", 1_024, 256)
+chat = cost(MODEL, PROMPT_TOKENS, ANSWER_TOKENS)
 per_day = chat["usd_per_query"] * 10e6
 print(f"10 M queries/day: ${per_day:,.0f} a day; GPT-3's $4.6M passed after {4.6e6 / per_day:,.0f} days")
 print(f"ChatGPT at about $700,000 a day passed it after {4.6e6 / 700_000:.2f} days")
@@ -90,8 +91,8 @@ print(f"extra per search: {extra * 100:.2f} c; implied volume {implied / 1e12:.1
       f"({implied / (365 * 86_400) / 1e3:.0f} thousand/s); Morgan Stanley's 2022 count: 3.3 T ({implied / 3.3e12:.2f}x fewer)")
 print(f"margin a search leaves: {(1.61 - 1.06):.2f} c")
 bills = {}
-for model, output in (("llama-3.1-70b", 2_000), ("llama-3.1-405b", 2_000), ("llama-3.1-70b", 350)):
-    c = cost(model, 1_024, output)
+for model, output in ((MODEL, 2_000), ("llama-3.1-405b", 2_000), (MODEL, 350)):
+    c = cost(model, PROMPT_TOKENS, output)
     bills[(model, output)] = c["usd_per_query"]
 print(format_table([[m, o, f"{format_number(q * 100)} c", f"${format_number(q * implied / 1e9)}B",
                      f"${format_number(q * 3.3e12 / 1e9)}B"] for (m, o), q in bills.items()],
@@ -113,7 +114,7 @@ print(format_table([[p, f"{shares[p]:.1%}", f"{paper[p]:.1%}"] for p in POLICIES
 # ## The page's numbers
 
 # %%
-longer = cost("llama-3.1-70b", 1_024, 512)
+longer = cost(MODEL, PROMPT_TOKENS, 2 * ANSWER_TOKENS)
 page_numbers = {
     "gpu_years": format_number(round(gpu_hours / (24 * 365.25))),
     "implied_price": f"${4.6e6 / gpu_hours:.2f}",
@@ -126,11 +127,11 @@ page_numbers = {
     "extra_cents": f"{format_number(extra * 100)} ¢",
     "implied_volume_t": format_number(implied / 1e12),
     "volume_ratio": format_number(implied / 3.3e12),
-    "long70_cents": f"{format_number(bills[('llama-3.1-70b', 2_000)] * 100)} ¢",
-    "long70_implied": f"${format_number(bills[('llama-3.1-70b', 2_000)] * implied / 1e9)}B",
+    "long70_cents": f"{format_number(bills[(MODEL, 2_000)] * 100)} ¢",
+    "long70_implied": f"${format_number(bills[(MODEL, 2_000)] * implied / 1e9)}B",
     "long405_cents": f"{format_number(bills[('llama-3.1-405b', 2_000)] * 100)} ¢",
     "long405_ms": f"${format_number(bills[('llama-3.1-405b', 2_000)] * 3.3e12 / 1e9)}B",
-    "short70_ms": f"${format_number(bills[('llama-3.1-70b', 350)] * 3.3e12 / 1e9)}B",
+    "short70_ms": f"${format_number(bills[(MODEL, 350)] * 3.3e12 / 1e9)}B",
     "quiz_cents_2x": f"{format_number(longer['usd_per_query'] * 100)} ¢",
     "quiz_ratio": format_number(longer["usd_per_query"] / chat["usd_per_query"]),
     "paged_calc": f"{shares['paged']:.1%}",

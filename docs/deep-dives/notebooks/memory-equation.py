@@ -26,6 +26,7 @@ import math
 
 from calc.catalog import GPUS, get_gpu, get_model
 from calc.cli.table import format_table
+from calc.lesson import GPU, REPLICA
 from calc.memory import (ACTIVATION_WORKSPACE_BYTES, NON_TORCH_BASE_BYTES, kv_bytes_per_token,
                          kv_tokens_per_request, weight_bytes)
 from calc.units import format_bytes, format_number
@@ -78,7 +79,7 @@ print(format_table(rows, headers=["users"] + [f"{c:,} tokens" for c in contexts]
 # Room for KV = GPU memory (datasheet, decimal GB) × 0.9 - weights - overhead; users = room // KV per user.
 
 # %%
-utilization = 0.9
+utilization = REPLICA["gpu_memory_utilization"]  # 0.9, the running example's (vLLM's default)
 
 
 def users_that_fit(gpu_key, context_tokens, window=False):
@@ -98,8 +99,8 @@ print(format_table(rows, headers=["GPU", "memory"] + [f"at {c:,}" for c in conte
 # window keeps at most 4,096 tokens per request, so long contexts stop costing more KV:
 
 # %%
-print(format_table([[f"{c:,}", f"{users_that_fit('h100-sxm-80gb', c):,}",
-                     f"{users_that_fit('h100-sxm-80gb', c, window=True):,}"] for c in contexts],
+print(format_table([[f"{c:,}", f"{users_that_fit(GPU, c):,}",
+                     f"{users_that_fit(GPU, c, window=True):,}"] for c in contexts],
                    headers=["context", "H100 users, full KV", "H100 users, window freed"]))
 
 # %% [markdown]
@@ -112,7 +113,7 @@ print(format_table([[f"{c:,}", f"{users_that_fit('h100-sxm-80gb', c):,}",
 example_users, example_context, quiz_context = 16, 4_096, 8_192
 example_kv = example_users * example_context * per_token
 example_total = weights.total_bytes + example_kv + overhead
-quiz_room = get_gpu("h100-sxm-80gb").memory_bytes("marketed") * utilization - weights.total_bytes - overhead
+quiz_room = get_gpu(GPU).memory_bytes("marketed") * utilization - weights.total_bytes - overhead
 kv_equals_weights = int(weights.total_bytes // per_token)
 page_numbers = {
     "weights_bf16": format_bytes(weights.total_bytes),
@@ -125,11 +126,11 @@ page_numbers = {
     "small_gpu_usable": format_bytes(get_gpu("l4").memory_bytes("marketed") * utilization),
     "small_gpu_short": format_bytes(example_total - get_gpu("l4").memory_bytes("marketed") * utilization),
     "users_small_gpu": f"{users_that_fit('l4', example_context):,}",
-    "users_big_gpu": f"{users_that_fit('h100-sxm-80gb', example_context):,}",
+    "users_big_gpu": f"{users_that_fit(GPU, example_context):,}",
     "kv_equals_weights_tokens": f"{kv_equals_weights:,}",
     "kv_equals_weights_users": f"{math.ceil(kv_equals_weights / example_context):,}",
     "quiz_room": format_bytes(quiz_room),
     "quiz_kv_per_user": format_bytes(quiz_context * per_token),
-    "quiz_users": f"{users_that_fit('h100-sxm-80gb', quiz_context):,}",
+    "quiz_users": f"{users_that_fit(GPU, quiz_context):,}",
 }
 print("PAGE_NUMBERS " + json.dumps(page_numbers, sort_keys=True))

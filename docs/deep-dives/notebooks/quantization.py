@@ -25,6 +25,7 @@ from statistics import NormalDist
 
 from calc.catalog import MODELS, get_gpu, get_model
 from calc.cli.table import format_table
+from calc.lesson import GPU, MODEL, TP
 from calc.memory import WEIGHT_FORMATS, kv_capacity, weight_bytes
 from calc.quantization import STUDY_SUMMARY, accuracy_deltas, weight_formats_table
 from calc.units import format_bytes, format_number
@@ -133,7 +134,7 @@ print(format_table([[s, f"{errors[s]:.1%}", f"{zeros[s]:.1%}"] for s in errors],
 
 # %%
 wb = {fmt: weight_bytes(model, fmt) for fmt in WEIGHT_FORMATS}
-lesson = {r["weights"]: r for r in weight_formats_table("llama-3.1-70b", "h100-sxm-80gb", tp=4)}
+lesson = {r["weights"]: r for r in weight_formats_table(MODEL, GPU, tp=TP)}
 page_numbers = {
     "bf16": format_bytes(wb["bf16"].total_bytes),
     "int4_nominal": format_bytes(wb["int4"].nominal_bytes),

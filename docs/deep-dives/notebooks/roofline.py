@@ -22,11 +22,12 @@ import json
 
 from calc.catalog import GPUS, get_gpu, get_model
 from calc.cli.table import format_table
+from calc.lesson import DECODE_CONTEXT_TOKENS, GPU, PROMPT_TOKENS, coefficients as lesson_coefficients
 from calc.memory import kv_capacity
 from calc.roofline import CALIBRATED, decode_step, prefill_chunk, step_coefficients, ttft_s
 from calc.units import format_bytes, format_number
 
-model, gpu = get_model("mistral-7b"), get_gpu("h100-sxm-80gb")
+model, gpu = get_model("mistral-7b"), get_gpu(GPU)  # the running example's GPU
 coef = step_coefficients(model, gpu, weights="bf16")
 print(model.name, "on one", gpu.name)
 print("efficiency factors:", CALIBRATED)
@@ -50,14 +51,15 @@ print(format_table(rows, headers=["GPU", "bf16 TFLOP/s", "TB/s", "ridge (FLOP/B)
 # %% [markdown]
 # ## Prefill against decode
 #
-# The same model, one prompt of 1,024 tokens against one decode step at a context of 1,152 tokens.
+# The same model, one prompt of the running example's 1,024 tokens against one decode step at a context of
+# 1,152 tokens (the prompt and half the 256-token answer).
 
 # %%
-prompt, context = 1_024, 1_152
+prompt, context = PROMPT_TOKENS, DECODE_CONTEXT_TOKENS
 prefill = prefill_chunk(coef, chunk_tokens=prompt)
 decode = decode_step(coef, batch=1, context_tokens=context)
 print(format_table([
-    ["prefill, 1,024 tokens", format_number(prefill["flops"] / 1e12), format_bytes(prefill["bytes"]),
+    [f"prefill, {prompt:,} tokens", format_number(prefill["flops"] / 1e12), format_bytes(prefill["bytes"]),
      format_number(prefill["intensity_flops_per_byte"]), prefill["bound"], f"{format_number(prefill['time_s'] * 1000)} ms"],
     ["decode step, batch 1", format_number(decode["flops"] / 1e12), format_bytes(decode["bytes"]),
      format_number(decode["intensity_flops_per_byte"]), decode["bound"], f"{format_number(decode['time_s'] * 1000)} ms"],
@@ -99,7 +101,7 @@ print(format_table([[f"{n:,}", f"{format_number(ttft_s(coef, prompt_tokens=n) * 
 # ## The running example: Llama 3.1 70B on four H100s
 
 # %%
-lesson = step_coefficients(get_model("llama-3.1-70b"), gpu, tp=4)
+lesson = lesson_coefficients()  # calc.lesson: Llama 3.1 70B in bf16, TP 4 on H100 SXM
 lesson_decode = decode_step(lesson, batch=1, context_tokens=context)
 lesson_wall = lesson.weight_bytes_read(1) / gpu.hbm_bytes_per_s
 print(f"weights per GPU per step: {format_bytes(lesson.weight_bytes_read(1))}; wall {format_number(lesson_wall * 1000)} ms; "

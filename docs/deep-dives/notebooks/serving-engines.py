@@ -22,6 +22,7 @@
 import json
 
 from calc.cli.table import format_table
+from calc.lesson import ANSWER_TOKENS, PROMPT_TOKENS
 from calc.prefix import prefix_cache_hit
 from calc.sim import Scenario, simulate
 from calc.units import format_number
@@ -31,7 +32,8 @@ def run(batching, *, batch=32, rate=5.0, lengths="chat", requests=400, arrival="
     scenario = {
         "batching": batching, "static_batch_size": batch,
         "workload": {"arrival": arrival, "rate_per_s": rate, "requests": requests,
-                     "classes": [{"name": "chat", "lengths": lengths, "prompt_tokens": 1024, "output_tokens": 256}]},
+                     "classes": [{"name": "chat", "lengths": lengths, "prompt_tokens": PROMPT_TOKENS,
+                                  "output_tokens": ANSWER_TOKENS}]},
     }
     return simulate(Scenario.from_dict(scenario)).summary
 

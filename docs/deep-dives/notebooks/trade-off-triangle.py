@@ -21,6 +21,7 @@
 import json
 
 from calc.cli.table import format_table
+from calc.lesson import MODEL, TP
 from calc.quantization import accuracy_deltas
 from calc.sim import Scenario, simulate
 from calc.units import format_number
@@ -29,7 +30,7 @@ caps = [1, 4, 16, 64, 256]
 formats = ["bf16", "fp8", "int4"]
 
 
-def point(weights, cap, model="llama-3.1-70b", tp=4):
+def point(weights, cap, model=MODEL, tp=TP):
     scenario = {"model": model, "tp": tp, "weights": weights, "max_num_seqs": cap,
                 "workload": {"arrival": "all-at-once", "requests": max(4 * cap, 4)}}
     s = simulate(Scenario.from_dict(scenario)).summary
@@ -70,7 +71,7 @@ print(format_table([[name, p["weights"], p["cap"], f"{format_number(p['itl'] * 1
                                                           ("latency + throughput", lt))],
                    headers=["corner", "weights", "cap", "ITL", "tokens/s", "$/M"]))
 print("published accuracy of the lower-bit corner:",
-      [(r["model"], r["weights"], f"{r['delta_points']:+.2f}") for r in accuracy_deltas("llama-3.1-70b", lt["weights"])])
+      [(r["model"], r["weights"], f"{r['delta_points']:+.2f}") for r in accuracy_deltas(MODEL, lt["weights"])])
 
 # %% [markdown]
 # ## Under live traffic: 10 requests/s
