@@ -6,6 +6,11 @@ stay, and each page's widgets are mounted from ``document$``). Each step holds a
 simulation. After a forced garbage collection the page's JavaScript heap after 25 round trips must be within
 1.2 times the heap after 5: a component that keeps a listener, a timer, an observer or a Plotly chart of a page
 the reader has left keeps that whole page's DOM alive, and the heap grows with every visit.
+
+What grew last (heap snapshots taken through CDP, compared object by object): Material 9.8.2's toc.follow
+subscribed to viewport$ for every page and never let go (3 more subscribers a page, each holding its page's
+elements), 1.16x; with toc.follow replaced by the runtime's own component and every departed page taken
+apart, 1.07-1.11x. What still grows is mostly V8's optimized code (warm-up, smaller with every round trip).
 """
 
 import pytest

@@ -256,11 +256,20 @@
     return mountedNow;
   }
 
-  // Release every component whose element is no longer in the document, then empty the article of the
-  // page it was on. That page is gone, but with Material 9.8's table of contents (toc.follow) a heap
-  // snapshot shows each page left by instant navigation still reachable from Material's viewport$
-  // subscriptions, and with it every element of the page and whatever hangs off them; emptied, the
-  // old article's widgets, charts and tables can be collected.
+  // Release every component whose element is no longer in the document, then take the page it was on
+  // apart. That page is gone, but a heap snapshot showed each page left by instant navigation still
+  // reachable from Material's viewport$ subscriptions (toc.follow's, now replaced: see mountTocFollow):
+  // a closure held the old page's toc list, and through it (a node reaches its parent and children)
+  // every element of the old page, its navigation included. Emptying the old article frees its widgets,
+  // charts and tables; unhooking every element of the departed container from its parent, bottom-up,
+  // leaves whatever a library still holds a lone element with its own text, not a page.
+  var shownContainer = null; // Material's .md-container of the page mounted last (instant navigation swaps it)
+
+  function dismantle(root) {
+    var elements = root.querySelectorAll("*");
+    for (var i = elements.length - 1; i >= 0; i--) elements[i].remove();
+  }
+
   function releaseDeparted() {
     var departedArticles = [];
     mountedComponents = mountedComponents.filter(function (component) {
@@ -271,6 +280,8 @@
       return false;
     });
     departedArticles.forEach(function (article) { article.textContent = ""; });
+    if (shownContainer && !shownContainer.isConnected) dismantle(shownContainer);
+    shownContainer = document.querySelector(".md-container");
   }
 
   // component(kind, selector, mount(element, lifetime)): register a kind; on a page already shown, mount it now.
@@ -783,7 +794,30 @@
 
   // ---- a page: release what the last one left, mount this one's components, warm its widgets -------
 
+  // The table of contents follows the reading position: when the entry of the section in view changes,
+  // it is brought to the middle of its scrolling sidebar. Material's own toc.follow does this, but in
+  // Material 9.8.2 that subscription outlives its page (it combines with main$, which never completes,
+  // and takes viewport$ twice): a heap snapshot counted 3 more viewport$ subscribers for every page
+  // seen, each holding the page it was made for, so the heap grew with the visit. The feature is off in
+  // mkdocs.yml; this component does the same from the classes Material's table of contents sets, and is
+  // released with its page.
+  function mountTocFollow(list, lifetime) {
+    var active = null;
+    var observer = new MutationObserver(function () {
+      var link = list.querySelector(".md-nav__link--active");
+      if (link === active) return;
+      active = link;
+      var container = link && link.offsetHeight ? link.closest(".md-sidebar__scrollwrap") : null;
+      if (!container) return;
+      var top = link.getBoundingClientRect().top - container.getBoundingClientRect().top + container.scrollTop;
+      container.scrollTo({ top: top - container.clientHeight / 2 });
+    });
+    observer.observe(list, { subtree: true, attributes: true, attributeFilter: ["class"] });
+    lifetime.add(function () { observer.disconnect(); active = null; });
+  }
+
   runtime.component("status-badge", ".md-header__inner", mountStatusBadge);
+  runtime.component("toc-follow", ".md-nav--secondary > .md-nav__list", mountTocFollow);
   runtime.component("chart", "[data-chart]", mountChart);
   runtime.component("widget", '[data-widget][data-kind="widget"]', mountWidget);
   runtime.component("drill", '[data-widget][data-kind="drill"]', mountDrill);
