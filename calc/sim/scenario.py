@@ -233,19 +233,34 @@ class Scenario:
     def to_dict(self) -> dict:
         """The full scenario as JSON-ready data (every key, defaults included).
 
+        Two kinds of key are written only where they mean something: the
+        closed loop's ``concurrency`` and ``think_time_s`` (with
+        ``arrival`` closed-loop) and ``request_overhead_s`` (when the scenario
+        sets one; null is the hardware profile's, as when it is left out).
+
         >>> Scenario.from_dict(Scenario().to_dict()) == Scenario()
+        True
+        >>> closed = Scenario.from_dict({"request_overhead_s": 0.01, "workload": {"arrival": "closed-loop", "concurrency": 8}})
+        >>> d = closed.to_dict(); d["request_overhead_s"], d["workload"]["concurrency"], "concurrency" in Scenario().to_dict()["workload"]
+        (0.01, 8, False)
+        >>> Scenario.from_dict(d) == closed
         True
         """
         out = {}
         for f in fields(self):
             value = getattr(self, f.name)
+            if f.name == "request_overhead_s" and value is None:
+                continue  # null is the hardware profile's: written only when the scenario sets its own
             if f.name == "workload":
+                wl = value
                 value = {
-                    "arrival": value.arrival, "rate_per_s": value.rate_per_s, "requests": value.requests,
-                    "duration_s": value.duration_s, "burstiness": value.burstiness,
-                    "classes": [asdict(c) for c in value.classes],
-                    "concurrency": value.concurrency, "think_time_s": value.think_time_s,
+                    "arrival": wl.arrival, "rate_per_s": wl.rate_per_s, "requests": wl.requests,
+                    "duration_s": wl.duration_s, "burstiness": wl.burstiness,
+                    "classes": [asdict(c) for c in wl.classes],
                 }
+                if wl.arrival == CLOSED_LOOP:  # the client's keys, written where they mean something
+                    value["concurrency"] = wl.concurrency
+                    value["think_time_s"] = wl.think_time_s
             elif f.name == "speculation" and value is not None:
                 value = {"k": value.k, "acceptance": value.acceptance, "draft_cost_ratio": value.draft_cost_ratio,
                          "verify_tokens": value.verify_tokens, "source": value.source}
@@ -341,12 +356,15 @@ def _workload(data) -> Workload:
     if arrival == CLOSED_LOOP and concurrency is None:
         raise CalcError(f"workload.concurrency (the closed loop's clients) must be a whole number between 1 and "
                         f"{MAX_CONCURRENCY} for arrival closed-loop; got none", "workload.concurrency")
-    if concurrency is not None:  # unused by the open kinds, checked all the same
+    if concurrency is not None:
         concurrency = check_range("workload.concurrency", concurrency, 1, MAX_CONCURRENCY, integer=True)
+    think_time_s = check_range("workload.think_time_s", data.get("think_time_s", d.think_time_s), 0.0, 1e6)
+    if arrival != CLOSED_LOOP:  # the client's keys mean nothing to an open kind: checked, then left at their defaults
+        concurrency, think_time_s = d.concurrency, d.think_time_s
     return Workload(
         arrival=arrival,
         concurrency=concurrency,
-        think_time_s=check_range("workload.think_time_s", data.get("think_time_s", d.think_time_s), 0.0, 1e6),
+        think_time_s=think_time_s,
         rate_per_s=check_range("workload.rate_per_s", data.get("rate_per_s", d.rate_per_s), 1e-6, 1e6),
         requests=check_range("workload.requests", data.get("requests", d.requests), 1, _BIG, integer=True),
         duration_s=duration,
