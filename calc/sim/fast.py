@@ -128,6 +128,7 @@ def decode_run(rep, end_ns, limit_ns, budget: int = -1, sink_clock: bool = False
             rep.end_step(now)
             end_ns = rep.start_step(now)
             if sink.wake:  # as run_until: a closed loop's client sent a request, the heap has a new event
+                sink.wake = False
                 break
             continue
         # A run of decode-only steps. The state they change lives in locals (written back through the owners'

@@ -580,7 +580,6 @@ class Fleet:
                         limit = stop_ns
                     end, now, steps = run_steps(now, limit, budget - handled + 1 if budget >= 0 else -1, sink_clock)
                     handled += steps - 1
-                    self.sink.wake = False
                 else:
                     if sink_clock:
                         self.sink.now_ns = now

@@ -147,8 +147,7 @@ class LatencySink:
         self.ticks = ticks
         self.ttft_ns: list[int] = []
         self.e2e_ns: list[int] = []
-        self.tpot_ns: list[int] = []
-        self._ttft_of: dict = {}  # request -> its TTFT (ns), until it finishes
+        self.tpot_ns: list[int] = []  # in no particular order (sorted in place for a summary)
         self.on_finish = None
         self.wake = False
         self.ttft_by_class: dict[int, list[int]] = {}
@@ -161,7 +160,7 @@ class LatencySink:
         """A request's first answer token came out at ``now_ns``."""
         value = now_ns - req.arrival_ns
         self.ttft_ns.append(value)
-        self._ttft_of[req] = value
+        req.ttft_ns = value  # for its TPOT when it finishes
         lst = self.ttft_by_class.get(req.class_index)
         if lst is None:
             self.ttft_by_class[req.class_index] = [value]
@@ -179,14 +178,11 @@ class LatencySink:
             lst.append(value)
         if now_ns > self.last_finish_ns:
             self.last_finish_ns = now_ns
-        ttft = self._ttft_of.pop(req, None)
-        if ttft is not None and req.output_tokens > 1:
-            self._tpot(tpot_ns(value, ttft, req.output_tokens))
+        steps = req.output_tokens - 1
+        if steps > 0:  # tpot_ns, inlined: once per request (the first token came before)
+            self.tpot_ns.append((2 * (value - req.ttft_ns) + steps) // (2 * steps))
         if self.on_finish is not None:
             self.on_finish(req, now_ns)
-
-    def _tpot(self, value_ns: int) -> None:
-        self.tpot_ns.append(value_ns)
 
     def itl(self, value_ns, weight_ticks):
         """Tokens worth ``weight_ticks`` came out ``value_ns`` after their sequences' previous token."""
@@ -199,8 +195,10 @@ class LatencySink:
 
     def latency_summary(self, prefix: str) -> dict:
         """:func:`latency_stats` of every TTFT (``prefix`` "ttft"), end-to-end latency ("e2e") or TPOT ("tpot")."""
-        values = self.ttft_ns if prefix == "ttft" else self.tpot_ns if prefix == "tpot" else self.e2e_ns
-        return latency_stats(values, prefix)
+        if prefix == "tpot":
+            self.tpot_ns.sort()  # in place: the next summary of a live run sorts a nearly sorted list, in O(n)
+            return latency_stats(self.tpot_ns, prefix)
+        return latency_stats(self.ttft_ns if prefix == "ttft" else self.e2e_ns, prefix)
 
     def class_summary(self, class_index: int) -> dict:
         """Completed requests and TTFT and end-to-end percentiles (no means) of one request class."""
@@ -430,7 +428,6 @@ class WindowSink(LatencySink):
         self.itl_w: list[int] = []
         self.ttft_rank = RankedInts()
         self.e2e_rank = RankedInts()
-        self.tpot_rank = RankedInts()
         self.itl_rank = RankedInts()
         self.ttft_rank_by_class: dict[int, RankedInts] = {}
         self.e2e_rank_by_class: dict[int, RankedInts] = {}
@@ -455,10 +452,6 @@ class WindowSink(LatencySink):
         if rank is None:
             rank = self.e2e_rank_by_class[req.class_index] = RankedInts()
         rank.add(value)
-
-    def _tpot(self, value_ns: int) -> None:
-        self.tpot_ns.append(value_ns)
-        self.tpot_rank.add(value_ns)
 
     def itl(self, value_ns, weight_ticks):
         """Record the gap (as the base sink) with the current time and its rank."""
@@ -486,9 +479,10 @@ class WindowSink(LatencySink):
         r.total_value += value_ns * weight_ticks
 
     def latency_summary(self, prefix: str) -> dict:
-        """As :meth:`LatencySink.latency_summary`, from the ranked copy (no sort)."""
-        rank = self.ttft_rank if prefix == "ttft" else self.tpot_rank if prefix == "tpot" else self.e2e_rank
-        return ranked_stats([rank], prefix)
+        """As :meth:`LatencySink.latency_summary`, from the ranked copy (no sort); TPOT as the base sink has it."""
+        if prefix == "tpot":
+            return LatencySink.latency_summary(self, prefix)
+        return ranked_stats([self.ttft_rank if prefix == "ttft" else self.e2e_rank], prefix)
 
     def class_summary(self, class_index: int) -> dict:
         """As :meth:`LatencySink.class_summary`, from the ranked copies (no sort)."""

@@ -215,14 +215,16 @@ class Request:
 
     ``prompt_tokens`` includes the shared system prompt (``prefix_tokens`` of
     it, identical for every request with the same ``prefix_key``);
-    ``prefix_key`` is ``-1`` when there is none.
+    ``prefix_key`` is ``-1`` when there is none; ``ttft_ns`` is its time to
+    first token once the engine has it (-1 before).
 
     >>> r = Request(0, 0, 1100, 50, 0, 3, 100)
     >>> r.prompt_tokens + r.output_tokens
     1150
     """
 
-    __slots__ = ("rid", "arrival_ns", "prompt_tokens", "output_tokens", "class_index", "prefix_key", "prefix_tokens")
+    __slots__ = ("rid", "arrival_ns", "prompt_tokens", "output_tokens", "class_index", "prefix_key", "prefix_tokens",
+                 "ttft_ns")
 
     def __init__(self, rid, arrival_ns, prompt_tokens, output_tokens, class_index=0, prefix_key=-1, prefix_tokens=0):
         self.rid = rid
@@ -232,6 +234,7 @@ class Request:
         self.class_index = class_index
         self.prefix_key = prefix_key
         self.prefix_tokens = prefix_tokens
+        self.ttft_ns = -1  # set by the latency sink at the first token (for the request's TPOT)
 
     def __repr__(self):
         return (f"Request(rid={self.rid}, arrival_ns={self.arrival_ns}, prompt_tokens={self.prompt_tokens}, "
