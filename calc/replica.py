@@ -38,7 +38,6 @@ import math
 from calc.cost import replica_usd_per_hour, usd_per_million_tokens
 from calc.errors import CalcError, check_range
 from calc.sim import presets
-from calc.sim.events import ARRIVAL
 from calc.sim.fleet import Fleet
 from calc.sim.fleet_scenario import FleetScenario, fleet_requests
 from calc.sim.scenario import SPECULATION_PRESETS
@@ -407,28 +406,18 @@ class ReplicaRun:
         data["sample_interval_s"] = SAMPLE_INTERVAL_S
         data["max_time_series_points"] = 100_000
         stream = _Stream(data, self.now_ns)
-        # The engine draws its own requests from the scenario: one, at once, which are then replaced with the
-        # re-queued requests and the stream (the engine has no way yet to be given its arrivals).
+        # The engine draws its own requests from the scenario: one, at once, replaced below with the re-queued
+        # requests and the stream.
         built = copy.deepcopy(data)
         built.setdefault("workload", {}).update({"requests": 1, "arrival": "all-at-once", "duration_s": None})
         built.get("fleet", {}).pop("traffic", None)
         fs = FleetScenario.from_dict(built)
         fleet = Fleet(fs)
-        # Drop the engine's own arrival from its clock; keep its other events (autoscaler ticks).
-        kept = []
-        while len(fleet.queue):
-            time_ns, kind, payload = fleet.queue.pop()
-            if kind != ARRIVAL:
-                kept.append((time_ns, kind, payload))
-        for event in kept:
-            fleet.queue.push(*event)
         classes = len(fs.scenario.workload.classes)
         limit = fs.scenario.max_model_len
         self.requests = [Request(i, 0, r.prompt_tokens, r.output_tokens, r.class_index, r.prefix_key, r.prefix_tokens)
                          for i, r in enumerate(r for r in requeued
                                                if r.class_index < classes and r.prompt_tokens + r.output_tokens <= limit)]
-        fleet.requests = self.requests
-        fleet.done = False
         self.fleet = fleet
         self.stream = stream
         self.start_ns = self.now_ns
@@ -436,8 +425,9 @@ class ReplicaRun:
         self.scenario = fs.scenario
         self.data = data
         self._extend(0)
-        if self.requests:
-            fleet.queue.push(self.requests[0].arrival_ns, ARRIVAL, None)
+        # The engine's open arrival source, given these requests: its own drawn arrival is dropped, its other
+        # events (autoscaler ticks) kept; the list grows as the stream is drawn (calc.sim.arrivals).
+        fleet.replace_requests(self.requests)
 
     def _extend(self, local_until_ns: int) -> None:
         """Draw the stream until an arrival lies past ``local_until_ns`` (the fleet's clock), so one is pending."""

@@ -21,10 +21,12 @@ from calc.lesson import MAX_MODEL_LEN
 from calc.sim import presets
 from calc.sim.fleet import simulate_fleet
 from calc.sim.scenario import Scenario
+from calc.speculative import EAGLE_LIKE
 
 __all__ = ["KEEP", "BREAK_PRESET", "FIX_PRESET", "SIDES", "side_by_side_scenarios", "scenario_for", "preset_summary", "fleet_scenario", "SYSTEM_PROMPT_PRESET", "SYSTEM_PROMPT_TOKENS",
            "QUESTION_TOKENS", "SYSTEM_PROMPT_ANSWER_TOKENS", "SYSTEM_PROMPT_RATE_PER_S", "MAX_SYSTEM_PROMPT_TOKENS",
-           "system_prompt_scenario"]
+           "system_prompt_scenario", "PLAYGROUND_PRESET", "PLAYGROUND_CONCURRENCY", "PLAYGROUND_DEFAULTS",
+           "playground_scenario_data"]
 
 #: A control left at this value keeps the preset's own setting.
 KEEP = "preset"
@@ -166,3 +168,108 @@ def side_by_side_scenarios(rate_per_s: float = 8, max_model_len: int = MAX_MODEL
         data["block_size"] = block_size
         out[allocation] = data
     return out
+
+
+# --- step 22: the playground's scenario, from its knobs -------------------------------------------------
+
+#: The lesson preset the playground starts from (calc/sim/presets/step22-playground.json).
+PLAYGROUND_PRESET = "step22-playground"
+_PLAYGROUND = presets.load(PLAYGROUND_PRESET)
+_PLAYGROUND_CLASS = _PLAYGROUND.workload.classes[0]
+#: Clients of the playground's closed loop until the reader sets them: a published serving run's middle
+#: setting (vLLM's and AIPerf's sweeps go 1, 2, 4, ... 256), an assumption the reader changes.
+PLAYGROUND_CONCURRENCY = 32
+#: Every knob that makes the playground's scenario, under its scenario-JSON name, with its default (the preset's).
+#: On/off settings are "on"/"off"; speculation is off, eagle-like or custom (spec_k, spec_acceptance,
+#: spec_draft_cost_ratio); a GPU price of 0 takes the catalog's dated price.
+PLAYGROUND_DEFAULTS: dict = {
+    "model": _PLAYGROUND.model, "gpu": _PLAYGROUND.gpu, "tp": _PLAYGROUND.tp, "weights": _PLAYGROUND.weights,
+    "kv_dtype": _PLAYGROUND.kv_dtype, "gpu_memory_utilization": _PLAYGROUND.gpu_memory_utilization,
+    "memory_basis": _PLAYGROUND.memory_basis, "block_size": _PLAYGROUND.block_size,
+    "max_model_len": _PLAYGROUND.max_model_len, "max_num_seqs": _PLAYGROUND.max_num_seqs,
+    "max_num_batched_tokens": _PLAYGROUND.max_num_batched_tokens,
+    "chunked_prefill": "on" if _PLAYGROUND.chunked_prefill else "off", "allocation": _PLAYGROUND.allocation,
+    "prefix_caching": "on" if _PLAYGROUND.prefix_caching else "off",
+    "speculation": "off" if _PLAYGROUND.speculation is None else "eagle-like",
+    "spec_k": EAGLE_LIKE.k, "spec_acceptance": EAGLE_LIKE.acceptance, "spec_draft_cost_ratio": EAGLE_LIKE.draft_cost_ratio,
+    "batching": _PLAYGROUND.batching, "static_batch_size": _PLAYGROUND.static_batch_size,
+    "arrival": _PLAYGROUND.workload.arrival, "rate_per_s": float(_PLAYGROUND.workload.rate_per_s),
+    "concurrency": PLAYGROUND_CONCURRENCY,
+    "burstiness": float(_PLAYGROUND.workload.burstiness), "requests": _PLAYGROUND.workload.requests,
+    "lengths": _PLAYGROUND_CLASS.lengths, "prompt_tokens": _PLAYGROUND_CLASS.prompt_tokens,
+    "output_tokens": _PLAYGROUND_CLASS.output_tokens, "prefix_tokens": _PLAYGROUND_CLASS.prefix_tokens,
+    "prefix_variants": _PLAYGROUND_CLASS.prefix_variants, "seed": _PLAYGROUND.seed, "gpu_price_usd_per_hour": 0.0,
+}
+
+
+def _playground_speculation(speculation: str, k: int, acceptance: float, draft_cost_ratio: float):
+    if speculation == "off":
+        return None
+    if speculation == "eagle-like":
+        return "eagle-like"
+    if speculation == "custom":
+        return {"k": k, "acceptance": acceptance, "draft_cost_ratio": draft_cost_ratio,
+                "source": "set in the playground (step 22)"}
+    raise CalcError(f"speculation must be one of off, eagle-like, custom; got {speculation!r}", "speculation")
+
+
+def _on(field: str, value: str) -> bool:
+    if value not in ("on", "off"):
+        raise CalcError(f"{field} must be on or off; got {value!r}", field)
+    return value == "on"
+
+
+def playground_scenario_data(**knobs) -> dict:
+    """The scenario of the playground's knobs (:data:`PLAYGROUND_DEFAULTS` for those not given), validated, as the
+    full JSON-ready dict of :mod:`calc.sim.scenario`.
+
+    ``arrival`` is the client: Poisson (or bursty) at ``rate_per_s``, all at
+    once, or a closed loop of ``concurrency`` clients (each sends its next
+    request when its previous one finishes; the knob is unused otherwise).
+    A GPU price of 0 means the catalog's dated price (``null`` in the file).
+    Source: the scenario schema (:class:`calc.sim.scenario.Scenario`).
+
+    >>> d = playground_scenario_data(tp=8, speculation="custom", spec_k=2)
+    >>> d["tp"], d["speculation"]["k"], d["speculation"]["verify_tokens"], d["workload"]["rate_per_s"]
+    (8, 2, 3, 8.0)
+    >>> w = playground_scenario_data(arrival="closed-loop", concurrency=16)["workload"]
+    >>> w["arrival"], w["concurrency"], "concurrency" in playground_scenario_data()["workload"]
+    ('closed-loop', 16, False)
+    >>> playground_scenario_data(prompt_tokens=9000)
+    Traceback (most recent call last):
+    ...
+    calc.errors.CalcError: class 'chat': prefix_tokens + prompt_tokens + output_tokens = 9256 must be at most max_model_len 8192
+    >>> playground_scenario_data(colour="red")
+    Traceback (most recent call last):
+    ...
+    calc.errors.CalcError: colour is not a knob of the playground's scenario; knobs: allocation, arrival, ...
+    """
+    unknown = sorted(set(knobs) - set(PLAYGROUND_DEFAULTS))
+    if unknown:
+        raise CalcError(f"{unknown[0]} is not a knob of the playground's scenario; knobs: "
+                        f"{', '.join(sorted(PLAYGROUND_DEFAULTS))}", str(unknown[0]))
+    k = {**PLAYGROUND_DEFAULTS, **knobs}
+    price = k["gpu_price_usd_per_hour"]
+    workload = {
+        "arrival": k["arrival"], "rate_per_s": k["rate_per_s"], "requests": k["requests"],
+        "burstiness": k["burstiness"],
+        "classes": [{"name": _PLAYGROUND_CLASS.name, "lengths": k["lengths"], "prompt_tokens": k["prompt_tokens"],
+                     "output_tokens": k["output_tokens"], "prefix_tokens": k["prefix_tokens"],
+                     "prefix_variants": k["prefix_variants"]}],
+    }
+    if k["arrival"] == "closed-loop":
+        workload["concurrency"] = k["concurrency"]
+    data = {
+        "name": "playground",
+        "description": "Exported from the playground of LLM Inference at Scale (step 22).",
+        **{key: k[key] for key in ("model", "gpu", "tp", "weights", "kv_dtype", "gpu_memory_utilization",
+                                   "memory_basis", "block_size", "max_model_len", "max_num_seqs",
+                                   "max_num_batched_tokens", "allocation", "batching", "static_batch_size", "seed")},
+        "chunked_prefill": _on("chunked_prefill", k["chunked_prefill"]),
+        "prefix_caching": _on("prefix_caching", k["prefix_caching"]),
+        "speculation": _playground_speculation(k["speculation"], k["spec_k"], k["spec_acceptance"],
+                                               k["spec_draft_cost_ratio"]),
+        "gpu_price_usd_per_hour": price if price else None,
+        "workload": workload,
+    }
+    return Scenario.from_dict(data).to_dict()

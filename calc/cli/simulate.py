@@ -36,8 +36,8 @@ HELP = "simulate one serving replica (vLLM-like scheduler, paged KV, roofline st
 # Flag -> (scenario key, or ("workload", key)).
 _TOP = ("model", "gpu", "tp", "weights", "kv_dtype", "gpu_memory_utilization", "block_size", "max_model_len",
         "max_num_seqs", "max_num_batched_tokens", "allocation", "batching", "static_batch_size", "seed",
-        "gpu_price_usd_per_hour", "sample_interval_s")
-_WORKLOAD = ("arrival", "requests", "duration_s", "burstiness")
+        "gpu_price_usd_per_hour", "sample_interval_s", "request_overhead_s")
+_WORKLOAD = ("arrival", "requests", "duration_s", "burstiness", "think_time_s")
 _CLASS = ("lengths", "prompt_tokens", "output_tokens", "prefix_tokens", "prefix_variants")
 
 
@@ -74,7 +74,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     a("--prefix-variants", type=int, help="distinct system prompts (default 1)")
     a("--requests", type=int, help="requests to send (default 1000)")
     a("--rate", type=_rate, help="arrival rate in requests/s, or inf for all at once (default 5)")
-    a("--arrival", choices=ARRIVALS, help="poisson (default), bursty or all-at-once")
+    a("--concurrency", type=int, metavar="N", help="a closed loop of N clients instead of --rate: each sends its "
+                                                   "next request when its previous one finishes (as vLLM's "
+                                                   "benchmark_serving --max-concurrency N)")
+    a("--think-time-s", type=float, help="closed loop: a client's pause between an answer and its next request "
+                                         "(default 0)")
+    a("--request-overhead-s", type=float, help="time from a request's send to its being schedulable (API server, "
+                                               "tokenization; default: the hardware profile's)")
+    a("--arrival", choices=ARRIVALS, help="poisson (default), bursty, all-at-once or closed-loop (with --concurrency)")
     a("--burstiness", type=float, help="squared CV of bursty gaps (default 4)")
     a("--duration-s", type=float, help="stop arrivals after this many simulated seconds")
     a("--block-size", type=int, help="tokens per KV block (default 16)")
@@ -99,9 +106,12 @@ def scenario_from_args(args):
     The base is ``--preset NAME`` (a lesson preset, :mod:`calc.sim.presets`, as
     a :class:`~calc.sim.fleet.FleetScenario`), else ``--scenario FILE``, else the
     default :class:`~calc.sim.scenario.Scenario`. ``--rate inf`` means every
-    request at once; a finite ``--rate`` on an all-at-once base makes it Poisson
-    unless ``--arrival`` says otherwise. A preset that sets its traffic over time
-    (``fleet.traffic``) takes no ``--rate``, ``--duration-s`` or ``--arrival``.
+    request at once; a finite ``--rate`` on an all-at-once or closed-loop base
+    makes it Poisson unless ``--arrival`` says otherwise. ``--concurrency N`` is
+    the closed loop of N clients (``workload.arrival`` closed-loop): it excludes
+    ``--rate`` and an ``--arrival`` other than closed-loop. A preset that sets its
+    traffic over time (``fleet.traffic``) takes no ``--rate``, ``--concurrency``,
+    ``--duration-s`` or ``--arrival``.
 
     >>> ns = argparse.Namespace(**{k: None for k in _TOP + _WORKLOAD + _CLASS}, scenario=None,
     ...     rate=float("inf"), no_chunked_prefill=False, prefix_caching=False, speculation=None)
@@ -115,6 +125,12 @@ def scenario_from_args(args):
     Traceback (most recent call last):
     ...
     calc.errors.CalcError: preset step14-scale-on-gpu-util sets its traffic over time (fleet.traffic); --rate does not apply: copy ...
+    >>> s = scenario_from_args(argparse.Namespace(concurrency=16, requests=64)); s.workload.arrival, s.workload.concurrency
+    ('closed-loop', 16)
+    >>> scenario_from_args(argparse.Namespace(concurrency=16, rate=4.0))
+    Traceback (most recent call last):
+    ...
+    calc.errors.CalcError: give --rate (requests arriving at a rate, or inf for all at once) or --concurrency (a closed loop of clients), not both
     """
     name = getattr(args, "preset", None)
     if name:
@@ -142,19 +158,31 @@ def scenario_from_args(args):
         if value is not None:
             wl[key] = value
     rate = getattr(args, "rate", None)
+    concurrency = getattr(args, "concurrency", None)
     if name and data["fleet"]["traffic"]:
-        for flag, value in (("--rate", rate), ("--duration-s", getattr(args, "duration_s", None)),
+        for flag, value in (("--rate", rate), ("--concurrency", concurrency),
+                            ("--duration-s", getattr(args, "duration_s", None)),
                             ("--arrival", getattr(args, "arrival", None))):
             if value is not None:
                 raise CalcError(f"preset {name} sets its traffic over time (fleet.traffic); {flag} does not apply: "
                                 f"copy {os.path.join(presets.PRESET_DIR, name + '.json')}, edit its phases and pass "
                                 "the copy to --preset", flag.lstrip("-"))
+    if concurrency is not None:
+        if rate is not None:
+            raise CalcError("give --rate (requests arriving at a rate, or inf for all at once) or --concurrency "
+                            "(a closed loop of clients), not both", "concurrency")
+        arrival = getattr(args, "arrival", None)
+        if arrival not in (None, "closed-loop"):
+            raise CalcError(f"--concurrency is the closed-loop client; --arrival {arrival} is an open one: give "
+                            "one of them", "concurrency")
+        wl["arrival"] = "closed-loop"
+        wl["concurrency"] = concurrency
     if rate is not None:
         if math.isinf(rate):
             wl["arrival"] = "all-at-once"
         else:
             wl["rate_per_s"] = rate
-            if getattr(args, "arrival", None) is None and wl["arrival"] == "all-at-once":
+            if getattr(args, "arrival", None) is None and wl["arrival"] in ("all-at-once", "closed-loop"):
                 wl["arrival"] = "poisson"
     given = {key: getattr(args, key) for key in _CLASS if getattr(args, key, None) is not None}
     if given:
@@ -213,6 +241,8 @@ def render(result: dict) -> str:
     Llama 3.1 70B on 4 x H100 SXM 80GB, continuous batching, paged KV
     ...
     TTFT p50 / p90 / p99 ...
+    ITL p50 / p90 / p99 ...
+    TPOT p50 / p90 / p99 ...
     """
     r = result
     if "presets" in r:  # --preset list
@@ -227,6 +257,7 @@ def render(result: dict) -> str:
                        f"output tok/s, {num(r['throughput_input_tokens_per_s'])} input tok/s"),
         ("TTFT p50 / p90 / p99", " / ".join(_s(r[f"ttft_p{q}_s"]) for q in (50, 90, 99))),
         ("ITL p50 / p90 / p99", " / ".join(_s(r[f"itl_p{q}_s"]) for q in (50, 90, 99))),
+        ("TPOT p50 / p90 / p99", " / ".join(_s(r.get(f"tpot_p{q}_s")) for q in (50, 90, 99))),
         ("end-to-end p50 / p90 / p99", " / ".join(_s(r[f"e2e_p{q}_s"]) for q in (50, 90, 99))),
         ("queue depth mean / max", f"{num(r['queue_depth_mean'])} / {r['queue_depth_max']:,}"),
         ("running batch mean / max", f"{num(r['running_mean'])} / {r['running_max']:,}"),

@@ -115,7 +115,9 @@ class ReplicaClock:
         The step in flight ends at ``end_ns``. An outer loop calls this when no
         other event can come before ``limit_ns`` (one replica; the next arrival,
         sample or stop time as the limit): the same ``end_step`` and
-        ``start_step`` calls in the same order as through the event heap.
+        ``start_step`` calls in the same order as through the event heap. It
+        stops early after a step at whose end the sink's ``wake`` was set (a
+        closed loop's client sent a request: a new event on the heap), and clears it.
         ``sink_clock`` sets ``sink.now_ns`` before each step ends (the fleet's
         sink times inter-token gaps by it). Returns ``(end of the step now in
         flight or None, time of the last step end handled or None, steps handled)``.
@@ -137,6 +139,9 @@ class ReplicaClock:
                 sink.now_ns = now
             self.end_step(now)
             end_ns = self.start_step(now)
+            if sink.wake:  # a request finished and its client sent another: an event may now come before limit_ns
+                sink.wake = False
+                break
         return end_ns, now, handled
 
     def levels(self) -> tuple:

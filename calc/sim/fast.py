@@ -127,6 +127,9 @@ def decode_run(rep, end_ns, limit_ns, budget: int = -1, sink_clock: bool = False
         if plan.prefills or not plan.decode_seqs or len(groups) != 1 or sched.step_index + 1 in finish_at:
             rep.end_step(now)
             end_ns = rep.start_step(now)
+            if sink.wake:  # as run_until: a closed loop's client sent a request, the heap has a new event
+                sink.wake = False
+                break
             continue
         # A run of decode-only steps. The state they change lives in locals (written back through the owners'
         # methods before any other code runs and when the run stops); each iteration is end_step then start_step.

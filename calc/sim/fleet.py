@@ -50,6 +50,7 @@ from dataclasses import dataclass
 
 from calc.cost import replica_usd_per_hour, usd_per_million_tokens
 from calc.errors import CalcError
+from calc.sim.arrivals import ClosedLoopClients, OpenArrivals, closed_loop_horizon_ns, request_overhead_s
 from calc.sim.autoscaler import Autoscaler, scale_up_delay_ns
 from calc.sim.engine import Replica
 from calc.sim.events import ARRIVAL, CONTROL, STEP_END, EventQueue
@@ -200,16 +201,25 @@ class Fleet:
     (True, 30)
     """
 
-    def __init__(self, scenario, *, step_time_s=None, hardware=None, time_series: bool = True, sink=None):
+    def __init__(self, scenario, *, step_time_s=None, hardware=None, time_series: bool = True, sink=None,
+                 requests=None):
         fs = as_fleet_scenario(scenario)
         sc = fs.scenario
         self.fleet_scenario = fs
         self.scenario = sc
         self.hardware = hardware if hardware is not None else replica_hardware(sc)
         self.step_time_s = step_time_s
-        self.requests = fleet_requests(fs)
-        self._prompt_tokens = sum(r.prompt_tokens for r in self.requests)  # integers: exact
-        self._output_tokens = sum(r.output_tokens for r in self.requests)
+        # The arrival source (calc.sim.arrivals): the drawn list (or the caller's), or a closed loop of clients.
+        self.requests = fleet_requests(fs) if requests is None else requests
+        wl = sc.workload
+        self.request_overhead_ns = round(request_overhead_s(sc, self.hardware) * NS_PER_S)
+        if wl.arrival == "closed-loop" and requests is None:
+            stop_ns = None if wl.duration_s is None else round(wl.duration_s * NS_PER_S)
+            self.arrivals = ClosedLoopClients(self.requests, wl.concurrency, round(wl.think_time_s * NS_PER_S),
+                                              stop_ns)
+        else:
+            self.arrivals = OpenArrivals(self.requests)
+        self._lengths = None  # (requests counted, prompt tokens, output tokens): the summary's means
         # The sink of latencies: a fleet's keeps their times too (for its windowed percentiles over time).
         self.sink = sink if sink is not None else WindowSink(TICKS, windows=time_series)
         self._sink_clock = hasattr(self.sink, "now_ns")  # the sink times inter-token gaps by its clock
@@ -242,7 +252,12 @@ class Fleet:
         self.scale_downs = 0
         self.scale_events: list[dict] = []
         # time series
-        last_arrival = self.requests[-1].arrival_ns if self.requests else 0
+        if self.arrivals.closed:  # the send times come with the run: its length is estimated (spacing only)
+            last_arrival = closed_loop_horizon_ns(
+                wl, step_time_s if step_time_s is not None else self.hardware.price_step,
+                replicas=len(self.members), max_num_seqs=sc.max_num_seqs, overhead_s=self.request_overhead_ns / NS_PER_S)
+        else:
+            last_arrival = self.arrivals.horizon_ns()
         want = round(sc.sample_interval_s * NS_PER_S)
         self.interval_ns = max(want, _nice_interval_ns(-(-2 * last_arrival // sc.max_time_series_points)))
         # Without a series no sample ever falls due (the summary reads none of it).
@@ -252,8 +267,51 @@ class Fleet:
         self._prev = None  # cumulative readings at the previous sample
         self._ttft_i = 0
         self._itl_i = 0
-        if self.requests:
-            self.queue.push(self.requests[0].arrival_ns, ARRIVAL, None)  # each arrival pushes the next
+        self.start_arrivals()
+
+    def start_arrivals(self) -> None:
+        """Schedule the first arrivals of the source: an open list's first (each arrival pushes the next), or
+        a closed loop's clients, all sending at time 0 (each later send is pushed as a client is freed)."""
+        overhead = self.request_overhead_ns
+        if self.arrivals.closed:
+            self.sink.on_finish = self._client_free
+            for i in self.arrivals.first():
+                self.queue.push(overhead, ARRIVAL, i)
+        elif self.requests:
+            self.queue.push(self.requests[0].arrival_ns + overhead, ARRIVAL, None)
+
+    def replace_requests(self, requests: list) -> None:
+        """Serve ``requests`` (an open source, in arrival order, times on this fleet's clock) instead of the drawn
+        ones: the pending arrival is dropped and the first of these scheduled; other events stay.
+
+        >>> from calc.sim.workload import Request
+        >>> f = Fleet(Scenario.from_dict({"workload": {"requests": 1, "arrival": "all-at-once"}}))
+        >>> f.replace_requests([Request(0, 5_000, 100, 3), Request(1, 9_000, 100, 3)]); f.advance()
+        True
+        >>> f.result().summary["requests_completed"], f.result().summary["input_tokens"]
+        (2, 200)
+        """
+        kept = []
+        while len(self.queue):
+            event = self.queue.pop()
+            if event[1] != ARRIVAL:
+                kept.append(event)
+        for event in kept:
+            self.queue.push(*event)
+        self.requests = requests
+        self.arrivals = OpenArrivals(requests)
+        self.sink.on_finish = None
+        self._next = 0
+        self._lengths = None
+        self.done = not requests and not self.in_flight
+        self.start_arrivals()
+
+    def _client_free(self, req, now_ns: int) -> None:
+        """A closed loop's request finished (or was refused) at ``now_ns``: its client sends the next one."""
+        i = self.arrivals.release(now_ns)
+        if i is not None:
+            self.queue.push(self.requests[i].arrival_ns + self.request_overhead_ns, ARRIVAL, i)
+            self.sink.wake = True  # a replica stepping ahead of the heap stops: this event may come first
 
     # ------------------------------------------------------------------------------------ replicas
     def _new_member(self, pool: _Pool, start_ns: int, ready_ns: int) -> _Member:
@@ -441,6 +499,7 @@ class Fleet:
         if self._next >= n_reqs and not self.in_flight:
             self.done = True
             return True
+        overhead = self.request_overhead_ns
         queue = self.queue
         pop_before, push, peek = queue.pop_before, queue.push, queue.peek_time
         fleet_of_one, same_instant, sink_clock = self._fleet_of_one, self._same_instant, self._sink_clock
@@ -462,8 +521,28 @@ class Fleet:
             if now >= self.next_sample_ns:
                 self.sample_until(now)  # the state before any event at now (the pop changed nothing)
             handled += 1
-            if kind == ARRIVAL:
+            if kind == ARRIVAL and payload is not None:
+                # A closed loop's request (calc.sim.arrivals): one per event, pushed as its client was freed.
+                req = reqs[payload]
+                if fleet_of_one:  # fast path (calc.sim.fast), as below
+                    ok = only.submit(req, now)
+                    if only.plan is None:
+                        end = only.start_step(now)
+                        if end is not None:
+                            push(end, STEP_END, only_member)
+                            self.in_flight += 1
+                else:
+                    ok = self._arrive(req, now)
+                self._next += 1
+                if not ok:  # refused at once: the client has its answer and sends the next
+                    self._client_free(req, now)
+                if not self.in_flight and self._next >= len(reqs):  # every request sent arrived and none runs
+                    self.now_ns = now
+                    self.done = True
+                    break
+            elif kind == ARRIVAL:
                 nxt = self._next
+                sent_ns = now - overhead  # the send time of the requests arriving now
                 while True:
                     if fleet_of_one:
                         # Fast path (calc.sim.fast): the only replica takes it, no router; _arrive, inlined.
@@ -478,12 +557,12 @@ class Fleet:
                     nxt += 1
                     # Fast path (calc.sim.fast): the arrivals at this same instant would come next off the heap
                     # (an arrival outranks every other event at its time); they are handled here, in order.
-                    if not (same_instant and nxt < n_reqs and reqs[nxt].arrival_ns == now and handled != budget):
+                    if not (same_instant and nxt < n_reqs and reqs[nxt].arrival_ns == sent_ns and handled != budget):
                         break
                     handled += 1
                 self._next = nxt
                 if nxt < n_reqs:
-                    push(reqs[nxt].arrival_ns, ARRIVAL, None)
+                    push(reqs[nxt].arrival_ns + overhead, ARRIVAL, None)
                 elif not self.in_flight:  # the last request arrived and none runs (all rejected): the end
                     self.now_ns = now
                     self.done = True
@@ -514,7 +593,7 @@ class Fleet:
                     self.in_flight -= 1
                     if m.draining and not rep.outstanding:
                         self._remove(m, now)
-                    if not self.in_flight and self._next >= n_reqs:  # every request arrived and none runs
+                    if not self.in_flight and self._next >= len(reqs):  # every request arrived and none runs
                         self.now_ns = now
                         self.done = True
                         break
@@ -524,12 +603,14 @@ class Fleet:
         self.events += handled
         return self.done
 
-    def _arrive(self, req, now: int) -> None:
-        """``req`` arrives: routed to a serving replica of its pool, which starts a step if it was idle."""
+    def _arrive(self, req, now: int) -> bool:
+        """``req`` arrives: routed to a serving replica of its pool, which starts a step if it was idle.
+
+        False when the replica refused it (it can never run there)."""
         pool = self.pools[self.routes[req.class_index]]
         m = pool.router.choose(pool.serving)
         rep = m.rep
-        rep.submit(req, now)
+        ok = rep.submit(req, now)
         q = 0
         for other in self.members:
             q += other.rep.queue_depth
@@ -541,6 +622,7 @@ class Fleet:
                 self.queue.push(end, STEP_END, m)
                 self.in_flight += 1
                 self._note_running(rep)
+        return ok
 
     def maxima(self) -> tuple:
         """The fleet's largest queue and running batch so far (summed over replicas at each change)."""
@@ -602,12 +684,19 @@ class Fleet:
             billed += max(0, end - m.start_ns)
         n_requests = len(self.requests)
         # The fleet's own figures.
-        last_arrival = self.requests[-1].arrival_ns if self.requests else 0
+        if self.arrivals.closed:
+            last_arrival = self.arrivals.last_send_ns()
+        else:  # the list the fleet serves (a caller may have swapped it in)
+            last_arrival = self.requests[-1].arrival_ns if self.requests else 0
         replica_hours = billed / NS_PER_S / SECONDS_PER_HOUR
+        if self._lengths is None or self._lengths[0] != n_requests:  # the requests of a closed loop may be cut
+            self._lengths = (n_requests, sum(r.prompt_tokens for r in self.requests),  # integers: exact
+                             sum(r.output_tokens for r in self.requests))
+        _, prompt_tokens, output_tokens = self._lengths
         summary.update({
             "arrival_rate_per_s": _r(n_requests * NS_PER_S / last_arrival) if last_arrival else None,
-            "prompt_tokens_mean": _r(self._prompt_tokens / n_requests) if n_requests else None,
-            "output_tokens_mean": _r(self._output_tokens / n_requests) if n_requests else None,
+            "prompt_tokens_mean": _r(prompt_tokens / n_requests) if n_requests else None,
+            "output_tokens_mean": _r(output_tokens / n_requests) if n_requests else None,
             "replicas_initial": sum(p.spec.replicas for p in self.pools),
             "replicas_max": self._replicas_max(end_ns),
             "replicas_final": sum(1 for m in self.members if m.removed_ns is None and m.ready_ns <= end_ns),
@@ -751,6 +840,7 @@ def summarize(engine) -> dict:
     }
     summary.update(sink.latency_summary("ttft"))
     summary.update(sink.itl_stats())
+    summary.update(sink.latency_summary("tpot"))
     summary.update(sink.latency_summary("e2e"))
     hit = query = 0
     has_cache = False

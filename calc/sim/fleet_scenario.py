@@ -190,8 +190,8 @@ class FleetScenario:
         class_routes([c.name for c in sc.workload.classes], [p.classes for p in self.fleet.pools])
         for pool in self.fleet.pools:
             pool.replica_scenario(sc)
-        if self.fleet.traffic and sc.workload.arrival == "all-at-once":
-            raise CalcError("fleet.traffic needs workload.arrival poisson or bursty; got 'all-at-once'",
+        if self.fleet.traffic and sc.workload.arrival in ("all-at-once", "closed-loop"):
+            raise CalcError(f"fleet.traffic needs workload.arrival poisson or bursty; got {sc.workload.arrival!r}",
                             "workload.arrival")
         names = [c.name for c in sc.workload.classes]
         for i, ph in enumerate(self.fleet.traffic):

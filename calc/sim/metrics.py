@@ -2,8 +2,13 @@
 
 Latency: time to first token (TTFT, arrival to the first answer token),
 inter-token latency (ITL, the gap between consecutive answer tokens of one
-request) and end-to-end latency (arrival to the last token), each as p50, p90
-and p99 by the exact nearest-rank rule. ITL is kept as (gap, weight) pairs,
+request), time per output token (TPOT, per request: its time after the first
+token over its tokens after the first, ``(e2e - TTFT) / (output_tokens - 1)``,
+for requests of more than one token, rounded to whole nanoseconds) and
+end-to-end latency (arrival to the last token), each as mean, p50, p90 and
+p99 by the exact nearest-rank rule. ITL weighs every gap by its tokens, so
+long answers count more; TPOT weighs every request once (as vLLM's
+``benchmark_serving`` and NVIDIA's AIPerf report both). ITL is kept as (gap, weight) pairs,
 one per group of tokens that came out together, never one object per token;
 weights are in the scheduler's integer ticks (``TICKS`` per token).
 Over time: queue depth, running batch, KV cache use, output tokens/s and
@@ -30,10 +35,24 @@ import math
 from calc.errors import CalcError, check_range
 from calc.units import NS_PER_S, round_sig
 
-__all__ = ["PERCENTILES", "nearest_rank", "weighted_nearest_rank", "weighted_ranks", "latency_stats", "LatencySink",
+__all__ = ["PERCENTILES", "tpot_ns", "nearest_rank", "weighted_nearest_rank", "weighted_ranks", "latency_stats", "LatencySink",
            "TimeSeries", "RankedInts", "rank_value", "ranked_stats", "WindowSink"]
 
 PERCENTILES = (50, 90, 99)
+
+
+def tpot_ns(e2e_ns: int, ttft_ns: int, output_tokens: int):
+    """One request's time per output token after the first, in whole ns (half up); None for a one-token answer.
+
+    Source: TPOT as vLLM's ``benchmark_serving`` defines it, ``(e2e - ttft) / (output_len - 1)``.
+
+    >>> tpot_ns(1_000_000_000, 200_000_000, 101), tpot_ns(9, 2, 3), tpot_ns(500, 500, 1)
+    (8000000, 4, None)
+    """
+    steps = output_tokens - 1
+    if steps < 1:
+        return None
+    return (2 * (e2e_ns - ttft_ns) + steps) // (2 * steps)  # integers only: the same in every Python
 
 
 def _check_q(q) -> float:
@@ -114,14 +133,23 @@ class LatencySink:
     >>> sink = LatencySink(ticks=1)
     >>> r = Request(0, 1_000, 10, 3)
     >>> sink.first_token(r, 5_000); sink.itl(2_000, 2); sink.finish(r, 9_000)
-    >>> sink.ttft_ns, sink.e2e_ns, sink.itl_stats()["itl_p50_s"]
-    ([4000], [8000], 2e-06)
+    >>> sink.ttft_ns, sink.e2e_ns, sink.tpot_ns, sink.itl_stats()["itl_p50_s"]
+    ([4000], [8000], [2000], 2e-06)
+
+    ``on_finish(req, now_ns)``, when set, is called as each request finishes
+    (a closed loop's client then sends its next one) and may set ``wake``:
+    a replica running steps ahead of the event heap stops after that step
+    (:meth:`calc.sim.engine.ReplicaClock.run_until`), for the new event may
+    come before the limit it was given.
     """
 
     def __init__(self, ticks: int):
         self.ticks = ticks
         self.ttft_ns: list[int] = []
         self.e2e_ns: list[int] = []
+        self.tpot_ns: list[int] = []  # in no particular order (sorted in place for a summary)
+        self.on_finish = None
+        self.wake = False
         self.ttft_by_class: dict[int, list[int]] = {}
         self.e2e_by_class: dict[int, list[int]] = {}
         self.itl_weights: dict[int, int] = {}  # gap in ns -> weight in ticks
@@ -132,6 +160,7 @@ class LatencySink:
         """A request's first answer token came out at ``now_ns``."""
         value = now_ns - req.arrival_ns
         self.ttft_ns.append(value)
+        req.ttft_ns = value  # for its TPOT when it finishes
         lst = self.ttft_by_class.get(req.class_index)
         if lst is None:
             self.ttft_by_class[req.class_index] = [value]
@@ -149,6 +178,11 @@ class LatencySink:
             lst.append(value)
         if now_ns > self.last_finish_ns:
             self.last_finish_ns = now_ns
+        steps = req.output_tokens - 1
+        if steps > 0:  # tpot_ns, inlined: once per request (the first token came before)
+            self.tpot_ns.append((2 * (value - req.ttft_ns) + steps) // (2 * steps))
+        if self.on_finish is not None:
+            self.on_finish(req, now_ns)
 
     def itl(self, value_ns, weight_ticks):
         """Tokens worth ``weight_ticks`` came out ``value_ns`` after their sequences' previous token."""
@@ -160,7 +194,10 @@ class LatencySink:
         self.preemptions += 1
 
     def latency_summary(self, prefix: str) -> dict:
-        """:func:`latency_stats` of every TTFT (``prefix`` "ttft") or end-to-end latency ("e2e")."""
+        """:func:`latency_stats` of every TTFT (``prefix`` "ttft"), end-to-end latency ("e2e") or TPOT ("tpot")."""
+        if prefix == "tpot":
+            self.tpot_ns.sort()  # in place: the next summary of a live run sorts a nearly sorted list, in O(n)
+            return latency_stats(self.tpot_ns, prefix)
         return latency_stats(self.ttft_ns if prefix == "ttft" else self.e2e_ns, prefix)
 
     def class_summary(self, class_index: int) -> dict:
@@ -442,7 +479,9 @@ class WindowSink(LatencySink):
         r.total_value += value_ns * weight_ticks
 
     def latency_summary(self, prefix: str) -> dict:
-        """As :meth:`LatencySink.latency_summary`, from the ranked copy (no sort)."""
+        """As :meth:`LatencySink.latency_summary`, from the ranked copy (no sort); TPOT as the base sink has it."""
+        if prefix == "tpot":
+            return LatencySink.latency_summary(self, prefix)
         return ranked_stats([self.ttft_rank if prefix == "ttft" else self.e2e_rank], prefix)
 
     def class_summary(self, class_index: int) -> dict:

@@ -31,6 +31,8 @@ speculation                 null                null, "eagle-like", or {k, accep
 batching                    "continuous"        continuous, or static (fixed batches, padded)
 static_batch_size           8                   batch size of static batching
 gpu_price_usd_per_hour      null                per GPU; null takes the catalog's dated price, if any
+request_overhead_s          null                0 to 10 s: a request is schedulable this long after it is
+                                                sent (API server, tokenization); null: the hardware profile's
 sample_interval_s           1.0                 time-series spacing (simulated seconds)
 max_time_series_points      600                 the series is thinned to stay under this
 seed                        0                   0 to 2**32 - 1: drives every random draw
@@ -38,7 +40,10 @@ name, description           ""                  free text
 workload                    (below)
 =========================== =================== ==========================================================
 
-``workload``: ``arrival`` (poisson, bursty, all-at-once; default poisson),
+``workload``: ``arrival`` (poisson, bursty, all-at-once, closed-loop; default poisson),
+``concurrency`` (closed-loop only, required there: 1 to 100,000 clients, each
+sending its next request when its previous one finishes), ``think_time_s``
+(closed-loop: 0, a client's pause between a finish and its next send),
 ``rate_per_s`` (5: about half of what the lesson's replica sustains), ``requests`` (1000), ``duration_s`` (null: no time limit),
 ``burstiness`` (4: squared coefficient of variation of bursty gaps) and either
 ``classes`` (a list of request classes) or the keys of a single class directly:
@@ -52,7 +57,7 @@ system prompt put before every prompt), ``prefix_variants`` (1).
 >>> Scenario.from_dict({"tp": 8, "colour": "red"})
 Traceback (most recent call last):
 ...
-calc.errors.CalcError: unknown key 'colour' in scenario; allowed: allocation, batching, block_size, chunked_prefill, description, gpu, gpu_memory_utilization, gpu_price_usd_per_hour, kv_cache_tokens, kv_dtype, max_model_len, max_num_batched_tokens, max_num_seqs, max_time_series_points, memory_basis, model, name, prefix_caching, sample_interval_s, seed, speculation, static_batch_size, tp, weights, workload
+calc.errors.CalcError: unknown key 'colour' in scenario; allowed: allocation, batching, block_size, chunked_prefill, description, gpu, gpu_memory_utilization, gpu_price_usd_per_hour, kv_cache_tokens, kv_dtype, max_model_len, max_num_batched_tokens, max_num_seqs, max_time_series_points, memory_basis, model, name, prefix_caching, request_overhead_s, sample_interval_s, seed, speculation, static_batch_size, tp, weights, workload
 """
 
 from __future__ import annotations
@@ -64,7 +69,8 @@ from calc.catalog.gpu import MEMORY_BASES
 from calc.errors import CalcError, check_choice, check_range
 from calc.memory import KV_DTYPES, WEIGHT_FORMATS
 from calc.sim.kv_blocks import ALLOCATIONS
-from calc.sim.workload import ARRIVALS, LENGTH_KINDS, RequestClass, Workload, check_class_fits
+from calc.sim.workload import (ARRIVALS, CLOSED_LOOP, LENGTH_KINDS, MAX_CONCURRENCY, RequestClass, Workload,
+                               check_class_fits)
 from calc.speculative import EAGLE_LIKE, SpeculationConfig
 
 __all__ = ["BATCHING", "SPECULATION_PRESETS", "Scenario", "load_scenario", "dump_scenario"]
@@ -72,6 +78,8 @@ __all__ = ["BATCHING", "SPECULATION_PRESETS", "Scenario", "load_scenario", "dump
 BATCHING = ("continuous", "static")
 SPECULATION_PRESETS = {"eagle-like": EAGLE_LIKE}
 _BIG = 10_000_000
+#: Upper end of ``request_overhead_s`` (s): far above any published API-server and tokenization time.
+MAX_REQUEST_OVERHEAD_S = 10.0
 
 
 @dataclass(frozen=True)
@@ -101,6 +109,7 @@ class Scenario:
     batching: str = "continuous"
     static_batch_size: int = 8
     gpu_price_usd_per_hour: float | None = None
+    request_overhead_s: float | None = None
     sample_interval_s: float = 1.0
     max_time_series_points: int = 600
     seed: int = 0
@@ -145,6 +154,9 @@ class Scenario:
         price = get("gpu_price_usd_per_hour")
         if price is not None:
             price = check_range("gpu_price_usd_per_hour", price, 0, 1e6)
+        overhead = get("request_overhead_s")
+        if overhead is not None:
+            overhead = check_range("request_overhead_s", overhead, 0.0, MAX_REQUEST_OVERHEAD_S)
         scenario = cls(
             model=text("model", d.model) or d.model,
             gpu=text("gpu", d.gpu) or d.gpu,
@@ -165,6 +177,7 @@ class Scenario:
             batching=choice("batching", BATCHING),
             static_batch_size=integer("static_batch_size", 1, 1_000_000),
             gpu_price_usd_per_hour=price,
+            request_overhead_s=overhead,
             sample_interval_s=number("sample_interval_s", 0.001, 1e6),
             max_time_series_points=integer("max_time_series_points", 2, 100_000),
             seed=integer("seed", 0, 2**32 - 1),
@@ -220,18 +233,34 @@ class Scenario:
     def to_dict(self) -> dict:
         """The full scenario as JSON-ready data (every key, defaults included).
 
+        Two kinds of key are written only where they mean something: the
+        closed loop's ``concurrency`` and ``think_time_s`` (with
+        ``arrival`` closed-loop) and ``request_overhead_s`` (when the scenario
+        sets one; null is the hardware profile's, as when it is left out).
+
         >>> Scenario.from_dict(Scenario().to_dict()) == Scenario()
+        True
+        >>> closed = Scenario.from_dict({"request_overhead_s": 0.01, "workload": {"arrival": "closed-loop", "concurrency": 8}})
+        >>> d = closed.to_dict(); d["request_overhead_s"], d["workload"]["concurrency"], "concurrency" in Scenario().to_dict()["workload"]
+        (0.01, 8, False)
+        >>> Scenario.from_dict(d) == closed
         True
         """
         out = {}
         for f in fields(self):
             value = getattr(self, f.name)
+            if f.name == "request_overhead_s" and value is None:
+                continue  # null is the hardware profile's: written only when the scenario sets its own
             if f.name == "workload":
+                wl = value
                 value = {
-                    "arrival": value.arrival, "rate_per_s": value.rate_per_s, "requests": value.requests,
-                    "duration_s": value.duration_s, "burstiness": value.burstiness,
-                    "classes": [asdict(c) for c in value.classes],
+                    "arrival": wl.arrival, "rate_per_s": wl.rate_per_s, "requests": wl.requests,
+                    "duration_s": wl.duration_s, "burstiness": wl.burstiness,
+                    "classes": [asdict(c) for c in wl.classes],
                 }
+                if wl.arrival == CLOSED_LOOP:  # the client's keys, written where they mean something
+                    value["concurrency"] = wl.concurrency
+                    value["think_time_s"] = wl.think_time_s
             elif f.name == "speculation" and value is not None:
                 value = {"k": value.k, "acceptance": value.acceptance, "draft_cost_ratio": value.draft_cost_ratio,
                          "verify_tokens": value.verify_tokens, "source": value.source}
@@ -240,7 +269,8 @@ class Scenario:
 
 
 _CLASS_KEYS = tuple(f.name for f in fields(RequestClass))
-_WORKLOAD_KEYS = ("arrival", "rate_per_s", "requests", "duration_s", "burstiness", "classes")
+_WORKLOAD_KEYS = ("arrival", "rate_per_s", "requests", "duration_s", "burstiness", "classes", "concurrency",
+                  "think_time_s")
 
 
 def _mapping(data, where: str) -> dict:
@@ -321,8 +351,20 @@ def _workload(data) -> Workload:
     duration = data.get("duration_s")
     if duration is not None:
         duration = check_range("workload.duration_s", duration, 0.001, 1e9)
+    arrival = check_choice("workload.arrival", data.get("arrival", d.arrival), ARRIVALS)
+    concurrency = data.get("concurrency")
+    if arrival == CLOSED_LOOP and concurrency is None:
+        raise CalcError(f"workload.concurrency (the closed loop's clients) must be a whole number between 1 and "
+                        f"{MAX_CONCURRENCY} for arrival closed-loop; got none", "workload.concurrency")
+    if concurrency is not None:
+        concurrency = check_range("workload.concurrency", concurrency, 1, MAX_CONCURRENCY, integer=True)
+    think_time_s = check_range("workload.think_time_s", data.get("think_time_s", d.think_time_s), 0.0, 1e6)
+    if arrival != CLOSED_LOOP:  # the client's keys mean nothing to an open kind: checked, then left at their defaults
+        concurrency, think_time_s = d.concurrency, d.think_time_s
     return Workload(
-        arrival=check_choice("workload.arrival", data.get("arrival", d.arrival), ARRIVALS),
+        arrival=arrival,
+        concurrency=concurrency,
+        think_time_s=think_time_s,
         rate_per_s=check_range("workload.rate_per_s", data.get("rate_per_s", d.rate_per_s), 1e-6, 1e6),
         requests=check_range("workload.requests", data.get("requests", d.requests), 1, _BIG, integer=True),
         duration_s=duration,

@@ -1,8 +1,12 @@
 """The requests a simulated replica serves: when they arrive and how long they are.
 
 Arrivals are Poisson (independent users), bursty (the same mean rate, with
-gaps more variable than Poisson's) or all at once (an offline benchmark, as
-vLLM's ``benchmark_serving --request-rate inf``). Lengths are fixed, or drawn
+gaps more variable than Poisson's), all at once (an offline benchmark, as
+vLLM's ``benchmark_serving --request-rate inf``) or a closed loop of
+``concurrency`` clients, each sending its next request when its previous one
+finishes (vLLM's ``benchmark_serving --max-concurrency N``, NVIDIA AIPerf's
+concurrency mode): their send times are set by the engine during the run
+(:mod:`calc.sim.arrivals`), so here they are all 0 and only the lengths are drawn. Lengths are fixed, or drawn
 from a long-tailed lognormal; ``"chat"`` is the lognormal fixed in advance from
 the ShareGPT means the vLLM paper publishes (see :data:`CHAT_PROMPT_MEAN_TOKENS`).
 Requests belong to classes (chat, long document, batch job, ...) with a share
@@ -32,6 +36,8 @@ from calc.units import NS_PER_S
 
 __all__ = [
     "ARRIVALS",
+    "CLOSED_LOOP",
+    "MAX_CONCURRENCY",
     "LENGTH_KINDS",
     "CHAT_PROMPT_MEAN_TOKENS",
     "CHAT_OUTPUT_MEAN_TOKENS",
@@ -47,7 +53,10 @@ __all__ = [
     "generate_requests",
 ]
 
-ARRIVALS = ("poisson", "bursty", "all-at-once")
+ARRIVALS = ("poisson", "bursty", "all-at-once", "closed-loop")
+CLOSED_LOOP = "closed-loop"
+#: Range of ``workload.concurrency`` (clients of a closed loop).
+MAX_CONCURRENCY = 100_000
 LENGTH_KINDS = ("fixed", "chat", "lognormal")
 
 # Published ShareGPT statistics: the vLLM paper's Fig. 11 prints the mean input
@@ -183,6 +192,9 @@ class Workload:
     ``duration_s``, when set, stops arrivals at that simulated time even if
     fewer than ``requests`` have come; ``burstiness`` is the squared
     coefficient of variation of the gaps for ``bursty`` arrivals.
+    ``concurrency`` is the number of clients of a ``closed-loop`` workload
+    (each sends its next request ``think_time_s`` after its previous one
+    finished; ``duration_s`` stops the sending); unused by the other kinds.
 
     >>> Workload().classes[0].prompt_tokens
     1024
@@ -194,6 +206,8 @@ class Workload:
     duration_s: float | None = None
     burstiness: float = 4.0
     classes: tuple[RequestClass, ...] = (RequestClass(),)
+    concurrency: int | None = None
+    think_time_s: float = 0.0
 
 
 class Request:
@@ -201,14 +215,16 @@ class Request:
 
     ``prompt_tokens`` includes the shared system prompt (``prefix_tokens`` of
     it, identical for every request with the same ``prefix_key``);
-    ``prefix_key`` is ``-1`` when there is none.
+    ``prefix_key`` is ``-1`` when there is none; ``ttft_ns`` is its time to
+    first token once the engine has it (-1 before).
 
     >>> r = Request(0, 0, 1100, 50, 0, 3, 100)
     >>> r.prompt_tokens + r.output_tokens
     1150
     """
 
-    __slots__ = ("rid", "arrival_ns", "prompt_tokens", "output_tokens", "class_index", "prefix_key", "prefix_tokens")
+    __slots__ = ("rid", "arrival_ns", "prompt_tokens", "output_tokens", "class_index", "prefix_key", "prefix_tokens",
+                 "ttft_ns")
 
     def __init__(self, rid, arrival_ns, prompt_tokens, output_tokens, class_index=0, prefix_key=-1, prefix_tokens=0):
         self.rid = rid
@@ -218,6 +234,7 @@ class Request:
         self.class_index = class_index
         self.prefix_key = prefix_key
         self.prefix_tokens = prefix_tokens
+        self.ttft_ns = -1  # set by the latency sink at the first token (for the request's TPOT)
 
     def __repr__(self):
         return (f"Request(rid={self.rid}, arrival_ns={self.arrival_ns}, prompt_tokens={self.prompt_tokens}, "
@@ -227,6 +244,10 @@ class Request:
 def _arrival_times_ns(workload: Workload, rng: random.Random):
     """Yield arrival times in integer nanoseconds (non-decreasing), at most ``requests`` of them."""
     limit_ns = None if workload.duration_s is None else round(workload.duration_s * NS_PER_S)
+    if workload.arrival == CLOSED_LOOP:  # send times come from the run (calc.sim.arrivals); lengths as for any kind
+        for _ in range(workload.requests):
+            yield 0
+        return
     if workload.arrival == "all-at-once":
         for _ in range(workload.requests):
             yield 0
@@ -314,6 +335,9 @@ def generate_requests(workload: Workload, seed: int, max_model_len: int) -> list
 
     >>> wl = Workload(arrival="all-at-once", requests=4, classes=(RequestClass(lengths="chat"),))
     >>> [(r.prompt_tokens, r.output_tokens) for r in generate_requests(wl, seed=3, max_model_len=2048)]
+    [(148, 313), (29, 324), (360, 286), (94, 533)]
+    >>> closed = Workload(arrival="closed-loop", concurrency=2, requests=4, classes=wl.classes)
+    >>> [(r.prompt_tokens, r.output_tokens) for r in generate_requests(closed, seed=3, max_model_len=2048)]
     [(148, 313), (29, 324), (360, 286), (94, 533)]
     """
     seed = check_range("seed", seed, 0, 2**32 - 1, integer=True)

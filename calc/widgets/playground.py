@@ -11,7 +11,8 @@ scenario JSON (:mod:`calc.sim.scenario`), with its default from the lesson's
 script (``docs/assets/runtime/calc-playground.js``) keeps a knob with the same
 name in step across the page's widgets and in the page's URL. The scenario that
 :func:`simulation` runs and the text :func:`scenario_file` offers for download
-both come from :func:`scenario_data`, so the file reproduces the page's run:
+both come from :func:`scenario_data` (:func:`calc.sim_views.playground_scenario_data`, the science
+side: knobs to scenario, with their defaults), so the file reproduces the page's run:
 
 >>> from calc.sim.run import simulate
 >>> from calc.sim.scenario import Scenario
@@ -32,12 +33,12 @@ from calc.cost import cost_vs_batch, replica_usd_per_hour, sustained_at_latency,
 from calc.errors import CalcError
 from calc.memory import KV_DTYPES, WEIGHT_FORMATS, kv_capacity
 from calc.roofline import itl_s, step_coefficients, ttft_s
-from calc.sim import presets
 from calc.sim.kv_blocks import ALLOCATIONS
 from calc.sim.run import simulate
 from calc.sim.scenario import BATCHING, Scenario, dump_scenario
-from calc.sim.workload import ARRIVALS, RequestClass
-from calc.speculative import EAGLE_LIKE
+from calc.sim.workload import MAX_CONCURRENCY, RequestClass
+from calc.sim_views import PLAYGROUND_DEFAULTS, PLAYGROUND_PRESET
+from calc.sim_views import playground_scenario_data as scenario_data
 from calc.units import GB, SECONDS_PER_HOUR, format_number, round_sig
 from calc.widgets.views import replica_memory_view
 from calc.widgets.charts import PALETTE, line_chart
@@ -48,7 +49,7 @@ __all__ = ["KNOBS", "DEFAULTS", "PRESET", "ITL_TARGET_S", "HOURS_PER_MONTH", "sc
            "simulation", "speed_and_cost", "scenario_file", "facts"]
 
 #: The lesson preset the playground starts from (calc/sim/presets/step22-playground.json).
-PRESET = "step22-playground"
+PRESET = PLAYGROUND_PRESET
 #: Default inter-token latency target of the cost view: 50 ms per token, about 20 tokens/s for each reader of
 #: a streamed answer. An assumption the reader changes, not a measured figure.
 ITL_TARGET_S = 0.05
@@ -60,70 +61,75 @@ FILE_NAME = "scenario.json"
 #: Prompt + answer points of the cost chart stop at the largest batch the KV cache holds, or at this many.
 MAX_CHART_BATCH = 4096
 
-_START = presets.load(PRESET)
-_CLASS = _START.workload.classes[0]
+_D = PLAYGROUND_DEFAULTS
 _SPEC_CHOICES = (("off", "off"), ("eagle-like", "EAGLE-like (SGLang's example)"),
                  ("custom", "a chain: k, acceptance and draft cost below"))
 _ON_OFF = (("off", "off"), ("on", "on"))
+#: The client: requests arriving at a rate (independent users), all at once, or a closed loop of N clients.
+_ARRIVAL_CHOICES = (("poisson", "Poisson at the arrival rate"), ("bursty", "bursty at the arrival rate"),
+                    ("all-at-once", "all at once"), ("closed-loop", "closed loop of N clients"))
 
 #: Every knob: its control (labels and ranges of the scenario schema) and its default (the preset's).
 KNOBS: dict[str, tuple[object, object]] = {
     # the replica: memory view
-    "model": (Annotated[str, Choice(tuple((k, m.name) for k, m in MODELS.items()), label="Model")], _START.model),
-    "gpu": (Annotated[str, Choice(tuple((k, g.name) for k, g in GPUS.items()), label="GPU")], _START.gpu),
-    "tp": (Annotated[int, IntRange(1, 64, 1, "GPUs", label="Tensor parallel")], _START.tp),
-    "weights": (Annotated[str, Choice(WEIGHT_FORMATS, label="Weight precision")], _START.weights),
-    "kv_dtype": (Annotated[str, Choice(KV_DTYPES, label="KV cache dtype")], _START.kv_dtype),
+    "model": (Annotated[str, Choice(tuple((k, m.name) for k, m in MODELS.items()), label="Model")], _D["model"]),
+    "gpu": (Annotated[str, Choice(tuple((k, g.name) for k, g in GPUS.items()), label="GPU")], _D["gpu"]),
+    "tp": (Annotated[int, IntRange(1, 64, 1, "GPUs", label="Tensor parallel")], _D["tp"]),
+    "weights": (Annotated[str, Choice(WEIGHT_FORMATS, label="Weight precision")], _D["weights"]),
+    "kv_dtype": (Annotated[str, Choice(KV_DTYPES, label="KV cache dtype")], _D["kv_dtype"]),
     "gpu_memory_utilization": (Annotated[float, FloatRange(0.05, 1.0, 0.01, label="Memory utilization",
                                                            help="vLLM's gpu_memory_utilization")],
-                               _START.gpu_memory_utilization),
+                               _D["gpu_memory_utilization"]),
     "memory_basis": (Annotated[str, Choice((("marketed", "Datasheet: GB × 10⁹ (the lesson)"),
                                             ("runtime", "nvidia-smi: MiB × 2²⁰")), label="GPU memory counted as")],
-                     _START.memory_basis),
-    "block_size": (Annotated[int, IntRange(1, 1024, 1, "tokens", label="KV block size")], _START.block_size),
+                     _D["memory_basis"]),
+    "block_size": (Annotated[int, IntRange(1, 1024, 1, "tokens", label="KV block size")], _D["block_size"]),
     "max_model_len": (Annotated[int, IntRange(16, 10_000_000, 1, "tokens", label="Max model length",
-                                              help="prompt + answer limit")], _START.max_model_len),
+                                              help="prompt + answer limit")], _D["max_model_len"]),
     # the engine: simulation
     "max_num_seqs": (Annotated[int, IntRange(1, 100_000, 1, "requests", label="Max running requests",
-                                             help="max_num_seqs")], _START.max_num_seqs),
+                                             help="max_num_seqs")], _D["max_num_seqs"]),
     "max_num_batched_tokens": (Annotated[int, IntRange(1, 10_000_000, 1, "tokens", label="Token budget per step",
-                                                       help="max_num_batched_tokens")], _START.max_num_batched_tokens),
+                                                       help="max_num_batched_tokens")], _D["max_num_batched_tokens"]),
     "chunked_prefill": (Annotated[str, Choice((("on", "on"), ("off", "off: whole prompts, prefill-only steps")),
-                                              label="Chunked prefill")], "on" if _START.chunked_prefill else "off"),
+                                              label="Chunked prefill")], _D["chunked_prefill"]),
     "allocation": (Annotated[str, Choice(tuple((a, {"paged": "paged blocks", "contiguous": "reserve max model length"}
                                                     .get(a, a)) for a in ALLOCATIONS), label="KV allocation")],
-                   _START.allocation),
+                   _D["allocation"]),
     "prefix_caching": (Annotated[str, Choice(_ON_OFF, label="Prefix caching")],
-                       "on" if _START.prefix_caching else "off"),
+                       _D["prefix_caching"]),
     "speculation": (Annotated[str, Choice(_SPEC_CHOICES, label="Speculative decoding")],
-                    "off" if _START.speculation is None else "eagle-like"),
+                    _D["speculation"]),
     "spec_k": (Annotated[int, IntRange(1, 16, 1, "tokens", label="Drafted tokens k", help="custom speculation")],
-               EAGLE_LIKE.k),
+               _D["spec_k"]),
     "spec_acceptance": (Annotated[float, FloatRange(0.0, 1.0, 0.05, label="Acceptance rate",
-                                                    help="custom speculation")], EAGLE_LIKE.acceptance),
+                                                    help="custom speculation")], _D["spec_acceptance"]),
     "spec_draft_cost_ratio": (Annotated[float, FloatRange(0.0, 10.0, 0.01, label="Draft cost / target step",
-                                                          help="custom speculation")], EAGLE_LIKE.draft_cost_ratio),
-    "batching": (Annotated[str, Choice(BATCHING, label="Batching")], _START.batching),
+                                                          help="custom speculation")], _D["spec_draft_cost_ratio"]),
+    "batching": (Annotated[str, Choice(BATCHING, label="Batching")], _D["batching"]),
     "static_batch_size": (Annotated[int, IntRange(1, 100_000, 1, "requests", label="Static batch size",
-                                                  help="used by static batching")], _START.static_batch_size),
+                                                  help="used by static batching")], _D["static_batch_size"]),
     # the traffic: simulation
-    "arrival": (Annotated[str, Choice(ARRIVALS, label="Arrivals")], _START.workload.arrival),
+    "arrival": (Annotated[str, Choice(_ARRIVAL_CHOICES, label="Client")], _D["arrival"]),
     "rate_per_s": (Annotated[float, FloatRange(0.01, 1000.0, 0.5, "requests/s", label="Arrival rate")],
-                   float(_START.workload.rate_per_s)),
+                   float(_D["rate_per_s"])),
+    "concurrency": (Annotated[int, IntRange(1, MAX_CONCURRENCY, 1, "clients", label="Clients (N)",
+                                            help="closed loop: each sends its next request when its previous one "
+                                                 "finishes")], _D["concurrency"]),
     "burstiness": (Annotated[float, FloatRange(1.0, 1000.0, 0.5, label="Burstiness",
                                                help="squared CV of the gaps, bursty arrivals")],
-                   float(_START.workload.burstiness)),
-    "requests": (Annotated[int, IntRange(1, 20_000, 1, "requests", label="Requests")], _START.workload.requests),
+                   float(_D["burstiness"])),
+    "requests": (Annotated[int, IntRange(1, 20_000, 1, "requests", label="Requests")], _D["requests"]),
     "lengths": (Annotated[str, Choice((("fixed", "fixed"), ("chat", "chat (ShareGPT means)"),
                                        ("lognormal", "lognormal around the lengths below")), label="Lengths")],
-                _CLASS.lengths),
-    "prompt_tokens": (Annotated[int, IntRange(1, 10_000_000, 1, "tokens", label="Prompt")], _CLASS.prompt_tokens),
-    "output_tokens": (Annotated[int, IntRange(1, 1_000_000, 1, "tokens", label="Answer")], _CLASS.output_tokens),
+                _D["lengths"]),
+    "prompt_tokens": (Annotated[int, IntRange(1, 10_000_000, 1, "tokens", label="Prompt")], _D["prompt_tokens"]),
+    "output_tokens": (Annotated[int, IntRange(1, 1_000_000, 1, "tokens", label="Answer")], _D["output_tokens"]),
     "prefix_tokens": (Annotated[int, IntRange(0, 10_000_000, 1, "tokens", label="Shared system prompt")],
-                      _CLASS.prefix_tokens),
+                      _D["prefix_tokens"]),
     "prefix_variants": (Annotated[int, IntRange(1, 10_000, 1, label="Distinct system prompts")],
-                        _CLASS.prefix_variants),
-    "seed": (Annotated[int, IntRange(0, 2**32 - 1, 1, label="Seed")], _START.seed),
+                        _D["prefix_variants"]),
+    "seed": (Annotated[int, IntRange(0, 2**32 - 1, 1, label="Seed")], _D["seed"]),
     # the price: cost view (and the simulation's cost metric)
     "gpu_price_usd_per_hour": (Annotated[float, FloatRange(0.0, 1000.0, 0.01, "USD per GPU-hour", label="GPU price",
                                                            help="0 takes the catalog's dated price")], 0.0),
@@ -159,61 +165,6 @@ def _knob_args(knobs: dict, names) -> dict:
     if unknown:
         raise CalcError(f"{unknown[0]} is not a knob here; allowed: {', '.join(names)}", str(unknown[0]))
     return {**{n: DEFAULTS[n] for n in names}, **knobs}
-
-
-def _speculation(speculation: str, k: int, acceptance: float, draft_cost_ratio: float):
-    if speculation == "off":
-        return None
-    if speculation == "eagle-like":
-        return "eagle-like"
-    if speculation == "custom":
-        return {"k": k, "acceptance": acceptance, "draft_cost_ratio": draft_cost_ratio,
-                "source": "set in the playground (step 22)"}
-    raise CalcError(f"speculation must be one of off, eagle-like, custom; got {speculation!r}", "speculation")
-
-
-def _on(field: str, value: str) -> bool:
-    if value not in ("on", "off"):
-        raise CalcError(f"{field} must be on or off; got {value!r}", field)
-    return value == "on"
-
-
-def scenario_data(**knobs) -> dict:
-    """The scenario of the playground's knobs, validated, as the full JSON-ready dict of :mod:`calc.sim.scenario`.
-
-    Knobs not given take their defaults (:data:`DEFAULTS`). A GPU price of 0 means the
-    catalog's dated price (``null`` in the file).
-    Source: the scenario schema (:class:`calc.sim.scenario.Scenario`).
-
-    >>> d = scenario_data(tp=8, speculation="custom", spec_k=2)
-    >>> d["tp"], d["speculation"]["k"], d["speculation"]["verify_tokens"], d["workload"]["rate_per_s"]
-    (8, 2, 3, 8.0)
-    >>> scenario_data(prompt_tokens=9000)
-    Traceback (most recent call last):
-    ...
-    calc.errors.CalcError: class 'chat': prefix_tokens + prompt_tokens + output_tokens = 9256 must be at most max_model_len 8192
-    """
-    k = _knob_args(knobs, SCENARIO_KNOBS)
-    price = k["gpu_price_usd_per_hour"]
-    data = {
-        "name": "playground",
-        "description": "Exported from the playground of LLM Inference at Scale (step 22).",
-        **{key: k[key] for key in ("model", "gpu", "tp", "weights", "kv_dtype", "gpu_memory_utilization",
-                                   "memory_basis", "block_size", "max_model_len", "max_num_seqs",
-                                   "max_num_batched_tokens", "allocation", "batching", "static_batch_size", "seed")},
-        "chunked_prefill": _on("chunked_prefill", k["chunked_prefill"]),
-        "prefix_caching": _on("prefix_caching", k["prefix_caching"]),
-        "speculation": _speculation(k["speculation"], k["spec_k"], k["spec_acceptance"], k["spec_draft_cost_ratio"]),
-        "gpu_price_usd_per_hour": price if price else None,
-        "workload": {
-            "arrival": k["arrival"], "rate_per_s": k["rate_per_s"], "requests": k["requests"],
-            "burstiness": k["burstiness"],
-            "classes": [{"name": _CLASS.name, "lengths": k["lengths"], "prompt_tokens": k["prompt_tokens"],
-                         "output_tokens": k["output_tokens"], "prefix_tokens": k["prefix_tokens"],
-                         "prefix_variants": k["prefix_variants"]}],
-        },
-    }
-    return Scenario.from_dict(data).to_dict()
 
 
 def _request_tokens(lengths: str, prompt_tokens: int, output_tokens: int, prefix_tokens: int) -> tuple[int, int]:

@@ -48,6 +48,13 @@ SCENARIOS = {
         "model": "llama-3.1-8b", "tp": 1, "batching": "static", "static_batch_size": 8,
         "workload": {"arrival": "poisson", "rate_per_s": 2, "requests": 150, "lengths": "chat"},
     },
+    "closed_loop_chat": {
+        "name": "a closed loop of 24 clients (benchmark_serving --max-concurrency 24), ShareGPT-like chat, "
+                "a 5 ms request overhead, 0.2 s of think time, a small KV cache that preempts",
+        "kv_cache_tokens": 12000, "request_overhead_s": 0.005,
+        "workload": {"arrival": "closed-loop", "concurrency": 24, "think_time_s": 0.2, "requests": 240,
+                     "lengths": "chat"},
+    },
     "no_chunked_prefill_small_kv": {
         "name": "prefill-only steps and a KV cache small enough to preempt",
         "kv_cache_tokens": 60000, "chunked_prefill": False,

@@ -62,3 +62,47 @@ def test_as_a_new_user_runs_it():
                           capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     assert "Llama 3.1 70B on 4 x H100" in done.stdout and "cost per million output tokens" in done.stdout
+
+
+def test_concurrency_is_the_closed_loop_and_tpot_is_printed_beside_itl(capsys):
+    out = run_json(capsys, "--concurrency", "8", "--requests", "40", "--think-time-s", "0.1")
+    assert out["requests_completed"] == 40 and out["running_max"] == 8
+    assert out["tpot_p50_s"] is not None and out["tpot_p90_s"] >= out["tpot_p50_s"]
+    assert main(["simulate", "--concurrency", "8", "--requests", "40"]) == 0
+    text = capsys.readouterr().out
+    lines = text.splitlines()
+    itl = next(i for i, line in enumerate(lines) if line.startswith("ITL p50 / p90 / p99"))
+    assert lines[itl + 1].startswith("TPOT p50 / p90 / p99") and "ms" in lines[itl + 1]
+
+
+def test_concurrency_runs_the_same_as_the_scenario_it_makes(capsys):
+    from calc.sim import Scenario, simulate
+
+    out = run_json(capsys, "--concurrency", "5", "--requests", "30", "--request-overhead-s", "0.02")
+    direct = simulate(Scenario.from_dict({"request_overhead_s": 0.02, "workload": {
+        "arrival": "closed-loop", "concurrency": 5, "requests": 30}})).summary
+    assert out == json.loads(json.dumps(direct))
+
+
+def test_rate_and_concurrency_exclude_each_other(capsys):
+    assert main(["simulate", "--concurrency", "4", "--rate", "2"]) == 2
+    assert "give --rate (requests arriving at a rate, or inf for all at once) or --concurrency" in capsys.readouterr().err
+    assert main(["simulate", "--concurrency", "4", "--rate", "inf"]) == 2
+    assert "not both" in capsys.readouterr().err
+    assert main(["simulate", "--concurrency", "4", "--arrival", "bursty"]) == 2
+    assert "--arrival bursty is an open one" in capsys.readouterr().err
+    assert main(["simulate", "--concurrency", "0"]) == 2
+    assert "workload.concurrency must be a whole number between 1 and 100000" in capsys.readouterr().err
+    assert main(["simulate", "--arrival", "closed-loop"]) == 2
+    assert "workload.concurrency (the closed loop's clients) must be" in capsys.readouterr().err
+    assert main(["simulate", "--preset", "step14-scale-on-gpu-util", "--concurrency", "4"]) == 2
+    assert "--concurrency does not apply" in capsys.readouterr().err
+
+
+def test_a_rate_on_a_closed_loop_file_makes_it_poisson(tmp_path, capsys):
+    path = tmp_path / "closed.json"
+    path.write_text(json.dumps({"workload": {"arrival": "closed-loop", "concurrency": 4, "requests": 12}}))
+    closed = run_json(capsys, "--scenario", str(path))
+    opened = run_json(capsys, "--scenario", str(path), "--rate", "3")
+    assert closed["running_max"] == 4
+    assert opened["running_max"] > 4 and closed["duration_s"] != opened["duration_s"]  # at 3/s about 15 in flight

@@ -37,6 +37,14 @@ SCENARIOS = [
     {"speculation": "eagle-like", "kv_cache_tokens": 30000, "workload": {"rate_per_s": 8, "requests": 120}},
     {"block_size": 1, "model": "llama-3.1-8b", "tp": 1, "workload": {"rate_per_s": 4, "requests": 60}},
     {"batching": "static", "model": "llama-3.1-8b", "tp": 1, "workload": {"arrival": "all-at-once", "requests": 40}},
+    # The closed loop (calc.sim.arrivals): clients released as their requests finish, inside the fused runs too.
+    {"workload": {"arrival": "closed-loop", "concurrency": 12, "requests": 120, "lengths": "chat"}},
+    {"kv_cache_tokens": 20000, "request_overhead_s": 0.02,
+     "workload": {"arrival": "closed-loop", "concurrency": 40, "requests": 150, "think_time_s": 0.5,
+                  "lengths": "lognormal"}},
+    {"batching": "static", "model": "llama-3.1-8b", "tp": 1,
+     "workload": {"arrival": "closed-loop", "concurrency": 10, "requests": 40, "duration_s": 5}},
+    {"request_overhead_s": 0.015, "workload": {"rate_per_s": 6, "requests": 100}},
 ]
 
 FLEETS = [
@@ -44,6 +52,12 @@ FLEETS = [
      "fleet": {"replicas": 2, "router": "least-outstanding"}},
     {"workload": {"arrival": "all-at-once", "requests": 90}, "fleet": {"replicas": 3}},
     {"workload": {"rate_per_s": 12, "requests": 300},
+     "fleet": {"replicas": 1, "autoscaler": {"signal": "queue_depth", "scale_up_above": 4, "interval_s": 2,
+                                             "cooldown_s": 4, "max_replicas": 3}}},
+    {"kv_cache_tokens": 40000, "workload": {"arrival": "closed-loop", "concurrency": 30, "requests": 200,
+                                            "lengths": "chat", "duration_s": 20},
+     "fleet": {"replicas": 2, "router": "least-outstanding"}},
+    {"workload": {"arrival": "closed-loop", "concurrency": 24, "requests": 200},
      "fleet": {"replicas": 1, "autoscaler": {"signal": "queue_depth", "scale_up_above": 4, "interval_s": 2,
                                              "cooldown_s": 4, "max_replicas": 3}}},
 ]
@@ -64,7 +78,7 @@ def test_fast_paths_give_the_general_run(data):
 
 
 @pytest.mark.parametrize("path", fast.PATHS)
-@pytest.mark.parametrize("data", [SCENARIOS[1], SCENARIOS[2], SCENARIOS[4], FLEETS[1]])
+@pytest.mark.parametrize("data", [SCENARIOS[1], SCENARIOS[2], SCENARIOS[4], SCENARIOS[10], FLEETS[1]])
 def test_each_fast_path_alone_gives_the_general_run(path, data):
     fast_runs = _runs(data)
     with fast.general_paths(path):
@@ -137,7 +151,7 @@ def test_fast_paths_leave_the_same_state_at_every_slice(data):
         assert _slices(make) == fast_slices
 
 
-@pytest.mark.parametrize("data", [SCENARIOS[0], SCENARIOS[3]] + FLEETS[:2])
+@pytest.mark.parametrize("data", [SCENARIOS[0], SCENARIOS[3], SCENARIOS[9], SCENARIOS[10]] + FLEETS[:2] + FLEETS[3:])
 def test_fleets_leave_the_same_state_at_every_slice_and_stop_time(data):
     def make():
         return Fleet(FleetScenario.from_dict(data) if "fleet" in data else Scenario.from_dict(data))
@@ -165,12 +179,14 @@ def test_fast_paths_in_slices_and_fleets():
 @settings(max_examples=25, deadline=None)
 @given(seqs=st.integers(1, 64), kv=st.integers(2_000, 200_000), rate=st.floats(0.5, 30), chunked=st.booleans(),
        block=st.sampled_from([1, 8, 16, 32]), lengths=st.sampled_from(["fixed", "chat", "lognormal"]),
-       seed=st.integers(0, 50), at_once=st.booleans())
-def test_fast_paths_on_random_replicas(seqs, kv, rate, chunked, block, lengths, seed, at_once):
+       seed=st.integers(0, 50), arrival=st.sampled_from(["poisson", "all-at-once", "closed-loop"]),
+       concurrency=st.integers(1, 80), overhead_s=st.sampled_from([None, 0.0, 0.004]))
+def test_fast_paths_on_random_replicas(seqs, kv, rate, chunked, block, lengths, seed, arrival, concurrency,
+                                       overhead_s):
     data = {"max_num_seqs": seqs, "kv_cache_tokens": kv, "chunked_prefill": chunked, "block_size": block,
-            "max_model_len": 4096, "seed": seed,
+            "max_model_len": 4096, "seed": seed, "request_overhead_s": overhead_s,
             "workload": {"rate_per_s": rate, "requests": 40, "lengths": lengths, "prompt_tokens": 700,
-                         "output_tokens": 90, "arrival": "all-at-once" if at_once else "poisson"}}
+                         "output_tokens": 90, "arrival": arrival, "concurrency": concurrency}}
     if not chunked:
         data["max_num_batched_tokens"] = 8192
     try:

@@ -14,6 +14,7 @@ from calc.sim import presets
 from calc.sim.run import simulate
 from calc.sim.scenario import Scenario
 from calc.widgets import framework
+from calc.widgets.framework import collect_stream
 from calc.widgets import playground as pg
 from calc.widgets.simulation import metrics
 
@@ -183,3 +184,32 @@ def test_facts():
     assert f["running_max"] == "130" and f["ttft_p99"] == "0.848 s"
     assert f["price"] == r"\$3.78" and f["cost_per_million_sim"] == r"\$2.18"  # escaped: $ opens math in the page
     assert f["fit_at_request_len"] == "312" and f["rate"] == "8"
+
+
+# --- the client: rate, all at once, or a closed loop ---------------------------------------------------------
+
+def test_the_scenario_knobs_are_the_sciences():
+    from calc.sim_views import PLAYGROUND_DEFAULTS
+
+    assert set(pg.SCENARIO_KNOBS) == set(PLAYGROUND_DEFAULTS)
+    assert {pg.DEFAULTS[k] for k in ("arrival", "concurrency")} == {"poisson", 32}
+
+
+def test_the_closed_loop_client_runs_live_and_from_the_file():
+    from calc.sim import Scenario, simulate
+
+    knobs = {"arrival": "closed-loop", "concurrency": 6, "requests": 30}
+    final = collect_stream(pg.simulation(frame_interval_s=60.0, **knobs))
+    assert final["done"] and final["outputs"]["requests_completed"]["text"] == "30 of 30"
+    text = pg.scenario_file(**knobs)["outputs"]["scenario_json"]["text"]
+    data = json.loads(text)
+    assert (data["workload"]["arrival"], data["workload"]["concurrency"]) == ("closed-loop", 6)
+    summary = simulate(Scenario.from_dict(data)).summary
+    assert summary["running_max"] == 6 and summary["requests_completed"] == 30
+    # The knob means nothing to an open client: the file leaves it out.
+    assert "concurrency" not in json.loads(pg.scenario_file(concurrency=6)["outputs"]["scenario_json"]["text"])["workload"]
+
+
+def test_a_bad_client_is_a_message_naming_the_field():
+    with pytest.raises(CalcError, match="workload.concurrency must be a whole number between 1 and 100000"):
+        pg.scenario_data(arrival="closed-loop", concurrency=0)
