@@ -1,8 +1,10 @@
 """Speculative decoding inside the engine: tokens per step and the cost of a speculative step.
 
 Each decode step, a draft proposes ``k`` tokens deep per sequence (``k``
-draft steps, each costing ``draft_cost_ratio`` of a plain decode step of the
-same batch), and the target verifies ``verify_tokens`` candidate positions of
+draft steps, each priced on the draft's own roofline, derived from its shape
+by :func:`calc.speculative.draft_coefficients`; or, when the scenario gives a
+``draft_cost_ratio``, that fraction of a plain decode step of the same batch),
+and the target verifies ``verify_tokens`` candidate positions of
 every sequence in one forward pass (``k + 1`` for a chain, more for a tree of
 candidates). A sequence then advances by ``(1 - a**(k+1)) / (1 - a)`` tokens
 on average (Leviathan et al. 2023, Eq. 1, with ``a`` the acceptance rate). The engine advances every sequence by exactly that mean (kept in
@@ -32,10 +34,30 @@ Decoding", ICML 2023 (Eq. 1, Theorem 3.8); the accounting of
 
 from __future__ import annotations
 
+from calc.errors import CalcError
 from calc.sim.scheduler import TICKS
-from calc.speculative import EAGLE_LIKE, SpeculationConfig, expected_tokens_per_step
+from calc.speculative import EAGLE_LIKE, SpeculationConfig, draft_phase_s, expected_tokens_per_step
 
-__all__ = ["EAGLE_LIKE", "SpeculationConfig", "advance_ticks", "tokens_per_decode", "speculative_step_time_s"]
+__all__ = ["EAGLE_LIKE", "SpeculationConfig", "advance_ticks", "tokens_per_decode", "speculative_step_time_s",
+           "bound_speculation"]
+
+
+def bound_speculation(config: SpeculationConfig | None, hardware) -> SpeculationConfig | None:
+    """``config`` tied to the replica's target (``hardware.coefficients``): the draft's roofline filled in.
+
+    A config with a ``draft_cost_ratio`` override, or None, passes through.
+    Source: :meth:`calc.speculative.SpeculationConfig.bound`.
+
+    >>> from calc.sim.hardware import replica_hardware
+    >>> from calc.sim.scenario import Scenario
+    >>> bound_speculation(EAGLE_LIKE, replica_hardware(Scenario())).draft_coefficients.model_key
+    'llama-3.1-70b'
+    >>> bound_speculation(None, None) is None
+    True
+    """
+    if config is None or not config.derived:
+        return config
+    return config.bound(hardware.coefficients)
 
 
 def advance_ticks(config: SpeculationConfig | None) -> int:
@@ -68,14 +90,18 @@ def speculative_step_time_s(step_time_s, config: SpeculationConfig, *, decode_se
     ``step_time_s`` is the target's step time (a roofline
     :meth:`~calc.roofline.StepCoefficients.step_time_s`); ``new_tokens`` and
     the rest already count ``verify_tokens`` tokens per decoding sequence. The
-    draft steps cost ``k x draft_cost_ratio`` plain decode steps of the batch;
+    draft steps are :func:`calc.speculative.draft_phase_s` on the bound
+    config's ``draft_coefficients`` (the same derived cost as
+    :func:`calc.speculative.speedup_at_batch`), or ``k x draft_cost_ratio``
+    plain decode steps of the batch for an override;
     the candidates also read one another's KV (``verify_tokens - 1`` more per sequence).
     Source: Leviathan et al. 2023, Theorem 3.8 (cost ``k c + 1`` target steps
     while memory-bound), verify priced on the roofline as in
     :func:`calc.speculative.speedup_at_batch`.
 
+    >>> cfg = SpeculationConfig(acceptance=0.7, k=3, draft_cost_ratio=0.1, source="example")
     >>> fake = lambda new_tokens, kv_tokens_read, attention_token_pairs: 0.01
-    >>> speculative_step_time_s(fake, EAGLE_LIKE, decode_seqs=0, decode_kv_tokens=0, new_tokens=512,
+    >>> speculative_step_time_s(fake, cfg, decode_seqs=0, decode_kv_tokens=0, new_tokens=512,
     ...                         kv_tokens_read=0, attention_token_pairs=1000)   # prefill only: no draft
     0.01
     """
@@ -84,5 +110,10 @@ def speculative_step_time_s(step_time_s, config: SpeculationConfig, *, decode_se
                          attention_token_pairs=attention_token_pairs)
     if not decode_seqs:
         return verify
+    if config.draft_coefficients is not None:
+        return verify + draft_phase_s(config, config.draft_coefficients, sequences=decode_seqs, kv_tokens=decode_kv_tokens)
+    if config.draft_cost_ratio is None:
+        raise CalcError("speculation must be bound to the replica's target before pricing a step "
+                        "(calc.sim.speculation.bound_speculation); got an unbound derived config", "speculation")
     plain = step_time_s(new_tokens=decode_seqs, kv_tokens_read=decode_kv_tokens, attention_token_pairs=decode_kv_tokens)
     return verify + k * config.draft_cost_ratio * plain

@@ -37,7 +37,7 @@ from calc.sim.kv_blocks import ALLOCATIONS
 from calc.sim.run import simulate
 from calc.sim.scenario import BATCHING, Scenario, dump_scenario
 from calc.sim.workload import ARRIVALS, RequestClass
-from calc.speculative import EAGLE_LIKE
+from calc.speculative import EAGLE_LIKE, EAGLE_LIKE_COST_RATIO
 from calc.units import GB, SECONDS_PER_HOUR, format_number, round_sig
 from calc.widgets.views import replica_memory_view
 from calc.widgets.charts import PALETTE, line_chart
@@ -102,7 +102,7 @@ KNOBS: dict[str, tuple[object, object]] = {
     "spec_acceptance": (Annotated[float, FloatRange(0.0, 1.0, 0.05, label="Acceptance rate",
                                                     help="custom speculation")], EAGLE_LIKE.acceptance),
     "spec_draft_cost_ratio": (Annotated[float, FloatRange(0.0, 10.0, 0.01, label="Draft cost / target step",
-                                                          help="custom speculation")], EAGLE_LIKE.draft_cost_ratio),
+                                                          help="custom speculation")], EAGLE_LIKE_COST_RATIO),
     "batching": (Annotated[str, Choice(BATCHING, label="Batching")], _START.batching),
     "static_batch_size": (Annotated[int, IntRange(1, 100_000, 1, "requests", label="Static batch size",
                                                   help="used by static batching")], _START.static_batch_size),
