@@ -55,6 +55,8 @@ __all__ = [
     "METHODS",
     "method",
     "method_curve",
+    "replica_coefficients",
+    "break_even",
     "PUBLISHED_SETUP",
     "CALIBRATION_ROWS",
     "published_setup_coefficients",
@@ -633,6 +635,35 @@ EAGLE_LIKE_COST_RATIO = round(draft_cost_ratio(draft_coefficients(published_setu
                                                published_setup_coefficients(), context_tokens=512), 2)
 #: The methods calc prices, by key: data, each with its source.
 METHODS = {c.key: c for c in (EAGLE_LIKE, EAGLE3_LIKE, SEPARATE_DRAFT_LIKE)}
+
+
+def replica_coefficients(model: str):
+    """The roofline of one GPU of a replica speculation is compared on: the published set-up or the running example.
+
+    ``llama-3.1-8b`` is :data:`PUBLISHED_SETUP` (one H100); the running example's model
+    (:data:`calc.lesson.REPLICA`) runs on its ``tp`` GPUs. bf16 weights and KV. Source:
+    :func:`calc.lesson.coefficients`.
+
+    >>> replica_coefficients("llama-3.1-70b").tp, replica_coefficients("llama-3.1-8b").tp
+    (4, 1)
+    """
+    from calc import lesson  # the running example; imported here to keep calc.speculative's import light
+
+    tps = {PUBLISHED_SETUP["model"]: PUBLISHED_SETUP["tp"], lesson.REPLICA["model"]: lesson.REPLICA["tp"]}
+    model = check_choice("model", model, tuple(tps))
+    return lesson.coefficients(model=model, tp=tps[model])
+
+
+def break_even(model: str, config: SpeculationConfig | None = None,
+               context_tokens: int = PUBLISHED_SETUP["context_tokens"]):
+    """The smallest batch where speculation on ``model``'s replica is slower than none (None: never up to 4,096).
+
+    Source: :func:`break_even_batch` on :func:`replica_coefficients`.
+
+    >>> break_even("llama-3.1-8b"), break_even("llama-3.1-70b"), break_even("llama-3.1-8b", EAGLE3_LIKE)
+    (20, 21, 125)
+    """
+    return break_even_batch(replica_coefficients(model), context_tokens=context_tokens, config=config)
 
 
 def method(key: str) -> SpeculationConfig:

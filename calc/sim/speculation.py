@@ -117,3 +117,46 @@ def speculative_step_time_s(step_time_s, config: SpeculationConfig, *, decode_se
                         "(calc.sim.speculation.bound_speculation); got an unbound derived config", "speculation")
     plain = step_time_s(new_tokens=decode_seqs, kv_tokens_read=decode_kv_tokens, attention_token_pairs=decode_kv_tokens)
     return verify + k * config.draft_cost_ratio * plain
+
+
+#: The p99 time-to-first-token objective a chat replica is held to on step 10 (an assumption of the lesson: a
+#: first token within a second, as interactive chat services commonly target).
+TTFT_SLO_S = 1.0
+
+
+def healthy_rate_without_speculation(scenario: dict, *, slo_s: float = TTFT_SLO_S, resolution_per_s: float = 1.0,
+                                     max_rate_per_s: float = 200.0) -> float:
+    """The highest arrival rate (a multiple of ``resolution_per_s``) at which ``scenario`` without speculation meets the SLO.
+
+    ``scenario`` is scenario data (a dict, as :func:`calc.sim_views.scenario_for` gives); its p99 TTFT is
+    simulated with speculation off, by bisection over the rate (p99 TTFT grows with the load). Step 10 runs
+    its break at this rate, so the arm without speculation is healthy there whatever the step costs are.
+    Source: :func:`calc.sim.fleet.simulate_fleet`.
+
+    >>> from calc.sim_views import scenario_for
+    >>> rate = healthy_rate_without_speculation(scenario_for("step10-speculation-at-saturation"))
+    >>> rate == float(scenario_for("step10-speculation-at-saturation")["workload"]["rate_per_s"])
+    True
+    """
+    from calc.errors import check_range
+    from calc.sim.fleet import simulate_fleet
+
+    slo_s = check_range("slo_s", slo_s, 0.001, 3600.0)
+    step = check_range("resolution_per_s", resolution_per_s, 0.01, 100.0)
+    top = int(check_range("max_rate_per_s", max_rate_per_s, step, 1e6) // step)
+
+    def healthy(units: int) -> bool:
+        data = {**scenario, "speculation": None, "workload": {**scenario.get("workload", {}), "rate_per_s": units * step}}
+        return simulate_fleet(data).summary["ttft_p99_s"] <= slo_s
+
+    if not healthy(1):
+        raise CalcError(f"slo_s: the replica misses a p99 TTFT of {slo_s:g} s even at {step:g} request/s; allowed: a "
+                        f"looser SLO or a smaller resolution_per_s", "slo_s")
+    low, high = 1, top + 1  # healthy(low) holds; high is treated as unhealthy
+    while high - low > 1:
+        mid = (low + high) // 2
+        if healthy(mid):
+            low = mid
+        else:
+            high = mid
+    return round(low * step, 6)
