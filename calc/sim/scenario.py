@@ -59,6 +59,7 @@ calc.errors.CalcError: unknown key 'colour' in scenario; allowed: allocation, ba
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from dataclasses import asdict, dataclass, field, fields
 
@@ -257,11 +258,8 @@ def _reject_unknown(data: dict, allowed, where: str) -> None:
             raise CalcError(f"unknown key {key!r} in {where}; allowed: {', '.join(sorted(allowed))}", key)
 
 
-def _speculation_data(config: SpeculationConfig):
-    """A speculation config as scenario JSON: a preset's name, or the explicit object."""
-    for name, preset in SPECULATION_PRESETS.items():
-        if config == preset:
-            return name
+def _speculation_data(config: SpeculationConfig) -> dict:
+    """A speculation config as scenario JSON: the explicit object (a preset's reads back as that preset)."""
     return {"k": config.k, "acceptance": config.acceptance, "draft_cost_ratio": config.draft_cost_ratio,
             "draft": config.draft.key if config.draft else None, "branching": config.branching,
             "verify_tokens": config.verify_tokens, "source": config.source}
@@ -308,8 +306,12 @@ def _speculation(value) -> SpeculationConfig | None:
     source = value.get("source", "given in the scenario")
     if not isinstance(source, str):
         raise CalcError(f"speculation.source must be a string; got {source!r}", "speculation.source")
-    return SpeculationConfig(acceptance=a, k=k, draft_cost_ratio=c, source=source, verify_tokens=v,
-                             draft=DRAFT_SHAPES[draft_key], branching=branching)
+    config = SpeculationConfig(acceptance=a, k=k, draft_cost_ratio=c, source=source, verify_tokens=v,
+                               draft=DRAFT_SHAPES[draft_key], branching=branching)
+    for preset in SPECULATION_PRESETS.values():  # a preset written out in full is that preset
+        if dataclasses.replace(config, key=preset.key) == preset:
+            return preset
+    return config
 
 
 def _request_class(data: dict, where: str) -> RequestClass:

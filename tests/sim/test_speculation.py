@@ -102,7 +102,7 @@ def test_scenario_speculation_round_trips_and_keeps_the_override():
                   {"k": 3, "acceptance": 0.7, "draft_cost_ratio": 0.2}):
         s = Scenario.from_dict({"speculation": value})
         assert Scenario.from_dict(s.to_dict()) == s
-    assert Scenario.from_dict({"speculation": "eagle-like"}).to_dict()["speculation"] == "eagle-like"
+    assert Scenario.from_dict(Scenario.from_dict({"speculation": "eagle-like"}).to_dict()).speculation is EAGLE_LIKE
     fixed = bound_speculation(Scenario.from_dict({"speculation": {"draft_cost_ratio": 0.2}}).speculation, None)
     assert fixed.draft_cost_ratio == 0.2 and fixed.draft_coefficients is None
 
