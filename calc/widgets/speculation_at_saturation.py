@@ -114,7 +114,7 @@ def speedup_vs_batch(
     series, evens = {}, {}
     for model, label in REPLICAS:
         rows = speedup_curve(replica_coefficients(model), batches=xs, context_tokens=context_tokens, config=config)
-        series[f"{label}: this set-up"] = (xs, [r["speedup"] for r in rows])
+        series[f"{label.split(' (')[0]}: yours"] = (xs, [r["speedup"] for r in rows])  # short: a phone's legend
         evens[model] = break_even(model, config, context_tokens)
     eight = replica_coefficients(REPLICAS[0][0])
     for name, method in (("EAGLE", EAGLE_LIKE), ("EAGLE-3", EAGLE3_LIKE)):
@@ -152,7 +152,7 @@ def speedup_vs_batch(
     # On a log axis an annotation's x is log10 of the value.
     layout["annotations"] = [{"x": round_sig(math.log10(below), 6), "xref": "x", "y": 0.02, "yref": "paper",
                               "yanchor": "bottom", "xanchor": "left", "showarrow": False, "font": {"size": 11},
-                              "text": f" EAGLE published: below 1x from {below}"}]
+                              "text": f" EAGLE: below 1x from {below}"}]
     b8 = speedup_at_batch(eight, batch=batch, context_tokens=context_tokens, config=config)
     b70 = speedup_at_batch(replica_coefficients(REPLICAS[1][0]), batch=batch, context_tokens=context_tokens,
                            config=config)
