@@ -62,27 +62,19 @@ KIND_LABELS = {
 }
 ROLES = ("calibration", "validation")
 
-#: The row calc.speculative.EAGLE_LIKE's draft cost ratio is set from (its ``source`` names it).
-EAGLE_CALIBRATION_ID = "eagle3-paper-eagle-batch2"
-#: The row :data:`EAGLE3_LIKE`'s acceptance is set from.
-EAGLE3_CALIBRATION_ID = "eagle3-paper-eagle3-batch2"
+#: The row calc.speculative.EAGLE_LIKE's acceptance is fitted on (calc.speculative.CALIBRATION_ROWS names it).
+EAGLE_CALIBRATION_ID = speculative.CALIBRATION_ROWS["eagle"][0]
+#: The row :data:`EAGLE3_LIKE`'s acceptance is fitted on.
+EAGLE3_CALIBRATION_ID = speculative.CALIBRATION_ROWS["eagle3"][0]
 
 # The speculation rows were run on Llama 3.1 8B in bf16 on one H100 with short MT-bench prompts.
-_SPEC_MODEL, _SPEC_GPU, _SPEC_CONTEXT_TOKENS = "llama-3.1-8b", "h100-sxm-80gb", 512
+_SPEC_MODEL, _SPEC_GPU = speculative.PUBLISHED_SETUP["model"], speculative.PUBLISHED_SETUP["gpu"]
+_SPEC_CONTEXT_TOKENS = speculative.PUBLISHED_SETUP["context_tokens"]
 
-#: EAGLE-3 priced like :data:`calc.speculative.EAGLE_LIKE` (SGLang's 3 steps, top-4, 16 verified
-#: tokens, draft cost 0.32 of a target step) with the acceptance per depth that gives the published
-#: 1.81x at batch 2 (EAGLE-3 paper, SGLang, one H100, Llama 3.1 8B). Fitted on that one figure by
-#: :func:`fit_acceptance`; rerun ``fit_acceptance(1.81, batch=2)`` to check it.
-EAGLE3_LIKE = speculative.SpeculationConfig(
-    acceptance=0.921,
-    k=3,
-    draft_cost_ratio=0.32,
-    verify_tokens=16,
-    source="EAGLE_LIKE's draft shape and cost; acceptance 0.921 per depth fitted to the published 1.81x at "
-    "batch 2 (EAGLE-3 paper, SGLang, 1x H100, Llama 3.1 8B)",
-)
-SPECULATION_METHODS = {"eagle": speculative.EAGLE_LIKE, "eagle3": EAGLE3_LIKE}
+#: EAGLE-3 as calc prices it (its own head's shape on the roofline; acceptance fitted on its calibration row):
+#: :data:`calc.speculative.EAGLE3_LIKE`.
+EAGLE3_LIKE = speculative.EAGLE3_LIKE
+SPECULATION_METHODS = {"eagle": speculative.EAGLE_LIKE, "eagle3": speculative.EAGLE3_LIKE}
 
 
 def calibration_ids() -> frozenset[str]:
@@ -362,7 +354,7 @@ def speculation_speedup(method: str = "eagle", *, batch: int, context_tokens: in
     ``method`` is ``eagle`` (:data:`calc.speculative.EAGLE_LIKE`) or ``eagle3`` (:data:`EAGLE3_LIKE`).
 
     >>> round(speculation_speedup("eagle", batch=2), 2), round(speculation_speedup("eagle", batch=64), 2)
-    (1.39, 0.52)
+    (1.4, 0.4)
     """
     config = SPECULATION_METHODS[check_choice("method", method, tuple(SPECULATION_METHODS))]
     coef = _spec_coefficients(model, gpu, tp, weights, kv_dtype)
@@ -375,7 +367,7 @@ def speculation_break_even_batch(method: str = "eagle", *, context_tokens: int =
     """Smallest batch at which speculation falls below 1x: :func:`calc.speculative.break_even_batch`.
 
     >>> speculation_break_even_batch("eagle")
-    23
+    20
     """
     config = SPECULATION_METHODS[check_choice("method", method, tuple(SPECULATION_METHODS))]
     coef = _spec_coefficients(model, gpu, tp, weights, kv_dtype)
@@ -388,34 +380,15 @@ def speculation_break_even_batch(method: str = "eagle", *, context_tokens: int =
 
 def fit_acceptance(target_speedup: float, *, batch: int, context_tokens: int = _SPEC_CONTEXT_TOKENS,
                    template: speculative.SpeculationConfig = speculative.EAGLE_LIKE) -> float:
-    """Acceptance per drafted position that gives ``target_speedup`` at ``batch``, the rest as ``template``.
+    """Acceptance per drafted position that gives ``target_speedup`` at ``batch``: :func:`calc.speculative.fit_acceptance`.
 
-    A bisection on the acceptance (the speed-up rises with it), to 3 decimals. This is how
-    :data:`EAGLE3_LIKE` is calibrated, on its one published point and nothing else.
-    Source: :func:`calc.speculative.speedup_at_batch` on Llama 3.1 8B, one H100.
+    How :data:`calc.speculative.EAGLE_LIKE` and :data:`EAGLE3_LIKE` are calibrated, each on its one
+    published point and nothing else. Source: :func:`calc.speculative.speedup_at_batch` on Llama 3.1 8B, one H100.
 
-    >>> fit_acceptance(1.81, batch=2)
-    0.921
+    >>> fit_acceptance(1.81, batch=2, template=EAGLE3_LIKE) == EAGLE3_LIKE.acceptance
+    True
     """
-    target = check_range("target_speedup", target_speedup, 0.01, 100.0)
-    coef = _spec_coefficients(_SPEC_MODEL, _SPEC_GPU, 1, "bf16", "bf16")
-
-    def speedup(acceptance: float) -> float:
-        config = speculative.SpeculationConfig(acceptance, template.k, template.draft_cost_ratio, "fit",
-                                               template.verify_tokens)
-        return speculative.speedup_at_batch(coef, batch=batch, context_tokens=context_tokens, config=config)["speedup"]
-
-    low, high = 0.0, 1.0
-    if not speedup(low) <= target <= speedup(high):
-        raise CalcError(f"target_speedup must be reachable with this draft shape at batch {batch}: between "
-                        f"{speedup(low):.3f} and {speedup(high):.3f}; got {target:g}", "target_speedup")
-    for _ in range(40):
-        mid = (low + high) / 2
-        if speedup(mid) < target:
-            low = mid
-        else:
-            high = mid
-    return round((low + high) / 2, 3)
+    return speculative.fit_acceptance(target_speedup, batch=batch, template=template, context_tokens=context_tokens)
 
 
 def repeated_prompts_cache(min_prompt_tokens: int, max_prompt_tokens: int, *, repeats: int = 2,
@@ -516,7 +489,8 @@ def _predict_value(m: dict) -> tuple[float, float | None, str]:
         common = dict(context_tokens=x["context_tokens"], model=x["model"], gpu=x["gpu"], tp=x["tp"],
                       weights=x["weights"], kv_dtype=x["kv_dtype"])
         config = SPECULATION_METHODS[x["method"]]
-        assumed = f"acceptance {config.acceptance:g}, {config.k} draft steps, {config.verify_tokens} tokens verified"
+        assumed = (f"{config.draft.name} priced from its shape, acceptance {config.acceptance:g}, {config.k} draft "
+                   f"steps, {config.verify_tokens} tokens verified")
         if x["mode"] == "break_even_batch":
             return float(speculation_break_even_batch(x["method"], **common)), None, assumed
         return speculation_speedup(x["method"], batch=x["batch"], **common), None, assumed
@@ -684,5 +658,7 @@ def predict_user(kind: str, *, model: str, gpu: str, tp: int = 1, weights: str =
     else:
         value = speculation_speedup("eagle", batch=batch, context_tokens=context, model=model, gpu=gpu, tp=tp,
                                     weights=weights, kv_dtype=kv_dtype)
-        unit, how = "x", "EAGLE-like drafting (acceptance 0.75, 3 steps, 16 tokens verified)"
+        e = speculative.EAGLE_LIKE
+        unit, how = "x", (f"EAGLE-like drafting (its head priced from the model's shape; acceptance {e.acceptance:g}, "
+                          f"{e.k} steps, {e.verify_tokens} tokens verified)")
     return {"kind": kind, "predicted": value, "unit": unit, "how": how}

@@ -21,7 +21,7 @@ from calc.lesson import MAX_MODEL_LEN
 from calc.sim import presets
 from calc.sim.fleet import simulate_fleet
 from calc.sim.scenario import Scenario
-from calc.speculative import EAGLE_LIKE
+from calc.speculative import EAGLE_LIKE, EAGLE_LIKE_COST_RATIO
 
 __all__ = ["KEEP", "BREAK_PRESET", "FIX_PRESET", "SIDES", "side_by_side_scenarios", "scenario_for", "preset_summary", "fleet_scenario", "SYSTEM_PROMPT_PRESET", "SYSTEM_PROMPT_TOKENS",
            "QUESTION_TOKENS", "SYSTEM_PROMPT_ANSWER_TOKENS", "SYSTEM_PROMPT_RATE_PER_S", "MAX_SYSTEM_PROMPT_TOKENS",
@@ -191,7 +191,7 @@ PLAYGROUND_DEFAULTS: dict = {
     "chunked_prefill": "on" if _PLAYGROUND.chunked_prefill else "off", "allocation": _PLAYGROUND.allocation,
     "prefix_caching": "on" if _PLAYGROUND.prefix_caching else "off",
     "speculation": "off" if _PLAYGROUND.speculation is None else "eagle-like",
-    "spec_k": EAGLE_LIKE.k, "spec_acceptance": EAGLE_LIKE.acceptance, "spec_draft_cost_ratio": EAGLE_LIKE.draft_cost_ratio,
+    "spec_k": EAGLE_LIKE.k, "spec_acceptance": EAGLE_LIKE.acceptance, "spec_draft_cost_ratio": EAGLE_LIKE_COST_RATIO,
     "batching": _PLAYGROUND.batching, "static_batch_size": _PLAYGROUND.static_batch_size,
     "arrival": _PLAYGROUND.workload.arrival, "rate_per_s": float(_PLAYGROUND.workload.rate_per_s),
     "concurrency": PLAYGROUND_CONCURRENCY,

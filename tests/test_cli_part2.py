@@ -74,9 +74,12 @@ def test_step_calibration_reproduces_the_row_within_25_percent(capsys):
 def test_spec_figures(capsys):
     r = run_json(capsys, "spec", "--acceptance", "0.8", "--k", "4", "--draft-cost-ratio", "0.05",
                  "--verify-tokens", "5", "--batches", "1,4096", "--context-tokens", "64")
-    assert r["tokens_per_step"] == pytest.approx(3.3616)
-    assert r["curve"][0]["speedup"] > 2 and r["curve"][1]["speedup"] < 1
-    assert 20 <= run_json(capsys, "spec")["break_even_batch"] <= 32
+    m = r["methods"][0]
+    assert m["tokens_per_step"] == pytest.approx(3.3616) and m["draft_cost"] == "given"
+    assert m["curve"][0]["speedup"] > 2 and m["curve"][1]["speedup"] < 1
+    methods = {m["method"]: m for m in run_json(capsys, "spec")["methods"]}
+    assert 16 <= methods["eagle"]["break_even_batch"] <= 32 and methods["eagle"]["draft_cost"].startswith("derived")
+    assert methods["eagle3"]["break_even_batch"] > 64
 
 
 def test_prefix_figures(capsys):

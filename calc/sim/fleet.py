@@ -61,7 +61,7 @@ from calc.sim.metrics import RankedInts, WindowSink, rank_value, ranked_stats, w
 from calc.sim.router import class_routes, make_router
 from calc.sim.scenario import Scenario
 from calc.sim.scheduler import TICKS
-from calc.sim.speculation import advance_ticks
+from calc.sim.speculation import advance_ticks, bound_speculation
 from calc.sim.static_batching import StaticReplica
 from calc.units import NS_PER_S, SECONDS_PER_HOUR, round_sig
 
@@ -95,7 +95,8 @@ def build_replica(scenario, hardware, *, step_time_s=None, sink=None, name: int 
         return StaticReplica(scenario.static_batch_size, hardware.kv_cache_tokens, step,
                              max_model_len=scenario.max_model_len, flops=hardware.flops,
                              peak_flops_per_s=hardware.peak_flops_per_s, sink=sink, name=name)
-    return Replica(scenario.scheduler_config(), hardware.kv_cache_blocks, step, speculation=scenario.speculation,
+    return Replica(scenario.scheduler_config(), hardware.kv_cache_blocks, step,
+                   speculation=bound_speculation(scenario.speculation, hardware),
                    flops=hardware.flops, peak_flops_per_s=hardware.peak_flops_per_s, sink=sink, name=name)
 
 

@@ -27,7 +27,9 @@ max_num_batched_tokens      8192                token budget per step
 chunked_prefill             true                false: whole prompts in prefill-only steps
 allocation                  "paged"             paged, or contiguous (reserve max_model_len per request)
 prefix_caching              false               reuse KV blocks of shared system prompts
-speculation                 null                null, "eagle-like", or {k, acceptance, draft_cost_ratio, verify_tokens}
+speculation                 null                null, "eagle-like", "eagle3-like", "draft-1b", or {k, acceptance, draft,
+                                                branching, verify_tokens, draft_cost_ratio} (draft_cost_ratio
+                                                null: the draft's cost derived from its shape)
 batching                    "continuous"        continuous, or static (fixed batches, padded)
 static_batch_size           8                   batch size of static batching
 gpu_price_usd_per_hour      null                per GPU; null takes the catalog's dated price, if any
@@ -62,6 +64,7 @@ calc.errors.CalcError: unknown key 'colour' in scenario; allowed: allocation, ba
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from dataclasses import asdict, dataclass, field, fields
 
@@ -71,12 +74,13 @@ from calc.memory import KV_DTYPES, WEIGHT_FORMATS
 from calc.sim.kv_blocks import ALLOCATIONS
 from calc.sim.workload import (ARRIVALS, CLOSED_LOOP, LENGTH_KINDS, MAX_CONCURRENCY, RequestClass, Workload,
                                check_class_fits)
-from calc.speculative import EAGLE_LIKE, SpeculationConfig
+from calc.speculative import DRAFT_SHAPES, EAGLE3_LIKE, EAGLE_LIKE, SEPARATE_DRAFT_LIKE, SpeculationConfig
 
 __all__ = ["BATCHING", "SPECULATION_PRESETS", "Scenario", "load_scenario", "dump_scenario"]
 
 BATCHING = ("continuous", "static")
-SPECULATION_PRESETS = {"eagle-like": EAGLE_LIKE}
+#: Named speculation set-ups (:data:`calc.speculative.METHODS`): each draft's cost is derived from its shape.
+SPECULATION_PRESETS = {"eagle-like": EAGLE_LIKE, "eagle3-like": EAGLE3_LIKE, "draft-1b": SEPARATE_DRAFT_LIKE}
 _BIG = 10_000_000
 #: Upper end of ``request_overhead_s`` (s): far above any published API-server and tokenization time.
 MAX_REQUEST_OVERHEAD_S = 10.0
@@ -262,8 +266,7 @@ class Scenario:
                     value["concurrency"] = wl.concurrency
                     value["think_time_s"] = wl.think_time_s
             elif f.name == "speculation" and value is not None:
-                value = {"k": value.k, "acceptance": value.acceptance, "draft_cost_ratio": value.draft_cost_ratio,
-                         "verify_tokens": value.verify_tokens, "source": value.source}
+                value = _speculation_data(value)
             out[f.name] = value
         return out
 
@@ -285,7 +288,29 @@ def _reject_unknown(data: dict, allowed, where: str) -> None:
             raise CalcError(f"unknown key {key!r} in {where}; allowed: {', '.join(sorted(allowed))}", key)
 
 
+def _speculation_data(config: SpeculationConfig) -> dict:
+    """A speculation config as scenario JSON: the explicit object (a preset's reads back as that preset)."""
+    return {"k": config.k, "acceptance": config.acceptance, "draft_cost_ratio": config.draft_cost_ratio,
+            "draft": config.draft.key if config.draft else None, "branching": config.branching,
+            "verify_tokens": config.verify_tokens, "source": config.source}
+
+
+_SPECULATION_KEYS = ("k", "acceptance", "draft_cost_ratio", "draft", "branching", "verify_tokens", "source")
+
+
 def _speculation(value) -> SpeculationConfig | None:
+    """The scenario's speculation: a preset by name, or an object (missing keys take EAGLE_LIKE's).
+
+    Without ``draft_cost_ratio`` (or with null) the draft's cost is derived from the shape
+    ``draft`` names (:data:`calc.speculative.DRAFT_SHAPES`); a number overrides it.
+
+    >>> _speculation({"k": 2}).draft.key, _speculation({"draft_cost_ratio": 0.2}).draft_cost_ratio
+    ('eagle', 0.2)
+    >>> _speculation({"draft": "medusa"})
+    Traceback (most recent call last):
+    ...
+    calc.errors.CalcError: speculation.draft must be one of eagle, eagle3, llama-3.2-1b; got 'medusa'
+    """
     if value is None:
         return None
     if isinstance(value, str):
@@ -294,18 +319,29 @@ def _speculation(value) -> SpeculationConfig | None:
                             f"with k, acceptance, draft_cost_ratio; got {value!r}", "speculation")
         return SPECULATION_PRESETS[value]
     value = _mapping(value, "speculation")
-    _reject_unknown(value, ("k", "acceptance", "draft_cost_ratio", "verify_tokens", "source"), "speculation")
+    _reject_unknown(value, _SPECULATION_KEYS, "speculation")
     k = check_range("speculation.k", value.get("k", EAGLE_LIKE.k), 1, 16, integer=True)
     a = check_range("speculation.acceptance", value.get("acceptance", EAGLE_LIKE.acceptance), 0.0, 1.0)
-    c = check_range("speculation.draft_cost_ratio", value.get("draft_cost_ratio", EAGLE_LIKE.draft_cost_ratio),
-                    0.0, 10.0)
+    c = value.get("draft_cost_ratio")  # null: derived from the draft's shape
+    if c is not None:
+        c = check_range("speculation.draft_cost_ratio", c, 0.0, 10.0)
+    draft_key = value.get("draft", EAGLE_LIKE.draft.key)
+    if draft_key not in DRAFT_SHAPES:
+        raise CalcError(f"speculation.draft must be one of {', '.join(DRAFT_SHAPES)}; got {draft_key!r}",
+                        "speculation.draft")
+    branching = check_range("speculation.branching", value.get("branching", 1), 1, 64, integer=True)
     v = value.get("verify_tokens")  # null: a chain of k + 1
     if v is not None:
         v = check_range("speculation.verify_tokens", v, k + 1, 256, integer=True)
     source = value.get("source", "given in the scenario")
     if not isinstance(source, str):
         raise CalcError(f"speculation.source must be a string; got {source!r}", "speculation.source")
-    return SpeculationConfig(acceptance=a, k=k, draft_cost_ratio=c, source=source, verify_tokens=v)
+    config = SpeculationConfig(acceptance=a, k=k, draft_cost_ratio=c, source=source, verify_tokens=v,
+                               draft=DRAFT_SHAPES[draft_key], branching=branching)
+    for preset in SPECULATION_PRESETS.values():  # a preset written out in full is that preset
+        if dataclasses.replace(config, key=preset.key) == preset:
+            return preset
+    return config
 
 
 def _request_class(data: dict, where: str) -> RequestClass:

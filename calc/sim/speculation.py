@@ -1,8 +1,10 @@
 """Speculative decoding inside the engine: tokens per step and the cost of a speculative step.
 
 Each decode step, a draft proposes ``k`` tokens deep per sequence (``k``
-draft steps, each costing ``draft_cost_ratio`` of a plain decode step of the
-same batch), and the target verifies ``verify_tokens`` candidate positions of
+draft steps, each priced on the draft's own roofline, derived from its shape
+by :func:`calc.speculative.draft_coefficients`; or, when the scenario gives a
+``draft_cost_ratio``, that fraction of a plain decode step of the same batch),
+and the target verifies ``verify_tokens`` candidate positions of
 every sequence in one forward pass (``k + 1`` for a chain, more for a tree of
 candidates). A sequence then advances by ``(1 - a**(k+1)) / (1 - a)`` tokens
 on average (Leviathan et al. 2023, Eq. 1, with ``a`` the acceptance rate). The engine advances every sequence by exactly that mean (kept in
@@ -32,10 +34,30 @@ Decoding", ICML 2023 (Eq. 1, Theorem 3.8); the accounting of
 
 from __future__ import annotations
 
+from calc.errors import CalcError
 from calc.sim.scheduler import TICKS
-from calc.speculative import EAGLE_LIKE, SpeculationConfig, expected_tokens_per_step
+from calc.speculative import EAGLE_LIKE, SpeculationConfig, draft_phase_s, expected_tokens_per_step
 
-__all__ = ["EAGLE_LIKE", "SpeculationConfig", "advance_ticks", "tokens_per_decode", "speculative_step_time_s"]
+__all__ = ["EAGLE_LIKE", "SpeculationConfig", "advance_ticks", "tokens_per_decode", "speculative_step_time_s",
+           "bound_speculation"]
+
+
+def bound_speculation(config: SpeculationConfig | None, hardware) -> SpeculationConfig | None:
+    """``config`` tied to the replica's target (``hardware.coefficients``): the draft's roofline filled in.
+
+    A config with a ``draft_cost_ratio`` override, or None, passes through.
+    Source: :meth:`calc.speculative.SpeculationConfig.bound`.
+
+    >>> from calc.sim.hardware import replica_hardware
+    >>> from calc.sim.scenario import Scenario
+    >>> bound_speculation(EAGLE_LIKE, replica_hardware(Scenario())).draft_coefficients.model_key
+    'llama-3.1-70b'
+    >>> bound_speculation(None, None) is None
+    True
+    """
+    if config is None or not config.derived:
+        return config
+    return config.bound(hardware.coefficients)
 
 
 def advance_ticks(config: SpeculationConfig | None) -> int:
@@ -68,14 +90,18 @@ def speculative_step_time_s(step_time_s, config: SpeculationConfig, *, decode_se
     ``step_time_s`` is the target's step time (a roofline
     :meth:`~calc.roofline.StepCoefficients.step_time_s`); ``new_tokens`` and
     the rest already count ``verify_tokens`` tokens per decoding sequence. The
-    draft steps cost ``k x draft_cost_ratio`` plain decode steps of the batch;
+    draft steps are :func:`calc.speculative.draft_phase_s` on the bound
+    config's ``draft_coefficients`` (the same derived cost as
+    :func:`calc.speculative.speedup_at_batch`), or ``k x draft_cost_ratio``
+    plain decode steps of the batch for an override;
     the candidates also read one another's KV (``verify_tokens - 1`` more per sequence).
     Source: Leviathan et al. 2023, Theorem 3.8 (cost ``k c + 1`` target steps
     while memory-bound), verify priced on the roofline as in
     :func:`calc.speculative.speedup_at_batch`.
 
+    >>> cfg = SpeculationConfig(acceptance=0.7, k=3, draft_cost_ratio=0.1, source="example")
     >>> fake = lambda new_tokens, kv_tokens_read, attention_token_pairs: 0.01
-    >>> speculative_step_time_s(fake, EAGLE_LIKE, decode_seqs=0, decode_kv_tokens=0, new_tokens=512,
+    >>> speculative_step_time_s(fake, cfg, decode_seqs=0, decode_kv_tokens=0, new_tokens=512,
     ...                         kv_tokens_read=0, attention_token_pairs=1000)   # prefill only: no draft
     0.01
     """
@@ -84,5 +110,53 @@ def speculative_step_time_s(step_time_s, config: SpeculationConfig, *, decode_se
                          attention_token_pairs=attention_token_pairs)
     if not decode_seqs:
         return verify
+    if config.draft_coefficients is not None:
+        return verify + draft_phase_s(config, config.draft_coefficients, sequences=decode_seqs, kv_tokens=decode_kv_tokens)
+    if config.draft_cost_ratio is None:
+        raise CalcError("speculation must be bound to the replica's target before pricing a step "
+                        "(calc.sim.speculation.bound_speculation); got an unbound derived config", "speculation")
     plain = step_time_s(new_tokens=decode_seqs, kv_tokens_read=decode_kv_tokens, attention_token_pairs=decode_kv_tokens)
     return verify + k * config.draft_cost_ratio * plain
+
+
+#: The p99 time-to-first-token objective a chat replica is held to on step 10 (an assumption of the lesson: a
+#: first token within a second, as interactive chat services commonly target).
+TTFT_SLO_S = 1.0
+
+
+def healthy_rate_without_speculation(scenario: dict, *, slo_s: float = TTFT_SLO_S, resolution_per_s: float = 1.0,
+                                     max_rate_per_s: float = 200.0) -> float:
+    """The highest arrival rate (a multiple of ``resolution_per_s``) at which ``scenario`` without speculation meets the SLO.
+
+    ``scenario`` is scenario data (a dict, as :func:`calc.sim_views.scenario_for` gives); its p99 TTFT is
+    simulated with speculation off, by bisection over the rate (p99 TTFT grows with the load). Step 10 runs
+    its break at this rate, so the arm without speculation is healthy there whatever the step costs are.
+    Source: :func:`calc.sim.fleet.simulate_fleet`.
+
+    >>> from calc.sim_views import scenario_for
+    >>> rate = healthy_rate_without_speculation(scenario_for("step10-speculation-at-saturation"))
+    >>> rate == float(scenario_for("step10-speculation-at-saturation")["workload"]["rate_per_s"])
+    True
+    """
+    from calc.errors import check_range
+    from calc.sim.fleet import simulate_fleet
+
+    slo_s = check_range("slo_s", slo_s, 0.001, 3600.0)
+    step = check_range("resolution_per_s", resolution_per_s, 0.01, 100.0)
+    top = int(check_range("max_rate_per_s", max_rate_per_s, step, 1e6) // step)
+
+    def healthy(units: int) -> bool:
+        data = {**scenario, "speculation": None, "workload": {**scenario.get("workload", {}), "rate_per_s": units * step}}
+        return simulate_fleet(data).summary["ttft_p99_s"] <= slo_s
+
+    if not healthy(1):
+        raise CalcError(f"slo_s: the replica misses a p99 TTFT of {slo_s:g} s even at {step:g} request/s; allowed: a "
+                        f"looser SLO or a smaller resolution_per_s", "slo_s")
+    low, high = 1, top + 1  # healthy(low) holds; high is treated as unhealthy
+    while high - low > 1:
+        mid = (low + high) // 2
+        if healthy(mid):
+            low = mid
+        else:
+            high = mid
+    return round(low * step, 6)

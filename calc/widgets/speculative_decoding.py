@@ -11,7 +11,10 @@ The output distribution is the target's, exactly: a drafted token ``x`` is kept
 with probability min(1, p(x) / q(x)), and on rejection the target samples from
 the normalised max(0, p - q) (Leviathan et al. 2023, Theorem 3.5; Chen et al. 2023).
 
->>> round(expected_tokens_per_step(0.7, 4), 2), round(_draft_cost_ratio("llama-3.2-1b"), 3)
+The draft's cost ``c`` is priced from its own shape on the roofline
+(:func:`calc.speculative.speedup_at_batch` with a :class:`calc.speculative.DraftShape`).
+
+>>> round(expected_tokens_per_step(0.7, 4), 2), round(_cycle("llama-3.2-1b", 0.7, 4, 1)["draft_cost_ratio"], 3)
 (2.77, 0.064)
 """
 
@@ -26,8 +29,8 @@ from calc.roofline import decode_step
 from calc.sim import presets
 from calc.sim_views import preset_summary
 from calc.speculative import (
-    EAGLE_LIKE, SpeculationConfig, best_k, draft_cost_ratio, emitted_distribution, expected_tokens_per_step, speedup,
-    speedup_at_batch,
+    EAGLE_LIKE, SEPARATE_DRAFT_LIKE, DraftShape, SpeculationConfig, best_k, emitted_distribution,
+    expected_tokens_per_step, speedup, speedup_at_batch,
 )
 from calc.units import format_number, round_sig
 from calc.widgets.charts import PALETTE, bar_chart, line_chart
@@ -35,13 +38,17 @@ from calc.lesson import DECODE_CONTEXT_TOKENS
 from calc.widgets.framework import Choice, FloatRange, IntRange, output, stream, table, view, widget
 from calc.widgets.simulation import scenario_for, simulation_views
 
-__all__ = ["gain", "same_distribution", "light_traffic", "facts", "DRAFTS", "WORDS", "TARGET_P", "OTHER_P"]
+__all__ = ["gain", "same_distribution", "light_traffic", "facts", "DRAFTS", "WORDS", "TARGET_P", "OTHER_P",
+           "HEADLINE"]
 
 #: Draft models that share Llama 3.1's tokenizer (128,256 tokens), each run on one GPU of the replica.
 DRAFTS = (("llama-3.2-1b", "Llama 3.2 1B"), ("llama-3.2-3b", "Llama 3.2 3B"), ("llama-3.1-8b", "Llama 3.1 8B"))
-DRAFT_TP = 1
-#: Defaults of the controls: an illustrative acceptance and draft length (inputs, measured per task in practice).
-ACCEPTANCE, K = 0.7, 4
+DRAFT_TP = SEPARATE_DRAFT_LIKE.draft.draft_tp
+#: The step's headline set-up, the one the cheat sheet borrows (facts ``headline_*``): a separate Llama 3.2 1B
+#: draft, calc.speculative.SEPARATE_DRAFT_LIKE (an illustrative acceptance; measured per task in practice).
+HEADLINE = SEPARATE_DRAFT_LIKE
+#: Defaults of the controls: the headline's acceptance and draft length.
+ACCEPTANCE, K = HEADLINE.acceptance, HEADLINE.k
 ACCEPTANCE_CURVES = (0.5, 0.7, 0.9)
 MAX_K = 16
 #: The light load of the live simulation: the running example at a quarter of step 5's traffic.
@@ -58,10 +65,13 @@ def _target():
     return lesson.coefficients()
 
 
-def _draft_cost_ratio(draft: str = DRAFTS[0][0], batch: int = 1) -> float:
-    """``c`` of ``draft`` on one H100 of the replica against the running example (:func:`calc.speculative.draft_cost_ratio`)."""
-    draft_coef = lesson.coefficients(model=get_model(draft).key, tp=DRAFT_TP)
-    return draft_cost_ratio(draft_coef, _target(), batch=batch, context_tokens=DECODE_CONTEXT_TOKENS)
+def _cycle(draft: str, acceptance: float, k: int, batch: int) -> dict:
+    """One speculation cycle on the running example with ``draft`` (a catalog model on one GPU) as a chain of ``k``."""
+    shape = DraftShape(key=draft, name=dict(DRAFTS)[draft], kind="model", draft_model=draft, draft_tp=DRAFT_TP,
+                       source="a catalog model as the draft, on one GPU of the replica")
+    config = SpeculationConfig(acceptance, k, None, source=f"{draft} draft on one H100, priced on calc.roofline",
+                               draft=shape)
+    return speedup_at_batch(_target(), batch=batch, context_tokens=DECODE_CONTEXT_TOKENS, config=config)
 
 
 @widget
@@ -82,11 +92,10 @@ def gain(
     >>> out["tokens_per_step"]["text"], out["speedup_formula"]["text"], out["speedup_roofline"]["text"]
     ('2.77', '2.2x', '2.2x')
     """
-    c = _draft_cost_ratio(draft, batch)
+    roof = _cycle(draft, acceptance, k, batch)
+    c = roof["draft_cost_ratio"]
     expected = expected_tokens_per_step(acceptance, k)
     formula = speedup(acceptance, k, c)
-    config = SpeculationConfig(acceptance, k, c, source=f"{draft} draft on one H100, c from calc.roofline")
-    roof = speedup_at_batch(_target(), batch=batch, context_tokens=DECODE_CONTEXT_TOKENS, config=config)
     top = best_k(acceptance, c, MAX_K)
     ks = list(range(1, MAX_K + 1))
     curves = sorted(set(ACCEPTANCE_CURVES) | {round(acceptance, 2)})
@@ -196,24 +205,31 @@ def light_traffic(
 
 
 def facts() -> dict[str, str]:
-    """Numbers quoted in the step's prose, computed from calc.
+    """Numbers quoted in the step's prose, computed from calc; ``headline_*`` are the ones the cheat sheet borrows.
 
     >>> f = facts()
-    >>> f["tokens_default"], f["speedup_default"], f["quiz_tokens"], f["eagle_tokens"]
-    ('2.77', '2.2x', '2.31', '2.73')
+    >>> f["headline_acceptance"], f["headline_cost_ratio"], f["headline_speedup"], f["quiz_tokens"]
+    ('0.7', '0.0644', '2.2x', '2.31')
     """
-    c = _draft_cost_ratio()
     target = _target()
     plain = decode_step(target, batch=1, context_tokens=DECODE_CONTEXT_TOKENS)["time_s"]
+    roof = _cycle(DRAFTS[0][0], ACCEPTANCE, K, 1)
+    c = roof["draft_cost_ratio"]
     draft_step = c * plain
     on, off = preset_summary(SIM_PRESET, SIM_RATE_PER_S, speculation="eagle-like"), preset_summary(SIM_PRESET, SIM_RATE_PER_S, speculation="off")
     top = best_k(ACCEPTANCE, c, MAX_K)
-    roof = speedup_at_batch(target, batch=1, context_tokens=DECODE_CONTEXT_TOKENS,
-                            config=SpeculationConfig(ACCEPTANCE, K, c, source="the page's worked example"))
+    eagle = speedup_at_batch(target, batch=1, context_tokens=DECODE_CONTEXT_TOKENS, config=EAGLE_LIKE)
+    eagle_c = eagle["draft_cost_ratio"]
     quiz_a, quiz_k = 0.6, 4
     return {
         "model": get_model(lesson.REPLICA["model"]).name,
         "draft": dict(DRAFTS)[DRAFTS[0][0]],
+        "headline_draft": dict(DRAFTS)[DRAFTS[0][0]],
+        "headline_acceptance": f"{ACCEPTANCE:g}",
+        "headline_k": str(K),
+        "headline_cost_ratio": format_number(c),
+        "headline_tokens": format_number(expected_tokens_per_step(ACCEPTANCE, K)),
+        "headline_speedup": f"{format_number(speedup(ACCEPTANCE, K, c))}x",
         "acceptance": f"{ACCEPTANCE:g}",
         "k": str(K),
         "k_plus_1": str(K + 1),
@@ -238,8 +254,8 @@ def facts() -> dict[str, str]:
         "eagle_verify": str(EAGLE_LIKE.verify_tokens),
         "eagle_acceptance": f"{EAGLE_LIKE.acceptance:g}",
         "eagle_tokens": format_number(EAGLE_LIKE.tokens_per_step),
-        "eagle_cost_ratio": format_number(EAGLE_LIKE.draft_cost_ratio),
-        "eagle_speedup": f"{format_number(speedup(EAGLE_LIKE.acceptance, EAGLE_LIKE.k, EAGLE_LIKE.draft_cost_ratio))}x",
+        "eagle_cost_ratio": format_number(eagle_c),
+        "eagle_speedup": f"{format_number(speedup(EAGLE_LIKE.acceptance, EAGLE_LIKE.k, eagle_c))}x",
         "sim_rate": format_number(SIM_RATE_PER_S),
         "step5_rate": format_number(presets.load_data(SIM_PRESET)["workload"]["rate_per_s"]),
         "sim_itl_on": f"{format_number(on['itl_p50_s'] * 1000)} ms",

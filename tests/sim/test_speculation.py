@@ -1,9 +1,8 @@
 """calc.sim.speculation: speculative decoding inside the engine, and where it stops paying.
 
 The drafter is calc.speculative.EAGLE_LIKE (SGLang's EAGLE example shape: 3 draft steps, 16
-candidates verified per sequence; acceptance 0.75 per depth, 2.73 tokens per verify step,
-within the acceptance lengths the EAGLE papers report; draft cost 0.32 of a target step, the
-value that gives the published 1.40x at batch 2). Published: on one H100 with Llama 3.1 8B,
+candidates verified per sequence; the EAGLE head's cost derived from its shape on the roofline;
+acceptance fitted to the published 1.40x at batch 2). Published: on one H100 with Llama 3.1 8B,
 EAGLE's speed-up falls below 1x from batch 24 (EAGLE-3 paper, SGLang). The engine must put
 its crossing between batch 16 and 48.
 """
@@ -14,8 +13,9 @@ from calc.catalog import get_gpu, get_model
 from calc.roofline import step_coefficients
 from calc.sim import Scenario, simulate
 from calc.sim.scheduler import TICKS
-from calc.sim.speculation import advance_ticks, speculative_step_time_s, tokens_per_decode
-from calc.speculative import EAGLE_LIKE, SpeculationConfig, speedup_at_batch
+from calc.sim.hardware import replica_hardware
+from calc.sim.speculation import advance_ticks, bound_speculation, speculative_step_time_s, tokens_per_decode
+from calc.speculative import EAGLE3_LIKE, EAGLE_LIKE, SpeculationConfig, speedup_at_batch
 
 PROMPT, ANSWER = 512, 256
 
@@ -45,7 +45,8 @@ def test_speculation_pays_at_small_batch_and_costs_past_saturation(speedups):
 
 def test_speedup_falls_as_the_batch_grows(speedups):
     values = [speedups[b] for b in sorted(speedups)]
-    assert values == sorted(values, reverse=True)
+    assert all(a >= b - 0.01 for a, b in zip(values, values[1:]))  # flat while the verify step is memory-bound
+    assert values[0] > values[-1] + 0.5
 
 
 def test_engine_agrees_with_the_closed_form_accounting(speedups):
@@ -79,3 +80,33 @@ def test_answers_are_the_same_length_with_and_without_speculation():
     spec = simulate(Scenario.from_dict({**base, "speculation": "eagle-like"})).summary
     assert spec["output_tokens"] == plain["output_tokens"]
     assert spec["itl_p50_s"] < plain["itl_p50_s"]
+
+
+@pytest.mark.parametrize("preset", ["eagle-like", "eagle3-like", "draft-1b"])
+def test_the_engine_prices_the_same_derived_draft_cost(preset):
+    # The simulator's speculative step (verify + k draft steps) equals calc.speculative's cycle for a pure decode step.
+    scenario = Scenario.from_dict({"speculation": preset})
+    hardware = replica_hardware(scenario)
+    config = bound_speculation(scenario.speculation, hardware)
+    coef = hardware.coefficients
+    batch, context, v = 64, 1152, config.verify_tokens
+    seconds = speculative_step_time_s(
+        coef.step_time_s, config, decode_seqs=batch, decode_kv_tokens=batch * context, new_tokens=batch * v,
+        kv_tokens_read=batch * context, attention_token_pairs=batch * (v * context + v * (v - 1) // 2))
+    cycle = speedup_at_batch(coef, batch=batch, context_tokens=context, config=scenario.speculation)
+    assert seconds == pytest.approx(cycle["verify_step_s"] + cycle["draft_steps_s"], rel=1e-9)
+
+
+def test_scenario_speculation_round_trips_and_keeps_the_override():
+    for value in ("eagle-like", "eagle3-like", {"k": 2, "acceptance": 0.6, "draft": "eagle3"},
+                  {"k": 3, "acceptance": 0.7, "draft_cost_ratio": 0.2}):
+        s = Scenario.from_dict({"speculation": value})
+        assert Scenario.from_dict(s.to_dict()) == s
+    assert Scenario.from_dict(Scenario.from_dict({"speculation": "eagle-like"}).to_dict()).speculation is EAGLE_LIKE
+    fixed = bound_speculation(Scenario.from_dict({"speculation": {"draft_cost_ratio": 0.2}}).speculation, None)
+    assert fixed.draft_cost_ratio == 0.2 and fixed.draft_coefficients is None
+
+
+def test_eagle3_keeps_its_gain_in_the_engine_where_eagle_loses_it():
+    eagle3 = decode_seconds(48, None) / decode_seconds(48, "eagle3-like")
+    assert eagle3 > 1.2
