@@ -18,6 +18,7 @@ tp                          4                   GPUs per replica (tensor paralle
 weights                     "bf16"              bf16, fp16, fp8, int8, int4, nf4
 kv_dtype                    "bf16"              bf16, fp16, fp8
 gpu_memory_utilization      0.9                 0.05 to 1: vLLM's share of each GPU
+engine                      "vllm"              an engine profile (calc.engine_profiles: its step and request costs)
 memory_basis                "marketed"          marketed (80e9 B for an H100, the lesson's count) or runtime
 kv_cache_tokens             null                override the KV capacity (tokens for the replica)
 block_size                  16                  tokens per KV block, 1 to 1024
@@ -65,6 +66,7 @@ from calc.errors import CalcError, check_choice, check_range
 from calc.memory import KV_DTYPES, WEIGHT_FORMATS
 from calc.sim.kv_blocks import ALLOCATIONS
 from calc.sim.workload import ARRIVALS, LENGTH_KINDS, RequestClass, Workload, check_class_fits
+from calc.engine_profiles import DEFAULT_ENGINE, ENGINES
 from calc.speculative import EAGLE_LIKE, SpeculationConfig
 
 __all__ = ["BATCHING", "SPECULATION_PRESETS", "Scenario", "load_scenario", "dump_scenario"]
@@ -88,6 +90,7 @@ class Scenario:
     weights: str = "bf16"
     kv_dtype: str = "bf16"
     gpu_memory_utilization: float = 0.9
+    engine: str = DEFAULT_ENGINE
     memory_basis: str = "marketed"
     kv_cache_tokens: int | None = None
     block_size: int = 16
@@ -152,6 +155,7 @@ class Scenario:
             weights=choice("weights", WEIGHT_FORMATS),
             kv_dtype=choice("kv_dtype", KV_DTYPES),
             gpu_memory_utilization=number("gpu_memory_utilization", 0.05, 1.0),
+            engine=choice("engine", ENGINES),
             memory_basis=choice("memory_basis", MEMORY_BASES),
             kv_cache_tokens=kv_tokens,
             block_size=integer("block_size", 1, 1024),
