@@ -15,7 +15,7 @@ price: cost is reported as null, never a made-up figure).
 >>> hw.kv_cache_blocks, hw.kv_cache_tokens, hw.gpus, hw.price_usd_per_gpu_hour
 (24965, 399440, 4, 3.78)
 >>> round(hw.step_time_s(new_tokens=64, kv_tokens_read=80000, attention_token_pairs=80064) * 1000, 2)
-18.38
+21.96
 """
 
 from __future__ import annotations
@@ -50,7 +50,7 @@ def step_pricer(coefficients):
     >>> price = step_pricer(coef)
     >>> args = dict(new_tokens=64, kv_tokens_read=80000, attention_token_pairs=80064)
     >>> price(**args) == coef.step_time_s(**args), round(price(**args) * 1000, 2)
-    (True, 18.38)
+    (True, 21.96)
     """
     c = coefficients
     eff = c.efficiency

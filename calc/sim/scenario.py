@@ -53,7 +53,7 @@ system prompt put before every prompt), ``prefix_variants`` (1).
 >>> Scenario.from_dict({"tp": 8, "colour": "red"})
 Traceback (most recent call last):
 ...
-calc.errors.CalcError: unknown key 'colour' in scenario; allowed: allocation, batching, block_size, chunked_prefill, description, gpu, gpu_memory_utilization, gpu_price_usd_per_hour, kv_cache_tokens, kv_dtype, max_model_len, max_num_batched_tokens, max_num_seqs, max_time_series_points, memory_basis, model, name, prefix_caching, sample_interval_s, seed, speculation, static_batch_size, tp, weights, workload
+calc.errors.CalcError: unknown key 'colour' in scenario; allowed: allocation, batching, block_size, chunked_prefill, description, engine, gpu, gpu_memory_utilization, gpu_price_usd_per_hour, kv_cache_tokens, kv_dtype, max_model_len, max_num_batched_tokens, max_num_seqs, max_time_series_points, memory_basis, model, name, prefix_caching, sample_interval_s, seed, speculation, static_batch_size, tp, weights, workload
 """
 
 from __future__ import annotations
