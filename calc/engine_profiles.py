@@ -8,7 +8,14 @@ never counts, and engines differ in how much:
   33%, scheduling 29%) for Llama 3 8B on one H100; v0.6.0 cut much of that, not all.
 * ``tp_step_overhead_s``: more per step for each tensor-parallel GPU beyond the first (the driver hands
   each step's inputs to every worker and waits for all of them). The all-reduces themselves are priced
-  by the roofline with a measured latency (:data:`calc.parallel.ALLREDUCE_SMALL_MESSAGE_S`).
+  by the roofline's alpha-beta term, with the latency measured for the GPU count
+  (:func:`allreduce_latency_s`) instead of the lesson's round 10 us.
+
+Why the lesson's pages keep the pure roofline (:data:`calc.roofline.CALIBRATED`, no fixed terms, 10 us
+all-reduces): they teach where a step's time goes on the GPU (weights, KV, FLOPs against the roofs), and
+the figures they quote (the cheat sheet's ITL, ten times the batch nearly ten times cheaper) are that
+model's. The simulator prices an engine, so it adds the engine's terms; pages that show a simulation show
+the engine's numbers.
 * ``request_overhead_s``: each request's fixed cost between its send and the moment the engine can
   schedule it (HTTP, tokenization, the engine's input queue). It adds to TTFT and end-to-end latency, not
   to any step. ``scheduler_steps`` > 1 (vLLM 0.6's multi-step scheduling) adds the wait for the running
@@ -34,7 +41,7 @@ from dataclasses import dataclass, replace
 from calc.errors import CalcError, check_choice, check_range
 
 __all__ = ["ENGINES", "DEFAULT_ENGINE", "TERMS", "EngineProfile", "PROFILES_PATH", "load_profiles", "get_profile",
-           "efficiency_for", "request_overhead_s"]
+           "efficiency_for", "allreduce_latency_s", "engine_coefficients", "request_overhead_s"]
 
 PROFILES_PATH = os.path.join(os.path.dirname(os.path.abspath(__file__)), "data", "engine_profiles.json")
 #: The fitted or inherited constants of a profile, in the order they are fitted.
@@ -135,6 +142,40 @@ def efficiency_for(profile: EngineProfile, base=None):
     return Efficiency(compute=base.compute, memory=base.memory, step_overhead_s=profile.step_overhead_s,
                       tp_step_overhead_s=profile.tp_step_overhead_s,
                       source=f"{base.source}; step terms of engine profile '{profile.key}' (calc.engine_profiles)")
+
+
+def allreduce_latency_s(profile: EngineProfile, tp: int) -> float:
+    """The all-reduce latency the engine pays on ``tp`` GPUs: the measured small-message figure.
+
+    Every profile takes vLLM's custom all-reduce on H100 (SGLang v0.3 runs vLLM's kernel; TensorRT-LLM's
+    own one-shot all-reduce is assumed as fast). Source: :data:`calc.parallel.ALLREDUCE_LATENCY_SOURCE`.
+
+    >>> allreduce_latency_s(get_profile("vllm"), 4)
+    9.2e-06
+    """
+    from calc.parallel import allreduce_latency_s as measured
+
+    if not isinstance(profile, EngineProfile):
+        raise CalcError(f"profile must be an EngineProfile; got {profile!r}", "engine")
+    return measured(tp)
+
+
+def engine_coefficients(model, gpu, *, tp: int = 1, weights: str = "bf16", kv_dtype: str = "bf16",
+                        engine: str = DEFAULT_ENGINE):
+    """:func:`calc.roofline.step_coefficients` with ``engine``'s terms: what the simulator prices a step with.
+
+    >>> c = engine_coefficients("llama-3.1-70b", "h100-sxm-80gb", tp=4)
+    >>> c.allreduce_latency_s, c.overhead_s() > 0
+    (9.2e-06, True)
+    """
+    from calc.memory import check_tp
+    from calc.catalog import get_model
+    from calc.roofline import step_coefficients
+
+    profile = get_profile(engine)
+    tp = check_tp(get_model(model), tp)
+    return step_coefficients(model, gpu, tp=tp, weights=weights, kv_dtype=kv_dtype,
+                             efficiency=efficiency_for(profile), allreduce_latency_s=allreduce_latency_s(profile, tp))
 
 
 def request_overhead_s(profile: EngineProfile, coefficients) -> float:

@@ -28,7 +28,7 @@ validation only (:data:`VALIDATION_ROWS`), never for fitting.
 >>> coef = step_coefficients(get_model("llama-3.1-70b"), get_gpu("h100-sxm-80gb"), tp=4)
 >>> d = coef.breakdown(new_tokens=1, kv_tokens_read=1152, attention_token_pairs=1152)
 >>> d["bound"], round(d["time_s"] * 1000, 1)
-('memory', 15.2)
+('memory', 15.3)
 """
 
 from __future__ import annotations
@@ -40,7 +40,7 @@ from calc import memory
 from calc.catalog import GPU, Model, get_gpu, get_model
 from calc.errors import CalcError, check_choice, check_range
 from calc.memory import check_tp, kv_capacity, kv_tokens_per_request
-from calc.parallel import allreduce_latency_s as _allreduce_latency_for, allreduce_time_s
+from calc.parallel import ALLREDUCE_LATENCY_S, allreduce_time_s
 from calc.units import round_sig
 
 __all__ = [
@@ -304,7 +304,7 @@ class StepCoefficients:
         >>> from calc.catalog import get_model, get_gpu
         >>> c = step_coefficients(get_model("llama-3.1-70b"), get_gpu("h100-sxm-80gb"), tp=4)
         >>> round(c.comm_s(1) * 1000, 2), step_coefficients(get_model("llama-3.1-8b"), get_gpu("h100-sxm-80gb")).comm_s(1)
-        (1.48, 0.0)
+        (1.61, 0.0)
         """
         if not self.allreduces_per_step or new_tokens <= 0:
             return 0.0
@@ -358,7 +358,7 @@ def _attention_flops_per_pair(model: Model) -> float:
 
 
 def step_coefficients(model, gpu, *, tp: int = 1, weights: str = "bf16", kv_dtype: str = "bf16",
-                      efficiency: Efficiency = CALIBRATED, allreduce_latency_s: float | None = None) -> StepCoefficients:
+                      efficiency: Efficiency = CALIBRATED, allreduce_latency_s: float = ALLREDUCE_LATENCY_S) -> StepCoefficients:
     """Precompute the per-GPU roofline of a replica: ``model`` on ``tp`` GPUs of type ``gpu``.
 
     * FLOPs per new token: 2 x (active linear weights + the LM head), over ``tp``
@@ -371,8 +371,9 @@ def step_coefficients(model, gpu, *, tp: int = 1, weights: str = "bf16", kv_dtyp
     * KV bytes per token per GPU: :func:`calc.memory.kv_bytes_per_token_per_gpu`.
 
     The weight format sets the compute dtype (:func:`compute_dtype`); attention
-    computes in 16 bits. ``allreduce_latency_s`` defaults to the measured small-message
-    all-reduce time for ``tp`` GPUs (:func:`calc.parallel.allreduce_latency_s`).
+    computes in 16 bits. ``allreduce_latency_s`` defaults to the lesson's round 10 us
+    (:data:`calc.parallel.ALLREDUCE_LATENCY_S`); the simulator passes the measured figure for
+    ``tp`` GPUs (:func:`calc.parallel.allreduce_latency_s`).
 
     >>> from calc.catalog import get_model, get_gpu
     >>> c = step_coefficients(get_model("llama-3.1-8b"), get_gpu("h100-sxm-80gb"), weights="fp8", kv_dtype="fp8")
@@ -386,8 +387,6 @@ def step_coefficients(model, gpu, *, tp: int = 1, weights: str = "bf16", kv_dtyp
     check_choice("kv_dtype", kv_dtype, memory.KV_DTYPES)
     if not isinstance(efficiency, Efficiency):
         raise CalcError(f"efficiency must be an Efficiency; got {efficiency!r}", "efficiency")
-    if allreduce_latency_s is None:
-        allreduce_latency_s = _allreduce_latency_for(tp)
     latency = check_range("allreduce_latency_s", allreduce_latency_s, 0.0, 0.01)
     dtype = compute_dtype(weights, gpu)
 
@@ -600,7 +599,7 @@ def itl_s(coefficients: StepCoefficients, *, batch: int, context_tokens: int) ->
     >>> from calc.catalog import get_model, get_gpu
     >>> c = step_coefficients(get_model("llama-3.1-70b"), get_gpu("h100-sxm-80gb"), tp=4)
     >>> round(itl_s(c, batch=1, context_tokens=1152) * 1000, 1), round(itl_s(c, batch=64, context_tokens=1152) * 1000, 1)
-    (15.2, 18.1)
+    (15.3, 18.2)
     """
     return decode_step(coefficients, batch=batch, context_tokens=context_tokens)["time_s"]
 
@@ -613,7 +612,7 @@ def decode_tokens_per_s(coefficients: StepCoefficients, *, batch: int, context_t
     >>> from calc.catalog import get_model, get_gpu
     >>> c = step_coefficients(get_model("llama-3.1-70b"), get_gpu("h100-sxm-80gb"), tp=4)
     >>> round(decode_tokens_per_s(c, batch=64, context_tokens=1152))
-    3545
+    3520
     """
     return batch / itl_s(coefficients, batch=batch, context_tokens=context_tokens)
 
@@ -671,7 +670,7 @@ def mixed_step_s(coefficients, *, batch: int, context_tokens: int, chunk_tokens:
     >>> from calc.catalog import get_model, get_gpu
     >>> c = step_coefficients(get_model("llama-3.1-70b"), get_gpu("h100-sxm-80gb"), tp=4)
     >>> round(mixed_step_s(c, batch=64, context_tokens=1152, chunk_tokens=0) * 1000, 1)
-    18.1
+    18.2
     >>> round(mixed_step_s(c, batch=64, context_tokens=1152, chunk_tokens=8192) * 1000)
     686
     """
@@ -970,7 +969,7 @@ def roofline_points(model, gpu, *, tp: int = 1, weights: str = "bf16", batch: in
 
     >>> p = roofline_points("llama-3.1-70b", "h100-sxm-80gb", tp=4, batch=1, prompt_tokens=1024, context_tokens=1152)
     >>> round(p["ridge_flops_per_byte"]), round(p["decode"]["time_s"] * 1000, 1)
-    (295, 15.2)
+    (295, 15.3)
     """
     coef = step_coefficients(model, gpu, tp=tp, weights=weights)
     decode = decode_step(coef, batch=batch, context_tokens=context_tokens)
@@ -1054,7 +1053,7 @@ def cost_split(coef, *, batch: int, prompt_tokens: int, answer_tokens: int) -> d
     >>> from calc.lesson import coefficients
     >>> split = cost_split(coefficients(), batch=256, prompt_tokens=1024, answer_tokens=256)
     >>> {k: round(v * 1000, 1) for k, v in split.items()}
-    {'weights': 17.6, 'kv': 9.5, 'prefill': 79.5, 'comm': 3.7, 'step': 110.4}
+    {'weights': 17.6, 'kv': 9.5, 'prefill': 79.5, 'comm': 3.8, 'step': 110.5}
     """
     mixed = steady_state_step(coef, batch=batch, input_tokens=prompt_tokens, output_tokens=answer_tokens)
     context = prompt_tokens + answer_tokens // 2

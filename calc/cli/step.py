@@ -27,7 +27,7 @@ from calc.roofline import (
     CALIBRATED, CALIBRATION_SETUP, calibration_report, decode_step, prefill_chunk, ridge_point_flops_per_byte,
     step_coefficients, ttft_s,
 )
-from calc.engine_profiles import DEFAULT_ENGINE, ENGINES, efficiency_for, get_profile, request_overhead_s
+from calc.engine_profiles import DEFAULT_ENGINE, ENGINES, engine_coefficients, get_profile, request_overhead_s
 from calc.parallel import ALLREDUCE_LATENCY_SOURCE
 from calc.units import format_bytes, format_number, round_sig
 
@@ -109,7 +109,7 @@ def run(args) -> dict:
     >>> p = argparse.ArgumentParser(); add_arguments(p)
     >>> r = run(p.parse_args(["--batch", "64"]))
     >>> r["decode"]["bound"], round(r["decode_tokens_per_s"])
-    ('memory', 3545)
+    ('memory', 3520)
     """
     efficiency = {"compute": CALIBRATED.compute, "memory": CALIBRATED.memory,
                   "step_overhead_s": CALIBRATED.step_overhead_s, "source": CALIBRATED.source}
@@ -163,12 +163,13 @@ def engine_terms(coef, engine: str, *, batch: int, context_tokens: int) -> dict:
     (['allreduce_latency_s', 'step_overhead_s', 'tp_step_overhead_s', 'request_overhead_s'], True)
     """
     profile = get_profile(engine)
-    priced = step_coefficients(coef.model_key, coef.gpu_key, tp=coef.tp, weights=coef.weights, kv_dtype=coef.kv_dtype,
-                               efficiency=efficiency_for(profile))
+    priced = engine_coefficients(coef.model_key, coef.gpu_key, tp=coef.tp, weights=coef.weights,
+                                 kv_dtype=coef.kv_dtype, engine=profile.key)
     roles, sources = dict(profile.roles), dict(profile.sources)
-    terms = [{"term": "allreduce_latency_s", "value_s": coef.allreduce_latency_s,
+    terms = [{"term": "allreduce_latency_s", "value_s": priced.allreduce_latency_s,
               "per": f"all-reduce ({coef.allreduces_per_step} per step)" if coef.allreduces_per_step else "all-reduce (none on one GPU)",
-              "role": "assumption", "source": ALLREDUCE_LATENCY_SOURCE}]
+              "role": "assumption",
+              "source": f"{ALLREDUCE_LATENCY_SOURCE} (the roofline above: a round {coef.allreduce_latency_s * 1e6:g} us)"}]
     for term, per in (("step_overhead_s", "step"), ("tp_step_overhead_s", "step, per GPU beyond the first"),
                       ("request_overhead_s", "request (TTFT)")):
         terms.append({"term": term, "value_s": getattr(profile, term), "per": per, "role": roles.get(term, ""),

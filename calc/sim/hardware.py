@@ -197,8 +197,8 @@ def replica_hardware(scenario) -> ReplicaHardware:
     # The simulator prices the engine, not only the GPU: the roofline plus the engine's fixed terms
     # (calc.engine_profiles). The lesson's roofline pages keep the pure roofline (calc.roofline.CALIBRATED).
     profile = engine_profiles.get_profile(getattr(scenario, "engine", engine_profiles.DEFAULT_ENGINE))
-    coef = roofline.step_coefficients(model, gpu, tp=scenario.tp, weights=scenario.weights,
-                                      kv_dtype=scenario.kv_dtype, efficiency=engine_profiles.efficiency_for(profile))
+    coef = engine_profiles.engine_coefficients(model, gpu, tp=scenario.tp, weights=scenario.weights,
+                                               kv_dtype=scenario.kv_dtype, engine=profile.key)
     per_token_gpu = memory.kv_bytes_per_token_per_gpu(model, scenario.tp, scenario.kv_dtype)
     weights_gpu = memory.weights_bytes_per_gpu(model, scenario.tp, scenario.weights)
     if scenario.kv_cache_tokens is not None:
