@@ -197,7 +197,7 @@ def facts() -> dict[str, str]:
 
     >>> f = facts()
     >>> f["break_even_8b"], f["published_below"], f["sim_tokens_on"], f["sim_tokens_off"]
-    ('23', '24', '2,866', '4,789')
+    ('23', '24', '2,820', '4,626')
     """
     c8 = coefficients(REPLICAS[0][0])
     at = {b: speedup_at_batch(c8, batch=b, context_tokens=CONTEXT_TOKENS) for b in (1, 2, 64, 256)}
