@@ -8,7 +8,10 @@ figures, the median absolute error, the median signed error and how many are opt
 every figure; ``--json PATH`` writes the results and the summary. Not a test: it measures, it does not
 assert (tests/test_latency_accuracy.py does).
 
-    .venv/bin/python bench/latency_report.py [--rows] [--json bench-results/latency.json]
+    .venv/bin/python bench/latency_report.py [--rows] [--json bench-results/latency.json] [--write-baseline]
+
+``--write-baseline`` records the validation medians in ``tests/data/latency_baseline.json``, which
+tests/test_latency_targets.py holds calc to (no median may get worse).
 """
 
 from __future__ import annotations
@@ -28,6 +31,8 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rows", action="store_true", help="print every figure beside calc's")
     parser.add_argument("--json", metavar="PATH", help="also write results and summary as JSON")
+    parser.add_argument("--write-baseline", action="store_true",
+                        help="record the validation medians in tests/data/latency_baseline.json")
     args = parser.parse_args(argv)
     results = latency_accuracy.evaluate()
     print(latency_accuracy.report(results, rows=args.rows))
@@ -36,6 +41,14 @@ def main(argv=None) -> int:
         with open(args.json, "w", encoding="utf-8") as handle:
             json.dump({"summary": latency_accuracy.summary(results), "results": [r.to_dict() for r in results]},
                       handle, indent=1, sort_keys=True)
+            handle.write("\n")
+    if args.write_baseline:
+        summary = latency_accuracy.summary(results)
+        baseline = {m: {"n": summary["validation"][m]["n"],
+                        "median_abs_error": round(summary["validation"][m]["median_abs_error"], 12)}
+                    for m in latency_accuracy.METRICS}
+        with open(os.path.join(ROOT, "tests", "data", "latency_baseline.json"), "w", encoding="utf-8") as handle:
+            json.dump(baseline, handle, indent=1, sort_keys=True)
             handle.write("\n")
     return 0
 

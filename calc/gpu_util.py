@@ -10,17 +10,19 @@ chance that the replica is not empty, not how much more work it could take:
     GPU-Util           ~= 1 - exp(-L)        (Poisson arrivals, no queue: M/G/infinity)
     compute use         = arrival rate x FLOPs per request / peak FLOP/s
 
-For the running example (:mod:`calc.lesson`) a 1,024 + 256-token request stays
-about 4 s, so two requests a second keep eight in flight and GPU-Util reads
-99.97 %, while the tensor cores do a few per cent of what they could:
+For the running example (:mod:`calc.lesson`), priced as the simulator prices it (the
+roofline plus the default engine's step terms), a 1,024 + 256-token request stays
+about 5 s, so two requests a second keep ten in flight and GPU-Util reads
+100 %, while the tensor cores do a few per cent of what they could:
 
 >>> r = gpu_util_at_rate(2.0)
 >>> round(r["gpu_util"] * 100, 2), round(r["compute_utilization"] * 100, 1), round(r["in_flight"], 1)
-(99.97, 9.1, 8.1)
+(100.0, 9.1, 10.0)
 
 Sources: NVML's ``nvmlUtilization_t`` (NVIDIA, NVML API reference); Little's
 law (Little, Operations Research 1961); the M/G/infinity queue (Kleinrock,
-*Queueing Systems* vol. 1, 1975); step times from :mod:`calc.roofline`.
+*Queueing Systems* vol. 1, 1975); step times from :mod:`calc.roofline` with the
+engine's terms (:mod:`calc.engine_profiles`).
 """
 
 from __future__ import annotations
@@ -63,13 +65,25 @@ def replica_capacity_rps(prompt_tokens: int = PROMPT_TOKENS, answer_tokens: int 
     preset saturates at the same rate.
 
     >>> round(replica_capacity_rps(), 2)
-    9.05
+    8.77
     """
     prompt, answer = _lengths(prompt_tokens, answer_tokens)
     kv_tokens = lesson.KV_CAPACITY_TOKENS_LESSON_GB
-    run = max_throughput(lesson.coefficients(), input_tokens=prompt, output_tokens=answer,
+    run = max_throughput(_simulated_coefficients(), input_tokens=prompt, output_tokens=answer,
                          kv_capacity_tokens=kv_tokens, max_running=MAX_NUM_SEQS)
     return run["output_tokens_per_s"] / answer
+
+
+@functools.lru_cache(maxsize=1)
+def _simulated_coefficients():
+    """The running example's step prices as the simulator has them: the roofline plus the default engine's terms.
+
+    The model predicts what the simulated replica's GPU-Util reads, so it prices steps the same way
+    (:func:`calc.engine_profiles.engine_coefficients`).
+    """
+    from calc.engine_profiles import engine_coefficients
+
+    return engine_coefficients(lesson.MODEL, lesson.GPU, tp=lesson.TP, weights=lesson.WEIGHTS, kv_dtype=lesson.KV_DTYPE)
 
 
 def gpu_util_at_rate(rate_per_s: float, *, prompt_tokens: int = PROMPT_TOKENS,
@@ -92,7 +106,7 @@ def gpu_util_at_rate(rate_per_s: float, *, prompt_tokens: int = PROMPT_TOKENS,
 
     >>> r = gpu_util_at_rate(0.1)
     >>> round(r["gpu_util"], 2), round(r["stay_s"], 2)
-    (0.33, 3.98)
+    (0.39, 4.9)
     >>> gpu_util_at_rate(50)["saturated"]
     True
     >>> gpu_util_at_rate(-1)
@@ -102,7 +116,7 @@ def gpu_util_at_rate(rate_per_s: float, *, prompt_tokens: int = PROMPT_TOKENS,
     """
     rate = check_range("rate_per_s", rate_per_s, 0.001, 1000)
     prompt, answer = _lengths(prompt_tokens, answer_tokens)
-    coef = lesson.coefficients()
+    coef = _simulated_coefficients()
     capacity = replica_capacity_rps(prompt, answer)
     saturated = rate >= capacity
     served = min(rate, capacity)
@@ -136,9 +150,9 @@ def rate_for_gpu_util(gpu_util: float, *, prompt_tokens: int = PROMPT_TOKENS,
     Source: as :func:`gpu_util_at_rate`.
 
     >>> round(rate_for_gpu_util(0.8), 3), round(rate_for_gpu_util(0.3), 3)
-    (0.403, 0.09)
+    (0.328, 0.073)
     """
     util = check_range("gpu_util", gpu_util, 0.0001, 0.9999)
     prompt, answer = _lengths(prompt_tokens, answer_tokens)
     in_flight = -math.log(1.0 - util)
-    return in_flight / _stay_s(lesson.coefficients(), prompt, answer, in_flight)
+    return in_flight / _stay_s(_simulated_coefficients(), prompt, answer, in_flight)

@@ -40,7 +40,7 @@ from calc import memory
 from calc.catalog import GPU, Model, get_gpu, get_model
 from calc.errors import CalcError, check_choice, check_range
 from calc.memory import check_tp, kv_capacity, kv_tokens_per_request
-from calc.parallel import allreduce_time_s, ALLREDUCE_LATENCY_S
+from calc.parallel import ALLREDUCE_LATENCY_S, allreduce_time_s
 from calc.units import round_sig
 
 __all__ = [
@@ -68,8 +68,12 @@ class Efficiency:
     ``compute``: achieved / peak dense tensor-core FLOP/s in the matmuls and
     attention; ``memory``: achieved / peak HBM bandwidth when streaming weights
     and KV; ``step_overhead_s``: fixed time per engine step (kernel launches,
-    scheduling, sampling) that no roofline counts. ``source`` says where the
-    numbers come from.
+    scheduling, input preparation, sampling) that no roofline counts;
+    ``tp_step_overhead_s``: more fixed time per step for each GPU beyond the first
+    (the engine hands every step's inputs to each tensor-parallel worker and waits
+    for all of them). ``source`` says where the numbers come from. The pure
+    roofline (:data:`CALIBRATED`) has both overheads at 0; an engine profile
+    (:mod:`calc.latency_fit`) sets them.
 
     >>> Efficiency(compute=0.5, memory=0.8, step_overhead_s=0.0).memory
     0.8
@@ -83,11 +87,13 @@ class Efficiency:
     memory: float
     step_overhead_s: float
     source: str = ""
+    tp_step_overhead_s: float = 0.0
 
     def __post_init__(self):
         check_range("compute", self.compute, 0.01, 1.0)
         check_range("memory", self.memory, 0.01, 1.0)
         check_range("step_overhead_s", self.step_overhead_s, 0.0, 1.0)
+        check_range("tp_step_overhead_s", self.tp_step_overhead_s, 0.0, 1.0)
 
 
 #: Fitted by :func:`calibrate` on the TensorRT-LLM row for Llama 3.1 8B FP8 on one
@@ -256,7 +262,7 @@ class StepCoefficients:
         gemm_s = max(linear_compute, weights_s)
         attention_s = max(attention_compute, kv_s)
         comm_s = self.comm_s(new_tokens)
-        overhead_s = eff.step_overhead_s
+        overhead_s = self.overhead_s()
         compute_s = linear_compute + attention_compute
         memory_s = weights_s + kv_s
         # Which roof binds: the time of the kernels held by their compute roof against those held by bandwidth.
@@ -274,6 +280,19 @@ class StepCoefficients:
             "time_s": gemm_s + attention_s + comm_s + overhead_s,
             "bound": "compute" if compute_held > memory_held else "memory",
         }
+
+    def overhead_s(self) -> float:
+        """The fixed time of every step: ``step_overhead_s + tp_step_overhead_s x (tp - 1)``.
+
+        Source: :class:`Efficiency` (0 on the pure roofline; an engine profile's fitted terms otherwise).
+
+        >>> from calc.catalog import get_model, get_gpu
+        >>> eff = Efficiency(compute=0.5, memory=0.8, step_overhead_s=0.002, tp_step_overhead_s=0.0005)
+        >>> round(step_coefficients(get_model("llama-3.1-70b"), get_gpu("h100-sxm-80gb"), tp=4, efficiency=eff).overhead_s(), 6)
+        0.0035
+        """
+        eff = self.efficiency
+        return eff.step_overhead_s + eff.tp_step_overhead_s * (self.tp - 1)
 
     def comm_s(self, new_tokens: int) -> float:
         """Tensor-parallel all-reduce time of a step: two per layer, each ``new_tokens x hidden`` activations.
@@ -352,7 +371,9 @@ def step_coefficients(model, gpu, *, tp: int = 1, weights: str = "bf16", kv_dtyp
     * KV bytes per token per GPU: :func:`calc.memory.kv_bytes_per_token_per_gpu`.
 
     The weight format sets the compute dtype (:func:`compute_dtype`); attention
-    computes in 16 bits.
+    computes in 16 bits. ``allreduce_latency_s`` defaults to the lesson's round 10 us
+    (:data:`calc.parallel.ALLREDUCE_LATENCY_S`); the simulator passes the measured figure for
+    ``tp`` GPUs (:func:`calc.parallel.allreduce_latency_s`).
 
     >>> from calc.catalog import get_model, get_gpu
     >>> c = step_coefficients(get_model("llama-3.1-8b"), get_gpu("h100-sxm-80gb"), weights="fp8", kv_dtype="fp8")

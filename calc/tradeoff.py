@@ -86,7 +86,7 @@ def corners(replica: str, itl_target_s: float) -> dict[str, dict | None]:
 
     >>> c = corners("llama-3.1-70b", 0.02)
     >>> c["latency_quality"]["max_num_seqs"], c["latency_throughput"]["weights"]
-    (64, 'fp8')
+    (16, 'fp8')
     """
     f = frontier(replica)
     low_bits = [best_under(f[fmt], itl_target_s) for fmt in FORMATS if fmt != "bf16"]

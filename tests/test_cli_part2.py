@@ -143,3 +143,21 @@ def test_bad_input_exits_2_naming_the_field(capsys, argv, field):
     assert main(argv) == 2
     err = capsys.readouterr().err
     assert err.startswith("error: ") and field in err
+
+
+def test_step_lists_each_engine_term_with_its_value_role_and_source():
+    import io
+    from contextlib import redirect_stdout
+
+    from calc.cli import main
+    from calc.engine_profiles import get_profile
+
+    out = io.StringIO()
+    with redirect_stdout(out):
+        assert main(["step", "--engine", "sglang-0.3"]) == 0
+    text = out.getvalue()
+    assert "Engine terms the simulator adds to this roofline" in text
+    for term, value, role, source in get_profile("sglang-0.3").term_rows():
+        line = next(l for l in text.splitlines() if l.startswith(term))
+        assert role in line and source[:40] in line, term
+    assert "allreduce_latency_s" in text and "pull request #2904" in text

@@ -135,9 +135,15 @@ LATENCY_ROWS = load_measurements(kinds=("online_latency",))
 LATENCY_BY_ID = {m["id"]: m for m in LATENCY_ROWS}
 CLIENT_FIELDS = {"batch": {"batch"}, "all_at_once": {"requests"}, "poisson": {"rate_per_s"},
                  "closed_loop": {"concurrency"}}
+# The rows calc.latency_fit fits its engine profiles on, one per fitted term (calc/latency_fit.py's PLAN).
 LATENCY_CALIBRATION_IDS = {
     "vllm-nightly-latency-llama8b-tp1-h100", "vllm-nightly-latency-llama70b-tp4-h100",
-    "nim-1.8.0-llama-3.3-70b-fp8-h100-tp2-5000-500-c1-ttft", "nim-1.8.0-llama-3.3-70b-fp8-h100-tp2-500-2000-c1-ttft"}
+    "vllm-azure-llama-3.3-70b-bf16-a100-40gb-tp8-sharegpt-qps01-ttft",
+    "nim-1.8.0-llama-3.3-70b-fp8-h100-tp2-500-2000-c1-ttft", "nim-1.8.0-llama-3.3-70b-fp8-h100-tp2-500-2000-c1-itl",
+    "sglang-060-sglang-llama-3.1-8b-bf16-a100-tp1-sharegpt-rps4-ttft",
+    "sglang-060-sglang-llama-3.1-8b-bf16-a100-tp1-sharegpt-rps4-itl",
+    "sglang-060-vllm-llama-3.1-8b-bf16-a100-tp1-sharegpt-rps4-ttft",
+    "sglang-060-vllm-llama-3.1-8b-bf16-a100-tp1-sharegpt-rps4-tpot"}
 
 
 def test_the_default_load_keeps_the_kinds_calc_accuracy_predicts_and_the_rest_is_named():
@@ -189,15 +195,20 @@ def test_every_online_row_has_source_statistic_client_lengths_and_setup(m):
         assert "statistic" in m["notes"], "an assumed statistic is said so in the notes"
 
 
-def test_the_calibration_rows_are_the_batch_8_latency_tests_and_the_concurrency_1_ttfts():
+def test_the_calibration_rows_are_each_engines_lowest_load_rows_one_per_fitted_term():
+    from calc.latency_fit import PLAN
+
     marked = {m["id"] for m in LATENCY_ROWS if m["role"] == "calibration"}
     assert marked == LATENCY_CALIBRATION_IDS
-    assert sum(m["role"] == "validation" for m in LATENCY_ROWS) >= 3 * len(marked), "most rows are for validation"
+    assert marked == {what for terms in PLAN.values() for how, what in terms.values() if how == "row"}
+    assert sum(m["role"] == "validation" for m in LATENCY_ROWS) >= 8 * len(marked), "most rows are for validation"
     for mid in marked:
         m = LATENCY_BY_ID[mid]
-        assert m["notes"].startswith("Fitted:")
-        x = m["inputs"]
-        assert x["client"] == {**x["client"], "kind": "batch", "batch": 8} or x["client"]["concurrency"] == 1
+        assert m["notes"].startswith("Fitted: engine profile")
+        x, client = m["inputs"], m["inputs"]["client"]
+        assert (client["kind"] == "batch" and client["batch"] == 8 and x["tp"] in (1, 4)) \
+            or client.get("concurrency") == 1 or client.get("rate_per_s") in (1, 4), mid
+        assert x["tp"] == 1 or mid.startswith(("vllm-nightly", "vllm-azure", "nim-")), mid
 
 
 def test_online_figures_match_the_sources_as_read():

@@ -27,6 +27,8 @@ from calc.roofline import (
     CALIBRATED, CALIBRATION_SETUP, calibration_report, decode_step, prefill_chunk, ridge_point_flops_per_byte,
     step_coefficients, ttft_s,
 )
+from calc.engine_profiles import DEFAULT_ENGINE, ENGINES, engine_coefficients, get_profile, request_overhead_s
+from calc.parallel import ALLREDUCE_LATENCY_SOURCE
 from calc.units import format_bytes, format_number, round_sig
 
 HELP = "roofline of a decode step and a prefill chunk: FLOPs, bytes, intensity, ridge point, TTFT, ITL, tokens/s"
@@ -90,6 +92,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="prefill chunk size (default: the whole prompt in one step)")
     parser.add_argument("--calibration", action="store_true",
                         help="show the efficiency fit: the calibration row and the validation rows")
+    parser.add_argument("--engine", default=DEFAULT_ENGINE, choices=ENGINES,
+                        help=f"engine profile whose step and request terms are listed (default {DEFAULT_ENGINE}; "
+                             "the simulator adds them to this roofline)")
 
 
 def _work(d: dict) -> dict:
@@ -124,6 +129,8 @@ def run(args) -> dict:
     ttft = ttft_s(coef, prompt_tokens=args.prompt_tokens, chunk_tokens=args.chunk_tokens)
     return json_ready({
         "mode": "step",
+        "engine_terms": engine_terms(coef, getattr(args, "engine", DEFAULT_ENGINE), batch=args.batch,
+                                     context_tokens=args.context_tokens),
         "model": coef.model_key,
         "gpu": coef.gpu_key,
         "tp": coef.tp,
@@ -141,6 +148,38 @@ def run(args) -> dict:
         "itl_s": decode["time_s"],
         "decode_tokens_per_s": args.batch / decode["time_s"],
     })
+
+
+def engine_terms(coef, engine: str, *, batch: int, context_tokens: int) -> dict:
+    """The step's cost beyond the pure roofline, term by term, as the simulator prices it for ``engine``.
+
+    Each term: its value in seconds, its role (calibration: fitted by ``python -m calc.latency_fit``;
+    assumption: sourced or inherited) and its source. ``decode_step_s`` is the decode step with the
+    engine's terms added. Source: :mod:`calc.engine_profiles`, :func:`calc.parallel.allreduce_latency_s`.
+
+    >>> from calc.roofline import step_coefficients
+    >>> t = engine_terms(step_coefficients("llama-3.1-70b", "h100-sxm-80gb", tp=4), "vllm", batch=1, context_tokens=1152)
+    >>> [r["term"] for r in t["terms"]], t["decode_step_s"] > t["roofline_decode_step_s"]
+    (['allreduce_latency_s', 'step_overhead_s', 'tp_step_overhead_s', 'request_overhead_s'], True)
+    """
+    profile = get_profile(engine)
+    priced = engine_coefficients(coef.model_key, coef.gpu_key, tp=coef.tp, weights=coef.weights,
+                                 kv_dtype=coef.kv_dtype, engine=profile.key)
+    roles, sources = dict(profile.roles), dict(profile.sources)
+    terms = [{"term": "allreduce_latency_s", "value_s": priced.allreduce_latency_s,
+              "per": f"all-reduce ({coef.allreduces_per_step} per step)" if coef.allreduces_per_step else "all-reduce (none on one GPU)",
+              "role": "assumption",
+              "source": f"{ALLREDUCE_LATENCY_SOURCE} (the roofline above: a round {coef.allreduce_latency_s * 1e6:g} us)"}]
+    for term, per in (("step_overhead_s", "step"), ("tp_step_overhead_s", "step, per GPU beyond the first"),
+                      ("request_overhead_s", "request (TTFT)")):
+        terms.append({"term": term, "value_s": getattr(profile, term), "per": per, "role": roles.get(term, ""),
+                      "source": sources.get(term, "")})
+    if profile.scheduler_steps > 1:
+        terms[-1]["per"] += f" + the mean wait of a {profile.scheduler_steps}-step scheduling window"
+    return {"engine": profile.key, "label": profile.label, "terms": terms,
+            "roofline_decode_step_s": decode_step(coef, batch=batch, context_tokens=context_tokens)["time_s"],
+            "decode_step_s": decode_step(priced, batch=batch, context_tokens=context_tokens)["time_s"],
+            "request_overhead_s": request_overhead_s(profile, priced)}
 
 
 def flops_text(flops: float) -> str:
@@ -214,4 +253,13 @@ def render(result: dict) -> str:
     eff = result["efficiency"]
     note = (f"efficiency: compute {eff['compute']}, memory {eff['memory']}, overhead {_ms(eff['step_overhead_s'])} "
             f"(fitted on the TensorRT-LLM Llama 3.1 8B FP8 H100 row only; see --calibration)")
-    return f"{head}\n{table}\n\n{summary}\n{note}"
+    return f"{head}\n{table}\n\n{summary}\n{note}\n\n{_render_engine(result['engine_terms'])}"
+
+
+def _render_engine(t: dict) -> str:
+    rows = [(r["term"], _ms(r["value_s"]), r["per"], r["role"], r["source"]) for r in t["terms"]]
+    table = format_table(rows, headers=("engine term", "value", "per", "role", "source"))
+    return (f"Engine terms the simulator adds to this roofline: {t['label']} (--engine {t['engine']}; "
+            f"fit: python -m calc.latency_fit)\n{table}\n"
+            f"decode step with them: {_ms(t['decode_step_s'])} (roofline alone {_ms(t['roofline_decode_step_s'])}); "
+            f"request cost before the first step: {_ms(t['request_overhead_s'])}")

@@ -36,7 +36,7 @@ the numbers of :func:`calc.sim.run.simulate` (tested).
 ...                               "fleet": {"replicas": 2, "router": "least-outstanding"}})
 >>> r = simulate_fleet(fs)
 >>> r.summary["requests_completed"], r.summary["replicas_max"], r.summary["replica_hours"]
-(60, 2, 0.00748707)
+(60, 2, 0.00800332)
 >>> f = Fleet(Scenario.from_dict({"workload": {"requests": 5, "arrival": "all-at-once"}}))
 >>> f.advance(until_ns=0), f.events, f.advance(until_ns=1), f.events
 (False, 0, False, 5)
@@ -785,7 +785,7 @@ def summarize(engine) -> dict:
 
     >>> f = Fleet(Scenario.from_dict({"workload": {"requests": 3, "arrival": "all-at-once"}})); _ = f.advance()
     >>> s = summarize(f); s["requests_completed"], s["throughput_output_tokens_per_s"], s["kv_token_share"]
-    (3, 184.286, 0.963541)
+    (3, 151.004, 0.968236)
     """
     sc, sink, hw = engine.scenario, engine.sink, engine.hardware
     queue_max, running_max = engine.maxima()

@@ -4,7 +4,9 @@ The simulator computes no hardware figure of its own. The KV cache comes from
 :func:`calc.memory.kv_capacity` (vLLM's sizing: utilization x memory, less
 weights, workspace and overhead, in blocks), each engine step's time from
 :func:`calc.roofline.step_coefficients` (the roofline calibrated on the
-published TensorRT-LLM max-throughput rows, :data:`calc.roofline.CALIBRATION_ROW`), FLOPs from the same coefficients, and the
+published TensorRT-LLM max-throughput rows, :data:`calc.roofline.CALIBRATION_ROW`, plus
+the scenario's engine profile's fixed step terms, :mod:`calc.engine_profiles`), its
+request cost from the same profile, FLOPs from the same coefficients, and the
 price from the GPU catalog's dated listing unless the scenario gives one (no
 price: cost is reported as null, never a made-up figure).
 
@@ -13,14 +15,14 @@ price: cost is reported as null, never a made-up figure).
 >>> hw.kv_cache_blocks, hw.kv_cache_tokens, hw.gpus, hw.price_usd_per_gpu_hour
 (24965, 399440, 4, 3.78)
 >>> round(hw.step_time_s(new_tokens=64, kv_tokens_read=80000, attention_token_pairs=80064) * 1000, 2)
-18.38
+21.96
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from calc import memory, roofline
+from calc import engine_profiles, memory, roofline
 from calc.catalog import get_gpu, get_model
 from calc.errors import CalcError
 
@@ -48,7 +50,7 @@ def step_pricer(coefficients):
     >>> price = step_pricer(coef)
     >>> args = dict(new_tokens=64, kv_tokens_read=80000, attention_token_pairs=80064)
     >>> price(**args) == coef.step_time_s(**args), round(price(**args) * 1000, 2)
-    (True, 18.38)
+    (True, 21.96)
     """
     c = coefficients
     eff = c.efficiency
@@ -56,7 +58,7 @@ def step_pricer(coefficients):
     bandwidth = c.hbm_bytes_per_s * eff.memory
     per_pair = c.attention_flops_per_pair
     kv_bytes = c.kv_bytes_per_token
-    overhead_s = eff.step_overhead_s
+    overhead_s = c.overhead_s()  # the engine's fixed step terms, as breakdown adds them
     top = roofline.MAX_TOKENS
     terms: dict[int, tuple] = {}  # new_tokens -> (linear compute s, weights s, all-reduce s)
     exact = c.step_time_s
@@ -120,7 +122,10 @@ class ReplicaHardware:
 
     ``step_time_s`` is the roofline's bound method; ``flops(new_tokens,
     attention_token_pairs)`` FLOPs per GPU; ``peak_flops_per_s`` one GPU's dense
-    peak in the compute dtype of the weights. Sources: see :func:`replica_hardware`.
+    peak in the compute dtype of the weights; ``engine`` the engine profile whose
+    step terms the coefficients carry and ``request_overhead_s`` its time between a
+    request's send and the moment the engine can schedule it
+    (:func:`calc.engine_profiles.request_overhead_s`). Sources: see :func:`replica_hardware`.
 
     >>> from calc.sim.scenario import Scenario
     >>> hw = replica_hardware(Scenario.from_dict({"model": "llama-3.1-8b", "tp": 1}))
@@ -139,6 +144,8 @@ class ReplicaHardware:
     peak_flops_per_s: float
     price_usd_per_gpu_hour: float | None
     price_source: str | None
+    engine: str = "vllm"
+    request_overhead_s: float = 0.0
 
     def step_time_s(self, *, new_tokens: int, kv_tokens_read: int, attention_token_pairs: int) -> float:
         """One engine step in seconds: :meth:`calc.roofline.StepCoefficients.step_time_s` (via :func:`step_pricer`)."""
@@ -187,8 +194,11 @@ def replica_hardware(scenario) -> ReplicaHardware:
     """
     model = get_model(scenario.model)
     gpu = get_gpu(scenario.gpu)
-    coef = roofline.step_coefficients(model, gpu, tp=scenario.tp, weights=scenario.weights,
-                                      kv_dtype=scenario.kv_dtype)
+    # The simulator prices the engine, not only the GPU: the roofline plus the engine's fixed terms
+    # (calc.engine_profiles). The lesson's roofline pages keep the pure roofline (calc.roofline.CALIBRATED).
+    profile = engine_profiles.get_profile(getattr(scenario, "engine", engine_profiles.DEFAULT_ENGINE))
+    coef = engine_profiles.engine_coefficients(model, gpu, tp=scenario.tp, weights=scenario.weights,
+                                               kv_dtype=scenario.kv_dtype, engine=profile.key)
     per_token_gpu = memory.kv_bytes_per_token_per_gpu(model, scenario.tp, scenario.kv_dtype)
     weights_gpu = memory.weights_bytes_per_gpu(model, scenario.tp, scenario.weights)
     if scenario.kv_cache_tokens is not None:
@@ -211,4 +221,5 @@ def replica_hardware(scenario) -> ReplicaHardware:
         model_name=model.name, gpu_name=gpu.name, gpus=scenario.tp, kv_cache_blocks=blocks,
         kv_cache_tokens=blocks * scenario.block_size, kv_bytes_per_token_per_gpu=per_token_gpu,
         weights_bytes_per_gpu=weights_gpu, coefficients=coef, peak_flops_per_s=coef.linear_flops_per_s,
-        price_usd_per_gpu_hour=price, price_source=source)
+        price_usd_per_gpu_hour=price, price_source=source, engine=profile.key,
+        request_overhead_s=engine_profiles.request_overhead_s(profile, coef))

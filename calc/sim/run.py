@@ -16,7 +16,7 @@ one replica, a plain latency sink, the replica's time series
 >>> s = Scenario.from_dict({"workload": {"requests": 40, "rate_per_s": 4}})
 >>> r = simulate(s)
 >>> r.summary["requests_completed"], r.summary["output_tokens"], r.summary["ttft_p50_s"]
-(40, 10240, 0.0986678)
+(40, 10240, 0.105675)
 """
 
 from __future__ import annotations

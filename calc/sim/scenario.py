@@ -18,6 +18,7 @@ tp                          4                   GPUs per replica (tensor paralle
 weights                     "bf16"              bf16, fp16, fp8, int8, int4, nf4
 kv_dtype                    "bf16"              bf16, fp16, fp8
 gpu_memory_utilization      0.9                 0.05 to 1: vLLM's share of each GPU
+engine                      "vllm"              an engine profile (calc.engine_profiles: its step and request costs)
 memory_basis                "marketed"          marketed (80e9 B for an H100, the lesson's count) or runtime
 kv_cache_tokens             null                override the KV capacity (tokens for the replica)
 block_size                  16                  tokens per KV block, 1 to 1024
@@ -59,7 +60,7 @@ system prompt put before every prompt), ``prefix_variants`` (1).
 >>> Scenario.from_dict({"tp": 8, "colour": "red"})
 Traceback (most recent call last):
 ...
-calc.errors.CalcError: unknown key 'colour' in scenario; allowed: allocation, batching, block_size, chunked_prefill, description, gpu, gpu_memory_utilization, gpu_price_usd_per_hour, kv_cache_tokens, kv_dtype, max_model_len, max_num_batched_tokens, max_num_seqs, max_time_series_points, memory_basis, model, name, prefix_caching, request_overhead_s, sample_interval_s, seed, speculation, static_batch_size, tp, weights, workload
+calc.errors.CalcError: unknown key 'colour' in scenario; allowed: allocation, batching, block_size, chunked_prefill, description, engine, gpu, gpu_memory_utilization, gpu_price_usd_per_hour, kv_cache_tokens, kv_dtype, max_model_len, max_num_batched_tokens, max_num_seqs, max_time_series_points, memory_basis, model, name, prefix_caching, request_overhead_s, sample_interval_s, seed, speculation, static_batch_size, tp, weights, workload
 """
 
 from __future__ import annotations
@@ -74,6 +75,7 @@ from calc.memory import KV_DTYPES, WEIGHT_FORMATS
 from calc.sim.kv_blocks import ALLOCATIONS
 from calc.sim.workload import (ARRIVALS, CLOSED_LOOP, LENGTH_KINDS, MAX_CONCURRENCY, RequestClass, Workload,
                                check_class_fits)
+from calc.engine_profiles import DEFAULT_ENGINE, ENGINES
 from calc.speculative import DRAFT_SHAPES, EAGLE3_LIKE, EAGLE_LIKE, SEPARATE_DRAFT_LIKE, SpeculationConfig
 
 __all__ = ["BATCHING", "SPECULATION_PRESETS", "Scenario", "load_scenario", "dump_scenario"]
@@ -100,6 +102,7 @@ class Scenario:
     weights: str = "bf16"
     kv_dtype: str = "bf16"
     gpu_memory_utilization: float = 0.9
+    engine: str = DEFAULT_ENGINE
     memory_basis: str = "marketed"
     kv_cache_tokens: int | None = None
     block_size: int = 16
@@ -168,6 +171,7 @@ class Scenario:
             weights=choice("weights", WEIGHT_FORMATS),
             kv_dtype=choice("kv_dtype", KV_DTYPES),
             gpu_memory_utilization=number("gpu_memory_utilization", 0.05, 1.0),
+            engine=choice("engine", ENGINES),
             memory_basis=choice("memory_basis", MEMORY_BASES),
             kv_cache_tokens=kv_tokens,
             block_size=integer("block_size", 1, 1024),

@@ -43,7 +43,12 @@ __all__ = [
     "CHAT_OUTPUT_MEAN_TOKENS",
     "CHAT_LENGTHS_SOURCE",
     "CHAT_CV",
+    "SHAREGPT_BENCH_PROMPT_MEAN_TOKENS",
+    "SHAREGPT_BENCH_OUTPUT_MEAN_TOKENS",
+    "SHAREGPT_BENCH_SOURCE",
+    "SHAREGPT_FILTER",
     "lognormal_params",
+    "truncated_lognormal_mu",
     "hyperexponential_params",
     "RequestClass",
     "Workload",
@@ -57,7 +62,7 @@ ARRIVALS = ("poisson", "bursty", "all-at-once", "closed-loop")
 CLOSED_LOOP = "closed-loop"
 #: Range of ``workload.concurrency`` (clients of a closed loop).
 MAX_CONCURRENCY = 100_000
-LENGTH_KINDS = ("fixed", "chat", "lognormal")
+LENGTH_KINDS = ("fixed", "chat", "lognormal", "sharegpt")
 
 # Published ShareGPT statistics: the vLLM paper's Fig. 11 prints the mean input
 # and output lengths of the ShareGPT requests it serves (Kwon et al., "Efficient
@@ -76,6 +81,25 @@ CHAT_LENGTHS_SOURCE = (
 # the maximum-entropy choice for a positive length with a known mean; the
 # lognormal keeps the long right tail chat lengths show.
 CHAT_CV = 1.0
+
+# ShareGPT as the serving benchmarks sample it (vLLM's benchmark_serving / benchmark_throughput and
+# sglang.bench_serving share the filter): conversations whose prompt or answer is under 4 tokens are dropped,
+# and so are those whose prompt exceeds 1,024 tokens or whose prompt + answer exceed 2,048 (vLLM
+# benchmarks/benchmark_dataset.py, ShareGPTDataset / is_valid_sequence; sglang/bench_serving.py,
+# sample_sharegpt_requests). (min tokens, max prompt tokens, max prompt + answer tokens).
+SHAREGPT_FILTER = (4, 1024, 2048)
+# The means of such a sample with the Llama 3 tokenizer, as a run prints them: vLLM pull request #18566
+# (2025-05-22), ``vllm bench serve`` on ShareGPT with meta-llama/Llama-3.1-8B-Instruct, 1,000 prompts:
+# "Total input tokens: 229711", "Total generated tokens: 203068".
+SHAREGPT_BENCH_PROMPT_MEAN_TOKENS = 229.711
+SHAREGPT_BENCH_OUTPUT_MEAN_TOKENS = 203.068
+SHAREGPT_BENCH_SOURCE = (
+    "ShareGPT as benchmark_serving samples it: prompts and answers of at least 4 tokens, prompt at most 1,024, "
+    "prompt + answer at most 2,048 (vLLM benchmark_dataset.py; sglang bench_serving.py); lognormal lengths "
+    "(coefficient of variation 1, as 'chat') whose means after that filter are the sample's published means "
+    "(a run's total input and output tokens over its prompts; default the Llama 3 tokenizer's 229.711 / "
+    "203.068 from vLLM pull request #18566's 1,000-prompt run)"
+)
 
 _MAX_TOKENS = 10_000_000
 _MAX_REQUESTS = 10_000_000
@@ -141,14 +165,55 @@ def hyperexponential_params(rate_per_s: float, burstiness: float) -> tuple[float
     return p, 2.0 * p * rate, 2.0 * (1.0 - p) * rate
 
 
+def truncated_lognormal_mu(mean: float, sigma: float, low: float, high: float) -> float:
+    """The ``mu`` of a lognormal of shape ``sigma`` whose mean, kept to ``[low, high]``, is ``mean``.
+
+    The mean of a lognormal restricted to ``[a, b]`` is
+    ``exp(mu + s**2 / 2) (Phi((ln b - mu - s**2) / s) - Phi((ln a - mu - s**2) / s))
+    / (Phi((ln b - mu) / s) - Phi((ln a - mu) / s))`` (Johnson, Kotz and Balakrishnan, vol. 1, ch. 14,
+    truncated moments); it rises with ``mu``, so ``mu`` is found by bisection. Used to draw lengths whose
+    *filtered* sample has a published mean (:data:`SHAREGPT_FILTER`).
+
+    >>> sigma = lognormal_params(1.0, CHAT_CV)[1]
+    >>> mu = truncated_lognormal_mu(229.711, sigma, 4, 1024)
+    >>> round(mu, 2), math.exp(mu + sigma ** 2 / 2) > 229.711   # the untruncated mean is above the kept one
+    (5.18, True)
+    """
+    mean = check_range("mean_tokens", mean, 1e-9, _MAX_TOKENS)
+    sigma = check_range("sigma", sigma, 1e-6, 100.0)
+    low = check_range("low", low, 1e-9, _MAX_TOKENS)
+    high = check_range("high", high, low * (1 + 1e-9), _MAX_TOKENS)
+    if not low < mean < high:
+        raise CalcError(f"mean_tokens must lie strictly between {low:g} and {high:g}; got {mean!r}", "mean_tokens")
+    cdf = NormalDist().cdf
+    la, lb, s2 = math.log(low), math.log(high), sigma * sigma
+
+    def kept_mean(mu):
+        kept = cdf((lb - mu) / sigma) - cdf((la - mu) / sigma)
+        if kept <= 1e-300:
+            return high if mu > lb else low
+        return math.exp(mu + s2 / 2) * (cdf((lb - mu - s2) / sigma) - cdf((la - mu - s2) / sigma)) / kept
+
+    lo_mu, hi_mu = la - 10 * sigma, lb + 10 * sigma
+    for _ in range(200):
+        mid = (lo_mu + hi_mu) / 2
+        if kept_mean(mid) < mean:
+            lo_mu = mid
+        else:
+            hi_mu = mid
+    return (lo_mu + hi_mu) / 2
+
+
 @dataclass(frozen=True)
 class RequestClass:
     """One kind of request: its share of traffic, its lengths and its shared system prompt.
 
     ``lengths`` is ``"fixed"`` (exactly ``prompt_tokens`` in, ``output_tokens``
     out), ``"lognormal"`` (those two as means, coefficient of variation
-    :data:`CHAT_CV`) or ``"chat"`` (the ShareGPT lognormal of
-    :data:`CHAT_LENGTHS_SOURCE`; ``prompt_tokens``/``output_tokens`` unused).
+    :data:`CHAT_CV`), ``"chat"`` (the ShareGPT lognormal of
+    :data:`CHAT_LENGTHS_SOURCE`; ``prompt_tokens``/``output_tokens`` unused) or
+    ``"sharegpt"`` (ShareGPT as a serving benchmark samples it, :data:`SHAREGPT_BENCH_SOURCE`:
+    ``prompt_tokens``/``output_tokens`` are the filtered sample's means).
     ``prefix_tokens`` of system prompt are put in front of every prompt of the
     class; ``prefix_variants`` distinct such prompts are drawn uniformly (one
     per tenant, say), so a prefix cache may have to hold several.
@@ -285,6 +350,14 @@ class _LengthSampler:
         mean_o = CHAT_OUTPUT_MEAN_TOKENS if self.kind == "chat" else cls.output_tokens
         self.mu_p, self.sigma_p = lognormal_params(mean_p, CHAT_CV)
         self.mu_o, self.sigma_o = lognormal_params(mean_o, CHAT_CV)
+        self.filter = None
+        if self.kind == "sharegpt":
+            # The benchmark's filter: redraw what it would have dropped; mu set so the kept means are the
+            # published ones (the answer's cap taken at 2,048 less the mean prompt).
+            least, most_prompt, most_total = SHAREGPT_FILTER
+            self.filter = (least, most_prompt, most_total)
+            self.mu_p = truncated_lognormal_mu(mean_p, self.sigma_p, least - 0.5, most_prompt + 0.5)
+            self.mu_o = truncated_lognormal_mu(mean_o, self.sigma_o, least - 0.5, most_total - mean_p + 0.5)
 
     def draw(self, rng: random.Random, inv_cdf) -> tuple[int, int]:
         if self.kind == "fixed":
@@ -294,6 +367,10 @@ class _LengthSampler:
             # One uniform per draw through the inverse normal CDF (pure arithmetic in the stdlib).
             p = max(1, round(exp(self.mu_p + self.sigma_p * inv_cdf(_open_unit(rng)))))
             o = max(1, round(exp(self.mu_o + self.sigma_o * inv_cdf(_open_unit(rng)))))
+            if self.filter is not None:
+                least, most_prompt, most_total = self.filter
+                if p < least or o < least or p > most_prompt or p + o > most_total:
+                    continue
             if p + o <= self.room:
                 return p, o
         # Practically unreachable (the room is checked to hold the medians); keep the run going.

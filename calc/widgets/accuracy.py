@@ -24,7 +24,7 @@ from calc.widgets.charts import scatter_chart
 from calc.widgets.framework import Choice, FloatRange, IntRange, output, table, view, widget
 
 __all__ = ["accuracy_overview", "your_measurement", "facts", "measurement_table", "measurement_tables", "percent",
-           "signed_percent"]
+           "signed_percent", "latency_facts", "latency_table", "latency_summary_table", "MISS_MECHANISMS"]
 
 KIND_CHOICES = (("all", "All kinds"),) + tuple((kind, KIND_LABELS[kind]) for kind in KINDS)
 USER_KIND_CHOICES = tuple((kind, text) for kind, text in USER_KINDS.items())
@@ -235,6 +235,134 @@ def your_measurement(
     )
 
 
+# --------------------------------------------------------------------------- latency (issue 18)
+
+#: What keeps a latency metric above its target, named on the page when (and only when) it misses.
+MISS_MECHANISMS = {
+    "ttft": ("the closed-loop rows (NIM's table, several clients each sending its next request when its last one ends) are replayed with a Poisson stand-in until the "
+             "engine's own closed-loop client is merged, and it over-queues near capacity; SGLang and vLLM 0.6 "
+             "inherit vLLM's tensor-parallel step term, and their four-GPU TTFTs come out short"),
+    "tpot_itl": ("time per token grows with load faster than the roofline's batch term: calc has no per-sequence "
+                 "step cost (the step price sees the tokens of a step, not its sequences), so busy runs come out "
+                 "short"),
+    "e2e": ("end-to-end latency adds up the TTFT and TPOT misses above and the answer lengths calc draws"),
+    "throughput": ("a run of a few hundred prompts sent at once lasts as long as its longest answer; calc's "
+                   "lognormal ShareGPT lengths (coefficient of variation 1, an assumption) draw a longer longest "
+                   "answer than the benchmarks' fixed-seed samples, so those runs come out slow; the closed-loop "
+                   "stand-in adds its own error on NIM's table"),
+}
+
+
+def _latency_results():
+    from calc import latency_accuracy
+
+    return latency_accuracy.evaluate()
+
+
+def _latency_value(value: float, unit: str) -> str:
+    return f"{format_number(value)} {unit}"
+
+
+def latency_table(results=None) -> str:
+    """Every published online-serving figure beside calc's, as a Markdown table (engine, role, error, source).
+
+    >>> lines = latency_table().splitlines()
+    >>> lines[0]
+    '| Figure | Metric | Engine | Role | calc | Measured | Error | Source |'
+    """
+    from calc import latency_accuracy
+
+    results = _latency_results() if results is None else results
+    rows_by_id = {r["id"]: r for r in latency_accuracy.load_rows()}
+    rows = ["| Figure | Metric | Engine | Role | calc | Measured | Error | Source |",
+            "| --- | --- | --- | --- | ---: | ---: | ---: | --- |"]
+    for r in results:
+        row = rows_by_id[r.id]
+        where = _cell(r.source_where).replace('"', "'")
+        link = f'[{_cell(r.source_cite)}]({row["source"]["url"]} "{_cell(row["source"]["name"])}: {where}")'
+        rows.append(f"| {_cell(r.label)} | {latency_accuracy.METRIC_LABELS[r.metric]} | "
+                    f"`{row['inputs'].get('engine_profile', 'vllm')}` | {r.role} | {_latency_value(r.predicted, r.unit)} | "
+                    f"{_latency_value(r.measured, r.unit)} | {signed_percent(r.error)} | {link} |")
+    return "\n".join(rows)
+
+
+def latency_summary_table(results=None) -> str:
+    """Per metric: validation rows, median |error| against the target, median signed error, calibration rows.
+
+    >>> latency_summary_table().splitlines()[0]
+    '| Metric | Validation figures | Median abs. error | Target | Median signed error | Calibration figures |'
+    """
+    from calc import latency_accuracy
+
+    results = _latency_results() if results is None else results
+    s = latency_accuracy.summary(results)
+    rows = ["| Metric | Validation figures | Median abs. error | Target | Median signed error | Calibration figures |",
+            "| --- | ---: | ---: | ---: | ---: | ---: |"]
+    for m in latency_accuracy.METRICS:
+        v, c = s["validation"][m], s["calibration"][m]
+        met = v["median_abs_error"] <= latency_accuracy.TARGETS[m]
+        rows.append(f"| {latency_accuracy.METRIC_LABELS[m]} | {v['n']} | {percent(v['median_abs_error'])} | "
+                    f"{percent(latency_accuracy.TARGETS[m])} ({'met' if met else 'missed'}) | "
+                    f"{signed_percent(v['median_error'])} | {c['n']} |")
+    return "\n".join(rows)
+
+
+def _engine_terms_table() -> str:
+    from calc.engine_profiles import ENGINES, get_profile
+
+    rows = ["| Engine profile | Term | Value | Role | Source |", "| --- | --- | ---: | --- | --- |"]
+    for key in ENGINES:
+        for term, value, role, source in get_profile(key).term_rows():
+            rows.append(f"| `{key}` | `{term}` | {format_number(value * 1000)} ms | {role} | {_cell(source)} |")
+    return "\n".join(rows)
+
+
+def latency_facts(results=None) -> dict[str, str]:
+    """The latency section's facts: per metric n, medians and the verdict against the target, tables.
+
+    A verdict that misses names its mechanism (:data:`MISS_MECHANISMS`) and the metric's worst validation
+    figure; one that meets says so.
+
+    >>> f = latency_facts()
+    >>> f["lat_target_throughput"], f["lat_verdict_e2e"].split(":")[0] in ("meets the target", "misses the target")
+    ('8.0%', True)
+    """
+    from calc import latency_accuracy
+
+    results = _latency_results() if results is None else results
+    s = latency_accuracy.summary(results)
+    out = {
+        "lat_n_figures": str(len(results)),
+        "lat_n_calibration": str(sum(r.role == "calibration" for r in results)),
+        "lat_n_validation": str(sum(r.role == "validation" for r in results)),
+        "latency_summary_table": latency_summary_table(results),
+        "latency_table": latency_table(results),
+        # The same table inside a collapsible note: every line after the first indented four spaces.
+        "latency_table_in_note": "\n    ".join(latency_table(results).splitlines()),
+        "engine_terms_table": _engine_terms_table(),
+    }
+    missed = []
+    for m in latency_accuracy.METRICS:
+        v = s["validation"][m]
+        target = latency_accuracy.TARGETS[m]
+        out[f"lat_n_{m}"] = str(v["n"])
+        out[f"lat_median_{m}"] = percent(v["median_abs_error"])
+        out[f"lat_bias_{m}"] = signed_percent(v["median_error"])
+        out[f"lat_target_{m}"] = percent(target)
+        chosen = [r for r in results if r.role == "validation" and r.metric == m]
+        worst = max(chosen, key=lambda r: abs(r.error))
+        if v["median_abs_error"] <= target:
+            out[f"lat_verdict_{m}"] = f"meets the target: {percent(v['median_abs_error'])} against {percent(target)}"
+        else:
+            missed.append(latency_accuracy.METRIC_LABELS[m])
+            out[f"lat_verdict_{m}"] = (f"misses the target: {percent(v['median_abs_error'])} against {percent(target)}. "
+                                       f"Why: {MISS_MECHANISMS[m]}. Worst figure: {worst.label}, "
+                                       f"{signed_percent(worst.error)}")
+    out["lat_missed"] = ("every target is met" if not missed else
+                         "missed for " + ", ".join(missed) + " (each miss is explained below)")
+    return out
+
+
 def facts() -> dict[str, str]:
     """Numbers quoted in the page's prose, all from :mod:`calc.accuracy`.
 
@@ -281,4 +409,5 @@ def facts() -> dict[str, str]:
     out["n_throughput_8b"] = str(len(one_gpu_8b))
     out["median_throughput_larger"] = percent(median([abs(r.error) for r in larger]))
     out["n_throughput_larger"] = str(len(larger))
+    out.update(latency_facts())
     return out

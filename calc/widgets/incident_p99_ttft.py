@@ -177,7 +177,7 @@ def facts() -> dict[str, str]:
 
     >>> f = facts()
     >>> f["replicas"], f["rate"], f["ttft_p99"], f["gpu_util_before"], f["kv_peak"]
-    ('3', '15', '32.2 s', '100%', '100%')
+    ('3', '15', '36 s', '100%', '100%')
     """
     data = incident_scenario()
     result = incident_run()

@@ -315,7 +315,7 @@ def facts() -> dict[str, str]:
 
     >>> f = {key: value.replace("&#36;", "$") for key, value in facts().items()}
     >>> f["delay_s"], f["first_up_s"], f["first_ready_s"], f["queue_ttft_p99"], f["headroom_ttft_p99"]
-    ('47.6 s', '105 s', '153 s', '37.4 s', '11.6 s')
+    ('47.6 s', '105 s', '153 s', '41.7 s', '14.2 s')
     """
     queue, kv, warm, gpu = (preset_summary(n) for n in SCENARIOS)
     floor = variant_summary(QUEUE, WARM_FLOOR_REPLICAS)

@@ -5,7 +5,7 @@ The model of what GPU-Util reads against the compute really used is
 chart of GPU-Util against load with an autoscaler's thresholds:
 
 >>> gpu_util_vs_load()["outputs"]["gpu_util"]["text"]
-'99.97%'
+'100.00%'
 
 The live part of the page is the fleet of :mod:`calc.sim.fleet` under an
 autoscaler on GPU-Util (preset ``step14-scale-on-gpu-util``), streamed with
@@ -166,7 +166,7 @@ def facts() -> dict[str, str]:
 
     >>> f = {key: value.replace("&#36;", "$") for key, value in facts().items()}
     >>> f["util_at_2"], f["rate_for_80"], f["replicas_final"], f["last_phase_util"]
-    ('99.97%', '0.403 requests/s', '4', '97.2%')
+    ('100.00%', '0.328 requests/s', '4', '99.1%')
     """
     summary = preset_summary(PRESET)
     queue = preset_summary("step15-scale-on-queue")

@@ -103,3 +103,43 @@ def test_replica_hardware_prices_steps_with_its_pricer():
     args = dict(new_tokens=48, kv_tokens_read=60_000, attention_token_pairs=61_000)
     assert hw.price_step is hw.price_step
     assert hw.step_time_s(**args) == hw.coefficients.step_time_s(**args)
+
+
+# ------------------------------------------------------------------ the engine's terms in the fast step price
+from calc.engine_profiles import ENGINES, engine_coefficients, get_profile  # noqa: E402
+
+ENGINE_REPLICAS = [engine_coefficients(c.model_key, c.gpu_key, tp=c.tp, weights=c.weights,
+                                       engine=ENGINES[i % len(ENGINES)]) for i, c in enumerate(REPLICAS)]
+
+
+@settings(max_examples=300, deadline=None)
+@given(i=st.integers(0, len(ENGINE_REPLICAS) - 1), new=st.integers(0, 70_000), kv=st.integers(0, 5_000_000),
+       pairs=st.integers(0, 10**10), again=st.booleans())
+def test_step_pricer_carries_the_engine_terms_bit_for_bit(i, new, kv, pairs, again):
+    coef = ENGINE_REPLICAS[i]
+    price = step_pricer(coef)
+    args = dict(new_tokens=new, kv_tokens_read=kv, attention_token_pairs=pairs)
+    if again:
+        price(**args)
+    assert price(**args) == coef.step_time_s(**args)
+    if new:
+        assert price.decode(new)(kv) == coef.step_time_s(new_tokens=new, kv_tokens_read=kv, attention_token_pairs=kv)
+
+
+def test_the_engine_terms_are_in_the_simulators_price_and_the_request_cost_is_the_profiles():
+    pure = step_coefficients("llama-3.1-70b", "h100-sxm-80gb", tp=4, allreduce_latency_s=9.2e-6)
+    hw = replica_hardware(Scenario())
+    assert hw.coefficients.allreduce_latency_s == 9.2e-6  # measured, not the lesson roofline's round 10 us
+    vllm = get_profile("vllm")
+    args = dict(new_tokens=8, kv_tokens_read=8_000, attention_token_pairs=8_000)
+    extra = hw.step_time_s(**args) - pure.step_time_s(**args)
+    assert extra == pytest.approx(vllm.step_overhead_s + 3 * vllm.tp_step_overhead_s, rel=1e-9)
+    assert hw.engine == "vllm" and hw.request_overhead_s == vllm.request_overhead_s > 0
+    multi = replica_hardware(Scenario.from_dict({"model": "llama-3.1-8b", "gpu": "a100-80gb", "tp": 1,
+                                                 "engine": "vllm-0.6-multistep"}))
+    lightest = multi.step_time_s(new_tokens=1, kv_tokens_read=1, attention_token_pairs=1)
+    assert multi.request_overhead_s == pytest.approx(get_profile("vllm-0.6-multistep").request_overhead_s
+                                                     + 4.5 * lightest)
+    with pytest.raises(CalcError) as err:
+        Scenario.from_dict({"engine": "tgi"})
+    assert err.value.field == "engine"

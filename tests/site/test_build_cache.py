@@ -138,8 +138,8 @@ def test_a_science_module_invalidates_its_importers_and_the_notebooks_that_impor
         assert result["no_module_facts"] == "hit"
     finally:
         restore(memory, before)
-    unused = project / "calc/latency_accuracy.py"  # imported by none of the sampled entries (the accuracy page
-    before = edit(unused)                           # imports calc.sim, so the engine would not do)
+    unused = project / "calc/latency_fit.py"  # imported by none of the sampled entries (the accuracy page
+    before = edit(unused)                      # imports calc.sim and calc.latency_accuracy, so those would not do)
     try:
         assert set(probe(project, "load", ALL, with_notebook=True).values()) == {"hit"}
     finally:

@@ -65,15 +65,15 @@ def test_before_after_defaults_are_the_two_presets():
     before = presets.run("step11-system-prompt").summary
     after = presets.run("step12-prefix-caching").summary
     out = view["outputs"]
-    assert out["ttft_p99_before_s"]["value"] == before["ttft_p99_s"] == pytest.approx(40.1968)
-    assert out["ttft_p99_after_s"]["value"] == after["ttft_p99_s"] == pytest.approx(0.322031)
-    assert out["throughput_before"]["text"] == "712 tokens/s"
-    assert out["throughput_after"]["text"] == "1,003 tokens/s"
+    assert out["ttft_p99_before_s"]["value"] == before["ttft_p99_s"] == pytest.approx(43.0616)
+    assert out["ttft_p99_after_s"]["value"] == after["ttft_p99_s"] == pytest.approx(0.338803)
+    assert out["throughput_before"]["text"] == "694 tokens/s"
+    assert out["throughput_after"]["text"] == "993 tokens/s"
     assert out["hit_rate"]["text"] == "70.7%"
     assert out["verdict"]["text"] == "keeps up with the traffic"
     rows = {row[0]: row for row in view["tables"]["compare"]["rows"]}
-    assert rows["TTFT p99"][1:] == ["40.2 s", "0.322 s", "125× lower"]
-    assert rows["Prompt tokens prefilled"][1:3] == ["1,474,460", "413,696"]
+    assert rows["TTFT p99"][1:] == ["43.1 s", "0.339 s", "127× lower"]
+    assert rows["Prompt tokens prefilled"][1:3] == ["1,474,447", "413,696"]
 
 
 def test_variable_first_in_the_simulator_is_no_cache_at_all():
@@ -117,9 +117,9 @@ def test_facts():
     assert f["computed_tokens"] == "1,028" and f["hit_rate_pct"] == "70.8%"
     assert (f["cold_ms"], f["warm_ms"]) == ("283 ms", "85 ms")
     assert (f["ceiling_before_rps"], f["ceiling_after_rps"]) == ("3.05", "7.61")
-    assert (f["before_ttft_p99_s"], f["after_ttft_p99_s"], f["ttft_p99_ratio"]) == ("40.2 s", "0.322 s", "125")
-    assert (f["before_tokens_per_s"], f["after_tokens_per_s"]) == ("712", "1,003")
-    assert (f["before_prefilled"], f["after_prefilled"]) == ("1,474,460", "413,696")
+    assert (f["before_ttft_p99_s"], f["after_ttft_p99_s"], f["ttft_p99_ratio"]) == ("43.1 s", "0.339 s", "127")
+    assert (f["before_tokens_per_s"], f["after_tokens_per_s"]) == ("694", "993")
+    assert (f["before_prefilled"], f["after_prefilled"]) == ("1,474,447", "413,696")
     assert (f["stamp_first_hit_pct"], f["stamp_after_hit_pct"]) == ("0%", "70.5%")
     assert (f["uneven_hit_tokens"], f["uneven_missed_tokens"]) == ("2,496", "14")
 

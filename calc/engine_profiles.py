@@ -1,0 +1,197 @@
+"""What a serving engine adds to the roofline: fixed step costs and a fixed request cost, per engine.
+
+The roofline (:mod:`calc.roofline`) prices the GPU's work. A real engine also spends time the roofline
+never counts, and engines differ in how much:
+
+* ``step_overhead_s``: every engine step's fixed cost (scheduling, preparing the step's inputs, kernel
+  launches, sampling). vLLM's v0.6.0 post found the GPU busy only 38% of the time in v0.5.3 (API server
+  33%, scheduling 29%) for Llama 3 8B on one H100; v0.6.0 cut much of that, not all.
+* ``tp_step_overhead_s``: more per step for each tensor-parallel GPU beyond the first (the driver hands
+  each step's inputs to every worker and waits for all of them). The all-reduces themselves are priced
+  by the roofline's alpha-beta term, with the latency measured for the GPU count
+  (:func:`allreduce_latency_s`) instead of the lesson's round 10 us.
+
+Why the lesson's pages keep the pure roofline (:data:`calc.roofline.CALIBRATED`, no fixed terms, 10 us
+all-reduces): they teach where a step's time goes on the GPU (weights, KV, FLOPs against the roofs), and
+the figures they quote (the cheat sheet's ITL, ten times the batch nearly ten times cheaper) are that
+model's. The simulator prices an engine, so it adds the engine's terms; pages that show a simulation show
+the engine's numbers.
+* ``request_overhead_s``: each request's fixed cost between its send and the moment the engine can
+  schedule it (HTTP, tokenization, the engine's input queue). It adds to TTFT and end-to-end latency, not
+  to any step. ``scheduler_steps`` > 1 (vLLM 0.6's multi-step scheduling) adds the wait for the running
+  multi-step window to end: on average half of it, ``(steps - 1) / 2`` decode steps (priced at the
+  replica's lightest decode step: a lower bound).
+
+Each constant is fitted by :mod:`calc.latency_fit` on that engine's ``calibration`` rows of
+``calc/data/measurements.json`` only, or inherited from a named profile (an assumption, said in its
+``sources``); the fitted values live in ``calc/data/engine_profiles.json``. ``vllm`` is the lesson's
+engine and the simulator's default (:class:`calc.sim.Scenario` ``engine``).
+
+>>> p = get_profile("vllm")
+>>> p.key, p.scheduler_steps, p.step_overhead_s > 0
+('vllm', 1, True)
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass, replace
+
+from calc.errors import CalcError, check_choice, check_range
+
+__all__ = ["ENGINES", "DEFAULT_ENGINE", "TERMS", "EngineProfile", "PROFILES_PATH", "load_profiles", "get_profile",
+           "efficiency_for", "allreduce_latency_s", "engine_coefficients", "request_overhead_s"]
+
+PROFILES_PATH = os.path.join(os.path.dirname(os.path.abspath(__file__)), "data", "engine_profiles.json")
+#: The fitted or inherited constants of a profile, in the order they are fitted.
+TERMS = ("step_overhead_s", "tp_step_overhead_s", "request_overhead_s")
+DEFAULT_ENGINE = "vllm"
+
+
+@dataclass(frozen=True)
+class EngineProfile:
+    """One engine's constants (seconds) with, per constant, its role and source.
+
+    >>> EngineProfile("x", "X", 1, 0.001, 0.0, 0.01).step_overhead_s
+    0.001
+    """
+
+    key: str
+    label: str
+    scheduler_steps: int
+    step_overhead_s: float
+    tp_step_overhead_s: float
+    request_overhead_s: float
+    roles: tuple = ()
+    sources: tuple = ()
+
+    def __post_init__(self):
+        check_range("scheduler_steps", self.scheduler_steps, 1, 64, integer=True)
+        for term in TERMS:
+            check_range(term, getattr(self, term), 0.0, 10.0)
+
+    def with_terms(self, **terms) -> "EngineProfile":
+        """A copy with some constants changed (the fit tries values so).
+
+        >>> get_profile("vllm").with_terms(step_overhead_s=0.0).step_overhead_s
+        0.0
+        """
+        return replace(self, **terms)
+
+    def term_rows(self) -> list[tuple[str, float, str, str]]:
+        """(term, value s, role, source) for each constant, for ``python -m calc step``.
+
+        >>> [t[0] for t in get_profile("vllm").term_rows()]
+        ['step_overhead_s', 'tp_step_overhead_s', 'request_overhead_s']
+        """
+        roles, sources = dict(self.roles), dict(self.sources)
+        return [(term, getattr(self, term), roles.get(term, ""), sources.get(term, "")) for term in TERMS]
+
+
+def load_profiles(path: str | None = None) -> dict:
+    """Every profile of ``calc/data/engine_profiles.json``, by key.
+
+    >>> sorted(load_profiles()) == sorted(ENGINES)
+    True
+    """
+    with open(path or PROFILES_PATH, encoding="utf-8") as handle:
+        data = json.load(handle)
+    out = {}
+    for key, p in data["profiles"].items():
+        out[key] = EngineProfile(
+            key=key, label=p["label"], scheduler_steps=p["scheduler_steps"],
+            step_overhead_s=p["step_overhead_s"], tp_step_overhead_s=p["tp_step_overhead_s"],
+            request_overhead_s=p["request_overhead_s"],
+            roles=tuple((t, p["terms"][t]["role"]) for t in TERMS),
+            sources=tuple((t, p["terms"][t]["source"]) for t in TERMS))
+    return out
+
+
+_PROFILES = load_profiles()
+ENGINES = tuple(_PROFILES)
+# The fit swaps a trial profile in here while it simulates; nothing else writes it.
+_TRIAL: dict = {}
+
+
+def get_profile(engine: str = DEFAULT_ENGINE) -> EngineProfile:
+    """The profile of ``engine`` (a trial one while :mod:`calc.latency_fit` fits it).
+
+    >>> get_profile("nope")
+    Traceback (most recent call last):
+    ...
+    calc.errors.CalcError: engine must be one of vllm, vllm-0.6-multistep, sglang-0.3, nim-trtllm; got 'nope'
+    """
+    check_choice("engine", engine, ENGINES)
+    return _TRIAL.get(engine) or _PROFILES[engine]
+
+
+def efficiency_for(profile: EngineProfile, base=None):
+    """The roofline's :class:`calc.roofline.Efficiency` with this engine's step overheads added.
+
+    >>> from calc.roofline import CALIBRATED
+    >>> e = efficiency_for(get_profile("vllm"))
+    >>> (e.compute, e.memory) == (CALIBRATED.compute, CALIBRATED.memory), e.step_overhead_s > 0
+    (True, True)
+    """
+    from calc.roofline import CALIBRATED, Efficiency
+
+    base = base or CALIBRATED
+    if not isinstance(profile, EngineProfile):
+        raise CalcError(f"profile must be an EngineProfile; got {profile!r}", "engine")
+    return Efficiency(compute=base.compute, memory=base.memory, step_overhead_s=profile.step_overhead_s,
+                      tp_step_overhead_s=profile.tp_step_overhead_s,
+                      source=f"{base.source}; step terms of engine profile '{profile.key}' (calc.engine_profiles)")
+
+
+def allreduce_latency_s(profile: EngineProfile, tp: int) -> float:
+    """The all-reduce latency the engine pays on ``tp`` GPUs: the measured small-message figure.
+
+    Every profile takes vLLM's custom all-reduce on H100 (SGLang v0.3 runs vLLM's kernel; TensorRT-LLM's
+    own one-shot all-reduce is assumed as fast). Source: :data:`calc.parallel.ALLREDUCE_LATENCY_SOURCE`.
+
+    >>> allreduce_latency_s(get_profile("vllm"), 4)
+    9.2e-06
+    """
+    from calc.parallel import allreduce_latency_s as measured
+
+    if not isinstance(profile, EngineProfile):
+        raise CalcError(f"profile must be an EngineProfile; got {profile!r}", "engine")
+    return measured(tp)
+
+
+def engine_coefficients(model, gpu, *, tp: int = 1, weights: str = "bf16", kv_dtype: str = "bf16",
+                        engine: str = DEFAULT_ENGINE):
+    """:func:`calc.roofline.step_coefficients` with ``engine``'s terms: what the simulator prices a step with.
+
+    >>> c = engine_coefficients("llama-3.1-70b", "h100-sxm-80gb", tp=4)
+    >>> c.allreduce_latency_s, c.overhead_s() > 0
+    (9.2e-06, True)
+    """
+    from calc.memory import check_tp
+    from calc.catalog import get_model
+    from calc.roofline import step_coefficients
+
+    profile = get_profile(engine)
+    tp = check_tp(get_model(model), tp)
+    return step_coefficients(model, gpu, tp=tp, weights=weights, kv_dtype=kv_dtype,
+                             efficiency=efficiency_for(profile), allreduce_latency_s=allreduce_latency_s(profile, tp))
+
+
+def request_overhead_s(profile: EngineProfile, coefficients) -> float:
+    """Seconds between a request's send and the moment it is schedulable on this replica.
+
+    ``request_overhead_s + (scheduler_steps - 1) / 2 x`` the replica's lightest decode step (one token
+    at a context of one): the fixed cost, and under multi-step scheduling the mean wait for the running
+    window to end. Source: :data:`__doc__`; :meth:`calc.roofline.StepCoefficients.step_time_s`.
+
+    >>> from calc.roofline import step_coefficients
+    >>> c = step_coefficients("llama-3.1-8b", "a100-80gb", efficiency=efficiency_for(get_profile("vllm-0.6-multistep")))
+    >>> request_overhead_s(get_profile("vllm-0.6-multistep"), c) > get_profile("vllm-0.6-multistep").request_overhead_s
+    True
+    """
+    fixed = profile.request_overhead_s
+    if profile.scheduler_steps == 1:
+        return fixed
+    lightest = coefficients.step_time_s(new_tokens=1, kv_tokens_read=1, attention_token_pairs=1)
+    return fixed + (profile.scheduler_steps - 1) / 2 * lightest

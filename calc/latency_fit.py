@@ -1,0 +1,208 @@
+"""Fit each engine profile's step and request costs on its ``calibration`` rows, and only on them.
+
+Rerun: ``python -m calc.latency_fit`` prints the fit beside the stored constants; ``--write`` stores it in
+``calc/data/engine_profiles.json`` (what :mod:`calc.engine_profiles` reads; tests/test_latency_fit.py
+checks that the stored constants equal a fresh fit).
+
+How the calibration rows are chosen (a principle, not a search over rows): for each engine, the
+lowest-load published figure that isolates one term, one row per term, at most three per engine; every
+other row is validation.
+
+* per-step cost (``step_overhead_s``): a decode at low load on one GPU where the engine has one (vLLM's
+  nightly ``benchmark_latency``: one batch of 8, 128 steps, Llama 8B on one H100; SGLang's and vLLM
+  0.6's median ITL / TPOT at their lowest rate on one A100), else the lowest-concurrency decode row
+  (NIM: ITL at concurrency 1, two H100s, with the tensor-parallel term inherited);
+* tensor-parallel cost (``tp_step_overhead_s``): the same test on four GPUs (vLLM nightly, Llama 70B
+  TP4 on H100), fitted after the one-GPU term and on top of the measured all-reduce latency
+  (:data:`calc.parallel.ALLREDUCE_SMALL_MESSAGE_S`); engines without such a row inherit vLLM's (an
+  assumption, said in the profile);
+* request cost (``request_overhead_s``): the engine's lowest-load TTFT with the shortest prompt (NIM at
+  concurrency 1 with 500-token prompts; the first, uncached, Azure vLLM run at 1 request/s; SGLang and
+  vLLM 0.6 at 4 requests/s on one A100).
+
+Each term is fitted alone, in that order, by bisection on the simulated figure
+(:func:`calc.latency_accuracy.predict_row`, which is monotone in each term); a term whose zero already
+over-predicts is 0. The maximum-throughput efficiency factors (:func:`calc.roofline.calibrate`) are
+not touched.
+
+>>> PLAN["vllm"]["step_overhead_s"]
+('row', 'vllm-nightly-latency-llama8b-tp1-h100')
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+from calc import engine_profiles
+from calc.errors import CalcError
+from calc.units import round_sig
+
+__all__ = ["PLAN", "FIT_ORDER", "fit_term", "fit", "stored", "write", "main"]
+
+#: For each profile: scheduler steps, and per term ``("row", id)`` (fitted on it), ``("inherit", profile)``
+#: or ``("zero", why)``.
+PLAN = {
+    "vllm": {
+        "step_overhead_s": ("row", "vllm-nightly-latency-llama8b-tp1-h100"),
+        "tp_step_overhead_s": ("row", "vllm-nightly-latency-llama70b-tp4-h100"),
+        "request_overhead_s": ("row", "vllm-azure-llama-3.3-70b-bf16-a100-40gb-tp8-sharegpt-qps01-ttft"),
+    },
+    "vllm-0.6-multistep": {
+        "step_overhead_s": ("row", "sglang-060-vllm-llama-3.1-8b-bf16-a100-tp1-sharegpt-rps4-tpot"),
+        "tp_step_overhead_s": ("inherit", "vllm"),
+        "request_overhead_s": ("row", "sglang-060-vllm-llama-3.1-8b-bf16-a100-tp1-sharegpt-rps4-ttft"),
+    },
+    "sglang-0.3": {
+        "step_overhead_s": ("row", "sglang-060-sglang-llama-3.1-8b-bf16-a100-tp1-sharegpt-rps4-itl"),
+        "tp_step_overhead_s": ("inherit", "vllm"),
+        "request_overhead_s": ("row", "sglang-060-sglang-llama-3.1-8b-bf16-a100-tp1-sharegpt-rps4-ttft"),
+    },
+    "nim-trtllm": {
+        "tp_step_overhead_s": ("inherit", "vllm"),
+        "step_overhead_s": ("row", "nim-1.8.0-llama-3.3-70b-fp8-h100-tp2-500-2000-c1-itl"),
+        "request_overhead_s": ("row", "nim-1.8.0-llama-3.3-70b-fp8-h100-tp2-500-2000-c1-ttft"),
+    },
+}
+FIT_ORDER = ("vllm", "vllm-0.6-multistep", "sglang-0.3", "nim-trtllm")
+_HIGH_S = {"step_overhead_s": 0.05, "tp_step_overhead_s": 0.02, "request_overhead_s": 2.0}
+_ROUND_S = {"step_overhead_s": 1e-6, "tp_step_overhead_s": 1e-6, "request_overhead_s": 1e-5}
+_STEPS = 22
+
+
+def _rows_by_id() -> dict:
+    from calc.latency_accuracy import load_rows
+
+    return {r["id"]: r for r in load_rows()}
+
+
+def _predict(row: dict, profile) -> float:
+    from calc.latency_accuracy import predict_row
+
+    saved = dict(engine_profiles._TRIAL)
+    try:
+        engine_profiles._TRIAL[profile.key] = profile
+        return predict_row(row).predicted
+    finally:
+        engine_profiles._TRIAL.clear()
+        engine_profiles._TRIAL.update(saved)
+
+
+def fit_term(profile, term: str, row: dict) -> float:
+    """The value of ``term`` (s) at which the simulated figure of ``row`` equals the published one.
+
+    Bisection over ``[0, high]`` (:data:`_HIGH_S`), the result rounded to 1 us (step terms) or 10 us
+    (request). Only ``calibration`` rows of the profile's own engine may be fitted.
+
+    >>> rows = _rows_by_id()
+    >>> p = engine_profiles.get_profile("vllm").with_terms(step_overhead_s=0.0, tp_step_overhead_s=0.0)
+    >>> fit_term(p, "step_overhead_s", rows["vllm-nightly-latency-llama8b-tp1-h100"]) > 0.001
+    True
+    """
+    if row["role"] != "calibration":
+        raise CalcError(f"row {row['id']} is a {row['role']} row; only calibration rows are fitted", "role")
+    if row["inputs"].get("engine_profile") != profile.key:
+        raise CalcError(f"row {row['id']} ran engine {row['inputs'].get('engine_profile')!r}, not {profile.key!r}",
+                        "engine")
+    measured = float(row["figure"]["value"])
+    low, high = 0.0, _HIGH_S[term]
+    if _predict(row, profile.with_terms(**{term: low})) >= measured:
+        return 0.0
+    for _ in range(_STEPS):
+        mid = (low + high) / 2
+        if _predict(row, profile.with_terms(**{term: mid})) < measured:
+            low = mid
+        else:
+            high = mid
+    unit = _ROUND_S[term]
+    return round(round((low + high) / 2 / unit) * unit, 9)
+
+
+def fit() -> dict:
+    """Every profile fitted, in :data:`FIT_ORDER`: ``{engine: {term: (value s, role, source)}}``.
+
+    Terms are set to 0 first, then inherited ones taken, then fitted ones fitted in the plan's order
+    (so the one-GPU step cost is known before the tensor-parallel one). Slow-ish: tens of simulations.
+    """
+    rows = _rows_by_id()
+    done: dict = {}
+    for key in FIT_ORDER:
+        plan = PLAN[key]
+        profile = engine_profiles.get_profile(key).with_terms(**{t: 0.0 for t in engine_profiles.TERMS})
+        out = {}
+        for term, (how, what) in plan.items():
+            if how == "inherit":
+                value = done[what][term][0]
+                profile = profile.with_terms(**{term: value})
+                out[term] = (value, "assumption", f"inherited from engine profile '{what}' (no own row)")
+        for term, (how, what) in plan.items():
+            if how != "row":
+                continue
+            value = fit_term(profile, term, rows[what])
+            profile = profile.with_terms(**{term: value})
+            row = rows[what]
+            out[term] = (value, "calibration", f"fitted on {what} ({row['source']['cite']}: {row['label']}, "
+                                               f"{row['figure']['metric']} {row['figure']['value']} {row['figure']['unit']})")
+        done[key] = {t: out[t] for t in engine_profiles.TERMS}
+    return done
+
+
+def stored() -> dict:
+    """The stored constants in the shape of :func:`fit`.
+
+    >>> stored()["vllm"]["step_overhead_s"][1]
+    'calibration'
+    """
+    out = {}
+    for key, p in engine_profiles.load_profiles().items():
+        roles, sources = dict(p.roles), dict(p.sources)
+        out[key] = {t: (getattr(p, t), roles[t], sources[t]) for t in engine_profiles.TERMS}
+    return out
+
+
+def write(result: dict, path: str | None = None) -> None:
+    """Store a :func:`fit` result in ``calc/data/engine_profiles.json`` (labels and scheduler steps kept)."""
+    path = path or engine_profiles.PROFILES_PATH
+    with open(path, encoding="utf-8") as handle:
+        data = json.load(handle)
+    data["about"] = ("Engine profiles: each engine's fixed step and request costs (s), fitted by "
+                     "`python -m calc.latency_fit --write` on its calibration rows of calc/data/measurements.json "
+                     "only (calc/latency_fit.py says how the rows are chosen); read by calc/engine_profiles.py.")
+    for key, terms in result.items():
+        p = data["profiles"][key]
+        for term, (value, role, source) in terms.items():
+            p[term] = value
+            p["terms"][term] = {"role": role, "source": source}
+    with open(path, "w", encoding="utf-8") as handle:
+        json.dump(data, handle, indent=1, ensure_ascii=False)
+        handle.write("\n")
+
+
+def _render(result: dict) -> str:
+    lines = [f"{'engine':<20} {'term':<20} {'value':>11}  role         source"]
+    for key, terms in result.items():
+        for term, (value, role, source) in terms.items():
+            lines.append(f"{key:<20} {term:<20} {round_sig(value * 1000, 4):>8} ms  {role:<12} {source}")
+    return "\n".join(lines)
+
+
+def main(argv=None) -> int:
+    """``python -m calc.latency_fit [--write]``: fit, print, and optionally store."""
+    parser = argparse.ArgumentParser(prog="python -m calc.latency_fit", description=__doc__.splitlines()[0])
+    parser.add_argument("--write", action="store_true", help="store the fit in calc/data/engine_profiles.json")
+    args = parser.parse_args(argv)
+    result = fit()
+    print(_render(result))
+    same = {k: {t: v[0] for t, v in terms.items()} for k, terms in result.items()} == \
+        {k: {t: v[0] for t, v in terms.items()} for k, terms in stored().items()}
+    if args.write:
+        write(result)
+        print("\nstored in calc/data/engine_profiles.json")
+    else:
+        print("\nthe stored constants " + ("equal this fit" if same else "differ: rerun with --write"))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
