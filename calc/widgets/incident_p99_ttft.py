@@ -192,7 +192,7 @@ def facts() -> dict[str, str]:
     per_replica_doc = prefill_tokens_per_s(prompt_tokens=doc["prompt_tokens"])
     replicas = data["fleet"]["replicas"]
     sweep = seed_sweep()
-    cap = lesson.kv_capacity()
+    kv_tokens = lesson.KV_CAPACITY_TOKENS  # the running example's capacity, as step 1 quotes it
     p99_window = [v for v in ts["ttft_p99_s"] if v is not None]
     before_p99 = values_in_phase(ts, "ttft_p99_s", 0)
     classes = {c["name"]: c for c in s["classes"]}
@@ -279,8 +279,8 @@ def facts() -> dict[str, str]:
         "prefill_fleet": _tokens(per_replica * replicas),
         "prefill_replicas_before": format_number(rate * m0 / per_replica),
         "prefill_replicas_during": format_number(rate * m1 / per_replica),
-        "kv_tokens": f"{cap.kv_cache_tokens:,}",
-        "docs_fill_replica": str(cap.kv_cache_tokens // doc_tokens),
+        "kv_tokens": f"{kv_tokens:,}",
+        "docs_fill_replica": str(kv_tokens // doc_tokens),
         "doc_over_chat": format_number(doc_tokens / chat_tokens, 2),
         "sweep_seeds": str(len(sweep)),
         "sweep_min": seconds_text(min(sweep)),

@@ -87,7 +87,7 @@ def facts() -> dict[str, str]:
     data = fix_scenario()
     chat, docs, batch = _pool(data, "chat"), _pool(data, "documents"), _pool(data, "batch")
     classes = {c["name"]: c for c in data["workload"]["classes"]}
-    cap = lesson.kv_capacity()
+    kv_tokens = lesson.KV_CAPACITY_TOKENS  # the running example's capacity, as step 1 quotes it
     st = prompt_statistics()
     surge = data["fleet"]["traffic"][SURGE_PHASE]
     rate = surge["rate_per_s"]
@@ -145,11 +145,11 @@ def facts() -> dict[str, str]:
         "chat_pool_gpu_util": f"{pools['chat']['gpu_util_reported'] * 100:.0f}%",
         "batch_pool_replicas": str(batch["replicas"]),
         "batch_pool_seqs": str(batch["max_num_seqs"]),
-        "kv_tokens": f"{cap.kv_cache_tokens:,}",
+        "kv_tokens": f"{kv_tokens:,}",
         "chat_tokens": f"{chat_tokens:,}",
         "doc_tokens": f"{doc_tokens:,}",
-        "chat_kv_fit": str(cap.kv_cache_tokens // chat_tokens),
-        "doc_kv_fit": str(cap.kv_cache_tokens // doc_tokens),
+        "chat_kv_fit": str(kv_tokens // chat_tokens),
+        "doc_kv_fit": str(kv_tokens // doc_tokens),
         "doc_rate": format_number(doc_rate),
         "chat_rate": format_number(chat_rate),
         "doc_prompt_measured": format_number(round(st["document"])),

@@ -42,8 +42,8 @@ def test_pools_isolate_chat(facts):
 
 
 def test_pool_limits_and_what_sizes_them(facts):
-    assert facts["chat_kv_fit"] == "312"  # 399,440 // 1,280
-    assert facts["doc_kv_fit"] == "24"  # 399,440 // 16,500
+    assert facts["chat_kv_fit"] == "311"  # 399,169 // 1,280: step 1's capacity
+    assert facts["doc_kv_fit"] == "24"  # 399,169 // 16,500
     assert facts["doc_pool_seqs"] == "16" and facts["chat_chunk"] == "2,048"
     assert facts["chunk_chat_ms"] == "163" and facts["chunk_default_ms"] == "681"
     assert facts["scale_up_delay_s"] == "78"  # 60 s pod start + 35.3 GB / 2 GB/s
