@@ -118,6 +118,7 @@ def facts() -> dict[str, str]:
         "cold_chat_p99": _seconds(_class_p99(cold, "chat")),
         "cold_first_up_s": format_number(first_up["t_s"]),
         "scale_up_delay_s": format_number(round(delay_s)),
+        "pool_pod_start_s": format_number(AutoscalerConfig.from_dict(docs["autoscaler"]).pod_start_s),
         "surge_start_s": format_number(sum(p["duration_s"] for p in data["fleet"]["traffic"][:SURGE_PHASE])),
         "surge_end_s": format_number(sum(p["duration_s"] for p in data["fleet"]["traffic"][:SURGE_PHASE + 1])),
         "big_chunk_itl_p99": _seconds(big_chunk["itl_p99_s"]),
