@@ -274,6 +274,8 @@ def facts() -> dict[str, str]:
         "kv_ms": f"{format_number(d_b['kv_s'] * 1000, 2)} ms",
         "sat_batch": f"{sat:,}",
         "step_sat_before": f"{format_number(lesson.decode_ms(BEFORE, sat))} ms",
+        "sat_bound_before": decode_step(lesson.coefficients(BEFORE), batch=sat,
+                                        context_tokens=DECODE_CONTEXT_TOKENS)["bound"] + "-bound",
         "step_sat_after": f"{format_number(lesson.decode_ms(AFTER, sat))} ms",
         "ttft_before": f"{format_number(ttft_b * 1000)} ms",
         "ttft_after": f"{format_number(ttft_a * 1000)} ms",

@@ -41,7 +41,7 @@ def test_the_sheet_borrows_each_steps_figures():
     for fact in [("a_70b_assistant", "kv_tokens"), ("fp8_weights", "weights_after"), ("fp8_weights", "kv_tokens_after"),
                  ("scale_on_the_queue", "delay_s"), ("drill_price_a_replica", "prefill_usd"),
                  ("long_context", "scores_layer_gpu"), ("speculative_decoding", "speedup_default"),
-                 ("incident_p99_ttft", "gpu_util_during"), ("the_fix", "pools_ttft_p99")]:
+                 ("incident_p99_ttft", "gpu_util_run"), ("the_fix", "pools_ttft_p99")]:
         assert fact in borrowed, fact
     modules = {m for m, _ in borrowed}
     known = {m: importlib.import_module(f"calc.widgets.{m}").facts() for m in modules}
