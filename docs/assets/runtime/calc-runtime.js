@@ -722,7 +722,15 @@
       markBusy(widget);
       runtime.request("check", { fn: widget.dataset.widget, args: args, answer: input.value }, budget).then(function (answer) {
         if (lifetime.ended) return;
-        if (!answer.ok) { showError(widget, answer.error.message); settle(widget, "error", answer, startedAt); return; }
+        if (!answer.ok) {
+          // An answer calc cannot read has no verdict: the last answer's "Right"/"Not quite" must not stay
+          // beside the error as if it were this answer's.
+          verdict.textContent = "";
+          delete verdict.dataset.correct;
+          showError(widget, answer.error.message);
+          settle(widget, "error", answer, startedAt);
+          return;
+        }
         showError(widget, "");
         verdict.textContent = answer.result.message + (answer.result.correct ? "" : " The answer is " + answer.result.expected_text + ".");
         verdict.dataset.correct = String(answer.result.correct);
