@@ -31,8 +31,8 @@ from calc.incident import (
     prompt_statistics, request_class, seed_sweep, values_in_phase,
 )
 from calc.units import format_number, round_sig
-from calc.widgets.framework import IntRange, drill, stream
-from calc.widgets.views import DOCUMENT_SHARE, FRAME, SEED, dashboard_views, seconds_text, share_text
+from calc.widgets.framework import Choice, IntRange, drill, stream
+from calc.widgets.views import FRAME, SEED, dashboard_views, seconds_text, share_text
 
 __all__ = ["PRESET", "dashboard", "documents_per_minute_drill", "prefill_load_drill", "facts"]
 
@@ -43,15 +43,30 @@ TTFT_ALERT_S = 5.0  # TTFT p99 over the trailing window
 
 
 
+#: Step 19's traffic under neutral names, so the controls do not give the diagnosis away before the reader has
+#: read the dashboard (the quiz's answer reveals them): key -> (label, share of long documents in the surge minute;
+#: None keeps the incident's own mix). B has no documents, C half the incident's share, D twice it
+#: (:data:`calc.incident.LOW_SHARE`, :data:`calc.incident.HIGH_SHARE`).
+SCENARIOS = {
+    "a": ("Scenario A (the alert)", None),
+    "b": ("Scenario B", 0.0),
+    "c": ("Scenario C", LOW_SHARE),
+    "d": ("Scenario D", HIGH_SHARE),
+}
+SCENARIO = Choice(tuple((key, label) for key, (label, _) in SCENARIOS.items()), label="Traffic",
+                  help="the same request rate in every scenario; what else differs is for the dashboard to show")
+
+
 @stream(budget_s=4.0)
 def dashboard(
     seed: Annotated[int, SEED] = 3,
-    document_share: Annotated[float, DOCUMENT_SHARE] = 0.1,
+    scenario: Annotated[str, SCENARIO] = "a",
     replicas: Annotated[int, IntRange(1, 8, label="Replicas", help="each the running example: 4 GPUs")] = 3,
     frame_interval_s: Annotated[float, FRAME] = 5.0,
 ):
     """The incident as an on-call dashboard: rate, GPU-Util, TTFT, tokens per request, queue, KV, preemptions."""
-    yield from dashboard_views(incident_scenario(seed=seed, document_share=document_share, replicas=replicas),
+    share = SCENARIOS[scenario][1]
+    yield from dashboard_views(incident_scenario(seed=seed, document_share=share, replicas=replicas),
                                frame_interval_s)
 
 
@@ -206,6 +221,8 @@ def facts() -> dict[str, str]:
     return {
         "low_share": format_number(LOW_SHARE),
         "high_share": format_number(HIGH_SHARE),
+        "low_share_pct": f"{format_number(LOW_SHARE * 100)}%",
+        "high_share_pct": f"{format_number(HIGH_SHARE * 100)}%",
         "quiet_ttft_p99": seconds_text(quiet["ttft_p99_s"]),
         "low_ttft_p99": seconds_text(low["ttft_p99_s"]),
         "low_queue_max": format_number(low["queue_depth_max"]),
