@@ -27,7 +27,7 @@ from typing import Annotated
 
 from calc import lesson
 from calc.incident import (
-    HIGH_SHARE, LOW_SHARE, PRESET, SURGE_PHASE, incident_run, incident_scenario, phase_windows, prefill_tokens_per_s,
+    HIGH_SHARE, LOW_SHARE, PRESET, TTFT_ALERT_S, SURGE_PHASE, incident_run, incident_scenario, phase_windows, prefill_tokens_per_s,
     prompt_statistics, request_class, seed_sweep, values_in_phase,
 )
 from calc.units import format_number, round_sig
@@ -39,7 +39,6 @@ __all__ = ["PRESET", "dashboard", "documents_per_minute_drill", "prefill_load_dr
 # Alert thresholds the page reads the run against (illustrative on-call rules, not recommendations).
 QUEUE_ALERT = 10  # requests waiting, fleet-wide
 KV_ALERT = 0.9  # share of the KV cache in use
-TTFT_ALERT_S = 5.0  # TTFT p99 over the trailing window
 
 
 

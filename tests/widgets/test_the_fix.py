@@ -84,3 +84,17 @@ def test_bad_input_names_the_field(args, field):
     with pytest.raises(CalcError) as caught:
         framework.bind(FLEET, args)
     assert caught.value.field == field
+
+
+def test_the_takeaway_agrees_with_the_table(facts):
+    """Step 20's takeaway is read off its own table: the layout it names is the cheapest one under the alert."""
+    from calc.incident import TTFT_ALERT_S
+    from calc.pools import comparison
+
+    rows = comparison()
+    under = [r for r in rows if r["ttft_p99_s"] < TTFT_ALERT_S]
+    cheapest = min(under, key=lambda r: r["cost_usd"])
+    claim = facts["takeaway_claim"]
+    assert facts[f"{cheapest['key']}_ttft_p99"] in claim and facts[f"{cheapest['key']}_cost"].replace("$", "&#36;") in claim
+    assert ("Capacity ended" in claim) == (cheapest["key"] != "pools")
+    assert facts["pools_chat_ttft_p99"] in claim and facts["shared6_chat_ttft_p99"] in claim
