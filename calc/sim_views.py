@@ -140,6 +140,19 @@ def fleet_scale_up_delay_s(pod_start_s: float | None = None, load_gb_per_s: floa
     return scale_up_delay_s(pod_start_s=pod, weights_bytes=per_gpu, load_bytes_per_s=bandwidth)
 
 
+@functools.lru_cache(maxsize=None)
+def fleet_time_series(preset: str) -> dict:
+    """The time series of a fleet preset run to its end (cached), e.g. to draw several autoscalers on one chart.
+
+    >>> ts = fleet_time_series("step15-scale-on-queue")
+    >>> len(ts["t_s"]) == len(ts["replicas"]) == len(ts["ttft_p99_s"]) > 10
+    True
+    """
+    from calc.sim.fleet import FleetScenario
+
+    return simulate_fleet(FleetScenario.from_dict(fleet_scenario(preset))).time_series
+
+
 def warm_fleet_scenario(preset: str, min_replicas: int) -> dict:
     """A fleet preset as data with ``min_replicas`` kept warm (and started with that many); CalcError above its maximum.
 

@@ -35,11 +35,11 @@ from calc.sim.fleet import FleetScenario, simulate_fleet
 from calc.units import GB, format_number
 from calc.widgets.charts import bar_chart, line_chart
 from calc.widgets.framework import REGISTRY, Choice, FloatRange, IntRange, output, stream, view, widget
-from calc.sim_views import fleet_scale_up_delay_s, fleet_scenario, preset_summary, warm_fleet_scenario, warm_fleet_summary
+from calc.sim_views import fleet_time_series, fleet_scale_up_delay_s, fleet_scenario, preset_summary, warm_fleet_scenario, warm_fleet_summary
 from calc.widgets.views import fleet_views
 from calc.gpu_util import replica_capacity_rps as _capacity_rps
 
-__all__ = ["autoscaler_choice", "scale_up_delay", "warm_headroom_view", "queue_autoscaler", "autoscaler_label",
+__all__ = ["autoscaler_choice", "three_arms", "scale_up_delay", "warm_headroom_view", "queue_autoscaler", "autoscaler_label",
            "facts", "SCENARIOS"]
 
 QUEUE, KV, HEADROOM, GPU_UTIL = ("step15-scale-on-queue", "step15-scale-on-kv", "step15-warm-headroom",
@@ -217,6 +217,48 @@ def queue_autoscaler(
     data = warm_fleet_scenario(scenario, min_replicas) if min_replicas else fleet_scenario(scenario)
     data["fleet"]["autoscaler"].update(pod_start_s=pod_start_s, load_bytes_per_s=load_gb_per_s * GB)
     yield from fleet_views(data, frame_interval_s)
+
+
+#: The page's before/after: the wrong signal (step 14), the right one, and the right one with warm headroom.
+ARMS = ((GPU_UTIL, "GPU-Util (step 14)"), (QUEUE, "queue depth"), (HEADROOM, "queue depth + warm headroom"))
+ARM_METRICS = (("ttft_p99_s", "TTFT p99, 10 s window"), ("replicas", "Replicas paid for"))
+
+
+@widget
+def three_arms(
+    metric: Annotated[str, Choice(ARM_METRICS, label="Show")] = "ttft_p99_s",
+):
+    """Step 14's autoscaler, the queue's, and the queue's with warm headroom on the same day, in one chart.
+
+    The queue fixes the bill (replicas come back down), warm headroom fixes the latency the
+    scale-up window leaves. Every curve is a preset's finished run (:func:`calc.sim_views.fleet_time_series`).
+
+    >>> v = three_arms()
+    >>> [t["name"] for t in v["figures"]["arms"]["data"]]
+    ['GPU-Util (step 14)', 'queue depth', 'queue depth + warm headroom']
+    >>> v["outputs"]["headroom_ttft_p99_s"]["text"], v["outputs"]["queue_replica_hours"]["text"]
+    ('11.6 s', '0.308')
+    """
+    label = dict(ARM_METRICS)[metric]
+    series = {}
+    for name, arm in ARMS:
+        ts = fleet_time_series(name)
+        points = [(t, v) for t, v in zip(ts["t_s"], ts[metric]) if v is not None]
+        series[arm] = ([t for t, _ in points], [v for _, v in points])
+    summaries = {name: preset_summary(name) for name, _ in ARMS}
+    figure = line_chart(f"{label}: three autoscalers, the same day", "time (s)", label, series,
+                        summary=", ".join(f"{arm}: TTFT p99 {_s(summaries[name]['ttft_p99_s'])}, "
+                                          f"{format_number(summaries[name]['replica_hours'])} replica-hours"
+                                          for name, arm in ARMS) + ".")
+    figure["layout"]["height"] = 320
+    outputs = []
+    for name, arm in ARMS:
+        key = {GPU_UTIL: "gpu", QUEUE: "queue", HEADROOM: "headroom"}[name]
+        s = summaries[name]
+        outputs += [output(f"{key}_ttft_p99_s", f"{arm}: TTFT p99", s["ttft_p99_s"], "s", text=_s(s["ttft_p99_s"])),
+                    output(f"{key}_replica_hours", f"{arm}: replica-hours", s["replica_hours"], "h",
+                           text=format_number(s["replica_hours"]))]
+    return view(outputs=outputs, figures={"arms": figure})
 
 
 _WIDGET_DEFAULTS = REGISTRY["scale_on_the_queue.warm_headroom_view"].defaults
