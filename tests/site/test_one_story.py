@@ -46,10 +46,14 @@ LABELLED = {
     "KV tokens with fp8 weights": [rf"fp8 weights(?: \[\d+\])?:{_S}{{0,100}}?({_N}) tokens", rf"KV cache, fp8 weights ({_N})",
                                    rf"KV cache, fp8 ({_N}) tokens"],
     "scale-up delay of step 15": [rf"[Ss]cale-up delay\b{_S}*?= ({_N} s)\b(?!{_S}*?=)"],
-    "FlashAttention score matrix per layer on each GPU": [rf"({_N} [GT]B) per layer on each GPU"],
-    "price of the replica within 50 ms per token": [rf"[Ww]ithin 50 ms per token{_S}*?(\$?{_N}) per million"],
+    "FlashAttention score matrix per layer on each GPU": [rf"({_N} [GT]B) per layer on each GPU",
+                                                          rf"one layer's scores for the \d+ heads on one GPU would take ({_N} [GT]B)",
+                                                          rf"Scores of one layer, if materialised ({_N} [GT]B) per GPU"],
+    "price of the replica within 50 ms per token": [rf"[Ww]ithin 50 ms per token{_S}*?(\$?{_N}) per million",
+                                                    rf"With prefill: cost (\${_N}) per million",
+                                                    rf"Per million output tokens: batch 1 / at the target \${_N} / (\${_N})"],
     "GPU-Util over the incident's run": [rf"GPU-Util \(reported(?:, run)?\) ({_N}%)", rf"GPU-Util ({_N}%) over the run"],
-    "speculation example speed-up (a = 0.7, k = 4)": [rf"a\W{{0,4}} = 0\.7\W{{0,6}} k\W{{0,4}} = 4\W{_S}{{0,60}}?({_N})x\b"],
+    "speculation example speed-up (a = 0.7, k = 4)": [rf"\ba\W{{0,4}}= 0\.7\W{{0,8}}k\W{{0,4}}= 4\W{_S}{{0,60}}?\b({_N})x\b"],
 }
 #: Pages the incident's GPU-Util label is read on (others quote GPU-Util of other runs under the same words).
 SCOPE = {"GPU-Util over the incident's run": ("lesson/19-incident-p99-ttft/", "lesson/21-cheat-sheet/")}

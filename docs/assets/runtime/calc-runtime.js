@@ -791,6 +791,35 @@
 
   // ---- a page: release what the last one left, mount this one's components, warm its widgets -------
 
+  // ---- the on-call dashboards (steps 19, 20): one crosshair across their small multiples -------------
+  // The panels share one time axis; hovering (or tapping, on a phone) a moment in one panel shows the same
+  // moment in every other, so the metrics can be read side by side in time even two to a row at 390 px.
+  var DASHBOARDS = '[data-widget="incident_p99_ttft.dashboard"], [data-widget="the_fix.fleet"]';
+  function mountDashboardCrosshair(widget, lifetime) {
+    var syncing = false;
+    function charts() { return Array.prototype.slice.call(widget.querySelectorAll("[data-chart]")); }
+    function follow(source, x) {
+      if (syncing || !window.Plotly || !window.Plotly.Fx) return;
+      syncing = true;
+      try {
+        charts().forEach(function (gd) {
+          if (gd === source || !gd._fullLayout) return;
+          if (x === null) window.Plotly.Fx.unhover(gd); else window.Plotly.Fx.hover(gd, { xval: x });
+        });
+      } finally { syncing = false; }
+    }
+    function attach(event) {
+      var gd = event.target.closest && event.target.closest("[data-chart]");
+      if (!gd || gd.calcCrosshair || typeof gd.on !== "function") return;
+      gd.calcCrosshair = true;  // once per drawn chart; purging the chart drops its Plotly listeners
+      gd.on("plotly_hover", function (data) { if (data.points && data.points.length) follow(gd, data.points[0].x); });
+      gd.on("plotly_unhover", function () { follow(gd, null); });
+    }
+    lifetime.listen(widget, "pointerover", attach);
+    lifetime.listen(widget, "pointerdown", attach);
+  }
+
+  runtime.component("dashboard-crosshair", DASHBOARDS, mountDashboardCrosshair);
   runtime.component("status-badge", ".md-header__inner", mountStatusBadge);
   runtime.component("chart", "[data-chart]", mountChart);
   runtime.component("widget", '[data-widget][data-kind="widget"]', mountWidget);
