@@ -307,8 +307,10 @@ def dashboard_figures(panels=PANELS) -> dict:
             "layout": {"title": {"text": title, "font": {"size": 13}},
                        "xaxis": {"title": {"text": "time (s)"}, "automargin": True},
                        "yaxis": yaxis, "showlegend": many,
-                       "legend": {"orientation": "h", "y": 1.02, "yanchor": "bottom", "x": 1, "xanchor": "right"},
-                       "margin": {"l": 55, "r": 10, "t": 50 if many else 36, "b": 40}, "height": 240},
+                       # inside the plot's top-left corner: above it, on a phone's narrow panel, it hid the title
+                       "legend": {"orientation": "h", "y": 1, "yanchor": "top", "x": 0, "xanchor": "left",
+                                  "bgcolor": "rgba(0,0,0,0)", "font": {"size": 11}},
+                       "margin": {"l": 55, "r": 10, "t": 36, "b": 40}, "height": 240},
             "x_series": "t_s",
             "summary": f"{title} against simulated time.",
         }
