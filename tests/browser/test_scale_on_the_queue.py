@@ -15,7 +15,7 @@ SIM = '[data-widget="scale_on_the_queue.queue_autoscaler"]'
 
 
 def test_widgets_and_the_queue_fleet_go_live(visit):
-    page = open_live(visit, PAGE, DELAY, HEADROOM)
+    page = open_live(visit, PAGE, DELAY, HEADROOM, SIM)
 
     expected = recompute(page, DELAY, "delay_s", tp="8", load_gb_per_s="10", change=True)
     assert_outputs(page, DELAY, expected, ["weights_per_gpu"])
@@ -32,4 +32,18 @@ def test_widgets_and_the_queue_fleet_go_live(visit):
     play_to_done(page, SIM)
     assert_outputs(page, SIM, final, ("replicas", "scale_changes", "ttft_p99_s", "replica_hours"))
     assert final["outputs"]["replicas"]["text"] == "1 / 4 / 1"
+    assert visit.console_errors == []
+
+
+def test_three_arms_show_what_each_autoscaler_fixes(visit):
+    """The primary chart: GPU-Util, the queue and the queue with warm headroom on one chart, switched in the worker."""
+    arms = '[data-widget="scale_on_the_queue.three_arms"]'
+    page = open_live(visit, PAGE, arms)
+    expected = recompute(page, arms, "headroom_ttft_p99_s", metric="replicas", change=True)
+    assert_outputs(page, arms, expected, ["queue_replica_hours", "gpu_replica_hours", "headroom_ttft_p99_s"])
+    # the chart now draws the replicas each autoscaler paid for, as CPython computed them
+    want = [t["y"][-1] for t in expected["figures"]["arms"]["data"]]
+    page.wait_for_function("""([sel, want]) => { const gd = document.querySelector(sel + ' [data-chart="arms"]');
+        return gd && gd.data && gd.data.length === 3 && gd.data.every((t, i) => t.y[t.y.length - 1] === want[i]); }""",
+                           arg=[arms, want])
     assert visit.console_errors == []
