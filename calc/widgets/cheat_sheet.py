@@ -11,7 +11,7 @@ sizing and step 17's pricing (prompts' prefill included, capped at ``max_num_seq
 
 >>> f = facts()
 >>> f["quiz_fit_bf16"], f["bubble_one"], f["headroom"]
-('99', '75%', '0.23%')
+('99', '75%', '3.9%')
 """
 
 from __future__ import annotations
