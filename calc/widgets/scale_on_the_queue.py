@@ -225,32 +225,33 @@ ARM_METRICS = (("ttft_p99_s", "TTFT p99, 10 s window"), ("replicas", "Replicas p
 
 
 @widget
-def three_arms(
-    metric: Annotated[str, Choice(ARM_METRICS, label="Show")] = "ttft_p99_s",
-):
-    """Step 14's autoscaler, the queue's, and the queue's with warm headroom on the same day, in one chart.
+def three_arms():
+    """Step 14's autoscaler, the queue's, and the queue's with warm headroom on the same day, each metric one chart.
 
     The queue fixes the bill (replicas come back down), warm headroom fixes the latency the
-    scale-up window leaves. Every curve is a preset's finished run (:func:`calc.sim_views.fleet_time_series`).
+    scale-up window leaves. Every curve is a preset's finished run (:func:`calc.sim_views.fleet_time_series`);
+    the widget has no controls, so the browser shows what the build drew and runs no fleet again.
 
     >>> v = three_arms()
-    >>> [t["name"] for t in v["figures"]["arms"]["data"]]
+    >>> [t["name"] for t in v["figures"]["replicas"]["data"]]
     ['GPU-Util (step 14)', 'queue depth', 'queue depth + warm headroom']
     >>> v["outputs"]["headroom_ttft_p99_s"]["text"], v["outputs"]["queue_replica_hours"]["text"]
     ('11.6 s', '0.308')
     """
-    label = dict(ARM_METRICS)[metric]
-    series = {}
-    for name, arm in ARMS:
-        ts = fleet_time_series(name)
-        points = [(t, v) for t, v in zip(ts["t_s"], ts[metric]) if v is not None]
-        series[arm] = ([t for t, _ in points], [v for _, v in points])
     summaries = {name: preset_summary(name) for name, _ in ARMS}
-    figure = line_chart(f"{label}: three autoscalers, the same day", "time (s)", label, series,
-                        summary=", ".join(f"{arm}: TTFT p99 {_s(summaries[name]['ttft_p99_s'])}, "
-                                          f"{format_number(summaries[name]['replica_hours'])} replica-hours"
-                                          for name, arm in ARMS) + ".")
-    figure["layout"]["height"] = 320
+    figures = {}
+    for metric, label in ARM_METRICS:
+        series = {}
+        for name, arm in ARMS:
+            ts = fleet_time_series(name)
+            points = [(t, v) for t, v in zip(ts["t_s"], ts[metric]) if v is not None]
+            series[arm] = ([t for t, _ in points], [v for _, v in points])
+        figure = line_chart(f"{label}: three autoscalers, the same day", "time (s)", label, series,
+                            summary=", ".join(f"{arm}: TTFT p99 {_s(summaries[name]['ttft_p99_s'])}, "
+                                              f"{format_number(summaries[name]['replica_hours'])} replica-hours"
+                                              for name, arm in ARMS) + ".")
+        figure["layout"]["height"] = 300
+        figures["ttft" if metric == "ttft_p99_s" else "replicas"] = figure
     outputs = []
     for name, arm in ARMS:
         key = {GPU_UTIL: "gpu", QUEUE: "queue", HEADROOM: "headroom"}[name]
@@ -258,7 +259,7 @@ def three_arms(
         outputs += [output(f"{key}_ttft_p99_s", f"{arm}: TTFT p99", s["ttft_p99_s"], "s", text=_s(s["ttft_p99_s"])),
                     output(f"{key}_replica_hours", f"{arm}: replica-hours", s["replica_hours"], "h",
                            text=format_number(s["replica_hours"]))]
-    return view(outputs=outputs, figures={"arms": figure})
+    return view(outputs=outputs, figures=figures)
 
 
 _WIDGET_DEFAULTS = REGISTRY["scale_on_the_queue.warm_headroom_view"].defaults

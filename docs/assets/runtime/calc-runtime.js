@@ -848,7 +848,9 @@
         if (widget.dataset.kind !== "widget" || widget.dataset.warmed) return;
         widget.dataset.warmed = "1";
         var form = widget.querySelector("form");
-        if (!form) return;
+        // A widget without inputs (step 15's three autoscalers) only ever shows what the build drew: warming
+        // it would rerun its simulations in the worker for nothing.
+        if (!form || !form.elements.length) return;
         runtime.request("call", { fn: widget.dataset.widget, args: formValues(form) },
           Number(widget.dataset.budgetMs) || 5000, { background: true });
       });
