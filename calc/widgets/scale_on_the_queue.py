@@ -246,11 +246,13 @@ def three_arms():
             ts = fleet_time_series(name)
             points = [(t, v) for t, v in zip(ts["t_s"], ts[metric]) if v is not None]
             series[arm] = ([t for t, _ in points], [v for _, v in points])
-        figure = line_chart(f"{label}: three autoscalers, the same day", "time (s)", label, series,
+        figure = line_chart(label, "time (s)", label, series,  # a short title: it must fit a phone's width
                             summary=", ".join(f"{arm}: TTFT p99 {_s(summaries[name]['ttft_p99_s'])}, "
                                               f"{format_number(summaries[name]['replica_hours'])} replica-hours"
                                               for name, arm in ARMS) + ".")
-        figure["layout"]["height"] = 300
+        figure["layout"]["height"] = 320
+        figure["layout"]["legend"]["y"] = -0.36  # below the axis title, not on it
+        figure["layout"]["margin"]["b"] = 95
         figures["ttft" if metric == "ttft_p99_s" else "replicas"] = figure
     outputs = []
     for name, arm in ARMS:
