@@ -27,7 +27,7 @@ from calc.sim.fleet import FleetScenario, fleet_requests, simulate_fleet
 from calc.units import NS_PER_S, round_sig
 
 __all__ = [
-    "PRESET", "SURGE_PHASE", "SWEEP_SEEDS", "LOW_SHARE", "HIGH_SHARE", "DOCUMENT_SHARE_MAX", "incident_scenario",
+    "PRESET", "SURGE_PHASE", "SWEEP_SEEDS", "LOW_SHARE", "HIGH_SHARE", "TTFT_ALERT_S", "DOCUMENT_SHARE_MAX", "incident_scenario",
     "prompt_tokens_per_sample", "incident_run", "phase_windows", "seed_sweep", "prefill_tokens_per_s",
     "prompt_statistics", "request_class", "values_in_phase",
 ]
@@ -37,6 +37,8 @@ SURGE_PHASE = 1  # the preset's traffic: calm (0), the surge of long documents (
 SWEEP_SEEDS = tuple(range(16))
 #: The pages' "try this": half and twice the incident's share of long documents during the surge.
 LOW_SHARE, HIGH_SHARE = 0.05, 0.2
+#: The on-call alert steps 19 and 20 read the runs against: TTFT p99 over the trailing window (illustrative).
+TTFT_ALERT_S = 5.0
 #: The largest share of long documents the scenario takes during the surge.
 DOCUMENT_SHARE_MAX = 0.5
 

@@ -12,11 +12,12 @@ Pages, presets, notebooks and tests take these values from here.
 >>> round(coefficients().dense_weight_bytes / 1e9, 2)  # bf16 weights streamed per GPU per step
 34.75
 
-The replica's KV capacity has four published values on the site, depending on
-how the weights are counted and whether the count is rounded down to whole
-blocks. They agree within 0.1%; each keeps its own name until the lesson picks
-one:
+The replica's KV capacity, one value and one name on every page: :data:`KV_CAPACITY_TOKENS`,
+the lesson's 399,169 tokens (step 1). The other ways of counting it agree within 0.1%
+and keep their own names; only step 1 shows them, saying where each comes from:
 
+>>> KV_CAPACITY_TOKENS
+399169
 >>> (KV_CAPACITY_TOKENS_LESSON_GB, KV_CAPACITY_TOKENS_LESSON_GB_BLOCKS,
 ...  KV_CAPACITY_TOKENS_EXACT_PARAMETERS, KV_CAPACITY_TOKENS_EXACT_PARAMETERS_BLOCKS)
 (399169, 399168, 399452, 399440)
@@ -37,7 +38,8 @@ __all__ = [
     "DECODE_CONTEXT_TOKENS", "MAX_MODEL_LEN", "PARAMETER_COUNTS", "LESSON_PARAM_DIGITS", "kv_capacity",
     "replica_capacity", "kv_batch_limit", "coefficients", "decode_ms", "KV_CAPACITY_TOKENS_LESSON_GB",
     "KV_CAPACITY_TOKENS_LESSON_GB_BLOCKS", "KV_CAPACITY_TOKENS_EXACT_PARAMETERS",
-    "KV_CAPACITY_TOKENS_EXACT_PARAMETERS_BLOCKS", "kv_tokens", "replica_kv_tokens", "replica_coefficients",
+    "KV_CAPACITY_TOKENS_EXACT_PARAMETERS_BLOCKS", "KV_CAPACITY_TOKENS", "LESSON_COUNT_FORMATS",
+    "vllm_maximum_concurrency", "kv_tokens", "replica_kv_tokens", "replica_coefficients",
 ]
 
 #: The running example's replica: Llama 3.1 70B in bf16 on four H100s (TP 4), vLLM at 90% of each GPU
@@ -75,20 +77,32 @@ PARAMETER_COUNTS = ("lesson", "exact")
 LESSON_PARAM_DIGITS = 3
 
 
-def kv_capacity(*, rounded_params: bool = False, **overrides) -> KVCapacity:
+#: Weight formats the lesson weighs with its rounded parameter count (parameters x bytes / TP): formats whose
+#: every tensor has the same width. Formats with scales and 16-bit layers (fp8, int8, int4, nf4) are weighed
+#: tensor by tensor (:func:`calc.memory.weight_bytes`): an fp8 checkpoint is not uniformly 8-bit.
+LESSON_COUNT_FORMATS = ("bf16", "fp16")
+
+
+def kv_capacity(*, rounded_params: bool | None = None, **overrides) -> KVCapacity:
     """:func:`calc.memory.kv_capacity` of :data:`REPLICA`, with any argument overridden.
 
-    With the exact parameter count (70,553,706,496) the replica holds 399,452
-    tokens before block rounding; with the lesson's rounded 70.6 B
-    (``rounded_params=True``: weights = 70.6e9 x 2 / 4 = 35.3 GB, no
-    quantization scales) it holds 399,169. Both are the same within 0.1%.
+    ``rounded_params`` None (the default, what every page quotes) weighs 16-bit
+    weights with the lesson's rounded 70.6 B (weights = 70.6e9 x 2 / 4 = 35.3 GB:
+    399,169 tokens before block rounding) and formats with scales tensor by
+    tensor (fp8: 18.2 GB per GPU, 608,266 tokens). ``False`` weighs every format
+    tensor by tensor (bf16: 70,553,706,496 parameters, 399,452 tokens); ``True``
+    rounds every format (fp8: 17.65 GB, no scales). The bf16 counts agree within 0.1%.
 
-    >>> kv_capacity().kv_cache_tokens_raw, kv_capacity(memory_basis="runtime").kv_cache_tokens_raw
-    (399452, 460105)
-    >>> kv_capacity(rounded_params=True).kv_cache_tokens_raw
-    399169
+    >>> kv_capacity().kv_cache_tokens_raw, kv_capacity(weights="fp8").kv_cache_tokens_raw
+    (399169, 608266)
+    >>> kv_capacity(rounded_params=False).kv_cache_tokens_raw, kv_capacity(memory_basis="runtime").kv_cache_tokens_raw
+    (399452, 459823)
+    >>> kv_capacity(rounded_params=True, weights="fp8").kv_cache_tokens_raw
+    614624
     """
     args = {**REPLICA, **overrides}
+    if rounded_params is None:
+        rounded_params = args["weights"] in LESSON_COUNT_FORMATS
     model = get_model(args.pop("model"))
     gpu = args.pop("gpu")
     if rounded_params and args.get("weights_bytes") is None:
@@ -189,20 +203,51 @@ KV_CAPACITY_TOKENS_LESSON_GB: int = kv_capacity(rounded_params=True).kv_cache_to
 KV_CAPACITY_TOKENS_LESSON_GB_BLOCKS: int = kv_capacity(rounded_params=True).kv_cache_tokens
 #: Tokens of KV cache with every tensor of the model's shape weighed (:func:`calc.memory.weight_bytes`),
 #: before block rounding.
-KV_CAPACITY_TOKENS_EXACT_PARAMETERS: int = kv_capacity().kv_cache_tokens_raw
+KV_CAPACITY_TOKENS_EXACT_PARAMETERS: int = kv_capacity(rounded_params=False).kv_cache_tokens_raw
 #: The same, rounded down to whole 16-token blocks (what the simulator's replica holds).
-KV_CAPACITY_TOKENS_EXACT_PARAMETERS_BLOCKS: int = kv_capacity().kv_cache_tokens
+KV_CAPACITY_TOKENS_EXACT_PARAMETERS_BLOCKS: int = kv_capacity(rounded_params=False).kv_cache_tokens
+#: The running example's KV capacity as every page quotes it: "KV cache of the replica", step 1's 399,169 tokens.
+KV_CAPACITY_TOKENS: int = KV_CAPACITY_TOKENS_LESSON_GB
+
+
+def vllm_maximum_concurrency(max_model_len: int = MAX_MODEL_LEN, *, capacity: KVCapacity | None = None,
+                             **overrides) -> float:
+    """What vLLM logs at start-up as "Maximum concurrency for N tokens per request: X.XXx".
+
+    vLLM divides the KV cache's tokens by ``max_model_len`` (the longest request it
+    admits), not by an average request: for the running example at 8,192 tokens,
+    399,168 / 8,192 = 48.7x (vLLM counts whole blocks). ``capacity`` takes a sizing
+    already made (:func:`replica_capacity`); otherwise :func:`kv_capacity` with ``overrides``. Source: vLLM's
+    ``vllm/v1/core/kv_cache_utils.py`` (``Maximum concurrency for ... tokens per request``).
+
+    >>> round(vllm_maximum_concurrency(), 2), round(vllm_maximum_concurrency(1280), 2)
+    (48.73, 311.85)
+    >>> vllm_maximum_concurrency(0)
+    Traceback (most recent call last):
+    ...
+    calc.errors.CalcError: max_model_len must be a whole number between 1 and 1e+07; got 0
+    """
+    length = check_range("max_model_len", max_model_len, 1, 10_000_000, integer=True)
+    cap = kv_capacity(**overrides) if capacity is None else capacity
+    return cap.kv_cache_tokens / length
 
 
 def kv_tokens(model: str, tp: int, weights: str, kv_dtype: str = "bf16") -> int | None:
     """Tokens of KV cache the replica holds with these formats (before block rounding), None if it does not fit.
 
-    Source: :func:`calc.memory.kv_capacity` (vLLM's sizing, 90% of 80 GB, every tensor counted).
+    The running example (70B at TP 4) is sized as every page quotes it (:func:`kv_capacity`:
+    the lesson's count for 16-bit weights, step 1's 399,169; tensor by tensor for formats with
+    scales); any other model or TP is weighed tensor by tensor. Source: :func:`calc.memory.kv_capacity`
+    (vLLM's sizing, 90% of 80 GB).
 
     >>> kv_tokens("llama-3.1-70b", 4, "bf16"), kv_tokens("llama-3.1-70b", 4, "int4")
-    (399452, 708716)
+    (399169, 708716)
+    >>> kv_tokens("llama-3.1-70b", 2, "bf16") is None
+    True
     """
     try:
+        if (model, tp) == (MODEL, TP):
+            return kv_capacity(weights=weights, kv_dtype=kv_dtype).kv_cache_tokens_raw
         return _kv_capacity(model, GPU, tp=tp, weights=weights, kv_dtype=kv_dtype).kv_cache_tokens_raw
     except CalcError:
         return None
@@ -233,5 +278,5 @@ def replica_coefficients(gpu: str = REPLICA["gpu"], weights: str = REPLICA["weig
     ...
     calc.errors.CalcError: Llama 3.1 70B does not fit: 35.3 GB of bf16 weights per GPU at tp=4 exceed the 21.6 GB vLLM may use (0.9 x 24.0 GB); allowed: tp one of 8, 16, 32, 64, a higher gpu_memory_utilization (at most 1.0), or fewer bits per weight
     """
-    kv_capacity(gpu=gpu, weights=weights, kv_dtype=kv_dtype)
+    kv_capacity(rounded_params=False, gpu=gpu, weights=weights, kv_dtype=kv_dtype)  # its message names the TPs that fit
     return coefficients(weights, kv_dtype, gpu=gpu)

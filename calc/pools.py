@@ -115,3 +115,25 @@ def comparison() -> list[dict]:
             "pools": {p["name"]: p for p in s["pools"]},
         })
     return rows
+
+
+def layouts_that_end_it(rows: list[dict], ttft_p99_s: float) -> dict:
+    """What the comparison table says, as numbers: the cheapest layout under the alert, and isolation's gain.
+
+    ``cheapest`` is the row of least GPU cost whose TTFT p99 is under ``ttft_p99_s``
+    (None if none is); ``shared_same`` the one-pool row with as many replicas as the
+    pools; ``chat_gain`` chat's TTFT p99 in that row over chat's in the pools.
+
+    >>> t = layouts_that_end_it(comparison(), 5.0)
+    >>> t["cheapest"]["key"], t["shared_same"]["key"], round(t["chat_gain"], 1)
+    ('shared4', 'shared6', 1.6)
+    """
+    under = [r for r in rows if r["ttft_p99_s"] is not None and r["ttft_p99_s"] < ttft_p99_s]
+    pools = next(r for r in rows if r["key"] == "pools")
+    same = next((r for r in rows if r["key"] != "pools" and r["replicas"] == pools["replicas"]), None)
+    return {
+        "cheapest": min(under, key=lambda r: r["cost_usd"]) if under else None,
+        "pools": pools,
+        "shared_same": same,
+        "chat_gain": None if same is None else same["chat_ttft_p99_s"] / pools["chat_ttft_p99_s"],
+    }

@@ -105,6 +105,89 @@ def fleet_scenario(preset: str, **autoscaler) -> dict:
     return data
 
 
+#: Step 15's fleet: the preset whose autoscaler (pod start, load bandwidth) sets the lesson's scale-up delay.
+SCALE_ON_QUEUE_PRESET = "step15-scale-on-queue"
+
+
+def fleet_scale_up_delay_s(pod_start_s: float | None = None, load_gb_per_s: float | None = None, *,
+                           preset: str = SCALE_ON_QUEUE_PRESET, model: str | None = None,
+                           weights: str | None = None, tp: int | None = None) -> float:
+    """Seconds from a scale-up decision to a new replica serving: pod start + its weights per GPU / load bandwidth.
+
+    Each GPU reads its own shard at the load bandwidth, all at once, as the simulator's
+    autoscaler assumes (:func:`calc.sim.autoscaler.scale_up_delay_ns`). Unset arguments
+    come from the fleet ``preset`` (step 15's by default) and the running example
+    (:mod:`calc.lesson`). Source: :func:`calc.autoscale.scale_up_delay_s`.
+
+    >>> round(fleet_scale_up_delay_s(), 1), round(fleet_scale_up_delay_s(60, 2), 1)
+    (47.6, 77.6)
+    >>> round(fleet_scale_up_delay_s(60, 2, tp=8), 1)
+    68.8
+    >>> fleet_scale_up_delay_s(load_gb_per_s=0)
+    Traceback (most recent call last):
+    ...
+    calc.errors.CalcError: load_bytes_per_s must be greater than 0; got 0
+    """
+    from calc import lesson
+    from calc.autoscale import scale_up_delay_s
+    from calc.catalog import get_model
+    from calc.memory import check_tp, weights_bytes_per_gpu
+    from calc.units import GB
+
+    auto = fleet_scenario(preset)["fleet"]["autoscaler"]
+    spec = get_model(model or lesson.MODEL)
+    pod = auto["pod_start_s"] if pod_start_s is None else pod_start_s
+    bandwidth = auto["load_bytes_per_s"] if load_gb_per_s is None else load_gb_per_s * GB
+    per_gpu = weights_bytes_per_gpu(spec, check_tp(spec, lesson.TP if tp is None else tp), weights or lesson.WEIGHTS)
+    return scale_up_delay_s(pod_start_s=pod, weights_bytes=per_gpu, load_bytes_per_s=bandwidth)
+
+
+@functools.lru_cache(maxsize=None)
+def fleet_time_series(preset: str) -> dict:
+    """The time series of a fleet preset run to its end (cached), e.g. to draw several autoscalers on one chart.
+
+    >>> ts = fleet_time_series("step15-scale-on-queue")
+    >>> len(ts["t_s"]) == len(ts["replicas"]) == len(ts["ttft_p99_s"]) > 10
+    True
+    """
+    from calc.sim.fleet import FleetScenario
+
+    return simulate_fleet(FleetScenario.from_dict(fleet_scenario(preset))).time_series
+
+
+def warm_fleet_scenario(preset: str, min_replicas: int) -> dict:
+    """A fleet preset as data with ``min_replicas`` kept warm (and started with that many); CalcError above its maximum.
+
+    >>> warm_fleet_scenario("step15-scale-on-queue", 3)["fleet"]["replicas"]
+    3
+    >>> warm_fleet_scenario("step15-scale-on-queue", 99)
+    Traceback (most recent call last):
+    ...
+    calc.errors.CalcError: Replicas kept warm (min_replicas) must be at most the fleet's 4; got 99
+    """
+    data = fleet_scenario(preset)
+    auto = data["fleet"]["autoscaler"]
+    if min_replicas > auto["max_replicas"]:
+        raise CalcError(f"Replicas kept warm (min_replicas) must be at most the fleet's {auto['max_replicas']}; "
+                        f"got {min_replicas}", "min_replicas")
+    auto["min_replicas"] = min_replicas
+    data["fleet"]["replicas"] = min_replicas
+    return data
+
+
+@functools.lru_cache(maxsize=None)
+def warm_fleet_summary(preset: str, min_replicas: int) -> dict:
+    """The finished run's summary of :func:`warm_fleet_scenario` (cached: pages quote several of its numbers).
+
+    >>> s = warm_fleet_summary("step15-scale-on-queue", 3)
+    >>> s["replicas_initial"], s["replicas_max"] <= 4
+    (3, True)
+    """
+    from calc.sim.fleet import FleetScenario
+
+    return dict(simulate_fleet(FleetScenario.from_dict(warm_fleet_scenario(preset, min_replicas))).summary)
+
+
 # --- steps 11 and 12: one shared system prompt in front of every question -------------------------
 
 #: The simulator's scenario of step 11; its numbers are the defaults of steps 11 and 12.

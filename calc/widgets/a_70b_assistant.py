@@ -27,7 +27,7 @@ from calc import lesson
 from calc.allocation import contiguous_max_concurrency
 from calc.catalog import GPUS, MEMORY_BASES, MODELS, get_gpu, get_model
 from calc.lesson import (
-    ANSWER_TOKENS, LESSON_PARAM_DIGITS, MAX_MODEL_LEN, PROMPT_TOKENS, replica_capacity,
+    ANSWER_TOKENS, LESSON_PARAM_DIGITS, MAX_MODEL_LEN, PROMPT_TOKENS, replica_capacity, vllm_maximum_concurrency,
 )
 from calc.memory import KV_DTYPES, WEIGHT_FORMATS, kv_bytes_per_request, kv_heads_per_gpu
 from calc.units import GB, GiB, KiB, MiB, format_bytes, format_number, round_sig
@@ -214,7 +214,7 @@ def facts() -> dict[str, str]:
         "request_tokens": f"{length:,}",
         "kv_per_request": format_bytes(per_request),
         "requests_at_request_len": f"{contiguous_max_concurrency(tokens, length):,}",
-        "vllm_concurrency": f"{cap.max_concurrency:,.2f}x",
+        "vllm_concurrency": f"{vllm_maximum_concurrency(MAX_MODEL_LEN):,.2f}x",
         "max_model_len": f"{MAX_MODEL_LEN:,}",
         "requests_at_max_len": f"{contiguous_max_concurrency(tokens, MAX_MODEL_LEN):,}",
     }

@@ -119,7 +119,7 @@ def pool_sizing(
     itl_target = itl_target_ms / 1000
     coef = _coefficients()
     model = get_model(MODEL)
-    cap = lesson.kv_capacity()
+    cap = lesson.kv_capacity()  # step 1's sizing (the lesson's count in bf16)
     per_request = prompt_tokens + output_tokens
     fit = cap.kv_cache_tokens // per_request
     if fit < 1:

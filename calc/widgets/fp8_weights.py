@@ -9,13 +9,14 @@ Halving the bytes per weight does two things to the running example (Llama 3.1
 * a small-batch decode step, which is bound by reading the weights from HBM,
   takes nearly half the time (the roofline of :mod:`calc.roofline`).
 
-Weights are counted tensor by tensor here (:func:`calc.memory.weight_bytes`: the
-fp8 checkpoint keeps its embeddings and LM head in 16 bits and adds one scale per
-output channel), so the bf16 replica holds 399,452 tokens, step 1's exact figure.
+The bf16 replica is step 1's (the lesson's 70.6 B parameters, 399,169 tokens); the
+fp8 checkpoint is weighed tensor by tensor (:func:`calc.memory.weight_bytes`: it
+keeps its embeddings and LM head in 16 bits and adds one scale per output channel),
+as :func:`calc.lesson.kv_capacity` does for every format with scales.
 
 >>> before, after = lesson.kv_capacity(weights="bf16"), lesson.kv_capacity(weights="fp8")
 >>> before.kv_cache_tokens_raw, after.kv_cache_tokens_raw
-(399452, 608266)
+(399169, 608266)
 >>> round(lesson.decode_ms("bf16"), 1), round(lesson.decode_ms("fp8"), 1)
 (15.3, 8.6)
 """
@@ -224,7 +225,7 @@ def facts() -> dict[str, str]:
 
     >>> f = facts()
     >>> f["weights_before"], f["weights_after"], f["kv_tokens_before"], f["kv_tokens_after"], f["step_after"]
-    ('35.3 GB', '18.2 GB', '399,452', '608,266', '8.58 ms')
+    ('35.3 GB', '18.2 GB', '399,169', '608,266', '8.58 ms')
     """
     model, gpu = get_model(lesson.REPLICA["model"]), get_gpu(lesson.REPLICA["gpu"])
     before, after = lesson.kv_capacity(weights=BEFORE), lesson.kv_capacity(weights=AFTER)
@@ -273,6 +274,8 @@ def facts() -> dict[str, str]:
         "kv_ms": f"{format_number(d_b['kv_s'] * 1000, 2)} ms",
         "sat_batch": f"{sat:,}",
         "step_sat_before": f"{format_number(lesson.decode_ms(BEFORE, sat))} ms",
+        "sat_bound_before": decode_step(lesson.coefficients(BEFORE), batch=sat,
+                                        context_tokens=DECODE_CONTEXT_TOKENS)["bound"] + "-bound",
         "step_sat_after": f"{format_number(lesson.decode_ms(AFTER, sat))} ms",
         "ttft_before": f"{format_number(ttft_b * 1000)} ms",
         "ttft_after": f"{format_number(ttft_a * 1000)} ms",

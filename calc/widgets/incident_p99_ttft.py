@@ -27,31 +27,45 @@ from typing import Annotated
 
 from calc import lesson
 from calc.incident import (
-    HIGH_SHARE, LOW_SHARE, PRESET, SURGE_PHASE, incident_run, incident_scenario, phase_windows, prefill_tokens_per_s,
+    HIGH_SHARE, LOW_SHARE, PRESET, TTFT_ALERT_S, SURGE_PHASE, incident_run, incident_scenario, phase_windows, prefill_tokens_per_s,
     prompt_statistics, request_class, seed_sweep, values_in_phase,
 )
 from calc.units import format_number, round_sig
-from calc.widgets.framework import IntRange, drill, stream
-from calc.widgets.views import DOCUMENT_SHARE, FRAME, SEED, dashboard_views, seconds_text, share_text
+from calc.widgets.framework import Choice, IntRange, drill, stream
+from calc.widgets.views import FRAME, SEED, dashboard_views, seconds_text, share_text
 
 __all__ = ["PRESET", "dashboard", "documents_per_minute_drill", "prefill_load_drill", "facts"]
 
 # Alert thresholds the page reads the run against (illustrative on-call rules, not recommendations).
 QUEUE_ALERT = 10  # requests waiting, fleet-wide
 KV_ALERT = 0.9  # share of the KV cache in use
-TTFT_ALERT_S = 5.0  # TTFT p99 over the trailing window
 
+
+
+#: Step 19's traffic under neutral names, so the controls do not give the diagnosis away before the reader has
+#: read the dashboard (the quiz's answer reveals them): key -> (label, share of long documents in the surge minute;
+#: None keeps the incident's own mix). B has no documents, C half the incident's share, D twice it
+#: (:data:`calc.incident.LOW_SHARE`, :data:`calc.incident.HIGH_SHARE`).
+SCENARIOS = {
+    "a": ("Scenario A (the alert)", None),
+    "b": ("Scenario B", 0.0),
+    "c": ("Scenario C", LOW_SHARE),
+    "d": ("Scenario D", HIGH_SHARE),
+}
+SCENARIO = Choice(tuple((key, label) for key, (label, _) in SCENARIOS.items()), label="Traffic",
+                  help="the same request rate in every scenario; what else differs is for the dashboard to show")
 
 
 @stream(budget_s=4.0)
 def dashboard(
     seed: Annotated[int, SEED] = 3,
-    document_share: Annotated[float, DOCUMENT_SHARE] = 0.1,
+    scenario: Annotated[str, SCENARIO] = "a",
     replicas: Annotated[int, IntRange(1, 8, label="Replicas", help="each the running example: 4 GPUs")] = 3,
     frame_interval_s: Annotated[float, FRAME] = 5.0,
 ):
     """The incident as an on-call dashboard: rate, GPU-Util, TTFT, tokens per request, queue, KV, preemptions."""
-    yield from dashboard_views(incident_scenario(seed=seed, document_share=document_share, replicas=replicas),
+    share = SCENARIOS[scenario][1]
+    yield from dashboard_views(incident_scenario(seed=seed, document_share=share, replicas=replicas),
                                frame_interval_s)
 
 
@@ -192,7 +206,7 @@ def facts() -> dict[str, str]:
     per_replica_doc = prefill_tokens_per_s(prompt_tokens=doc["prompt_tokens"])
     replicas = data["fleet"]["replicas"]
     sweep = seed_sweep()
-    cap = lesson.kv_capacity()
+    kv_tokens = lesson.KV_CAPACITY_TOKENS  # the running example's capacity, as step 1 quotes it
     p99_window = [v for v in ts["ttft_p99_s"] if v is not None]
     before_p99 = values_in_phase(ts, "ttft_p99_s", 0)
     classes = {c["name"]: c for c in s["classes"]}
@@ -206,6 +220,8 @@ def facts() -> dict[str, str]:
     return {
         "low_share": format_number(LOW_SHARE),
         "high_share": format_number(HIGH_SHARE),
+        "low_share_pct": f"{format_number(LOW_SHARE * 100)}%",
+        "high_share_pct": f"{format_number(HIGH_SHARE * 100)}%",
         "quiet_ttft_p99": seconds_text(quiet["ttft_p99_s"]),
         "low_ttft_p99": seconds_text(low["ttft_p99_s"]),
         "low_queue_max": format_number(low["queue_depth_max"]),
@@ -279,8 +295,8 @@ def facts() -> dict[str, str]:
         "prefill_fleet": _tokens(per_replica * replicas),
         "prefill_replicas_before": format_number(rate * m0 / per_replica),
         "prefill_replicas_during": format_number(rate * m1 / per_replica),
-        "kv_tokens": f"{cap.kv_cache_tokens:,}",
-        "docs_fill_replica": str(cap.kv_cache_tokens // doc_tokens),
+        "kv_tokens": f"{kv_tokens:,}",
+        "docs_fill_replica": str(kv_tokens // doc_tokens),
         "doc_over_chat": format_number(doc_tokens / chat_tokens, 2),
         "sweep_seeds": str(len(sweep)),
         "sweep_min": seconds_text(min(sweep)),

@@ -205,7 +205,7 @@ def kv_formats(
 
     >>> out = kv_formats()["outputs"]
     >>> out["per_token_fp8"]["text"], out["kv_tokens_fp8"]["text"], out["speedup"]["text"]
-    ('40,960 B', '798,904', '1.21x')
+    ('40,960 B', '798,339', '1.21x')
     """
     r = lesson.REPLICA
     rows = {row["kv_dtype"]: row for row in kv_formats_table(r["model"], GPU, tp=r["tp"], weights=weights,

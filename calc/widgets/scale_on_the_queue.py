@@ -11,7 +11,7 @@ replicas already running must carry the traffic that grows during that window:
 
     warm headroom = replicas for the load at the end of the window - replicas for the load now
 
->>> round(lesson_delay_s(), 1)        # the simulator's fleet: 30 s pod start + 35.3 GB at 2 GB/s
+>>> round(fleet_scale_up_delay_s(), 1)        # the simulator's fleet: 30 s pod start + 35.3 GB at 2 GB/s
 47.6
 >>> warm_headroom_view()["outputs"]["headroom_replicas"]["text"]
 '1 replica (+21% load)'
@@ -35,12 +35,12 @@ from calc.sim.fleet import FleetScenario, simulate_fleet
 from calc.units import GB, format_number
 from calc.widgets.charts import bar_chart, line_chart
 from calc.widgets.framework import REGISTRY, Choice, FloatRange, IntRange, output, stream, view, widget
-from calc.sim_views import fleet_scenario, preset_summary
+from calc.sim_views import fleet_time_series, fleet_scale_up_delay_s, fleet_scenario, preset_summary, warm_fleet_scenario, warm_fleet_summary
 from calc.widgets.views import fleet_views
 from calc.gpu_util import replica_capacity_rps as _capacity_rps
 
-__all__ = ["autoscaler_choice", "lesson_delay_s", "scale_up_delay", "warm_headroom_view", "queue_autoscaler", "autoscaler_label",
-           "variant_summary", "facts", "SCENARIOS"]
+__all__ = ["autoscaler_choice", "three_arms", "scale_up_delay", "warm_headroom_view", "queue_autoscaler", "autoscaler_label",
+           "facts", "SCENARIOS"]
 
 QUEUE, KV, HEADROOM, GPU_UTIL = ("step15-scale-on-queue", "step15-scale-on-kv", "step15-warm-headroom",
                                  "step14-scale-on-gpu-util")
@@ -88,24 +88,6 @@ def autoscaler_label(name: str) -> str:
     kind = "KV cache use" if cfg.signal == "kv_use" else "GPU-Util (step 14)"
     return (f"{kind}: up above {format_number(cfg.scale_up_above * 100)}%, "
             f"down below {format_number(cfg.scale_down_below * 100)}%")
-
-
-def lesson_delay_s(pod_start_s: float | None = None, load_gb_per_s: float | None = None, *,
-                   model: str = lesson.REPLICA["model"], weights: str = lesson.REPLICA["weights"],
-                   tp: int = lesson.REPLICA["tp"]) -> float:
-    """Scale-up delay of a replica in seconds; by default the simulator's fleet (the step 15 presets' settings).
-
-    Each GPU reads its own shard (:func:`calc.memory.weights_bytes_per_gpu`) at
-    the load bandwidth, all at once, as :func:`calc.sim.autoscaler.scale_up_delay_ns`
-    assumes. Source: :func:`calc.autoscale.scale_up_delay_s` (the lesson's step 15).
-
-    >>> round(lesson_delay_s(60, 2), 1), round(lesson_delay_s(60, 2, tp=8), 1)
-    (77.6, 68.8)
-    """
-    pod = _QUEUE_AUTO["pod_start_s"] if pod_start_s is None else pod_start_s
-    bandwidth = _QUEUE_AUTO["load_bytes_per_s"] if load_gb_per_s is None else load_gb_per_s * GB
-    per_gpu = weights_bytes_per_gpu(get_model(model), check_tp(get_model(model), tp), weights)
-    return scale_up_delay_s(pod_start_s=pod, weights_bytes=per_gpu, load_bytes_per_s=bandwidth)
 
 
 # --- widgets ------------------------------------------------------------------------------------
@@ -161,7 +143,7 @@ def scale_up_delay(
     )
 
 
-_DEFAULT_WINDOW_S = round(lesson_delay_s() + _QUEUE_AUTO["interval_s"], 1)
+_DEFAULT_WINDOW_S = round(fleet_scale_up_delay_s() + _QUEUE_AUTO["interval_s"], 1)
 _DEFAULT_CAPACITY_RPS = round(_capacity_rps(), 2)
 
 
@@ -232,37 +214,60 @@ def queue_autoscaler(
     frame_interval_s: Annotated[float, FloatRange(1, 60, 1, "s", label="Simulated seconds per frame")] = 5.0,
 ):
     """The day's ramp under an autoscaler on the queue, the KV cache or GPU-Util, with the scale-up delay you set."""
-    data = fleet_scenario(scenario, pod_start_s=pod_start_s, load_bytes_per_s=load_gb_per_s * GB)
-    if min_replicas:
-        _warm(data, min_replicas)
+    data = warm_fleet_scenario(scenario, min_replicas) if min_replicas else fleet_scenario(scenario)
+    data["fleet"]["autoscaler"].update(pod_start_s=pod_start_s, load_bytes_per_s=load_gb_per_s * GB)
     yield from fleet_views(data, frame_interval_s)
 
 
-def _warm(data: dict, min_replicas: int) -> None:
-    auto = data["fleet"]["autoscaler"]
-    if min_replicas > auto["max_replicas"]:
-        raise CalcError(f"Replicas kept warm (min_replicas) must be at most the fleet's {auto['max_replicas']}; "
-                        f"got {min_replicas}", "min_replicas")
-    auto["min_replicas"] = min_replicas
-    data["fleet"]["replicas"] = min_replicas
+#: The page's before/after: the wrong signal (step 14), the right one, and the right one with warm headroom.
+ARMS = ((GPU_UTIL, "GPU-Util (step 14)"), (QUEUE, "queue depth"), (HEADROOM, "queue depth + warm headroom"))
+ARM_METRICS = (("ttft_p99_s", "TTFT p99, 10 s window"), ("replicas", "Replicas paid for"))
+
+
+@widget
+def three_arms():
+    """Step 14's autoscaler, the queue's, and the queue's with warm headroom on the same day, each metric one chart.
+
+    The queue fixes the bill (replicas come back down), warm headroom fixes the latency the
+    scale-up window leaves. Every curve is a preset's finished run (:func:`calc.sim_views.fleet_time_series`);
+    the widget has no controls, so the browser shows what the build drew and runs no fleet again.
+
+    >>> v = three_arms()
+    >>> [t["name"] for t in v["figures"]["replicas"]["data"]]
+    ['GPU-Util (step 14)', 'queue depth', 'queue depth + warm headroom']
+    >>> v["outputs"]["headroom_ttft_p99_s"]["text"], v["outputs"]["queue_replica_hours"]["text"]
+    ('11.6 s', '0.308')
+    """
+    summaries = {name: preset_summary(name) for name, _ in ARMS}
+    figures = {}
+    for metric, label in ARM_METRICS:
+        series = {}
+        for name, arm in ARMS:
+            ts = fleet_time_series(name)
+            points = [(t, v) for t, v in zip(ts["t_s"], ts[metric]) if v is not None]
+            series[arm] = ([t for t, _ in points], [v for _, v in points])
+        figure = line_chart(label, "time (s)", label, series,  # a short title: it must fit a phone's width
+                            summary=", ".join(f"{arm}: TTFT p99 {_s(summaries[name]['ttft_p99_s'])}, "
+                                              f"{format_number(summaries[name]['replica_hours'])} replica-hours"
+                                              for name, arm in ARMS) + ".")
+        figure["layout"]["height"] = 320
+        figure["layout"]["legend"]["y"] = -0.36  # below the axis title, not on it
+        figure["layout"]["margin"]["b"] = 95
+        figures["ttft" if metric == "ttft_p99_s" else "replicas"] = figure
+    outputs = []
+    for name, arm in ARMS:
+        key = {GPU_UTIL: "gpu", QUEUE: "queue", HEADROOM: "headroom"}[name]
+        s = summaries[name]
+        outputs += [output(f"{key}_ttft_p99_s", f"{arm}: TTFT p99", s["ttft_p99_s"], "s", text=_s(s["ttft_p99_s"])),
+                    output(f"{key}_replica_hours", f"{arm}: replica-hours", s["replica_hours"], "h",
+                           text=format_number(s["replica_hours"]))]
+    return view(outputs=outputs, figures=figures)
 
 
 _WIDGET_DEFAULTS = REGISTRY["scale_on_the_queue.warm_headroom_view"].defaults
 
 
 # --- facts --------------------------------------------------------------------------------------
-
-@functools.lru_cache(maxsize=None)
-def variant_summary(name: str, min_replicas: int) -> dict:
-    """Summary of a preset run with ``min_replicas`` replicas kept warm (started with that many).
-
-    >>> variant_summary("step15-scale-on-queue", 3)["replicas_initial"]
-    3
-    """
-    data = fleet_scenario(name)
-    _warm(data, min_replicas)
-    return simulate_fleet(FleetScenario.from_dict(data)).summary
-
 
 def _rate_at(phases: list, t_s: float) -> float:
     """The scenario's arrival rate at ``t_s`` (linear within a phase)."""
@@ -318,18 +323,18 @@ def facts() -> dict[str, str]:
     ('47.6 s', '105 s', '153 s', '41.7 s', '14.2 s')
     """
     queue, kv, warm, gpu = (preset_summary(n) for n in SCENARIOS)
-    floor = variant_summary(QUEUE, WARM_FLOOR_REPLICAS)
+    floor = warm_fleet_summary(QUEUE, WARM_FLOOR_REPLICAS)
     data = presets.load_data(QUEUE)
     phases = data["fleet"]["traffic"]
     cfg = _config(QUEUE)
-    delay = lesson_delay_s()
+    delay = fleet_scale_up_delay_s()
     first = queue["scale_events"][0]
     model = get_model(lesson.REPLICA["model"])
     per_gpu = weights_bytes_per_gpu(model, lesson.REPLICA["tp"], lesson.REPLICA["weights"])
     widget_defaults = warm_headroom_view()["outputs"]
     out = {
         "delay_s": _s(delay),
-        "delay_60_s": _s(lesson_delay_s(60, 2)),
+        "delay_60_s": _s(fleet_scale_up_delay_s(60, 2)),
         "pod_start_s": _s(cfg.pod_start_s),
         "load_gb_per_s": f"{format_number(cfg.load_bytes_per_s / GB)} GB/s",
         "weights_per_gpu": f"{format_number(per_gpu / GB)} GB",

@@ -23,9 +23,9 @@ from typing import Annotated
 
 from calc import lesson
 from calc.catalog import get_gpu, get_model
-from calc.incident import HIGH_SHARE, SURGE_PHASE, prefill_tokens_per_s, prompt_statistics
+from calc.incident import HIGH_SHARE, SURGE_PHASE, TTFT_ALERT_S, prefill_tokens_per_s, prompt_statistics
 from calc.memory import weights_bytes_per_gpu
-from calc.pools import COMPARED, LAYOUTS, PRESET, _pool, comparison, fix_run, fix_scenario
+from calc.pools import COMPARED, LAYOUTS, PRESET, _pool, comparison, fix_run, fix_scenario, layouts_that_end_it
 from calc.roofline import prefill_chunk
 from calc.sim import presets
 from calc.sim.autoscaler import AutoscalerConfig, scale_up_delay_ns
@@ -65,15 +65,47 @@ def _seconds(value) -> str:
     return "n/a" if value is None else f"{format_number(value)} s"
 
 
+def _takeaway(rows: list[dict]) -> str:
+    """The step's takeaway, read off its own table (:func:`calc.pools.layouts_that_end_it`), so the two agree."""
+    t = layouts_that_end_it(rows, TTFT_ALERT_S)
+    alert = _seconds(TTFT_ALERT_S)
+    cheapest, pools, same = t["cheapest"], t["pools"], t["shared_same"]
+    if cheapest is None:
+        ended = f"No layout in the table brings TTFT p99 under the {alert} alert."
+    elif cheapest["key"] == "pools":
+        ended = (f"Pools ended this incident: the cheapest layout under the {alert} alert is the pooled one "
+                 f"(TTFT p99 {_seconds(cheapest['ttft_p99_s'])}, ${cheapest['cost_usd']:,.2f}).")
+    else:
+        ended = (f"Capacity ended this incident: the cheapest layout under the {alert} alert is one pool of "
+                 f"{cheapest['replicas']} replicas (TTFT p99 {_seconds(cheapest['ttft_p99_s'])}, "
+                 f"${cheapest['cost_usd']:,.2f} against ${pools['cost_usd']:,.2f} for the pools).")
+    if same is None or t["chat_gain"] is None:
+        return ended.replace("$", "&#36;")
+    verb = "buy" if t["chat_gain"] > 1 else "do not buy"
+    claim = (f"{ended} What pools {verb} is isolation: on the same {pools['replicas']} replicas, chat's p99 is "
+             f"{_seconds(pools['chat_ttft_p99_s'])} in its own pool against {_seconds(same['chat_ttft_p99_s'])} in "
+             f"one shared pool")
+    # The worse surge of the table's notes: does it reach chat in one pool and not in its own?
+    surge_pools = _class_p99(fix_run("pools", document_share=HIGH_SHARE), "chat")
+    surge_shared = _class_p99(fix_run("shared", same["replicas"], document_share=HIGH_SHARE), "chat")
+    if surge_pools < surge_shared:
+        claim += (f", and with a bigger surge of documents chat stays at {_seconds(surge_pools)} in its pool "
+                  f"against {_seconds(surge_shared)} shared")
+    return (claim + ".").replace("$", "&#36;")  # a dollar sign would open inline math on the page
+
+
 def facts() -> dict[str, str]:
     """Numbers quoted in the page's prose: the compared layouts, the pools' limits and what sizes them.
 
     >>> f = facts()
     >>> f["pools_replicas"], f["shared3_replicas"], f["pools_preemptions"], f["chat_kv_fit"], f["doc_kv_fit"]
-    ('6', '3', '0', '312', '24')
+    ('6', '3', '0', '311', '24')
+    >>> f["takeaway_claim"].split(":")[0]
+    'Capacity ended this incident'
     """
-    rows = {r["key"]: r for r in comparison()}
-    out: dict[str, str] = {}
+    table = comparison()
+    rows = {r["key"]: r for r in table}
+    out: dict[str, str] = {"takeaway_claim": _takeaway(table)}
     for key, row in rows.items():
         out[f"{key}_replicas"] = str(row["replicas"])
         out[f"{key}_replica_hours"] = format_number(row["replica_hours"])
@@ -87,7 +119,7 @@ def facts() -> dict[str, str]:
     data = fix_scenario()
     chat, docs, batch = _pool(data, "chat"), _pool(data, "documents"), _pool(data, "batch")
     classes = {c["name"]: c for c in data["workload"]["classes"]}
-    cap = lesson.kv_capacity()
+    kv_tokens = lesson.KV_CAPACITY_TOKENS  # the running example's capacity, as step 1 quotes it
     st = prompt_statistics()
     surge = data["fleet"]["traffic"][SURGE_PHASE]
     rate = surge["rate_per_s"]
@@ -118,6 +150,7 @@ def facts() -> dict[str, str]:
         "cold_chat_p99": _seconds(_class_p99(cold, "chat")),
         "cold_first_up_s": format_number(first_up["t_s"]),
         "scale_up_delay_s": format_number(round(delay_s)),
+        "pool_pod_start_s": format_number(AutoscalerConfig.from_dict(docs["autoscaler"]).pod_start_s),
         "surge_start_s": format_number(sum(p["duration_s"] for p in data["fleet"]["traffic"][:SURGE_PHASE])),
         "surge_end_s": format_number(sum(p["duration_s"] for p in data["fleet"]["traffic"][:SURGE_PHASE + 1])),
         "big_chunk_itl_p99": _seconds(big_chunk["itl_p99_s"]),
@@ -145,11 +178,11 @@ def facts() -> dict[str, str]:
         "chat_pool_gpu_util": f"{pools['chat']['gpu_util_reported'] * 100:.0f}%",
         "batch_pool_replicas": str(batch["replicas"]),
         "batch_pool_seqs": str(batch["max_num_seqs"]),
-        "kv_tokens": f"{cap.kv_cache_tokens:,}",
+        "kv_tokens": f"{kv_tokens:,}",
         "chat_tokens": f"{chat_tokens:,}",
         "doc_tokens": f"{doc_tokens:,}",
-        "chat_kv_fit": str(cap.kv_cache_tokens // chat_tokens),
-        "doc_kv_fit": str(cap.kv_cache_tokens // doc_tokens),
+        "chat_kv_fit": str(kv_tokens // chat_tokens),
+        "doc_kv_fit": str(kv_tokens // doc_tokens),
         "doc_rate": format_number(doc_rate),
         "chat_rate": format_number(chat_rate),
         "doc_prompt_measured": format_number(round(st["document"])),

@@ -251,6 +251,11 @@ def facts() -> dict[str, str]:
         "decode1_ms": _ms(one["time_s"]),
         "decode_full_intensity": format_number(full["intensity_flops_per_byte"]),
         "decode_full_ms": _ms(full["time_s"]),
+        # calc's roofline names the step's bound from its calibrated terms (the matmuls at achieved FLOP/s
+        # against the weights' read), not from the whole step's average intensity against the peak ridge.
+        "decode_full_bound": f"{full['bound']}-bound",
+        "matmul_vs_achieved_ridge": ("above" if kernels["matmuls"][0] > coef.linear_flops_per_s * eff.compute
+                                     / achieved_bw else "below"),
         "decode_full_gain": format_number((MAX_NUM_SEQS / full["time_s"]) / (1 / one["time_s"])),
         "matmul_intensity": format_number(kernels["matmuls"][0]),
         "attention_intensity": format_number(kernels["attention"][0]),

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from calc.allocation import contiguous_max_concurrency
 from calc.catalog import get_gpu, get_model
-from calc.lesson import LESSON_PARAM_DIGITS, replica_capacity
+from calc.lesson import LESSON_PARAM_DIGITS, MAX_MODEL_LEN, replica_capacity, vllm_maximum_concurrency
 from calc.memory import WEIGHT_BITS, KVCapacity
 from calc.incident import DOCUMENT_SHARE_MAX, incident_scenario, prompt_tokens_per_sample
 from calc.sim.fleet import FleetScenario, fleet_requests
@@ -137,6 +137,7 @@ def replica_memory_view(model: str, gpu: str, *, tp: int, weights: str = "bf16",
     tokens = cap.kv_cache_tokens_raw
     change = (other.kv_cache_tokens_raw - tokens) / tokens * 100
     fits = contiguous_max_concurrency(tokens, request_tokens)
+    logged = vllm_maximum_concurrency(MAX_MODEL_LEN, capacity=cap)  # vLLM divides by max_model_len, not a request
     per_token = cap.kv_bytes_per_token_per_gpu
     return view(
         outputs=[
@@ -158,8 +159,9 @@ def replica_memory_view(model: str, gpu: str, *, tp: int, weights: str = "bf16",
                    text=f"{other.kv_cache_tokens_raw:,} ({change:+.2f}%)"),
             output("vllm_blocks", "As vLLM logs it", cap.kv_cache_tokens, "tokens",
                    text=f"{cap.kv_cache_blocks:,} blocks of {cap.block_size} = {cap.kv_cache_tokens:,}"),
-            output("max_requests", "Requests of that length at once", fits, "requests",
-                   text=f"{fits:,} ({cap.max_concurrency:,.2f}x)"),
+            output("max_requests", "Requests of that length at once", fits, "requests", text=f"{fits:,}"),
+            output("vllm_max_concurrency", f"vLLM logs: maximum concurrency for {MAX_MODEL_LEN:,} tokens per request",
+                   round(logged, 2), "", text=f"{logged:,.2f}x"),
         ],
         figures={"memory": _memory_figure(cap)},
         tables={"terms": _terms_table(cap, parameter_count)},
@@ -305,8 +307,10 @@ def dashboard_figures(panels=PANELS) -> dict:
             "layout": {"title": {"text": title, "font": {"size": 13}},
                        "xaxis": {"title": {"text": "time (s)"}, "automargin": True},
                        "yaxis": yaxis, "showlegend": many,
-                       "legend": {"orientation": "h", "y": 1.02, "yanchor": "bottom", "x": 1, "xanchor": "right"},
-                       "margin": {"l": 55, "r": 10, "t": 50 if many else 36, "b": 40}, "height": 240},
+                       # inside the plot's top-left corner: above it, on a phone's narrow panel, it hid the title
+                       "legend": {"orientation": "h", "y": 1, "yanchor": "top", "x": 0, "xanchor": "left",
+                                  "bgcolor": "rgba(0,0,0,0)", "font": {"size": 11}},
+                       "margin": {"l": 55, "r": 10, "t": 36, "b": 40}, "height": 240},
             "x_series": "t_s",
             "summary": f"{title} against simulated time.",
         }

@@ -18,9 +18,9 @@ def test_prerendered_numbers_are_the_lesson_figures(visit):
     page = visit.page
     page.goto(visit.url(PAGE))
     text = output_texts(page, VIEW, ("weights_bytes_per_gpu", "kv_cache_bytes_per_gpu", "kv_cache_tokens",
-                                     "max_requests"))
+                                     "max_requests", "vllm_max_concurrency"))
     assert text == {"weights_bytes_per_gpu": "35.3 GB", "kv_cache_bytes_per_gpu": "32.7 GB",
-                    "kv_cache_tokens": "399,169 tokens", "max_requests": "311 (311.85x)"}
+                    "kv_cache_tokens": "399,169 tokens", "max_requests": "311", "vllm_max_concurrency": "48.73x"}
 
 
 def test_memory_view_recomputes_like_cpython(visit):

@@ -62,6 +62,22 @@ def test_a_typo_is_an_input_error_not_a_verdict(visit):
     assert "answer must be a number" in wait_for_any_error(page, drill)
 
 
+def test_an_unreadable_answer_clears_the_last_verdict(visit):
+    """After "Right" for one answer, an answer calc cannot read shows its error alone, not beside the old verdict."""
+    page = open_drills(visit)
+    drill = sel("conversation_drill")
+    correct, text = check(page, "conversation_drill", "0.5 GB")  # step 2's "about half a gigabyte"
+    assert correct and text.startswith("Right")
+    page.fill(f'{drill} input[name="answer"]', "half a gig")
+    page.click(f'{drill} [data-action="check"]')
+    assert "answer must be a number" in wait_for_any_error(page, drill)
+    assert output_text(page, drill, "verdict") == ""
+    assert page.locator(f"{drill} [data-output=verdict]").get_attribute("data-correct") is None
+    correct, text = check(page, "conversation_drill", "0.4 GB")  # a wrong answer after the error: a verdict again
+    assert not correct and "524,288,000" in text
+    assert visit.console_errors == []
+
+
 @pytest.mark.parametrize("name", DRILLS)
 def test_new_numbers_come_from_calc_in_the_worker(visit, name):
     page = open_drills(visit)

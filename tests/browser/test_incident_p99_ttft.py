@@ -35,3 +35,35 @@ def test_drills_check_the_incidents_numbers(visit):
     expected = calc_drill("incident_p99_ttft.documents_per_minute_drill", seed)
     assert output_text(page, drill, "question") == expected["question"]
     assert visit.console_errors == []
+
+
+def test_on_a_phone_the_panels_stay_side_by_side_and_share_one_crosshair(browser, site_server):
+    """At 390 px the eight panels are two to a row (not eight stacked charts), and a moment hovered in one panel is
+    shown in every other, so the metrics can still be read side by side in time."""
+    from tests.browser.conftest import Visit
+
+    phone = Visit(browser, site_server, viewport={"width": 390, "height": 844})
+    try:
+        page = open_live(phone, PAGE, SIM)
+        charts = page.locator(f"{SIM} [data-chart] .main-svg").first
+        charts.wait_for()
+        boxes = page.eval_on_selector_all(f"{SIM} .calc-chart", "els => els.map(e => e.getBoundingClientRect())"
+                                          ".map(r => [Math.round(r.left), Math.round(r.top), Math.round(r.width)])")
+        assert len(boxes) == 8
+        rows = {}
+        for left, top, width in boxes:
+            rows.setdefault(top, []).append((left, width))
+        assert len(rows) == 4 and all(len(r) == 2 for r in rows.values()), boxes  # two to a row
+        assert all(w < 195 for _, _, w in boxes)
+        assert page.evaluate("document.documentElement.scrollWidth") <= 390  # nothing wider than the phone
+        # Hover the middle of the queue panel: every other panel shows the same moment.
+        queue = page.locator(f'{SIM} [data-chart="queue"] .nsewdrag').first
+        queue.scroll_into_view_if_needed()
+        box = queue.bounding_box()
+        page.mouse.move(box["x"] + box["width"] * 0.5, box["y"] + box["height"] * 0.5)
+        page.wait_for_function(f"""() => [...document.querySelectorAll('{SIM} [data-chart]')]
+            .filter(gd => gd.querySelector('.hoverlayer') && gd.querySelector('.hoverlayer').childElementCount > 0)
+            .length >= 6""")
+        assert phone.console_errors == []
+    finally:
+        phone.close()

@@ -2,7 +2,7 @@
 
 import pytest
 
-from tests.browser.helpers import (assert_outputs, calc_final_view, open_live, play_to_done, recompute, reject,
+from tests.browser.helpers import (assert_outputs, calc_final_view, calc_view, open_live, play_to_done, recompute, reject,
                                    set_value_silently, wait_until_live)
 from tests.browser.folds import open_live  # opens the folds holding the widgets first
 
@@ -15,7 +15,7 @@ SIM = '[data-widget="scale_on_the_queue.queue_autoscaler"]'
 
 
 def test_widgets_and_the_queue_fleet_go_live(visit):
-    page = open_live(visit, PAGE, DELAY, HEADROOM)
+    page = open_live(visit, PAGE, DELAY, HEADROOM, SIM)
 
     expected = recompute(page, DELAY, "delay_s", tp="8", load_gb_per_s="10", change=True)
     assert_outputs(page, DELAY, expected, ["weights_per_gpu"])
@@ -33,3 +33,34 @@ def test_widgets_and_the_queue_fleet_go_live(visit):
     assert_outputs(page, SIM, final, ("replicas", "scale_changes", "ttft_p99_s", "replica_hours"))
     assert final["outputs"]["replicas"]["text"] == "1 / 4 / 1"
     assert visit.console_errors == []
+
+
+def test_three_arms_show_what_each_autoscaler_fixes(visit):
+    """The primary charts (GPU-Util, the queue, the queue with warm headroom) are the build's CPython view, drawn."""
+    arms = '[data-widget="scale_on_the_queue.three_arms"]'
+    page = open_live(visit, PAGE, arms)
+    expected = calc_view("scale_on_the_queue.three_arms")
+    assert_outputs(page, arms, expected)
+    for key in ("ttft", "replicas"):
+        want = [t["name"] for t in expected["figures"][key]["data"]]
+        page.wait_for_function("""([sel, key, want]) => { const gd = document.querySelector(sel + ` [data-chart="${key}"]`);
+            return gd && gd.data && JSON.stringify(gd.data.map(t => t.name)) === JSON.stringify(want); }""",
+                               arg=[arms, key, want])
+    assert visit.console_errors == []
+
+
+def test_a_widget_without_inputs_is_not_rerun_in_the_worker(visit):
+    """The three-arm charts have no controls: the page never asks the worker to run their fleets again."""
+    calls = []
+    visit.page.on("console", lambda m: None)
+    page = visit.page
+    page.add_init_script("""(() => { const post = Worker.prototype.postMessage;
+        window.__calcCalls = [];
+        Worker.prototype.postMessage = function (m) { try { const r = typeof m === 'string' ? JSON.parse(m) : m;
+            if (r && r.fn) window.__calcCalls.push(r.fn); } catch (e) {} return post.apply(this, arguments); }; })()""")
+    page.goto(visit.url(PAGE))
+    page.wait_for_selector("html[data-pyodide=ready]", timeout=120_000)
+    page.wait_for_timeout(3000)
+    calls = page.evaluate("window.__calcCalls")
+    assert "scale_on_the_queue.three_arms" not in calls, calls
+    assert "scale_on_the_queue.scale_up_delay" in calls or calls  # other widgets are still warmed

@@ -56,7 +56,7 @@ def test_the_view_matches_calc_memory_directly():
     out = outputs()
     assert out["kv_cache_bytes_per_gpu"]["value"] == pytest.approx(cap.kv_cache_bytes)
     assert out["kv_cache_tokens"]["value"] == cap.kv_cache_tokens_raw
-    exact = lesson.kv_capacity()
+    exact = lesson.kv_capacity(rounded_params=False)
     assert outputs(parameter_count="exact")["weights_bytes_per_gpu"]["value"] == exact.weights_bytes == 35_276_853_248
 
 

@@ -1,5 +1,6 @@
 """Step 21: the cheat sheet's numbers are calc's, the lesson's figures among them, and the page uses only real facts."""
 
+import importlib
 import os
 import re
 
@@ -7,7 +8,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from calc import lesson
 from calc.errors import CalcError
+from calc.sim_views import fleet_scale_up_delay_s
+from calc.widgets import a_70b_assistant, drill_kv_bytes, drill_price_a_replica, int8_and_4_bit, twice_the_traffic
 from calc.widgets import cheat_sheet as sheet
 from calc.widgets import framework
 
@@ -21,41 +25,41 @@ def facts():
     return sheet.facts()
 
 
-def test_the_lessons_figures(facts):
-    """The figures the cheat sheet (docs/lesson/21-cheat-sheet.md) quotes, reproduced from calc."""
-    assert facts["weights_per_gpu"] == "35.3 GB"
-    assert facts["requested"] == "72 GB"
-    assert facts["kv_per_gpu"] == "32.7 GB"
-    assert facts["kv_tokens"] == "399,169" and facts["kv_tokens_exact"] == "399,452"
-    assert facts["kv_per_token_8b"] == "131,072 B" and facts["kv_per_token_8b_kib"] == "128 KiB"
-    assert facts["kv_per_token_70b_kib"] == "320 KiB" and facts["kv_per_token_70b_gpu"] == "81,920 B"
-    assert facts["conversation_8b"] == "524 MB"
-    assert facts["contiguous_fit"] == "48"
-    assert facts["conversations_per_100k"] == "78"
-    assert facts["discount_1_to_10"] == "9.7"
-    assert (facts["orca_max_pct"], facts["orca_oracle_pct"], facts["vllm_paged_pct"]) == ("20.4%", "38.2%", "96.3%")
-    assert (facts["spec_tokens"], facts["spec_speedup"]) == ("3.36", "2.8")  # (1 - 0.8^5) / 0.2, / (4 x 0.05 + 1)
+def _borrowed(page_text):
+    """(module, name) of every {{ module:name }} on the page."""
+    return re.findall(r"\{\{\s*([a-z0-9_]+):([a-z0-9_]+)\s*\}\}", page_text)
 
 
-def test_rules_of_thumb(facts):
-    assert facts["ridge_bf16"] == "295" and facts["ridge_fp8"] == "591"
-    assert facts["decode_intensity"] == "1.02" and facts["prefill_intensity"] == "1,029"
-    assert facts["itl_b1"] == "15.3 ms" and facts["fp8_itl_b1"] == "8.58 ms"
-    assert facts["hit_tokens"] == "2,496" and facts["hit_tokens_wrong_order"] == "0"
-    assert facts["prefill_saved"] == "70.8%"
+def _page():
+    with open(PAGE, encoding="utf-8") as handle:
+        return handle.read()
+
+
+def test_the_sheet_borrows_each_steps_figures():
+    """One story: the figures a step states are that step's facts, not the sheet's recomputation."""
+    borrowed = {(m, n) for m, n in _borrowed(_page())}
+    for fact in [("a_70b_assistant", "kv_tokens"), ("fp8_weights", "weights_after"), ("fp8_weights", "kv_tokens_after"),
+                 ("scale_on_the_queue", "delay_s"), ("drill_price_a_replica", "prefill_usd"),
+                 ("long_context", "scores_layer_gpu"), ("speculative_decoding", "speedup_default"),
+                 ("incident_p99_ttft", "gpu_util_run"), ("the_fix", "pools_ttft_p99")]:
+        assert fact in borrowed, fact
+    modules = {m for m, _ in borrowed}
+    known = {m: importlib.import_module(f"calc.widgets.{m}").facts() for m in modules}
+    assert not [(m, n) for m, n in borrowed if n not in known[m]]
+
+
+def test_the_sheets_own_figures(facts):
+    assert facts["ridge_fp8"] == "591" and facts["itl_b64"] == "18.2 ms"
+    assert facts["hit_tokens_wrong_order"] == "0"
     from calc.speculative import break_even  # step 10's figure, derived (it moves with the step cost)
     assert facts["break_even"] == str(break_even("llama-3.1-8b")) and facts["break_even_published"] == "24"
     assert facts["bubble_one"] == "75%" and facts["bubble_many"] == "15.8%"
-    assert facts["scale_delay"] == "131 s"  # 60 s + 141 GB / 2 GB/s
-    assert facts["usd_per_hour"] == r"\$15.12"  # 4 x $3.78, the dollar escaped for the page's math
-    assert facts["batching_limit"] == "38"
-
-
-def test_simulated_figures_come_from_the_presets(facts):
-    assert facts["reserve_running_max"] == facts["contiguous_fit"]  # the simulation stops where the formula says
-    assert float(facts["incident_ttft_p99"].split()[0]) > 25
-    assert float(facts["fixed_ttft_p99"].split()[0]) < 5
+    assert facts["scores_per_layer_all_heads"] == "1.28 TB"  # all 64 heads; step 13 quotes one GPU's 16: 320 GB
     assert facts["util_replicas"].endswith("→ 4 → 4")  # scaled up on GPU-Util, never down
+    # Warm headroom over step 15's own delay, not a delay recomputed with other inputs.
+    assert float(facts["headroom"].rstrip("%")) == pytest.approx(
+        (1.05 ** (fleet_scale_up_delay_s() / 60) - 1) * 100, abs=0.05)
+    assert not {"kv_tokens", "kv_tokens_exact", "fp8_weights_per_gpu", "scale_delay", "spec_speedup"} & set(facts)
 
 
 def test_quiz_answer_adds_up(facts):
@@ -64,11 +68,14 @@ def test_quiz_answer_adds_up(facts):
     assert int(facts["quiz_fit_bf16"]) == 399_169 // 4_000 < int(facts["quiz_conversations"])
     assert int(facts["quiz_fit_fp8_kv"]) + int(facts["quiz_short_fp8"]) == int(facts["quiz_conversations"])
     assert int(facts["quiz_fit_fp8_both"]) > int(facts["quiz_conversations"])
+    # the quiz's capacities are those steps 3 and 8 quote
+    assert drill_kv_bytes.facts()["tokens_fp8"] == f"{lesson.kv_capacity(kv_dtype='fp8').kv_cache_tokens_raw:,}"
+    both = int8_and_4_bit.facts()["kv_tokens_fp8_both"]
+    assert int(facts["quiz_fit_fp8_both"]) == int(both.replace(",", "")) // 4_000
 
 
 def test_every_number_on_the_page_is_a_fact(facts):
-    with open(PAGE, encoding="utf-8") as handle:
-        text = handle.read()
+    text = _page()
     names = re.findall(r"\{\{\s*([a-z0-9_]+)\s*\}\}", text)
     assert names and not [n for n in names if n not in facts]
     prose = re.sub(r"\{\{[^}]*\}\}|\$[^$]*\$|`[^`]*`|\[\d+(, \d+)?\]|<[^>]*>", "", text.split("---", 2)[2])
@@ -81,11 +88,14 @@ def test_every_number_on_the_page_is_a_fact(facts):
 
 def test_your_replica_defaults_are_the_sheets_numbers(facts):
     out = framework.call(WIDGET, {})["outputs"]
-    assert out["kv_tokens"]["text"] == facts["kv_tokens"] + " tokens"
+    step1, step17 = a_70b_assistant.facts(), drill_price_a_replica.facts()
+    assert out["kv_tokens"]["text"] == step1["kv_tokens"] + " tokens"
     assert out["requests_fit"]["value"] == 311 and out["contiguous_fit"]["value"] == 48
-    assert out["itl_batch_1_s"]["text"] == facts["itl_b1"]
+    assert out["itl_batch_1_s"]["text"] == twice_the_traffic.facts()["decode1_ms"]
     assert out["usd_per_hour"]["text"] == "$15.12"
-    assert out["usd_per_million"]["text"] == "$64.24 / $0.503"
+    # step 17's quote (prefill included, at most max_num_seqs running), never batch 311 decode-only
+    assert out["batch_at_target"]["value"] == int(step17["prefill_batch"]) <= 256
+    assert out["usd_per_million"]["text"] == "$64.24 / " + step17["prefill_usd"].replace("&#36;", "$")
 
 
 def test_your_replica_recomputes():

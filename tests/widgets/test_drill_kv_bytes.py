@@ -116,3 +116,13 @@ def test_worker_checks_the_answer_text(name, seed):
     q = ask(id=1, op="drill", fn=name, args={"seed": seed})["result"]
     verdict = ask(id=2, op="check", fn=name, args={"seed": seed}, answer=q["answer_text"])["result"]
     assert verdict["correct"] and verdict["explanation"] == q["explanation"]
+
+
+def test_what_step_2_teaches_is_accepted_for_the_worked_conversation():
+    # Step 2 says a 4,000-token conversation on the 8B is "about half a gigabyte": that answer is right here.
+
+    q = drills.conversation_drill(0)
+    for typed in ("0.5 GB", "0.5 GiB", "524 MB", "500 MiB"):
+        assert check_answer(typed, q["answer"], q["unit"], q["tolerance"])["correct"], typed
+    for typed in ("0.4 GB", "0.6 GB", "1 GB"):
+        assert not check_answer(typed, q["answer"], q["unit"], q["tolerance"])["correct"], typed

@@ -9,7 +9,7 @@ from calc.errors import CalcError
 from calc.memory import WEIGHT_FORMATS
 from calc.units import GB
 from calc.sim_views import preset_summary
-from calc.widgets import fp8_weights as step
+from calc.widgets import a_70b_assistant, fp8_weights as step
 from calc.widgets import framework
 
 MEMORY = "fp8_weights.memory_before_after"
@@ -25,18 +25,21 @@ def test_facts_are_the_running_example_with_fp8_weights():
     f = step.facts()
     assert (f["weights_before"], f["weights_after"]) == ("35.3 GB", "18.2 GB")
     assert (f["kv_per_gpu_before"], f["kv_per_gpu_after"]) == ("32.7 GB", "49.8 GB")
-    assert (f["kv_tokens_before"], f["kv_tokens_after"], f["kv_gain_pct"]) == ("399,452", "608,266", "+52%")
-    assert (f["requests_before"], f["requests_after"]) == ("312", "475")
+    assert (f["kv_tokens_before"], f["kv_tokens_after"], f["kv_gain_pct"]) == ("399,169", "608,266", "+52%")
+    assert (f["requests_before"], f["requests_after"]) == ("311", "475")
     assert (f["step_before"], f["step_after"], f["step_ratio"]) == ("15.3 ms", "8.58 ms", "1.78x")
     assert (f["comm_ms"], f["ttft_before"], f["ttft_after"]) == ("1.61 ms", "81.8 ms", "46.5 ms")
     assert (f["sim_ttft_p99_before"], f["sim_ttft_p99_after"]) == ("54.9 s", "6.19 s")
     assert (f["sim_queue_max_before"], f["sim_queue_max_after"], f["sat_batch"]) == ("468", "87", "256")
 
 
-def test_bf16_replica_is_step_ones_exact_count():
-    # Step 1 quotes 399,169 with the rounded parameter count and 399,452 counted exactly (calc.lesson: either within 0.1%).
-    assert lesson.kv_capacity(weights="bf16").kv_cache_tokens_raw == 399_452
-    assert abs(399_452 - 399_169) / 399_169 < 0.001
+def test_bf16_replica_is_step_ones_capacity():
+    # One story: the bf16 replica is step 1's 399,169 tokens (the lesson's count), not the exact count's 399,452.
+    assert lesson.kv_capacity(weights="bf16").kv_cache_tokens_raw == lesson.KV_CAPACITY_TOKENS == 399_169
+    assert step.facts()["kv_tokens_before"] == a_70b_assistant.facts()["kv_tokens"]
+    # fp8 is weighed tensor by tensor (16-bit embeddings and head, scales), never with the rounded count.
+    assert lesson.kv_capacity(weights="fp8").kv_cache_tokens_raw == lesson.kv_capacity(
+        weights="fp8", rounded_params=False).kv_cache_tokens_raw == 608_266
 
 
 def test_memory_view_defaults_and_byte_for_byte_transfer():

@@ -123,7 +123,7 @@ def test_fresh_variants_are_answerable(drill):
 
 
 @pytest.mark.parametrize("args, field", [
-    ({"document_share": 0.9}, "document_share"),
+    ({"scenario": "z"}, "scenario"),
     ({"replicas": 0}, "replicas"),
     ({"seed": -1}, "seed"),
 ])
@@ -137,3 +137,17 @@ def test_scenario_checks_its_own_arguments():
     with pytest.raises(CalcError) as caught:
         incident.incident_scenario(replicas=40)
     assert caught.value.field == "replicas"
+
+
+def test_the_dashboards_controls_do_not_name_the_cause():
+    """Step 19's controls are read before the diagnosis: no label or choice says documents, prompts or tokens."""
+    from calc.widgets.framework import REGISTRY
+
+    words = []
+    for control in REGISTRY["incident_p99_ttft.dashboard"].controls.values():
+        words += [control.label, control.help] + [label for _, label in getattr(control, "options", ())]
+    text = " ".join(words).lower()
+    assert not [w for w in ("document", "long", "prompt", "token", "kv") if w in text], text
+    # Scenario A is the incident (the preset's own mix); B, C and D differ from it by the share of documents only.
+    shares = {key: share for key, (_, share) in step.SCENARIOS.items()}
+    assert shares["a"] is None and shares["b"] == 0 < shares["c"] < shares["d"]

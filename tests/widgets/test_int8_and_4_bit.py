@@ -1,6 +1,7 @@
 """Step 8: every weight format side by side, the published accuracy deltas, fp8 KV cache, and the workshop's Mistral 7B."""
 
 import pytest
+from calc import lesson
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -49,7 +50,7 @@ def test_formats_table_on_the_running_example():
     assert (out["weights_bf16"]["text"], out["weights_fp8"]["text"], out["weights_int4"]["text"]) == (
         "35.3 GB", "18.2 GB", "9.94 GB")
     assert (out["speedup_fp8"]["text"], out["speedup_int4"]["text"]) == ("1.78x", "2.86x")
-    assert (out["kv_tokens_bf16"]["value"], out["kv_tokens_int4"]["value"]) == (399_452, 708_716)
+    assert (out["kv_tokens_bf16"]["value"], out["kv_tokens_int4"]["value"]) == (lesson.KV_CAPACITY_TOKENS, 708_716)  # bf16: step 1's capacity
     rows = view["tables"]["formats"]["rows"]
     assert [r[0] for r in rows] == ["bf16", "fp16", "fp8", "int8", "int4", "nf4"]
     assert rows[2][5] == "-0.11 points" and rows[3][5].startswith("study: ")

@@ -5,6 +5,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from calc.autoscale import scale_up_delay_s
+from calc.sim_views import fleet_scale_up_delay_s, warm_fleet_scenario
 from calc.catalog import get_model
 from calc.errors import CalcError
 from calc.memory import weights_bytes_per_gpu
@@ -34,7 +35,7 @@ def test_delay_of_the_simulated_fleet():
 def test_delay_matches_the_simulators_own():
     auto = AutoscalerConfig.from_dict(presets.load_data(step.QUEUE)["fleet"]["autoscaler"])
     per_gpu = weights_bytes_per_gpu(get_model("llama-3.1-70b"), 4, "bf16")
-    assert scale_up_delay_ns(auto, per_gpu) / 1e9 == pytest.approx(step.lesson_delay_s(), abs=1e-6)
+    assert scale_up_delay_ns(auto, per_gpu) / 1e9 == pytest.approx(fleet_scale_up_delay_s(), abs=1e-6)
 
 
 @settings(max_examples=30, deadline=None)
@@ -72,9 +73,8 @@ def test_bad_input_names_the_field(name, args, field):
 
 
 def test_warm_replicas_beyond_the_ceiling_are_refused():
-    data = step.fleet_scenario(step.QUEUE)
     with pytest.raises(CalcError) as caught:
-        step._warm(data, 9)
+        warm_fleet_scenario(step.QUEUE, 9)
     assert caught.value.field == "min_replicas"
     with pytest.raises(CalcError):
         framework.bind(STREAM, {"min_replicas": "5"})

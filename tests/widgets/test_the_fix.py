@@ -42,8 +42,8 @@ def test_pools_isolate_chat(facts):
 
 
 def test_pool_limits_and_what_sizes_them(facts):
-    assert facts["chat_kv_fit"] == "312"  # 399,440 // 1,280
-    assert facts["doc_kv_fit"] == "24"  # 399,440 // 16,500
+    assert facts["chat_kv_fit"] == "311"  # 399,169 // 1,280: step 1's capacity
+    assert facts["doc_kv_fit"] == "24"  # 399,169 // 16,500
     assert facts["doc_pool_seqs"] == "16" and facts["chat_chunk"] == "2,048"
     assert facts["chunk_chat_ms"] == "163" and facts["chunk_default_ms"] == "681"
     assert facts["scale_up_delay_s"] == "78"  # 60 s pod start + 35.3 GB / 2 GB/s
@@ -84,3 +84,17 @@ def test_bad_input_names_the_field(args, field):
     with pytest.raises(CalcError) as caught:
         framework.bind(FLEET, args)
     assert caught.value.field == field
+
+
+def test_the_takeaway_agrees_with_the_table(facts):
+    """Step 20's takeaway is read off its own table: the layout it names is the cheapest one under the alert."""
+    from calc.incident import TTFT_ALERT_S
+    from calc.pools import comparison
+
+    rows = comparison()
+    under = [r for r in rows if r["ttft_p99_s"] < TTFT_ALERT_S]
+    cheapest = min(under, key=lambda r: r["cost_usd"])
+    claim = facts["takeaway_claim"]
+    assert facts[f"{cheapest['key']}_ttft_p99"] in claim and facts[f"{cheapest['key']}_cost"].replace("$", "&#36;") in claim
+    assert ("Capacity ended" in claim) == (cheapest["key"] != "pools")
+    assert facts["pools_chat_ttft_p99"] in claim and facts["shared6_chat_ttft_p99"] in claim

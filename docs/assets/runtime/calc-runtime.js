@@ -733,7 +733,15 @@
       markBusy(widget);
       runtime.request("check", { fn: widget.dataset.widget, args: args, answer: input.value }, budget).then(function (answer) {
         if (lifetime.ended) return;
-        if (!answer.ok) { showError(widget, answer.error.message); settle(widget, "error", answer, startedAt); return; }
+        if (!answer.ok) {
+          // An answer calc cannot read has no verdict: the last answer's "Right"/"Not quite" must not stay
+          // beside the error as if it were this answer's.
+          verdict.textContent = "";
+          delete verdict.dataset.correct;
+          showError(widget, answer.error.message);
+          settle(widget, "error", answer, startedAt);
+          return;
+        }
         showError(widget, "");
         verdict.textContent = answer.result.message + (answer.result.correct ? "" : " The answer is " + answer.result.expected_text + ".");
         verdict.dataset.correct = String(answer.result.correct);
@@ -816,6 +824,35 @@
     lifetime.add(function () { observer.disconnect(); active = null; });
   }
 
+  // ---- the on-call dashboards (steps 19, 20): one crosshair across their small multiples -------------
+  // The panels share one time axis; hovering (or tapping, on a phone) a moment in one panel shows the same
+  // moment in every other, so the metrics can be read side by side in time even two to a row at 390 px.
+  var DASHBOARDS = '[data-widget="incident_p99_ttft.dashboard"], [data-widget="the_fix.fleet"]';
+  function mountDashboardCrosshair(widget, lifetime) {
+    var syncing = false;
+    function charts() { return Array.prototype.slice.call(widget.querySelectorAll("[data-chart]")); }
+    function follow(source, x) {
+      if (syncing || !window.Plotly || !window.Plotly.Fx) return;
+      syncing = true;
+      try {
+        charts().forEach(function (gd) {
+          if (gd === source || !gd._fullLayout) return;
+          if (x === null) window.Plotly.Fx.unhover(gd); else window.Plotly.Fx.hover(gd, { xval: x });
+        });
+      } finally { syncing = false; }
+    }
+    function attach(event) {
+      var gd = event.target.closest && event.target.closest("[data-chart]");
+      if (!gd || gd.calcCrosshair || typeof gd.on !== "function") return;
+      gd.calcCrosshair = true;  // once per drawn chart; purging the chart drops its Plotly listeners
+      gd.on("plotly_hover", function (data) { if (data.points && data.points.length) follow(gd, data.points[0].x); });
+      gd.on("plotly_unhover", function () { follow(gd, null); });
+    }
+    lifetime.listen(widget, "pointerover", attach);
+    lifetime.listen(widget, "pointerdown", attach);
+  }
+
+  runtime.component("dashboard-crosshair", DASHBOARDS, mountDashboardCrosshair);
   runtime.component("status-badge", ".md-header__inner", mountStatusBadge);
   runtime.component("toc-follow", ".md-nav--secondary > .md-nav__list", mountTocFollow);
   runtime.component("chart", "[data-chart]", mountChart);
@@ -845,7 +882,9 @@
         if (widget.dataset.kind !== "widget" || widget.dataset.warmed) return;
         widget.dataset.warmed = "1";
         var form = widget.querySelector("form");
-        if (!form) return;
+        // A widget without inputs (step 15's three autoscalers) only ever shows what the build drew: warming
+        // it would rerun its simulations in the worker for nothing.
+        if (!form || !form.elements.length) return;
         runtime.request("call", { fn: widget.dataset.widget, args: formValues(form) },
           Number(widget.dataset.budgetMs) || 5000, { background: true });
       });
