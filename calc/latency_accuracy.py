@@ -35,6 +35,13 @@ sampled lengths themselves (the dataset's own output lengths for those 200 promp
 here), not a retuned distribution; the prompt count (200) and the engines' limits (max_num_seqs 256 or more
 holds all 200 at once) match the runs.
 
+Rows of a TensorRT-LLM engine (NIM) size their KV cache TensorRT-LLM's way (:func:`trtllm_kv_cache_tokens`:
+0.9 of the memory free after loading, not 0.9 of the total), so the saturated NIM runs (concurrency 100 and
+up, where TTFT is the queue for KV room) hold 90 requests of 5,500 tokens instead of 81; the measured
+plateau (920 tokens/s at 93 ms per token) is about 86 in service. Their ITL then rises to about 111 ms
+(measured 93): with more sequences per step calc's decode step at 90 x 5,500 tokens of fp8 KV is about 38 ms
+beside the prefill chunks, where NIM's figures leave about 24 ms, a step-cost gap this module cannot close.
+
 Nothing is fitted here (:mod:`calc.latency_fit` fits the engine profiles on the calibration rows through
 :func:`predict_row`); each row runs on its engine's profile (``inputs.engine_profile``). Errors are
 ``(predicted - measured) / measured``; :func:`summary` gives, per metric and per role (calibration rows
@@ -57,7 +64,8 @@ from calc.accuracy import load_measurements, median, relative_error
 from calc.errors import CalcError, check_choice, check_range
 from calc.units import round_sig
 
-__all__ = ["LATENCY_KIND", "TARGETS", "CACHED_PROMPT_TAIL_TOKENS", "closed_loop_client_available", "METRICS", "METRIC_LABELS", "CLIENTS", "CLOSED_LOOP_STANDIN", "load_rows", "metric_of",
+__all__ = ["LATENCY_KIND", "TARGETS", "CACHED_PROMPT_TAIL_TOKENS", "closed_loop_client_available", "METRICS", "METRIC_LABELS", "CLIENTS", "CLOSED_LOOP_STANDIN", "TRTLLM_ENGINES",
+           "TRTLLM_FREE_GPU_MEMORY_FRACTION", "trtllm_kv_cache_tokens", "kv_capacity_tokens_vllm", "load_rows", "metric_of",
            "scenario_for", "simulate_row", "predict_row", "LatencyResult", "evaluate", "summary", "by_source", "report"]
 
 LATENCY_KIND = "online_latency"
@@ -69,6 +77,12 @@ CLIENTS = ("batch", "all_at_once", "poisson", "closed_loop")
 #: Prompt tokens computed when a prompt's full 16-token blocks are in vLLM's prefix cache: the last
 #: partial block, always at least one token (1 to 16, 8.5 on average, rounded up).
 CACHED_PROMPT_TAIL_TOKENS = 9
+#: Engine profiles whose backend is TensorRT-LLM (its KV cache rule: :func:`trtllm_kv_cache_tokens`).
+TRTLLM_ENGINES = ("nim-trtllm",)
+#: TensorRT-LLM's ``KvCacheConfig.free_gpu_memory_fraction`` default: the share of the memory left free after
+#: the model loads that goes to the KV cache (TensorRT-LLM docs, "How to Change KV Cache Behavior",
+#: nvidia.github.io/TensorRT-LLM/examples/kvcacheconfig.html: "The default for free_gpu_memory_fraction is 0.9").
+TRTLLM_FREE_GPU_MEMORY_FRACTION = 0.9
 #: The issue's targets: validation median |error| at most this, per metric (issue 18, "Done when").
 TARGETS = {"ttft": 0.10, "tpot_itl": 0.10, "e2e": 0.10, "throughput": 0.08}
 CLOSED_LOOP_STANDIN = ("Poisson at the rate that keeps N requests in flight on average (Little's law); "
@@ -156,9 +170,50 @@ def scenario_for(row: dict, *, rate_per_s: float | None = None, requests: int | 
     else:
         workload = {"arrival": "poisson", "rate_per_s": rate_per_s, "requests": requests or _closed_requests(row)}
     workload.update(cls)
-    return {"model": x["model"], "gpu": x["gpu"], "tp": x["tp"], "weights": x["weights"], "kv_dtype": x["kv_dtype"],
-            "engine": x.get("engine_profile", "vllm"), "memory_basis": "runtime", "gpu_memory_utilization": 0.9,
-            "max_model_len": max(8192, 1 << max(0, longest - 1).bit_length()), "workload": workload}
+    engine = x.get("engine_profile", "vllm")
+    scenario = {"model": x["model"], "gpu": x["gpu"], "tp": x["tp"], "weights": x["weights"], "kv_dtype": x["kv_dtype"],
+                "engine": engine, "memory_basis": "runtime", "gpu_memory_utilization": 0.9,
+                "max_model_len": max(8192, 1 << max(0, longest - 1).bit_length()), "workload": workload}
+    if engine in TRTLLM_ENGINES:
+        scenario["kv_cache_tokens"] = trtllm_kv_cache_tokens(x["model"], x["gpu"], tp=x["tp"], weights=x["weights"],
+                                                             kv_dtype=x["kv_dtype"])
+    return scenario
+
+
+def trtllm_kv_cache_tokens(model: str, gpu: str, *, tp: int, weights: str, kv_dtype: str,
+                           block_size: int = 16) -> int:
+    """KV cache tokens of a TensorRT-LLM replica: 90% of the memory left free once the model is loaded.
+
+    TensorRT-LLM sizes its cache as ``free_gpu_memory_fraction`` (default 0.9) of the *free* memory
+    (:data:`TRTLLM_FREE_GPU_MEMORY_FRACTION`), where vLLM takes ``gpu_memory_utilization`` (0.9) of the
+    *total* and subtracts the weights: with 35 GB of weights on an 80 GB part the TensorRT-LLM cache is
+    about 10% larger. The free memory is the runtime capacity less calc's weights, activation workspace and
+    non-torch overhead (:func:`calc.memory.kv_capacity` at utilisation 1.0; the workspace is vLLM's,
+    assumed for TensorRT-LLM too).
+
+    >>> vllm_rule = kv_capacity_tokens_vllm("llama-3.3-70b", "h100-sxm-80gb", tp=2, weights="fp8", kv_dtype="fp8")
+    >>> trt = trtllm_kv_cache_tokens("llama-3.3-70b", "h100-sxm-80gb", tp=2, weights="fp8", kv_dtype="fp8")
+    >>> trt > vllm_rule, round(trt / vllm_rule, 2)
+    (True, 1.11)
+    """
+    from calc import memory
+
+    free = memory.kv_capacity(model, gpu, tp=tp, weights=weights, kv_dtype=kv_dtype, gpu_memory_utilization=1.0,
+                              block_size=block_size, memory_basis="runtime")
+    blocks = int(TRTLLM_FREE_GPU_MEMORY_FRACTION * free.kv_cache_bytes // (block_size * free.kv_bytes_per_token_per_gpu))
+    return blocks * block_size
+
+
+def kv_capacity_tokens_vllm(model: str, gpu: str, *, tp: int, weights: str, kv_dtype: str) -> int:
+    """KV cache tokens the vLLM way at utilisation 0.9 on the runtime capacity (what the other rows get).
+
+    >>> kv_capacity_tokens_vllm("llama-3.1-8b", "h100-sxm-80gb", tp=1, weights="bf16", kv_dtype="bf16") > 0
+    True
+    """
+    from calc import memory
+
+    return memory.kv_capacity(model, gpu, tp=tp, weights=weights, kv_dtype=kv_dtype, gpu_memory_utilization=0.9,
+                              memory_basis="runtime").kv_cache_tokens
 
 
 def _closed_requests(row: dict) -> int:

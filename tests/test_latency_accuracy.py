@@ -128,3 +128,16 @@ def test_a_closed_loop_scenario_asks_for_the_engines_client_or_takes_the_stand_i
     assert la.scenario_for(row, rate_per_s=2.0)["workload"]["arrival"] == "poisson"
     _, client, _ = la.simulate_row(row)
     assert ("engine's client" in client) == la.closed_loop_client_available()
+
+
+def test_tensorrt_llm_rows_size_their_kv_cache_from_the_free_memory():
+    # NIM (TensorRT-LLM backend): 0.9 of the memory left after the model loads; vLLM rows: 0.9 of the total.
+    nim = la.scenario_for(BY_ID[f"{NIM}5000-500-c100-ttft"])
+    from calc import memory
+    free = memory.kv_capacity("llama-3.3-70b", "h100-sxm-80gb", tp=2, weights="fp8", kv_dtype="fp8",
+                              gpu_memory_utilization=1.0, memory_basis="runtime")
+    assert nim["kv_cache_tokens"] == int(0.9 * free.kv_cache_bytes // (16 * free.kv_bytes_per_token_per_gpu)) * 16
+    assert nim["kv_cache_tokens"] // 5504 == 90, "90 requests of 5,000 + 500 tokens fit (vLLM's rule: 81)"
+    assert la.kv_capacity_tokens_vllm("llama-3.3-70b", "h100-sxm-80gb", tp=2, weights="fp8",
+                                      kv_dtype="fp8") // 5504 == 81
+    assert "kv_cache_tokens" not in la.scenario_for(BY_ID["vllm-nightly-latency-llama8b-tp1-h100"])
