@@ -21,8 +21,12 @@ simulator as it stands (:func:`calc.sim.simulate`), driven the way the row's cli
   lengths every request runs exactly ``output - 1`` decode steps after its first token, so requests whose
   first tokens came one long prefill step apart finish one short decode step apart, and their successors
   queue behind each other again; the simulator keeps such clumps for the whole run (TTFT at concurrency 25:
-  about 2.5x the one-client TTFT where NIM measured 1.7x). A real server breaks them up in some way not
-  modelled here (no source yet says how).
+  about 4x the one-client TTFT where NIM measured 1.7x). The measured runs look desynchronised: the old
+  stand-in (Poisson arrivals at the rate that keeps N in flight, same engine) gives 499 / 683 / 981 ms at
+  concurrency 5 / 25 / 50 against NIM's 547 / 689 / 835, where the engine's exact closed loop gives
+  853 / 1,742 / 2,421. Timing noise (step times, the client's credit path, the network) breaks such clumps
+  on a real server; the engine's client has none, and no source read here gives its size, so it is not
+  added (a client feature for calc.sim.arrivals, e.g. a send jitter or AIPerf's concurrency ramp).
 
 All-at-once throughput rows (vLLM nightly ``benchmark_throughput``, the Azure run at QPS inf; 200 ShareGPT
 prompts each, as the rows say) measure requests over the run's wall time, and with 200 requests that wall
