@@ -13,6 +13,38 @@ simulator as it stands (:func:`calc.sim.simulate`), driven the way the row's cli
   law, found by bisection on the simulated mean of queued + running requests). Every result says which
   client it used (``client_used``); the closed-loop ones are flagged ``needs the closed-loop client``.
   With one client the closed loop is exactly one request at a time, and is run so.
+  Since the engine has its own closed-loop client, rows run on it. A row whose client states its request
+  count (``client.request_count``, NIM's AIPerf sweep: 10 per client after 2 per client of warm-up) is run
+  with that many requests, because the run's mean is over them and the first round, where all N prompts
+  queue behind each other, weighs 1/10 of it rather than the 1/4 the old default of 4 per client gave;
+  the warm-up is not simulated (:func:`_closed_requests` says why). What that does not fix: with fixed
+  lengths every request runs exactly ``output - 1`` decode steps after its first token, so requests whose
+  first tokens came one long prefill step apart finish one short decode step apart, and their successors
+  queue behind each other again; the simulator keeps such clumps for the whole run (TTFT at concurrency 25:
+  about 4x the one-client TTFT where NIM measured 1.7x). The measured runs look desynchronised: the old
+  stand-in (Poisson arrivals at the rate that keeps N in flight, same engine) gives 499 / 683 / 981 ms at
+  concurrency 5 / 25 / 50 against NIM's 547 / 689 / 835, where the engine's exact closed loop gives
+  853 / 1,742 / 2,421. Timing noise (step times, the client's credit path, the network) breaks such clumps
+  on a real server; the engine's client has none, and no source read here gives its size, so it is not
+  added (a client feature for calc.sim.arrivals, e.g. a send jitter or AIPerf's concurrency ramp).
+
+All-at-once throughput rows (vLLM nightly ``benchmark_throughput``, the Azure run at QPS inf; 200 ShareGPT
+prompts each, as the rows say) measure requests over the run's wall time, and with 200 requests that wall
+time ends with the longest answer decoding almost alone. calc draws the 200 lengths from its ShareGPT
+lognormal (the benchmarks' filter, the sample's means: :mod:`calc.sim.workload`), whose longest of 200 is
+1,550-1,720 tokens (seeds 0-2); the 70B Azure run's whole wall time (200 / 8.40 req/s = 23.8 s at 24.5-35 ms
+per token) leaves room for at most about 950 tokens, so the real sample's tail is shorter than the
+lognormal's and these rows' error (-29 to -44%) is mostly that tail, not the step cost. Fixing it needs the
+sampled lengths themselves (the dataset's own output lengths for those 200 prompts, not available offline
+here), not a retuned distribution; the prompt count (200) and the engines' limits (max_num_seqs 256 or more
+holds all 200 at once) match the runs.
+
+Rows of a TensorRT-LLM engine (NIM) size their KV cache TensorRT-LLM's way (:func:`trtllm_kv_cache_tokens`:
+0.9 of the memory free after loading, not 0.9 of the total), so the saturated NIM runs (concurrency 100 and
+up, where TTFT is the queue for KV room) hold 90 requests of 5,500 tokens instead of 81; the measured
+plateau (920 tokens/s at 93 ms per token) is about 86 in service. Their ITL then rises to about 111 ms
+(measured 93): with more sequences per step calc's decode step at 90 x 5,500 tokens of fp8 KV is about 38 ms
+beside the prefill chunks, where NIM's figures leave about 24 ms, a step-cost gap this module cannot close.
 
 Nothing is fitted here (:mod:`calc.latency_fit` fits the engine profiles on the calibration rows through
 :func:`predict_row`); each row runs on its engine's profile (``inputs.engine_profile``). Errors are
@@ -36,7 +68,8 @@ from calc.accuracy import load_measurements, median, relative_error
 from calc.errors import CalcError, check_choice, check_range
 from calc.units import round_sig
 
-__all__ = ["LATENCY_KIND", "TARGETS", "CACHED_PROMPT_TAIL_TOKENS", "closed_loop_client_available", "METRICS", "METRIC_LABELS", "CLIENTS", "CLOSED_LOOP_STANDIN", "load_rows", "metric_of",
+__all__ = ["LATENCY_KIND", "TARGETS", "CACHED_PROMPT_TAIL_TOKENS", "closed_loop_client_available", "METRICS", "METRIC_LABELS", "CLIENTS", "CLOSED_LOOP_STANDIN", "TRTLLM_ENGINES",
+           "TRTLLM_FREE_GPU_MEMORY_FRACTION", "trtllm_kv_cache_tokens", "kv_capacity_tokens_vllm", "load_rows", "metric_of",
            "scenario_for", "simulate_row", "predict_row", "LatencyResult", "evaluate", "summary", "by_source", "report"]
 
 LATENCY_KIND = "online_latency"
@@ -48,6 +81,12 @@ CLIENTS = ("batch", "all_at_once", "poisson", "closed_loop")
 #: Prompt tokens computed when a prompt's full 16-token blocks are in vLLM's prefix cache: the last
 #: partial block, always at least one token (1 to 16, 8.5 on average, rounded up).
 CACHED_PROMPT_TAIL_TOKENS = 9
+#: Engine profiles whose backend is TensorRT-LLM (its KV cache rule: :func:`trtllm_kv_cache_tokens`).
+TRTLLM_ENGINES = ("nim-trtllm",)
+#: TensorRT-LLM's ``KvCacheConfig.free_gpu_memory_fraction`` default: the share of the memory left free after
+#: the model loads that goes to the KV cache (TensorRT-LLM docs, "How to Change KV Cache Behavior",
+#: nvidia.github.io/TensorRT-LLM/examples/kvcacheconfig.html: "The default for free_gpu_memory_fraction is 0.9").
+TRTLLM_FREE_GPU_MEMORY_FRACTION = 0.9
 #: The issue's targets: validation median |error| at most this, per metric (issue 18, "Done when").
 TARGETS = {"ttft": 0.10, "tpot_itl": 0.10, "e2e": 0.10, "throughput": 0.08}
 CLOSED_LOOP_STANDIN = ("Poisson at the rate that keeps N requests in flight on average (Little's law); "
@@ -59,6 +98,8 @@ _IN_FLIGHT_TOLERANCE = 0.02
 _BISECTION_STEPS = 18
 # Requests per closed-loop stand-in run: enough for the in-flight average to settle, bounded for speed.
 _MIN_REQUESTS, _REQUESTS_PER_CLIENT, _MAX_REQUESTS = 100, 4, 1_200
+# A row's own profiled request count may be larger (AIPerf's 10 per client: 2,500 at concurrency 250).
+_MAX_PROFILED_REQUESTS = 100_000
 
 
 def load_rows(path: str | None = None) -> tuple[dict, ...]:
@@ -133,13 +174,70 @@ def scenario_for(row: dict, *, rate_per_s: float | None = None, requests: int | 
     else:
         workload = {"arrival": "poisson", "rate_per_s": rate_per_s, "requests": requests or _closed_requests(row)}
     workload.update(cls)
-    return {"model": x["model"], "gpu": x["gpu"], "tp": x["tp"], "weights": x["weights"], "kv_dtype": x["kv_dtype"],
-            "engine": x.get("engine_profile", "vllm"), "memory_basis": "runtime", "gpu_memory_utilization": 0.9,
-            "max_model_len": max(8192, 1 << max(0, longest - 1).bit_length()), "workload": workload}
+    engine = x.get("engine_profile", "vllm")
+    scenario = {"model": x["model"], "gpu": x["gpu"], "tp": x["tp"], "weights": x["weights"], "kv_dtype": x["kv_dtype"],
+                "engine": engine, "memory_basis": "runtime", "gpu_memory_utilization": 0.9,
+                "max_model_len": max(8192, 1 << max(0, longest - 1).bit_length()), "workload": workload}
+    if engine in TRTLLM_ENGINES:
+        scenario["kv_cache_tokens"] = trtllm_kv_cache_tokens(x["model"], x["gpu"], tp=x["tp"], weights=x["weights"],
+                                                             kv_dtype=x["kv_dtype"])
+    return scenario
+
+
+def trtllm_kv_cache_tokens(model: str, gpu: str, *, tp: int, weights: str, kv_dtype: str,
+                           block_size: int = 16) -> int:
+    """KV cache tokens of a TensorRT-LLM replica: 90% of the memory left free once the model is loaded.
+
+    TensorRT-LLM sizes its cache as ``free_gpu_memory_fraction`` (default 0.9) of the *free* memory
+    (:data:`TRTLLM_FREE_GPU_MEMORY_FRACTION`), where vLLM takes ``gpu_memory_utilization`` (0.9) of the
+    *total* and subtracts the weights: with 35 GB of weights on an 80 GB part the TensorRT-LLM cache is
+    about 10% larger. The free memory is the runtime capacity less calc's weights, activation workspace and
+    non-torch overhead (:func:`calc.memory.kv_capacity` at utilisation 1.0; the workspace is vLLM's,
+    assumed for TensorRT-LLM too).
+
+    >>> vllm_rule = kv_capacity_tokens_vllm("llama-3.3-70b", "h100-sxm-80gb", tp=2, weights="fp8", kv_dtype="fp8")
+    >>> trt = trtllm_kv_cache_tokens("llama-3.3-70b", "h100-sxm-80gb", tp=2, weights="fp8", kv_dtype="fp8")
+    >>> trt > vllm_rule, round(trt / vllm_rule, 2)
+    (True, 1.11)
+    """
+    from calc import memory
+
+    free = memory.kv_capacity(model, gpu, tp=tp, weights=weights, kv_dtype=kv_dtype, gpu_memory_utilization=1.0,
+                              block_size=block_size, memory_basis="runtime")
+    blocks = int(TRTLLM_FREE_GPU_MEMORY_FRACTION * free.kv_cache_bytes // (block_size * free.kv_bytes_per_token_per_gpu))
+    return blocks * block_size
+
+
+def kv_capacity_tokens_vllm(model: str, gpu: str, *, tp: int, weights: str, kv_dtype: str) -> int:
+    """KV cache tokens the vLLM way at utilisation 0.9 on the runtime capacity (what the other rows get).
+
+    >>> kv_capacity_tokens_vllm("llama-3.1-8b", "h100-sxm-80gb", tp=1, weights="bf16", kv_dtype="bf16") > 0
+    True
+    """
+    from calc import memory
+
+    return memory.kv_capacity(model, gpu, tp=tp, weights=weights, kv_dtype=kv_dtype, gpu_memory_utilization=0.9,
+                              memory_basis="runtime").kv_cache_tokens
 
 
 def _closed_requests(row: dict) -> int:
-    n = row["inputs"]["client"]["concurrency"]
+    """Requests of a closed-loop row's simulated run: the client's profiled ``request_count`` when the row gives it.
+
+    AIPerf's warm-up requests (``warmup_request_count``) are not simulated: AIPerf waits for every warm-up
+    response before it starts profiling, so the profiled requests start from an idle server with all N clients
+    sending at once, which is how the simulator starts; and the simulator has no cold-start costs (JIT, CUDA
+    graph capture, connection set-up) for a warm-up to remove. Rows without a count keep the old default
+    (4 per client, 100 to 1,200).
+
+    >>> _closed_requests({"inputs": {"client": {"concurrency": 25, "request_count": 250}}})
+    250
+    >>> _closed_requests({"inputs": {"client": {"concurrency": 25}}})
+    100
+    """
+    client = row["inputs"]["client"]
+    n = check_range("concurrency", client["concurrency"], 1, 100_000, integer=True)
+    if client.get("request_count") is not None:
+        return check_range("request_count", client["request_count"], n, _MAX_PROFILED_REQUESTS, integer=True)
     return min(_MAX_REQUESTS, max(_MIN_REQUESTS, _REQUESTS_PER_CLIENT * n))
 
 

@@ -20,6 +20,14 @@ other row is validation.
   concurrency 1 with 500-token prompts; the first, uncached, Azure vLLM run at 1 request/s; SGLang and
   vLLM 0.6 at 4 requests/s on one A100).
 
+No per-sequence step term (sampling, input preparation per running sequence), though TPOT grows with load
+faster than calc on validation rows (SGLang 70B TP4 at 8 req/s -36%, Azure TP8 at 16 req/s -23%): the
+calibration rows cannot identify one. Such a term needs two rows of one engine and TP at clearly different
+batch sizes, and every engine has at most one decode row per TP (vLLM's two are batch 8 at TP1 and batch 8
+at TP4; SGLang, vLLM 0.6 and NIM have one each), so it would be confounded with ``step_overhead_s``.
+Fitting it on the loaded rows would make them calibration rows; it waits for a published low/high-load
+pair of one set-up.
+
 Each term is fitted alone, in that order, by bisection on the simulated figure
 (:func:`calc.latency_accuracy.predict_row`, which is monotone in each term); a term whose zero already
 over-predicts is 0. The maximum-throughput efficiency factors (:func:`calc.roofline.calibrate`) are

@@ -32,13 +32,18 @@ def test_the_batch_8_latency_row_replays_one_batch_of_eight_fixed_requests():
     assert RESULTS["vllm-nightly-latency-llama8b-tp1-h100"].predicted == pytest.approx(summary["e2e_p50_s"] * 1000)
 
 
-def test_one_client_closed_loop_is_one_request_at_a_time_and_larger_ones_keep_n_in_flight():
-    summary, client, scenario = la.simulate_row(BY_ID[f"{NIM}5000-500-c1-ttft"])
-    assert "exact" in client and scenario["workload"]["requests"] == 1
-    for n in (25, 100):
-        summary, client, _ = la.simulate_row(BY_ID[f"{NIM}5000-500-c{n}-ttft"])
-        assert la.CLOSED_LOOP_STANDIN in client
-        assert summary["queue_depth_mean"] + summary["running_mean"] == pytest.approx(n, rel=0.05)
+def test_closed_loop_rows_run_on_the_engines_client_with_aiperfs_profiled_request_count():
+    # NIM's AIPerf sweep profiles 10 requests per client (after 2 per client of warm-up, not simulated).
+    for n in (1, 25, 100):
+        summary, client, scenario = la.simulate_row(BY_ID[f"{NIM}5000-500-c{n}-ttft"])
+        assert client == "closed_loop (the engine's client)"
+        assert scenario["workload"]["arrival"] == "closed-loop" and scenario["workload"]["concurrency"] == n
+        assert scenario["workload"]["requests"] == 10 * n and summary["requests_completed"] == 10 * n
+    # One client: one request at a time, so every TTFT is the lone prompt's and the run is 10 of them back to back.
+    summary, _, _ = la.simulate_row(BY_ID[f"{NIM}5000-500-c1-ttft"])
+    assert summary["ttft_p99_s"] == pytest.approx(summary["ttft_p50_s"], rel=1e-3)
+    with pytest.raises(CalcError, match="request_count"):
+        la._closed_requests({"inputs": {"client": {"concurrency": 25, "request_count": 10}}})
 
 
 def test_a_poisson_row_replays_its_rate_and_prompt_count():
@@ -123,3 +128,16 @@ def test_a_closed_loop_scenario_asks_for_the_engines_client_or_takes_the_stand_i
     assert la.scenario_for(row, rate_per_s=2.0)["workload"]["arrival"] == "poisson"
     _, client, _ = la.simulate_row(row)
     assert ("engine's client" in client) == la.closed_loop_client_available()
+
+
+def test_tensorrt_llm_rows_size_their_kv_cache_from_the_free_memory():
+    # NIM (TensorRT-LLM backend): 0.9 of the memory left after the model loads; vLLM rows: 0.9 of the total.
+    nim = la.scenario_for(BY_ID[f"{NIM}5000-500-c100-ttft"])
+    from calc import memory
+    free = memory.kv_capacity("llama-3.3-70b", "h100-sxm-80gb", tp=2, weights="fp8", kv_dtype="fp8",
+                              gpu_memory_utilization=1.0, memory_basis="runtime")
+    assert nim["kv_cache_tokens"] == int(0.9 * free.kv_cache_bytes // (16 * free.kv_bytes_per_token_per_gpu)) * 16
+    assert nim["kv_cache_tokens"] // 5504 == 90, "90 requests of 5,000 + 500 tokens fit (vLLM's rule: 81)"
+    assert la.kv_capacity_tokens_vllm("llama-3.3-70b", "h100-sxm-80gb", tp=2, weights="fp8",
+                                      kv_dtype="fp8") // 5504 == 81
+    assert "kv_cache_tokens" not in la.scenario_for(BY_ID["vllm-nightly-latency-llama8b-tp1-h100"])

@@ -224,8 +224,10 @@ def test_online_figures_match_the_sources_as_read():
         [406.77, 18.58, 51.67]
     assert LATENCY_BY_ID[f"{nim}5000-500-c250-ttft"]["figure"]["value"] == 88605.32
     assert LATENCY_BY_ID[f"{nim}500-2000-c1-ttft"]["figure"]["value"] == 47.77
-    assert LATENCY_BY_ID[f"{nim}5000-500-c50-ttft"]["inputs"]["client"] == {
-        "kind": "closed_loop", "concurrency": 50, "how": LATENCY_BY_ID[f"{nim}5000-500-c50-ttft"]["inputs"]["client"]["how"]}
+    c50 = LATENCY_BY_ID[f"{nim}5000-500-c50-ttft"]["inputs"]["client"]
+    assert c50 == {"kind": "closed_loop", "concurrency": 50, "how": c50["how"], "warmup_request_count": 100,
+                   "request_count": 500, "request_count_source": c50["request_count_source"]}
+    assert "--request-count $((N*10))" in c50["request_count_source"], "AIPerf's sweep: 10 profiled per client"
     assert "docs.nvidia.com/nim/benchmarking" in LATENCY_BY_ID[f"{nim}5000-500-c1-ttft"]["source"]["url"]
     assert LATENCY_BY_ID[f"{nim}5000-500-c1-itl"]["figure"]["quantity"] == "tpot", "AIPerf's ITL is per request"
     # SGLang's reproduction of SGLang v0.3.0 against vLLM v0.6.0: Poisson ShareGPT traffic, medians.
