@@ -512,10 +512,12 @@ def report(results=None, *, rows: bool = False) -> str:
     """
     results = evaluate() if results is None else results
     s = summary(results)
-    closed = sum(CLOSED_LOOP_STANDIN in r.client_used for r in results)
+    standin = sum(CLOSED_LOOP_STANDIN in r.client_used for r in results)
+    closed = sum(r.client_used.startswith("closed_loop") for r in results)
+    how = (f"{standin} of them with the stand-in client ({CLOSED_LOOP_STANDIN})" if standin
+           else "all driven by the engine's closed-loop client")
     lines = ["calc against published online-serving runs (calc/data/measurements.json, kind online_latency)",
-             f"{len(results)} figures; {closed} from closed-loop runs, predicted with the stand-in client "
-             f"({CLOSED_LOOP_STANDIN}).", "",
+             f"{len(results)} figures; {closed} from closed-loop runs, {how}.", "",
              f"{'role':<12} {'metric':<11} {'n':>3} {'median |err|':>13} {'median err':>11} {'optimistic':>11}"]
     for role in ("calibration", "validation"):
         for metric in METRICS:
