@@ -36,14 +36,20 @@ def test_vllm_takes_90_percent_of_80_gb_and_leaves_32_7_gb():
 
 
 def test_399169_tokens_for_the_replica():
-    exact = lesson.kv_capacity()
-    assert exact.kv_cache_tokens_raw == 399_452
+    # The running example's one capacity: the lesson's count of the bf16 weights (70.6e9 x 2 B / 4 = 35.3 GB).
+    cap = lesson.kv_capacity()
+    assert cap.kv_cache_tokens_raw == 399_169 == lesson.KV_CAPACITY_TOKENS
+    assert cap.weights_bytes == 35.3e9
+    assert cap.kv_cache_tokens == cap.kv_cache_blocks * 16 == 399_168 == lesson.KV_CAPACITY_TOKENS_LESSON_GB_BLOCKS
+    assert lesson.kv_capacity(rounded_params=True) == cap  # bf16: the default is the lesson's count
+    # Every tensor weighed (calc.memory.kv_capacity): its own named quantity, within 0.1%.
+    exact = lesson.kv_capacity(rounded_params=False)
+    assert exact == kv_capacity(L70, "h100-sxm-80gb", tp=4, weights="bf16", gpu_memory_utilization=0.9)
+    assert exact.kv_cache_tokens_raw == 399_452 == lesson.KV_CAPACITY_TOKENS_EXACT_PARAMETERS
+    assert exact.kv_cache_tokens == 399_440 == lesson.KV_CAPACITY_TOKENS_EXACT_PARAMETERS_BLOCKS
     assert abs(exact.kv_cache_tokens / 399_169 - 1) < 0.001
-    assert exact.kv_cache_tokens == exact.kv_cache_blocks * 16
-    rounded = lesson.kv_capacity(rounded_params=True)
-    assert rounded.kv_cache_tokens_raw == 399_169
-    assert rounded.weights_bytes == 35.3e9
-    assert exact.kv_bytes_per_token_per_gpu == 81_920 and exact.kv_bytes_per_token == 320 * KiB
+    assert cap.kv_bytes_per_token_per_gpu == exact.kv_bytes_per_token_per_gpu == 81_920
+    assert cap.kv_bytes_per_token == 320 * KiB
 
 
 def test_runtime_basis_gives_about_15_percent_more():
@@ -71,8 +77,10 @@ def test_mistral_workshop_figures():
 
 
 def test_contiguous_concurrency_cap_from_capacity():
-    assert lesson.kv_capacity(rounded_params=True).kv_cache_tokens_raw // 8192 == 48
-    assert lesson.kv_capacity(max_model_len=8192).max_concurrency == pytest.approx(399_440 / 8192)
+    assert lesson.kv_capacity().kv_cache_tokens_raw // 8192 == 48
+    # vLLM's "maximum concurrency": the block-rounded KV tokens over max_model_len (48.73x at 8,192).
+    assert lesson.kv_capacity(max_model_len=8192).max_concurrency == pytest.approx(399_168 / 8192)
+    assert lesson.kv_capacity(rounded_params=False, max_model_len=8192).max_concurrency == pytest.approx(399_440 / 8192)
 
 
 # ---- the vLLM log (issue #10517) ----------------------------------------------------------
@@ -227,7 +235,9 @@ def test_to_dict_has_the_keys_and_is_finite():
     for value in d.values():
         if isinstance(value, float):
             assert math.isfinite(value) and value >= 0
-    assert d["kv_cache_tokens"] == 399_440 and d["weights_bytes_per_gpu"] == 35_276_853_248
+    assert d["kv_cache_tokens"] == 399_168 and d["weights_bytes_per_gpu"] == 35_300_000_000
+    exact = lesson.kv_capacity(rounded_params=False, max_model_len=8192).to_dict()
+    assert exact["kv_cache_tokens"] == 399_440 and exact["weights_bytes_per_gpu"] == 35_276_853_248
 
 
 # ---- properties -------------------------------------------------------------------------

@@ -39,7 +39,7 @@ from calc.sim.fast import enabled as fast_paths_enabled
 from calc.sim.kv_blocks import BlockPool
 from calc.sim.metrics import LatencySink
 from calc.sim.scheduler import TICKS, Scheduler, SchedulerConfig, StepPlan
-from calc.sim.speculation import advance_ticks, speculative_step_time_s, tokens_per_decode
+from calc.sim.speculative_step import advance_ticks, speculative_step_time_s, tokens_per_decode
 from calc.units import NS_PER_S
 
 __all__ = ["ReplicaClock", "Replica"]

@@ -18,9 +18,11 @@ event, and events of one kind in the order they were pushed.
 The ``until`` rule (SimPy's ``run(until=t)``): ``advance(until_ns=t)``
 handles the events before ``t`` and none at ``t`` or later; the samples of the
 time series due at or before ``t`` are then taken (nothing can change the
-state before ``t`` any more). So five requests arriving at ``t = 0`` and
-``advance(until_ns=0)`` handle no event; ``advance(until_ns=1)`` handles the
-five arrivals. ``advance(max_events=n)`` stops after ``n`` events.
+state before ``t`` any more). A request arrives (becomes schedulable) one
+request overhead after it is sent (:mod:`calc.sim.arrivals`). So five requests
+sent at ``t = 0`` arrive at ``t = o``, the overhead: ``advance(until_ns=o)``
+handles no event; ``advance(until_ns=o + 1)`` handles the five arrivals.
+``advance(max_events=n)`` stops after ``n`` events.
 
 The fast paths (the fleet-of-one step chain, same-instant arrivals, fused
 decode steps, counted block crossings) are fenced in :mod:`calc.sim.fast`,
@@ -36,9 +38,10 @@ the numbers of :func:`calc.sim.run.simulate` (tested).
 ...                               "fleet": {"replicas": 2, "router": "least-outstanding"}})
 >>> r = simulate_fleet(fs)
 >>> r.summary["requests_completed"], r.summary["replicas_max"], r.summary["replica_hours"]
-(60, 2, 0.00800332)
+(60, 2, 0.00801012)
 >>> f = Fleet(Scenario.from_dict({"workload": {"requests": 5, "arrival": "all-at-once"}}))
->>> f.advance(until_ns=0), f.events, f.advance(until_ns=1), f.events
+>>> o = f.request_overhead_ns
+>>> f.advance(until_ns=o), f.events, f.advance(until_ns=o + 1), f.events
 (False, 0, False, 5)
 """
 
@@ -61,7 +64,7 @@ from calc.sim.metrics import RankedInts, WindowSink, rank_value, ranked_stats, w
 from calc.sim.router import class_routes, make_router
 from calc.sim.scenario import Scenario
 from calc.sim.scheduler import TICKS
-from calc.sim.speculation import advance_ticks, bound_speculation
+from calc.sim.speculative_step import advance_ticks, bound_speculation
 from calc.sim.static_batching import StaticReplica
 from calc.units import NS_PER_S, SECONDS_PER_HOUR, round_sig
 
@@ -785,7 +788,7 @@ def summarize(engine) -> dict:
 
     >>> f = Fleet(Scenario.from_dict({"workload": {"requests": 3, "arrival": "all-at-once"}})); _ = f.advance()
     >>> s = summarize(f); s["requests_completed"], s["throughput_output_tokens_per_s"], s["kv_token_share"]
-    (3, 151.004, 0.968236)
+    (3, 150.642, 0.968236)
     """
     sc, sink, hw = engine.scenario, engine.sink, engine.hardware
     queue_max, running_max = engine.maxima()

@@ -16,7 +16,7 @@ one replica, a plain latency sink, the replica's time series
 >>> s = Scenario.from_dict({"workload": {"requests": 40, "rate_per_s": 4}})
 >>> r = simulate(s)
 >>> r.summary["requests_completed"], r.summary["output_tokens"], r.summary["ttft_p50_s"]
-(40, 10240, 0.105675)
+(40, 10240, 0.117915)
 """
 
 from __future__ import annotations
@@ -42,7 +42,8 @@ class Simulation(Fleet):
     >>> sim.advance(), sim.result().summary["requests_completed"]
     (True, 20)
     >>> sim = Simulation(Scenario.from_dict({"workload": {"requests": 5, "arrival": "all-at-once"}}))
-    >>> sim.advance(until_ns=0), sim.events, sim.advance(until_ns=1), sim.events
+    >>> t = sim.request_overhead_ns  # sent at 0, the five arrive (are schedulable) one request overhead later
+    >>> sim.advance(until_ns=t), sim.events, sim.advance(until_ns=t + 1), sim.events
     (False, 0, False, 5)
     """
 
@@ -77,14 +78,23 @@ class Simulation(Fleet):
 def simulate(scenario, *, step_time_s=None) -> Result:
     """Run ``scenario`` to the end (every request completes or is rejected) and return its :class:`Result`.
 
-    ``step_time_s`` replaces the roofline's price of a step (for tests); by
-    default every step is priced by :func:`calc.roofline.step_coefficients`.
+    ``step_time_s`` replaces the price of a step (for tests); by default every
+    step is priced by the roofline plus the engine's fitted terms
+    (:func:`calc.engine_profiles.engine_coefficients`).
     Source: the engine, scheduler and metrics of :mod:`calc.sim`.
 
+    Ten requests sent at once keep the GPU busy from their arrival (one request
+    overhead after the send) to the end: idle only for that overhead.
+
     >>> from calc.sim.scenario import Scenario
-    >>> r = simulate(Scenario.from_dict({"workload": {"requests": 10, "arrival": "all-at-once"}}))
+    >>> ten = Scenario.from_dict({"workload": {"requests": 10, "arrival": "all-at-once"}})
+    >>> r = simulate(ten)
     >>> r.summary["requests_completed"], r.summary["gpu_util_reported"]
-    (10, 1.0)
+    (10, 0.99787)
+    >>> round(1 - Simulation(ten).request_overhead_ns / 1e9 / r.summary["duration_s"], 5)
+    0.99787
+    >>> simulate(ten.replace(request_overhead_s=0.0)).summary["gpu_util_reported"]
+    1.0
     """
     sim = Simulation(scenario, step_time_s=step_time_s)
     sim.advance()

@@ -121,11 +121,17 @@ def test_the_closed_loop_keeps_its_keys_through_json():
 # ----------------------------------------------------------------------------------------- request overhead
 @pytest.mark.parametrize("workload", [{"arrival": "all-at-once", "requests": 1}, _closed(1, 3)["workload"]])
 def test_the_request_overhead_adds_to_ttft_and_e2e_from_the_send(workload):
-    base = simulate(Scenario.from_dict({"workload": {**workload, **FIXED}})).summary
+    # The base pins no overhead (the replica's profile would add its own, calc.engine_profiles); the other 50 ms.
+    base = simulate(Scenario.from_dict({"request_overhead_s": 0.0, "workload": {**workload, **FIXED}})).summary
     slow = simulate(Scenario.from_dict({"request_overhead_s": 0.05, "workload": {**workload, **FIXED}})).summary
     for key in ("ttft_p50_s", "ttft_p99_s", "e2e_p50_s", "e2e_p99_s"):
         assert slow[key] == pytest.approx(base[key] + 0.05, abs=2e-6)
     assert slow["itl_p50_s"] == base["itl_p50_s"] and slow["tpot_p50_s"] == base["tpot_p50_s"]
+    # The default is the profile's overhead: between the two, by exactly that much.
+    default = simulate(Scenario.from_dict({"workload": {**workload, **FIXED}})).summary
+    profile_s = replica_hardware(Scenario()).request_overhead_s
+    assert 0 < profile_s < 0.05
+    assert default["ttft_p50_s"] == pytest.approx(base["ttft_p50_s"] + profile_s, abs=2e-6)
 
 
 def test_the_overhead_comes_from_the_hardware_profile_unless_the_scenario_gives_one():

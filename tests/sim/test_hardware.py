@@ -3,6 +3,8 @@
 import pytest
 
 from calc.catalog import get_gpu
+from calc import memory
+from calc.lesson import KV_CAPACITY_TOKENS, KV_CAPACITY_TOKENS_EXACT_PARAMETERS_BLOCKS
 from calc.lesson import kv_capacity as lesson_kv_capacity
 from calc.sim import Scenario, simulate
 from calc.sim.hardware import replica_hardware
@@ -10,8 +12,13 @@ from calc.sim.hardware import replica_hardware
 
 def test_the_lesson_replica_uses_calc_memory_and_the_catalog_price():
     hw = replica_hardware(Scenario())
-    assert hw.kv_cache_blocks == lesson_kv_capacity().kv_cache_blocks
-    assert hw.kv_cache_tokens == lesson_kv_capacity().kv_cache_tokens
+    # The simulator weighs every tensor (calc.memory.kv_capacity): the lesson's exact-parameter blocks, 399,440
+    # tokens, within 0.1% of the capacity every page quotes (calc.lesson.KV_CAPACITY_TOKENS, 399,169).
+    exact = memory.kv_capacity("llama-3.1-70b", "h100-sxm-80gb", tp=4, weights="bf16", gpu_memory_utilization=0.9)
+    assert exact == lesson_kv_capacity(rounded_params=False)
+    assert (hw.kv_cache_blocks, hw.kv_cache_tokens) == (exact.kv_cache_blocks, exact.kv_cache_tokens)
+    assert hw.kv_cache_tokens == KV_CAPACITY_TOKENS_EXACT_PARAMETERS_BLOCKS
+    assert abs(hw.kv_cache_tokens / KV_CAPACITY_TOKENS - 1) < 0.001
     assert hw.price_usd_per_gpu_hour == get_gpu("h100-sxm-80gb").price_usd_per_hour
     assert hw.gpus == 4
 

@@ -18,15 +18,23 @@ FIVE_AT_ONCE = {"workload": {"requests": 5, "arrival": "all-at-once"}}
 S = 10**9
 
 
+@pytest.mark.parametrize("overhead_s", [0.0, None])  # none, and the replica profile's request overhead
 @pytest.mark.parametrize("general", [False, True])
 @pytest.mark.parametrize("engine", [Simulation, Fleet])
-def test_until_handles_the_events_before_it_and_none_at_it(engine, general):
+def test_until_handles_the_events_before_it_and_none_at_it(engine, general, overhead_s):
+    data = FIVE_AT_ONCE if overhead_s is None else {**FIVE_AT_ONCE, "request_overhead_s": overhead_s}
     with fast.general_paths() if general else nullcontext():
-        run = engine(Scenario.from_dict(FIVE_AT_ONCE))
+        run = engine(Scenario.from_dict(data))
+    # The five requests are sent at t = 0 and become schedulable (arrive) one request overhead later.
+    arrive = run.request_overhead_ns
+    assert (arrive == 0) is (overhead_s == 0.0)
     assert run.advance(until_ns=0) is False
     assert (run.events, run.now_ns) == (0, 0)
-    assert run.advance(until_ns=1) is False
-    assert run.events == 5  # the five arrivals at t = 0; the first step ends later
+    assert run.next_event_ns() == arrive
+    assert run.advance(until_ns=arrive) is False
+    assert run.events == 0  # the arrivals at `arrive` are not handled before arrive + 1
+    assert run.advance(until_ns=arrive + 1) is False
+    assert run.events == 5  # the five arrivals; the first step ends later
     first_end = run.next_event_ns()
     assert first_end > 1
     run.advance(until_ns=first_end)
