@@ -9,11 +9,11 @@ from calc.widgets import framework
 
 def test_facts():
     f = page.facts()
-    assert (f["bf16_cap1_itl"], f["bf16_cap1_tps"], f["bf16_cap256_tps"]) == ("18.9 ms", "52.3", "2,238")
+    assert (f["bf16_cap1_itl"], f["bf16_cap1_tps"], f["bf16_cap256_tps"]) == ("18.9 ms", "52.2", "2,238")
     assert f["cost_ratio"] == "42.8"
     assert (f["corner_lq_cap"], f["corner_lt_weights"], f["corner_lt_cap"]) == ("16", "fp8", "64")
     assert f["corner_lt_delta"] == "-0.11"
-    assert (f["live_small_ttft"], f["live_fp8_ttft"]) == ("39 s", "0.0703 s")
+    assert (f["live_small_ttft"], f["live_fp8_ttft"]) == ("39 s", "0.0825 s")
 
 
 def test_frontier_moves_right_with_the_batch_and_fp8_beats_bf16():
@@ -26,7 +26,7 @@ def test_frontier_moves_right_with_the_batch_and_fp8_beats_bf16():
 
 def test_triangle_widget_defaults():
     view = framework.call("deep_trade_off_triangle.triangle", {})
-    assert view["outputs"]["best_bf16"]["text"] == "655 tokens/s (cap 16)"
+    assert view["outputs"]["best_bf16"]["text"] == "654 tokens/s (cap 16)"
     rows = view["tables"]["corners"]["rows"]
     assert [r[0] for r in rows] == ["latency + quality", "throughput + quality", "latency + throughput"]
     assert rows[2][5] == "-0.11 points (OpenLLM v1)"
