@@ -1,7 +1,7 @@
 """Compute the build's expensive entries before MkDocs needs them, in parallel, through the build cache.
 
 At ``on_files`` the site hooks call :func:`start`: it reads every page's Markdown for
-``{{ fact }}`` names and ``/// widget``-style blocks (with the site's own Markdown
+``{{ fact }}`` names and ``/// widget``-style blocks (``/// figure`` pictures too) (with the site's own Markdown
 extensions, so a block's options are parsed exactly as the build parses them), lists the
 notebooks, and looks each entry up in :mod:`build_cache`. What is missing is computed by
 a pool of worker processes while MkDocs reads the pages; :func:`block`, :func:`facts` and
@@ -28,10 +28,10 @@ import build_cache
 import entries
 
 log = logging.getLogger("mkdocs.hooks.prefetch")
-BLOCK_START = re.compile(r"^\s*/{3,}\s*(widget|drill|simulation)\s*\|", re.MULTILINE)
+BLOCK_START = re.compile(r"^\s*/{3,}\s*(widget|drill|simulation|figure)\s*\|", re.MULTILINE)
 # Without a recorded time, the first build starts what is usually slowest first (a page's facts may run
 # whole simulations; a notebook starts a kernel).
-DEFAULT_SECONDS = {"facts": 5.0, "notebook": 4.0, "simulation": 2.0, "drill": 0.2, "widget": 0.3}
+DEFAULT_SECONDS = {"facts": 5.0, "notebook": 4.0, "simulation": 2.0, "drill": 0.2, "widget": 0.3, "figure": 0.2}
 POOL_THRESHOLD_S = 1.5  # below this much missing work, starting worker processes costs more than it saves
 
 _state: dict = {"values": {}, "valid": {}, "futures": {}, "pool": None, "users": {}}
@@ -61,10 +61,18 @@ def _block_requests(markdown_text: str, config) -> list[tuple[str, dict]]:
     import markdown as markdown_module
 
     import blocks
+    import figures
 
     found: list[tuple[str, dict]] = []
-    extensions = [blocks.CalcBlocksExtension(collect=found) if isinstance(e, blocks.CalcBlocksExtension) else e
-                  for e in config.markdown_extensions]
+
+    def collecting(extension):
+        if isinstance(extension, blocks.CalcBlocksExtension):
+            return blocks.CalcBlocksExtension(collect=found)
+        if isinstance(extension, figures.FigureBlocksExtension):
+            return figures.FigureBlocksExtension(collect=found)
+        return extension
+
+    extensions = [collecting(e) for e in config.markdown_extensions]
     try:
         markdown_module.Markdown(extensions=extensions, extension_configs=config.mdx_configs).convert(markdown_text)
     except Exception as error:  # the real build reports it, on its page
@@ -141,6 +149,8 @@ def _jobs_count() -> int:
 
 
 def _page_module(kind: str, request) -> str:
+    if kind == "figure":  # a picture's module is in calc/diagrams, not a page's
+        return "figure:" + request["name"].rsplit(".", 1)[0]
     return request if kind == "facts" else request["name"].rsplit(".", 1)[0]
 
 
