@@ -180,6 +180,7 @@ def start(files, config) -> dict:
     finish()
     _state["values"] = {}
     _state["futures"] = {}
+    cache_was_empty = _cache_is_empty()
     jobs = scan(files, config)
     missing = []
     _state["valid"] = {}
@@ -217,7 +218,39 @@ def start(files, config) -> dict:
               "workers": workers if _state["pool"] else 1, "stale_pages": stale}
     log.info("build cache: %(cached)d of %(entries)d entries reused, %(computing)d to compute "
              "(%(workers)d processes)", counts)
+    _write_build_record(config, counts, cache_was_empty)
     return counts
+
+
+def _cache_is_empty() -> bool:
+    """Whether the cache holds no entry of any kind (a cold build: nothing reused, the page scans included)."""
+    for _, _, names in os.walk(build_cache.cache_dir()):
+        if any(name.endswith(".json") for name in names):
+            return False
+    return True
+
+
+def build_record_path(site_dir: str) -> str:
+    """Where a build into ``site_dir`` records how it used the cache (tests/site/test_build_cache.py reads it)."""
+    import hashlib
+
+    name = hashlib.sha256(os.path.realpath(site_dir).encode("utf-8")).hexdigest()[:16]
+    return os.path.join(build_cache.PROJECT_DIR, "build", "site-builds", f"{name}.json")
+
+
+def _write_build_record(config, counts: dict, cache_was_empty: bool) -> None:
+    """Note, beside the build, whether the build into this site folder was cold (an empty cache, every entry
+    computed): the cold = warm test then rebuilds it warm once instead of building cold and warm itself."""
+    record = {"site_dir": os.path.realpath(config.site_dir), "site_url": config.site_url,
+              "cache_dir": os.path.realpath(build_cache.cache_dir()), "cache_enabled": build_cache.enabled(),
+              "cache_was_empty": cache_was_empty, "entries": counts["entries"], "reused": counts["cached"],
+              "computed": counts["computing"], "at": time.time()}
+    path = build_record_path(config.site_dir)
+    try:
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        build_cache._write_json(path, record)
+    except OSError as error:  # a read-only checkout builds all the same
+        log.debug("build record not written: %s", error)
 
 
 def finish() -> None:
