@@ -59,14 +59,16 @@ class QuietHandler(http.server.SimpleHTTPRequestHandler):
 
     def do_GET(self):
         zip_bytes = self.site_server.calc_zip_with_test_widgets(self.path) if self.site_server else None
-        if zip_bytes is None:
+        sitemap = self.site_server.sitemap_on_this_port(self.path) if self.site_server else None
+        if zip_bytes is None and sitemap is None:
             return super().do_GET()
         self.send_response(200)
-        self.send_header("Content-Type", "application/zip")
-        self.send_header("Content-Length", str(len(zip_bytes)))
+        self.send_header("Content-Type", "application/zip" if sitemap is None else "application/xml")
+        body = zip_bytes if sitemap is None else sitemap
+        self.send_header("Content-Length", str(len(body)))
         self.send_header("Cache-Control", "no-store")
         self.end_headers()
-        self.wfile.write(zip_bytes)
+        self.wfile.write(body)
 
 
 class SiteServer:
@@ -99,6 +101,19 @@ class SiteServer:
                 with open(source, "rb") as handle:
                     patched.writestr(zipfile.ZipInfo(arcname, (2020, 1, 1, 0, 0, 0)), handle.read(), zipfile.ZIP_DEFLATED)
         return buffer.getvalue()
+
+    def sitemap_on_this_port(self, request_path: str) -> bytes | None:
+        """sitemap.xml with its URLs on this server's port, when it serves on another port than the build's
+        site_url (a second xdist worker): Material's instant navigation follows only the links its sitemap
+        lists, so with the build's port in it every click would load a whole new page."""
+        built = built_site_url()
+        if urllib.parse.urlparse(request_path).path != self.base_path.rstrip("/") + "/sitemap.xml" or \
+                urllib.parse.urlparse(built).port == self.port:
+            return None
+        with open(os.path.join(SITE, "sitemap.xml"), "rb") as handle:
+            text = handle.read()
+        here = urllib.parse.urlunparse(("http", f"{self.host}:{self.port}", self.base_path, "", "", ""))
+        return text.replace(built.encode(), here.encode())
 
     def start(self, wait_s: float = 60):
         handler = functools.partial(QuietHandler, directory=SITE, site_server=self)
