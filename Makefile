@@ -68,11 +68,14 @@ test-fast: setup
 
 # Benchmarks print figures and write bench-results/*.json; they measure, they do not assert.
 bench: export SITE_URL := http://127.0.0.1:8766/
+# Each runs even if one before it failed (a failed measurement prints FAILED and its reason); the exit status
+# says whether any failed.
+BENCH_STEPS := bench/bench_sim.py bench/bench_site.py bench/bench_loop.py "scripts/reading_time.py --site site"
 bench: setup chromium
-	$(BIN)/python bench/bench_sim.py
-	$(BIN)/python bench/bench_site.py
-	$(BIN)/python bench/bench_loop.py
-	$(BIN)/python scripts/reading_time.py --site site
+	@failed=""; for step in $(BENCH_STEPS); do \
+	  echo "== $$step"; $(BIN)/python $$step || failed="$$failed $${step%% *}"; \
+	done; \
+	if [ -n "$$failed" ]; then echo "make bench: failed:$$failed (the others ran)"; exit 1; fi
 
 # Re-resolve the Python pins from requirements.in in a throwaway venv.
 lock:

@@ -11,7 +11,9 @@ Figures (issue 17's targets on the 2-core development machine in brackets):
 
 The builds use a private cache folder (the project's build/calc-cache is left as it is). The edits are made to
 the real files and undone in a ``finally``; the bench waits for the server to serve the restored page before it
-stops. Prints a table and writes bench-results/loop.json. Not a test: it measures, it does not assert.
+stops. Prints a table and writes bench-results/loop.json. Not a test: it measures, it does not assert. A figure
+that cannot be measured is printed as FAILED with its reason (``failures`` in the JSON), the others are still
+measured, and the exit status is 1.
 
     .venv/bin/python bench/bench_loop.py [--port 8768] [--page lesson/02-kv-cache-arithmetic.md] [--no-build]
     .venv/bin/python bench/bench_loop.py record-test START_EPOCH_S EXIT_STATUS   (used by `make test`)
@@ -106,7 +108,26 @@ def page_module(page: str) -> str:
     return re.sub(r"^\d+-", "", stem).replace("-", "_")
 
 
-def serve_loop(port: int, page: str, cache_dir: str) -> dict:
+def failure_reason(error: BaseException) -> str:
+    if isinstance(error, subprocess.CalledProcessError):
+        return f"{os.path.basename(str(error.cmd[0]))} exited with status {error.returncode}"
+    lines = str(error).strip().splitlines()
+    return f"{type(error).__name__}: {lines[0][:300] if lines else ''}".rstrip(": ")
+
+
+def attempt(failures: dict, name: str, measure, *args):
+    """``measure(*args)``, or None with the reason in ``failures[name]``: one failing figure stops no other."""
+    try:
+        return measure(*args)
+    except KeyboardInterrupt:
+        raise
+    except Exception as error:
+        failures[name] = failure_reason(error)
+        print(f"bench_loop: {name} failed: {failures[name]}", file=sys.stderr)
+        return None
+
+
+def serve_loop(port: int, page: str, cache_dir: str, failures: dict) -> dict:
     url_base = f"http://127.0.0.1:{port}/"
     page_url = url_base + page.removesuffix(".md") + "/"
     page_path = os.path.join(ROOT, "docs", page)
@@ -122,20 +143,29 @@ def serve_loop(port: int, page: str, cache_dir: str) -> dict:
                               start_new_session=True)
     results: dict = {"page": page, "widget_module": os.path.relpath(module_path, ROOT)}
     try:
-        wait_for(page_url, lambda text: "<article" in text)
+        if attempt(failures, "first_serve_s", wait_for, page_url, lambda text: "<article" in text) is None:
+            failures.setdefault("prose_edit_s", "not measured: the server never served the page")
+            failures.setdefault("widget_module_edit_s", "not measured: the server never served the page")
+            return results
         results["first_serve_s"] = time.perf_counter() - started
         time.sleep(1.0)  # let the watcher settle after the first build
 
         prose_marker = f"Benchmark{nonce}prose"
-        results["prose_edit_s"] = timed_edit(page_path, lambda text: text.rstrip("\n") + f"\n\n{prose_marker}\n",
-                                             page_url, prose_marker)
-        if fact and os.path.exists(module_path):
-            module_marker = f"Benchmark{nonce}module"
-            name = fact.group(1)
-            addition = (f"\n\n_bench_facts = facts  # bench/bench_loop.py: a visible edit, undone at once\n\n\n"
-                        f"def facts():\n    return {{**_bench_facts(), {name!r}: {module_marker!r}}}\n")
-            results["widget_module_edit_s"] = timed_edit(module_path, lambda text: text + addition, page_url,
-                                                         module_marker)
+        prose_s = attempt(failures, "prose_edit_s", timed_edit, page_path,
+                          lambda text: text.rstrip("\n") + f"\n\n{prose_marker}\n", page_url, prose_marker)
+        if prose_s is not None:
+            results["prose_edit_s"] = prose_s
+        if not fact or not os.path.exists(module_path):
+            failures["widget_module_edit_s"] = f"not measured: {page} has no fact of {module_path} to change"
+            return results
+        module_marker = f"Benchmark{nonce}module"
+        name = fact.group(1)
+        addition = (f"\n\n_bench_facts = facts  # bench/bench_loop.py: a visible edit, undone at once\n\n\n"
+                    f"def facts():\n    return {{**_bench_facts(), {name!r}: {module_marker!r}}}\n")
+        module_s = attempt(failures, "widget_module_edit_s", timed_edit, module_path, lambda text: text + addition,
+                           page_url, module_marker)
+        if module_s is not None:
+            results["widget_module_edit_s"] = module_s
             results["widget_module_fact"] = name
     finally:
         os.killpg(server.pid, signal.SIGINT)
@@ -162,7 +192,7 @@ def record_test(start_epoch_s: str, status: str) -> int:
 
 def figure(value: float | None, target_s: float) -> str:
     if value is None:
-        return "not measured".ljust(12) + f"target {target_s:g} s"
+        return "not measured".ljust(13) + f"target {target_s:g} s"
     verdict = "ok" if value <= target_s else "OVER"
     return f"{value:8.1f} s   target {target_s:g} s   {verdict}"
 
@@ -177,17 +207,21 @@ def main() -> int:
     args = parser.parse_args()
 
     results: dict = {"machine_cpus": os.cpu_count(), "load_average_before": os.getloadavg()}
+    failures: dict[str, str] = {}
     cache_dir = tempfile.mkdtemp(prefix="calc-cache-bench-")
     site_dir = tempfile.mkdtemp(prefix="site-bench-")
     site_url = f"http://127.0.0.1:{args.port}/"
     try:
         if args.no_build:
             shutil.rmtree(cache_dir)
-            shutil.copytree(os.path.join(ROOT, "build", "calc-cache"), cache_dir)
+            attempt(failures, "build cache copy", shutil.copytree, os.path.join(ROOT, "build", "calc-cache"), cache_dir)
+            os.makedirs(cache_dir, exist_ok=True)
         else:
-            results["cold_build_s"], results["cold_build_cpu_s"] = timed_build(cache_dir, site_dir, site_url)
-            results["warm_build_s"], results["warm_build_cpu_s"] = timed_build(cache_dir, site_dir, site_url)
-        results.update(serve_loop(args.port, args.page, cache_dir))
+            for name in ("cold_build", "warm_build"):  # the warm build reuses what the cold one stored
+                timing = attempt(failures, f"{name}_s", timed_build, cache_dir, site_dir, site_url)
+                if timing is not None:
+                    results[f"{name}_s"], results[f"{name}_cpu_s"] = timing
+        results.update(serve_loop(args.port, args.page, cache_dir, failures))
     finally:
         shutil.rmtree(cache_dir, ignore_errors=True)
         shutil.rmtree(site_dir, ignore_errors=True)
@@ -196,25 +230,43 @@ def main() -> int:
             last = json.load(handle)
         results["test_s"] = last["seconds"]
         results["test_exit_status"] = last["exit_status"]
+        results["test_ci"] = last.get("ci", False)
+        results["test_ended"] = last.get("ended")
     results["load_average_after"] = os.getloadavg()
+    results["failures"] = failures
+
+    def row(label: str, key: str, note: str = "") -> str:
+        if key in failures:
+            return f"  {label.ljust(32)}{'FAILED'.rjust(8)}     {failures[key]}"
+        target = TARGETS_S.get(key)
+        if target is None:
+            value = results.get(key)
+            return f"  {label.ljust(32)}{'not measured' if value is None else f'{value:8.1f} s'}{note}"
+        return f"  {label.ljust(32)}{figure(results.get(key), target)}{note}"
 
     print(f"The contributor's loop ({results['machine_cpus']} CPUs, load average "
           f"{results['load_average_before'][0]:.1f} before, {results['load_average_after'][0]:.1f} after)")
-    print(f"  cold build (empty cache)        {figure(results.get('cold_build_s'), TARGETS_S['cold_build_s'])}"
-          + (f"   ({results['cold_build_cpu_s']:.0f} CPU s)" if "cold_build_cpu_s" in results else ""))
-    if "warm_build_s" in results:
-        print(f"  warm build                      {results['warm_build_s']:8.1f} s   "
-              f"({results['warm_build_cpu_s']:.0f} CPU s)")
-    print(f"  make serve: first page served   {figure(results.get('first_serve_s'), TARGETS_S['first_serve_s'])}")
-    print(f"  prose edit to visible           {figure(results.get('prose_edit_s'), TARGETS_S['prose_edit_s'])}")
-    print(f"  widget module edit to visible   {figure(results.get('widget_module_edit_s'), TARGETS_S['widget_module_edit_s'])}"
-          f"   ({results.get('widget_module')})")
-    test_note = "" if "test_s" in results else "   (run make test first)"
-    print(f"  last make test                  {figure(results.get('test_s'), TARGETS_S['test_s'])}{test_note}")
+    cpu = lambda key: f"   ({results[key]:.0f} CPU s)" if key in results else ""  # noqa: E731
+    if not args.no_build:
+        print(row("cold build (empty cache)", "cold_build_s", cpu("cold_build_cpu_s")))
+        print(row("warm build", "warm_build_s", cpu("warm_build_cpu_s")))
+    print(row("make serve: first page served", "first_serve_s", "   (warm cache)"))
+    print(row("prose edit to visible", "prose_edit_s", f"   ({args.page})"))
+    print(row("widget module edit to visible", "widget_module_edit_s", f"   ({results.get('widget_module')})"))
+    if "test_s" in results:
+        kind = ".ci/run" if results["test_ci"] else "make test"
+        passed = "passed" if results["test_exit_status"] == 0 else f"FAILED (exit {results['test_exit_status']})"
+        target = TARGETS_S["ci_s" if results["test_ci"] else "test_s"]
+        print(f"  {f'last {kind}'.ljust(32)}{figure(results['test_s'], target)}"
+              f"   ({passed}, ended {results['test_ended']})")
+    else:
+        print(f"  {'last make test'.ljust(32)}{figure(None, TARGETS_S['test_s'])}   (run make test first)")
     os.makedirs(RESULTS_DIR, exist_ok=True)
     with open(os.path.join(RESULTS_DIR, "loop.json"), "w", encoding="utf-8") as handle:
         json.dump({**results, "targets_s": TARGETS_S}, handle, indent=2)
-    return 0
+    if failures:
+        print(f"bench_loop: {len(failures)} measurement(s) failed: {', '.join(failures)}", file=sys.stderr)
+    return 1 if failures else 0
 
 
 if __name__ == "__main__":

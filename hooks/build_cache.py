@@ -1,4 +1,4 @@
-"""The build cache: widget renders, ``facts()`` and notebook executions kept on disk between builds.
+"""The build cache: widget renders, figures, ``facts()`` and notebook executions kept on disk between builds.
 
 Every entry lives in ``build/calc-cache/<kind>/<key>.json``. Its *key* hashes what the
 entry was asked for (the block's widget name and options, the facts' module, the
@@ -41,10 +41,11 @@ HOOK_SOURCES = {
     "widget": ("entries.py", "blocks.py", "widget_html.py"),
     "drill": ("entries.py", "blocks.py", "widget_html.py"),
     "simulation": ("entries.py", "blocks.py", "widget_html.py"),
+    "figure": ("entries.py", "figures.py"),
     "facts": ("entries.py", "facts.py"),
     "notebook": ("entries.py",),
-    "scan": ("prefetch.py", "blocks.py"),
-    "search": ("entries.py",),  # a page's entries in the search index (Material's parser, its version keyed)  # the blocks a page's text holds (options parsed as the build does)
+    "scan": ("prefetch.py", "blocks.py", "figures.py"),  # the blocks a page's text holds (parsed as the build does)
+    "search": ("entries.py",),  # a page's entries in the search index (Material's parser, its version keyed)
 }
 # Entries whose value is a rendered block (an ElementTree element carried as XML text).
 BLOCK_KINDS = ("widget", "drill", "simulation")

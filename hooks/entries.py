@@ -1,4 +1,5 @@
-"""How each kind of build-cache entry is computed: a block's render, a page's facts, a notebook's execution.
+"""How each kind of build-cache entry is computed: a block's render, a figure's SVG, a page's facts, a notebook's
+execution.
 
 The values these functions return are what :mod:`build_cache` stores, so this file's hash is part of every
 entry's key (:data:`build_cache.HOOK_SOURCES`); the scheduling around them (:mod:`prefetch`) is not, and
@@ -98,6 +99,15 @@ def compute_entry(kind: str, request, job) -> tuple[object, set[str]]:
         name, options = request["name"], request["options"]
         roots = {f"calc.widgets.{name.rsplit('.', 1)[0]}", "calc.widgets.framework", "calc.units"}
         return build_cache.tracked(lambda: compute_block(kind, name, options), roots)
+    if kind == "figure":
+        import figures
+
+        name = request["name"]
+        module_name = name.rpartition(".")[0]
+        roots = {f"calc.diagrams.{module_name}"} if module_name.isidentifier() else {"calc.diagrams"}
+        module_file = os.path.join(build_cache.CALC_DIR, "diagrams", f"{module_name}.py")
+        value, files = build_cache.tracked(lambda: figures.render_figure(name), roots)
+        return value, files | {module_file}  # a picture of a module that does not exist yet: its creation counts
     if kind == "facts":
         module_file = os.path.join(build_cache.CALC_DIR, "widgets", f"{request}.py")
         value, files = build_cache.tracked(lambda: compute_facts(request), {f"calc.widgets.{request}"})

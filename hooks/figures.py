@@ -9,6 +9,11 @@ renders ``calc.diagrams.kv.block_table()`` as a ``<figure>`` with an inline SVG 
 and ``<desc>``) and a ``<figcaption>``. Markdown inside the block is added to the caption. The SVG goes
 through Markdown's HTML stash, so no inline processor (abbreviations, emphasis) touches its text. An unknown
 picture fails the build.
+
+A picture is a build-cache entry (kind ``figure``, :mod:`build_cache`): its SVG is drawn again only when a file
+of ``calc`` it depends on changed (its ``calc.diagrams`` module and what that imports), and under ``make serve``
+an edit to ``calc/diagrams/kv.py`` marks the pages that show one of its pictures for rebuilding. With
+``collect`` (a list), the extension draws nothing and records each block's request (the prefetch's scan).
 """
 
 from __future__ import annotations
@@ -18,6 +23,8 @@ import xml.etree.ElementTree as etree
 
 from pymdownx.blocks import BlocksExtension
 from pymdownx.blocks.block import Block
+
+import prefetch
 
 
 def render_figure(name: str) -> str:
@@ -48,13 +55,31 @@ class FigureBlock(Block):
         return self.extra
 
     def on_end(self, block: etree.Element) -> None:
+        request = figure_request(self.argument)
+        collect = self.config.get("collect")
+        if collect is not None:
+            collect.append(("figure", request))
+            return
         placeholder = etree.Element("p")
-        placeholder.text = self.md.htmlStash.store(render_figure(self.argument))
+        placeholder.text = self.md.htmlStash.store(prefetch.value("figure", request))
         block.insert(0, placeholder)
         if not len(self.extra) and not (self.extra.text or "").strip():
             block.remove(self.extra)
 
 
+def figure_request(argument: str) -> dict:
+    """The build-cache request of a figure block: the picture's name as written, trimmed.
+
+    >>> figure_request(" kv.block_table ")
+    {'name': 'kv.block_table'}
+    """
+    return {"name": argument.strip()}
+
+
 class FigureBlocksExtension(BlocksExtension):
+    def __init__(self, *args, collect: list | None = None, **kwargs):
+        self.collect = collect
+        super().__init__(*args, **kwargs)
+
     def extendMarkdownBlocks(self, md, block_mgr) -> None:
-        block_mgr.register(FigureBlock, {})
+        block_mgr.register(FigureBlock, {"collect": self.collect})

@@ -1,7 +1,7 @@
 """Compute the build's expensive entries before MkDocs needs them, in parallel, through the build cache.
 
 At ``on_files`` the site hooks call :func:`start`: it reads every page's Markdown for
-``{{ fact }}`` names and ``/// widget``-style blocks (with the site's own Markdown
+``{{ fact }}`` names and ``/// widget``-style blocks (``/// figure`` pictures too) (with the site's own Markdown
 extensions, so a block's options are parsed exactly as the build parses them), lists the
 notebooks, and looks each entry up in :mod:`build_cache`. What is missing is computed by
 a pool of worker processes while MkDocs reads the pages; :func:`block`, :func:`facts` and
@@ -28,10 +28,10 @@ import build_cache
 import entries
 
 log = logging.getLogger("mkdocs.hooks.prefetch")
-BLOCK_START = re.compile(r"^\s*/{3,}\s*(widget|drill|simulation)\s*\|", re.MULTILINE)
+BLOCK_START = re.compile(r"^\s*/{3,}\s*(widget|drill|simulation|figure)\s*\|", re.MULTILINE)
 # Without a recorded time, the first build starts what is usually slowest first (a page's facts may run
 # whole simulations; a notebook starts a kernel).
-DEFAULT_SECONDS = {"facts": 5.0, "notebook": 4.0, "simulation": 2.0, "drill": 0.2, "widget": 0.3}
+DEFAULT_SECONDS = {"facts": 5.0, "notebook": 4.0, "simulation": 2.0, "drill": 0.2, "widget": 0.3, "figure": 0.2}
 POOL_THRESHOLD_S = 1.5  # below this much missing work, starting worker processes costs more than it saves
 
 _state: dict = {"values": {}, "valid": {}, "futures": {}, "pool": None, "users": {}}
@@ -61,10 +61,18 @@ def _block_requests(markdown_text: str, config) -> list[tuple[str, dict]]:
     import markdown as markdown_module
 
     import blocks
+    import figures
 
     found: list[tuple[str, dict]] = []
-    extensions = [blocks.CalcBlocksExtension(collect=found) if isinstance(e, blocks.CalcBlocksExtension) else e
-                  for e in config.markdown_extensions]
+
+    def collecting(extension):
+        if isinstance(extension, blocks.CalcBlocksExtension):
+            return blocks.CalcBlocksExtension(collect=found)
+        if isinstance(extension, figures.FigureBlocksExtension):
+            return figures.FigureBlocksExtension(collect=found)
+        return extension
+
+    extensions = [collecting(e) for e in config.markdown_extensions]
     try:
         markdown_module.Markdown(extensions=extensions, extension_configs=config.mdx_configs).convert(markdown_text)
     except Exception as error:  # the real build reports it, on its page
@@ -141,6 +149,8 @@ def _jobs_count() -> int:
 
 
 def _page_module(kind: str, request) -> str:
+    if kind == "figure":  # a picture's module is in calc/diagrams, not a page's
+        return "figure:" + request["name"].rsplit(".", 1)[0]
     return request if kind == "facts" else request["name"].rsplit(".", 1)[0]
 
 
@@ -170,6 +180,7 @@ def start(files, config) -> dict:
     finish()
     _state["values"] = {}
     _state["futures"] = {}
+    cache_was_empty = _cache_is_empty()
     jobs = scan(files, config)
     missing = []
     _state["valid"] = {}
@@ -207,7 +218,39 @@ def start(files, config) -> dict:
               "workers": workers if _state["pool"] else 1, "stale_pages": stale}
     log.info("build cache: %(cached)d of %(entries)d entries reused, %(computing)d to compute "
              "(%(workers)d processes)", counts)
+    _write_build_record(config, counts, cache_was_empty)
     return counts
+
+
+def _cache_is_empty() -> bool:
+    """Whether the cache holds no entry of any kind (a cold build: nothing reused, the page scans included)."""
+    for _, _, names in os.walk(build_cache.cache_dir()):
+        if any(name.endswith(".json") for name in names):
+            return False
+    return True
+
+
+def build_record_path(site_dir: str) -> str:
+    """Where a build into ``site_dir`` records how it used the cache (tests/site/test_build_cache.py reads it)."""
+    import hashlib
+
+    name = hashlib.sha256(os.path.realpath(site_dir).encode("utf-8")).hexdigest()[:16]
+    return os.path.join(build_cache.PROJECT_DIR, "build", "site-builds", f"{name}.json")
+
+
+def _write_build_record(config, counts: dict, cache_was_empty: bool) -> None:
+    """Note, beside the build, whether the build into this site folder was cold (an empty cache, every entry
+    computed): the cold = warm test then rebuilds it warm once instead of building cold and warm itself."""
+    record = {"site_dir": os.path.realpath(config.site_dir), "site_url": config.site_url,
+              "cache_dir": os.path.realpath(build_cache.cache_dir()), "cache_enabled": build_cache.enabled(),
+              "cache_was_empty": cache_was_empty, "entries": counts["entries"], "reused": counts["cached"],
+              "computed": counts["computing"], "at": time.time()}
+    path = build_record_path(config.site_dir)
+    try:
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        build_cache._write_json(path, record)
+    except OSError as error:  # a read-only checkout builds all the same
+        log.debug("build record not written: %s", error)
 
 
 def finish() -> None:

@@ -2,11 +2,17 @@
 
 Used by the parity tests: the same code runs in CPython and in Pyodide, and the
 outputs must be equal. A missing Node or Pyodide is a failure in CI, a skip elsewhere.
+
+Pyodide boots once per test process (about 3.5 s of CPU): every script after the first runs in the
+same Node process (``run.mjs --session``), in fresh globals, as the site's worker runs every call.
 """
 
 from __future__ import annotations
 
+import atexit
+import json
 import os
+import selectors
 import shutil
 import subprocess
 import sys
@@ -33,21 +39,73 @@ def require_pyodide() -> None:
         pytest.skip(message)
 
 
-def run_in_pyodide(code: str, timeout_s: float = 300) -> str:
-    """The stdout of ``code`` run in Pyodide; raises with its stderr when it fails."""
-    require_pyodide()
-    with tempfile.TemporaryDirectory() as folder:
-        zip_path = os.path.join(folder, "calc.zip")
-        script_path = os.path.join(folder, "script.py")
+class PyodideSession:
+    """One Node process with Pyodide booted and calc unpacked, running scripts sent on its stdin."""
+
+    def __init__(self, timeout_s: float = 300):
+        self.folder = tempfile.mkdtemp(prefix="calc-pyodide-")
+        zip_path = os.path.join(self.folder, "calc.zip")
         with open(zip_path, "wb") as handle:
             handle.write(calc_zip_bytes(ROOT))
-        with open(script_path, "w", encoding="utf-8") as handle:
-            handle.write(code)
-        done = subprocess.run(["node", os.path.join(ROOT, "tests", "pyodide", "run.mjs"), zip_path, script_path],
-                              capture_output=True, text=True, timeout=timeout_s, cwd=ROOT)
-    if done.returncode != 0:
-        raise AssertionError(f"Pyodide run failed ({done.returncode}):\n{done.stderr[-4000:]}")
-    return done.stdout
+        self.stderr = tempfile.TemporaryFile(dir=self.folder)
+        self.process = subprocess.Popen(["node", os.path.join(ROOT, "tests", "pyodide", "run.mjs"), zip_path, "--session"],
+                                        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self.stderr, cwd=ROOT,
+                                        text=True, bufsize=1)
+        self._answer(timeout_s)  # {"ready": true} once booted
+
+    def _stderr_tail(self) -> str:
+        self.stderr.seek(0)
+        return self.stderr.read().decode("utf-8", "replace")[-4000:]
+
+    def _answer(self, timeout_s: float) -> dict:
+        with selectors.DefaultSelector() as selector:
+            selector.register(self.process.stdout, selectors.EVENT_READ)
+            if not selector.select(timeout_s):
+                self.close()
+                raise AssertionError(f"Pyodide did not answer within {timeout_s:.0f} s")
+        line = self.process.stdout.readline()
+        if not line:
+            code = self.process.wait()
+            raise AssertionError(f"Pyodide's Node process ended ({code}):\n{self._stderr_tail()}")
+        return json.loads(line)
+
+    def run(self, code: str, timeout_s: float) -> str:
+        self.process.stdin.write(json.dumps(code) + "\n")
+        self.process.stdin.flush()
+        answer = self._answer(timeout_s)
+        if not answer["ok"]:
+            raise AssertionError(f"Pyodide run failed:\n{answer['error'][-4000:]}\n{self._stderr_tail()}")
+        return answer["stdout"]
+
+    def alive(self) -> bool:
+        return self.process.poll() is None
+
+    def close(self) -> None:
+        if self.process.poll() is None:
+            self.process.kill()
+            self.process.wait()
+        shutil.rmtree(self.folder, ignore_errors=True)
+
+
+_session: PyodideSession | None = None
+
+
+def _close_session() -> None:
+    if _session is not None:
+        _session.close()
+
+
+atexit.register(_close_session)
+
+
+def run_in_pyodide(code: str, timeout_s: float = 300) -> str:
+    """The stdout of ``code`` run in Pyodide (this process's one boot, see :class:`PyodideSession`); raises
+    with its error when it fails."""
+    global _session
+    require_pyodide()
+    if _session is None or not _session.alive():
+        _session = PyodideSession(timeout_s)
+    return _session.run(code, timeout_s)
 
 
 def run_in_cpython(code: str, timeout_s: float = 300) -> str:

@@ -1,7 +1,11 @@
 """Headless Chromium against the built site, served on 127.0.0.1 where the build says it lives.
 
 Every request that is not to 127.0.0.1 is aborted and counted; a test fails if any
-was made. The browser is Debian's chromium (CHROMIUM_PATH, default /usr/bin/chromium),
+was made.
+
+Under pytest-xdist every worker serves the site on a port of its own (the first on the build's
+site_url port, the others on a free one: only the pages' canonical links name the port), so the
+browser tests are spread over the workers file by file instead of all running on one. The browser is Debian's chromium (CHROMIUM_PATH, default /usr/bin/chromium),
 or Playwright's own on a GitHub runner. A missing browser fails: it is never a skip.
 """
 
@@ -55,22 +59,27 @@ class QuietHandler(http.server.SimpleHTTPRequestHandler):
 
     def do_GET(self):
         zip_bytes = self.site_server.calc_zip_with_test_widgets(self.path) if self.site_server else None
-        if zip_bytes is None:
+        sitemap = self.site_server.sitemap_on_this_port(self.path) if self.site_server else None
+        if zip_bytes is None and sitemap is None:
             return super().do_GET()
         self.send_response(200)
-        self.send_header("Content-Type", "application/zip")
-        self.send_header("Content-Length", str(len(zip_bytes)))
+        self.send_header("Content-Type", "application/zip" if sitemap is None else "application/xml")
+        body = zip_bytes if sitemap is None else sitemap
+        self.send_header("Content-Length", str(len(body)))
         self.send_header("Cache-Control", "no-store")
         self.end_headers()
-        self.wfile.write(zip_bytes)
+        self.wfile.write(body)
 
 
 class SiteServer:
     """A static server for site/ that can be stopped and started again (offline tests)."""
 
-    def __init__(self, url: str):
+    def __init__(self, url: str, port: int | None = None):
+        """``port`` 0 serves on a free port (chosen at the first start, kept by later ones)."""
         parsed = urllib.parse.urlparse(url)
         self.host, self.port, self.base_path = parsed.hostname, parsed.port or 80, parsed.path or "/"
+        if port is not None:
+            self.port = port
         self.url = url
         self.httpd = None
         self.test_widgets = False  # set by the with_test_widgets fixture
@@ -93,6 +102,19 @@ class SiteServer:
                     patched.writestr(zipfile.ZipInfo(arcname, (2020, 1, 1, 0, 0, 0)), handle.read(), zipfile.ZIP_DEFLATED)
         return buffer.getvalue()
 
+    def sitemap_on_this_port(self, request_path: str) -> bytes | None:
+        """sitemap.xml with its URLs on this server's port, when it serves on another port than the build's
+        site_url (a second xdist worker): Material's instant navigation follows only the links its sitemap
+        lists, so with the build's port in it every click would load a whole new page."""
+        built = built_site_url()
+        if urllib.parse.urlparse(request_path).path != self.base_path.rstrip("/") + "/sitemap.xml" or \
+                urllib.parse.urlparse(built).port == self.port:
+            return None
+        with open(os.path.join(SITE, "sitemap.xml"), "rb") as handle:
+            text = handle.read()
+        here = urllib.parse.urlunparse(("http", f"{self.host}:{self.port}", self.base_path, "", "", ""))
+        return text.replace(built.encode(), here.encode())
+
     def start(self, wait_s: float = 60):
         handler = functools.partial(QuietHandler, directory=SITE, site_server=self)
         http.server.ThreadingHTTPServer.allow_reuse_address = True
@@ -100,6 +122,9 @@ class SiteServer:
         while True:  # the port is fixed by the build's site_url; wait out another test run that holds it
             try:
                 self.httpd = http.server.ThreadingHTTPServer((self.host, self.port), handler)
+                if self.port == 0:  # a free port: the same one from now on (a restart keeps the origin)
+                    self.port = self.httpd.server_address[1]
+                    self.url = urllib.parse.urlunparse(("http", f"{self.host}:{self.port}", self.base_path, "", "", ""))
                 break
             except OSError as exc:
                 if time.monotonic() > deadline:
@@ -119,10 +144,22 @@ def site_server():
     url = built_site_url()
     if urllib.parse.urlparse(url).path not in ("", "/"):
         pytest.fail(f"browser tests serve the site at the root; site_url is {url}")
-    server = SiteServer(url)
+    worker = os.environ.get("PYTEST_XDIST_WORKER", "gw0")
+    server = SiteServer(url, port=None if worker == "gw0" else 0)
     server.start()
     yield server
     server.stop()
+
+
+@pytest.hookimpl(tryfirst=True)  # before xdist's own hook turns the groups into node id suffixes
+def pytest_collection_modifyitems(config, items):
+    """One xdist group per browser test file (each worker has its own server): ``--dist loadgroup`` then
+    hands the files to whichever worker is free, instead of the whole ``browser`` group to one."""
+    here = os.path.dirname(os.path.abspath(__file__))
+    for item in items:
+        if os.path.dirname(str(item.path)) == here and any(
+                (mark.args or [mark.kwargs.get("name")])[0] == "browser" for mark in item.iter_markers("xdist_group")):
+            item.add_marker(pytest.mark.xdist_group(f"browser-{item.path.stem}"))
 
 
 @pytest.fixture(scope="session")

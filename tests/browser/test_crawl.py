@@ -3,6 +3,7 @@
 Every page loads with no request leaving 127.0.0.1 and no console error, fits a
 phone's width, has no serious or critical accessibility violation (axe-core from
 npm), and search works offline. Pages added later are crawled without new code.
+One visit per page serves the load, phone and accessibility checks (the ``crawl`` fixture).
 """
 
 from __future__ import annotations
@@ -28,45 +29,65 @@ def all_pages() -> list[str]:
     return sorted(pages)
 
 
-def test_every_page_loads_offline_without_console_errors_and_fits_a_phone(visit):
+# Runs axe in the page (injected by Playwright, so the page's Content-Security-Policy stays on for the crawl)
+# and returns its serious and critical violations.
+AXE_RUN = """async () => {
+    const result = await axe.run(document, {resultTypes: ['violations']});
+    return result.violations.filter(v => v.impact === 'serious' || v.impact === 'critical')
+        .map(v => v.id + ' (' + v.impact + '): ' + v.nodes.slice(0, 2).map(n => n.target.join(' ')).join(', '));
+}"""
+
+
+@pytest.fixture(scope="module")
+def crawl(browser, site_server):
+    """One visit of every page, shared by the tests that need every page: each page is loaded once (a
+    reader's viewport, its CSP on, no request allowed off 127.0.0.1), checked by axe as loaded, then resized
+    to a phone. Returns {path: findings} and the requests that tried to leave 127.0.0.1."""
+    from tests.browser.conftest import Visit
+
+    with open(AXE, encoding="utf-8") as handle:
+        axe_source = handle.read()
+    visit = Visit(browser, site_server)
     page = visit.page
-    failures = []
-    for path in all_pages():
-        visit.console_errors.clear()
-        page.set_viewport_size({"width": 1280, "height": 900})
-        response = page.goto(visit.url(path))
-        page.wait_for_load_state("load")
-        if not response.ok:
-            failures.append(f"{path}: HTTP {response.status}")
-        page.set_viewport_size(PHONE)
-        page.wait_for_timeout(150)
-        width = page.evaluate("() => document.documentElement.scrollWidth")
-        if width > PHONE["width"] + 2:
-            failures.append(f"{path}: {width}px wide at a phone's {PHONE['width']}px")
-        if visit.console_errors:
-            failures.append(f"{path}: {visit.console_errors[:2]}")
-    assert failures == []
-    # the visit fixture then asserts that no request left 127.0.0.1
-
-
-def test_no_serious_accessibility_violations(browser, site_server):
-    context = browser.new_context(bypass_csp=True)  # axe is injected as a script of the test's own
-    page = context.new_page()
-    found = []
+    found = {}
     try:
         for path in all_pages():
-            page.goto(site_server.url + path)
+            visit.console_errors.clear()
+            page.set_viewport_size({"width": 1280, "height": 900})
+            response = page.goto(visit.url(path))
             page.wait_for_load_state("load")
-            page.add_script_tag(path=AXE)
-            violations = page.evaluate("""async () => {
-                const result = await axe.run(document, {resultTypes: ['violations']});
-                return result.violations.filter(v => v.impact === 'serious' || v.impact === 'critical')
-                    .map(v => v.id + ' (' + v.impact + '): ' + v.nodes.slice(0, 2).map(n => n.target.join(' ')).join(', '));
-            }""")
-            found += [f"{path}: {v}" for v in violations]
+            errors_on_load = list(visit.console_errors)  # before axe runs: its own work is not the page's
+            page.evaluate(axe_source)
+            violations = page.evaluate(AXE_RUN)
+            page.set_viewport_size(PHONE)
+            page.wait_for_timeout(150)
+            found[path] = {"status": response.status, "ok": response.ok, "violations": violations,
+                           "phone_width": page.evaluate("() => document.documentElement.scrollWidth"),
+                           "console_errors": errors_on_load + visit.console_errors[len(errors_on_load):]}
     finally:
-        context.close()
-    assert found == []
+        visit.close()
+    return found, visit.external_requests
+
+
+def test_every_page_loads_offline_without_console_errors_and_fits_a_phone(crawl):
+    pages, external_requests = crawl
+    assert len(pages) == len(all_pages()) > 30
+    failures = []
+    for path, page in pages.items():
+        if not page["ok"]:
+            failures.append(f"{path}: HTTP {page['status']}")
+        if page["phone_width"] > PHONE["width"] + 2:
+            failures.append(f"{path}: {page['phone_width']}px wide at a phone's {PHONE['width']}px")
+        if page["console_errors"]:
+            failures.append(f"{path}: {page['console_errors'][:2]}")
+    assert failures == []
+    assert external_requests == [], f"requests left 127.0.0.1: {external_requests}"
+
+
+def test_no_serious_accessibility_violations(crawl):
+    pages, _ = crawl
+    assert len(pages) == len(all_pages()) > 30
+    assert [f"{path}: {v}" for path, page in pages.items() for v in page["violations"]] == []
 
 
 def test_search_works_offline(visit):
