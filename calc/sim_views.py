@@ -26,7 +26,7 @@ from calc.speculative import EAGLE_LIKE, EAGLE_LIKE_COST_RATIO
 __all__ = ["KEEP", "BREAK_PRESET", "FIX_PRESET", "SIDES", "side_by_side_scenarios", "scenario_for", "preset_summary", "fleet_scenario", "SYSTEM_PROMPT_PRESET", "SYSTEM_PROMPT_TOKENS",
            "QUESTION_TOKENS", "SYSTEM_PROMPT_ANSWER_TOKENS", "SYSTEM_PROMPT_RATE_PER_S", "MAX_SYSTEM_PROMPT_TOKENS",
            "system_prompt_scenario", "PLAYGROUND_PRESET", "PLAYGROUND_CONCURRENCY", "PLAYGROUND_DEFAULTS",
-           "playground_scenario_data"]
+           "playground_scenario_data", "KEEPS_UP_QUEUE_DEPTH", "keeps_up_with_traffic"]
 
 #: A control left at this value keeps the preset's own setting.
 KEEP = "preset"
@@ -356,3 +356,24 @@ def playground_scenario_data(**knobs) -> dict:
         "workload": workload,
     }
     return Scenario.from_dict(data).to_dict()
+
+
+#: Mean waiting-queue depth under which a run keeps up: an arriving request finds, on average, less than one
+#: request waiting ahead of it for a batch slot.
+KEEPS_UP_QUEUE_DEPTH = 1.0
+
+
+def keeps_up_with_traffic(summary: dict) -> bool:
+    """Whether a simulated run keeps up with its arrivals: its waiting queue does not build.
+
+    Finished over arrived across a finite run is no test: the run's last requests are still in flight when the
+    arrivals stop, so a replica far under its ceiling scores under 1 (step 12's cached run: 0.94 with a peak
+    queue of 3). A replica that falls behind builds a queue that grows with the run, so the run's time-averaged
+    queue depth tells the two apart: under one request waiting on average, against tens.
+
+    >>> from calc.sim import presets
+    >>> cached, uncached = presets.run("step12-prefix-caching").summary, presets.run(SYSTEM_PROMPT_PRESET).summary
+    >>> keeps_up_with_traffic(cached), keeps_up_with_traffic(uncached)
+    (True, False)
+    """
+    return summary["requests_rejected"] == 0 and summary["queue_depth_mean"] < KEEPS_UP_QUEUE_DEPTH

@@ -27,7 +27,8 @@ from calc.prefix import LAYOUTS, PREFIX_CACHING_PRESET, TIMESTAMP_TOKENS, layout
 from calc.sim import presets
 from calc.sim.fleet import simulate_fleet
 from calc.sim_views import (
-    MAX_SYSTEM_PROMPT_TOKENS, QUESTION_TOKENS, SYSTEM_PROMPT_PRESET, SYSTEM_PROMPT_TOKENS, system_prompt_scenario,
+    MAX_SYSTEM_PROMPT_TOKENS, QUESTION_TOKENS, SYSTEM_PROMPT_PRESET, SYSTEM_PROMPT_TOKENS, keeps_up_with_traffic,
+    system_prompt_scenario,
 )
 from calc.sim_views import SYSTEM_PROMPT_ANSWER_TOKENS as ANSWER_TOKENS
 from calc.sim_views import SYSTEM_PROMPT_RATE_PER_S as RATE_PER_S
@@ -127,26 +128,6 @@ def _summary(system_prompt_tokens: int, rate_per_s: float, prefix_caching: str) 
     data = system_prompt_scenario(system_prompt_tokens=system_prompt_tokens, rate_per_s=rate_per_s,
                            prefix_caching=prefix_caching)
     return simulate_fleet(data, time_series=False).summary
-
-
-#: Mean waiting-queue depth under which a run keeps up: an arriving request finds, on average, less than one
-#: request waiting ahead of it for a batch slot.
-KEEPS_UP_QUEUE_DEPTH = 1.0
-
-
-def keeps_up_with_traffic(summary: dict) -> bool:
-    """Whether a simulated run keeps up with its arrivals: its waiting queue does not build.
-
-    Finished over arrived across a finite run is no test: the run's last requests are still in flight when the
-    arrivals stop, so a replica far under its ceiling scores under 1 (step 12's cached run: 0.94 with a peak
-    queue of 3). A replica that falls behind builds a queue that grows with the run, so the run's time-averaged
-    queue depth tells the two apart: under one request waiting on average, against tens.
-
-    >>> cached, uncached = presets.run(PRESET).summary, presets.run(SYSTEM_PROMPT_PRESET).summary
-    >>> keeps_up_with_traffic(cached), keeps_up_with_traffic(uncached)
-    (True, False)
-    """
-    return summary["requests_rejected"] == 0 and summary["queue_depth_mean"] < KEEPS_UP_QUEUE_DEPTH
 
 
 @widget(budget_s=10.0)
