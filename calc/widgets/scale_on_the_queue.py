@@ -236,7 +236,7 @@ def three_arms():
     >>> [t["name"] for t in v["figures"]["replicas"]["data"]]
     ['GPU-Util (step 14)', 'queue depth', 'queue depth + warm headroom']
     >>> v["outputs"]["headroom_ttft_p99_s"]["text"], v["outputs"]["queue_replica_hours"]["text"]
-    ('11.6 s', '0.308')
+    ('14.2 s', '0.309')
     """
     summaries = {name: preset_summary(name) for name, _ in ARMS}
     figures = {}

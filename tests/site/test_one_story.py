@@ -11,12 +11,13 @@ only, which explains where each comes from.
 ``test_a_contradiction_is_caught`` proves the test can fail: it copies one built page,
 changes one quantity in the copy, and checks that the finder reports it.
 
-Run after a build: ``.venv/bin/python -m pytest -q tests/site/test_one_story.py``.
+Run after a build: ``.venv/bin/python -m pytest -q tests/site/test_one_story.py`` (``CALC_SITE_DIR`` names another built folder).
 """
 
 from __future__ import annotations
 
 import html
+import os
 import pathlib
 import re
 import shutil
@@ -26,7 +27,7 @@ import pytest
 from calc import lesson
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
-SITE = ROOT / "site"
+SITE = pathlib.Path(os.environ.get("CALC_SITE_DIR", ROOT / "site"))  # the built site; another folder for a private build
 STEP_1 = "lesson/01-a-70b-assistant/"
 #: The step that owns a quantity's alternatives: each may be shown there, once, with where it comes from.
 ALTERNATIVES_HOME = {"running example's KV capacity": STEP_1}

@@ -106,7 +106,7 @@ def test_facts():
     assert (f["rate_for_80"], f["rate_for_30"]) == ("0.328 requests/s", "0.0728 requests/s")
     assert (f["scale_ups"], f["scale_downs"], f["replicas_final"]) == ("3", "0", "4")
     assert f["first_scale_up_s"] == "15 s"
-    assert (f["last_phase_util"], f["last_phase_compute"]) == ("99.1%", "2.3%")
+    assert (f["last_phase_util"], f["last_phase_compute"]) == ("99.2%", "2.3%")
     assert (f["replica_hours"], f["queue_replica_hours"], f["extra_hours_pct"]) == ("0.522", "0.309", "68.8%")
     assert f["last_phase_per_replica"] == "0.5 requests/s"
 
