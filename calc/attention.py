@@ -31,7 +31,8 @@ def _heads_per_gpu(model, kind: str, tp: int) -> int:
     return 1
 
 
-def kv_by_kind(model, gpu, *, tp: int = 1, kv_dtype: str = "bf16", context_tokens: int) -> dict[str, dict]:
+def kv_by_kind(model, gpu, *, tp: int = 1, kv_dtype: str = "bf16", context_tokens: int,
+               room_bytes_per_gpu: float | None = None) -> dict[str, dict]:
     """KV bytes per token (replica and per GPU) and the requests of ``context_tokens`` that fit, per attention kind.
 
     The same model's weights and memory budget throughout (vLLM's KV room from
@@ -40,6 +41,8 @@ def kv_by_kind(model, gpu, *, tp: int = 1, kv_dtype: str = "bf16", context_token
     head and MLA's latent are replicated on every GPU. The weights of the K/V
     projections, which also differ between kinds, are left as they are.
     ``requests`` is None when the weights alone do not fit on ``tp`` GPUs.
+    ``room_bytes_per_gpu`` gives the KV room instead (e.g. the lesson's, which
+    counts the 70B's weights as 70e9 parameters: 311 requests, not 312).
     Source: :func:`calc.memory.kv_bytes_per_token_by_attention` (MLA at
     DeepSeek-V2/V3's proportions for a non-MLA model), the TP rules of
     :func:`calc.memory.kv_heads_per_gpu`.
@@ -47,13 +50,18 @@ def kv_by_kind(model, gpu, *, tp: int = 1, kv_dtype: str = "bf16", context_token
     >>> r = kv_by_kind("llama-3.1-70b", "h100-sxm-80gb", tp=4, context_tokens=1280)
     >>> r["gqa"]["requests"], r["mqa"]["kv_bytes_per_token_per_gpu"], r["mla"]["kv_bytes_per_token_per_gpu"]
     (312, 40960, 92160)
+    >>> from calc import lesson
+    >>> kv_by_kind("llama-3.1-70b", "h100-sxm-80gb", tp=4, context_tokens=1280,
+    ...            room_bytes_per_gpu=lesson.kv_capacity().kv_cache_bytes)["gqa"]["requests"]
+    311
     """
     model = get_model(model)
     tp = check_tp(model, tp)
     context_tokens = check_range("context_tokens", context_tokens, 1, 100_000_000, integer=True)
     totals = kv_bytes_per_token_by_attention(model, kv_dtype)
     try:
-        room = kv_capacity(model, gpu, tp=tp, kv_dtype=kv_dtype).kv_cache_bytes  # per GPU
+        room = (kv_capacity(model, gpu, tp=tp, kv_dtype=kv_dtype).kv_cache_bytes if room_bytes_per_gpu is None
+                else check_range("room_bytes_per_gpu", room_bytes_per_gpu, 0, 1e15))  # per GPU
     except CalcError as error:
         if "does not fit" not in str(error):
             raise

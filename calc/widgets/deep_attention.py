@@ -22,6 +22,7 @@ from __future__ import annotations
 
 from typing import Annotated
 
+from calc import lesson as running_example
 from calc.attention import KINDS, attention_traffic, kv_by_kind
 from calc.catalog import GPUS, MODELS, get_gpu, get_model
 from calc.memory import KV_DTYPES, kv_bytes_per_token_by_attention
@@ -128,7 +129,9 @@ def facts() -> dict[str, str]:
     short = attention_traffic(LESSON_MODEL, PROMPT_POINTS[0])
     group = mistral.attention_heads // mistral.kv_heads
     lesson = get_model(LESSON_MODEL)
-    quiz = kv_by_kind(lesson, GPU, tp=LESSON_TP, context_tokens=QUIZ_CONTEXT)
+    # The quiz is about the lesson's replica: its KV room is the lesson's one capacity (calc.lesson).
+    quiz = kv_by_kind(lesson, GPU, tp=LESSON_TP, context_tokens=QUIZ_CONTEXT,
+                      room_bytes_per_gpu=running_example.kv_capacity().kv_cache_bytes)
     return {
         "model_name": mistral.name,
         "heads": str(mistral.attention_heads),
