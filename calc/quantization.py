@@ -347,6 +347,8 @@ def quantize_group(values, scheme: str) -> tuple[list[float], float]:
 
     >>> quantize_group([0.5, -1.0, 0.25], "int4")
     ([0.571429, -1.0, 0.285714], 0.142857143)
+    >>> quantize_group([5e-324], "int8")  # the smallest float: its scale underflows to 0
+    ([0.0], 0.0)
     """
     check_choice("scheme", scheme, ROUNDING_SCHEMES)
     values = [float(v) for v in values]
@@ -361,6 +363,8 @@ def quantize_group(values, scheme: str) -> tuple[list[float], float]:
         return [round(v, 6) for v in out], top
     q_max = 2 ** (WEIGHT_BITS[scheme] - 1) - 1
     scale = top / q_max
+    if scale == 0.0:  # a subnormal group: its scale underflows, and every weight rounds to 0 at 6 digits anyway
+        return [0.0] * len(values), 0.0
     return [round(round(v / scale) * scale, 6) for v in values], round(scale, 9)
 
 
