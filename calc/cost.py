@@ -15,16 +15,20 @@ that stops holding.
 from __future__ import annotations
 
 from calc import lesson
+from calc.allocation import contiguous_max_concurrency
 from calc.catalog import get_gpu, get_model
 from calc.errors import CalcError, check_positive, check_range
-from calc.lesson import ANSWER_TOKENS, PROMPT_TOKENS
-from calc.roofline import MAX_SEARCH_BATCH, smallest_batch_where, steady_state_step
+from calc.lesson import ANSWER_TOKENS, MAX_MODEL_LEN, PROMPT_TOKENS
+from calc.roofline import (
+    MAX_SEARCH_BATCH, decode_step, prefill_chunk, ridge_point_flops_per_byte, smallest_batch_where, steady_state_step,
+    step_coefficients, ttft_s,
+)
 from calc.units import SECONDS_PER_HOUR
 
 __all__ = [
     "H100_LISTINGS", "H100_LISTINGS_SOURCE", "usd_per_million_tokens", "replica_usd_per_hour", "price_replica",
     "cost_vs_batch", "batching_discount", "batching_limit", "steady_batching_limit", "sustained_at_latency",
-    "decode_rows", "prefill_rows",
+    "decode_rows", "prefill_rows", "ITL_TARGET_S", "MAX_NUM_SEQS", "BATCHING_FLOOR", "replica_numbers",
 ]
 
 TOKENS_PER_MILLION = 1_000_000
@@ -385,3 +389,83 @@ def _price(gpu: str, usd_per_gpu_hour: float | None) -> float:
         raise CalcError(f"usd_per_gpu_hour must be given for {get_gpu(gpu).name}: the catalog has no dated price "
                         f"for it; got none", "usd_per_gpu_hour")
     return listed
+
+
+# ------------------------------------------------------------ the cheat sheet's replica (step 21)
+#: Step 17's latency target (an assumption: about 20 tokens/s for each reader of a streamed answer).
+ITL_TARGET_S = 0.05
+#: vLLM's default cap on running requests (``max_num_seqs``), as step 17 prices with it.
+MAX_NUM_SEQS = 256
+#: Batching counts as "nearly linear" while a step of b sequences takes at most 1/0.9 of a step of one.
+BATCHING_FLOOR = 0.9
+
+
+def replica_numbers(model: str = lesson.REPLICA["model"], gpu: str = lesson.REPLICA["gpu"], *,
+                    tp: int = lesson.REPLICA["tp"], weights: str = lesson.REPLICA["weights"],
+                    kv_dtype: str = lesson.REPLICA["kv_dtype"],
+                    gpu_memory_utilization: float = lesson.REPLICA["gpu_memory_utilization"],
+                    prompt_tokens: int = PROMPT_TOKENS, answer_tokens: int = ANSWER_TOKENS,
+                    max_model_len: int = MAX_MODEL_LEN, usd_per_gpu_hour: float | None = None) -> dict:
+    """The replica's half of the cheat sheet, computed for one configuration (numbers, not text).
+
+    Memory as step 1 sizes it (:func:`calc.lesson.kv_capacity`, vLLM's
+    ``determine_available_memory``); speed on the calibrated roofline
+    (:mod:`calc.roofline`); cost per million tokens = hourly cost / (tokens/s x 3,600)
+    x 10^6 (:mod:`calc.cost`), sustained at the latency target with the prompts'
+    prefill in the same steps and at most ``max_num_seqs`` running, as step 17 quotes
+    it. Decode contexts are the prompt plus half the answer.
+    ``usd_per_gpu_hour`` None takes the catalog's dated price (None if it has none).
+
+    >>> r = replica_numbers()
+    >>> r["kv_tokens"], r["requests_fit"], r["contiguous_fit"], round(r["itl_batch_1_s"] * 1000, 1)
+    (399169, 311, 48, 15.3)
+    >>> round(r["discount_1_to_10"], 1), r["usd_per_hour"], r["batch_at_target"], round(r["usd_per_million_at_target"], 2)
+    (9.7, 15.12, 113, 1.85)
+    """
+    args = dict(model=model, gpu=gpu, tp=tp, weights=weights, kv_dtype=kv_dtype,
+                gpu_memory_utilization=gpu_memory_utilization)
+    lesson.kv_capacity(rounded_params=False, **args)  # the exact count first: its message names the TPs that fit
+    cap = lesson.kv_capacity(max_model_len=max_model_len, **args)  # as every step sizes it (fp8: tensor by tensor)
+    request = prompt_tokens + answer_tokens
+    if request > max_model_len:
+        raise CalcError(f"prompt_tokens + answer_tokens = {request:,} must be at most max_model_len "
+                        f"{max_model_len:,}", "max_model_len")
+    tokens = cap.kv_cache_tokens_raw
+    fit = contiguous_max_concurrency(tokens, request)
+    if fit < 1:
+        raise CalcError(f"prompt_tokens: one request of {request:,} tokens does not fit the {tokens:,} tokens of KV "
+                        f"cache; shorten it or free memory", "prompt_tokens")
+    coef = step_coefficients(model, gpu, tp=tp, weights=weights, kv_dtype=kv_dtype)
+    context = prompt_tokens + answer_tokens // 2
+    decode_1 = decode_step(coef, batch=1, context_tokens=context)
+    prefill = prefill_chunk(coef, chunk_tokens=max(1, prompt_tokens))
+    # Step 17's quote: the prompts' prefill rides in the same steps, and the engine runs at most max_num_seqs.
+    target = sustained_at_latency(coef, context_tokens=context, itl_target_s=ITL_TARGET_S,
+                                  max_batch=min(MAX_NUM_SEQS, fit), prompt_tokens=max(1, prompt_tokens),
+                                  answer_tokens=answer_tokens)
+    price = get_gpu(gpu).price_usd_per_hour if usd_per_gpu_hour is None else usd_per_gpu_hour
+    per_hour = None if price is None else replica_usd_per_hour(price, tp)
+    tokens_1 = 1 / decode_1["time_s"]
+    return {
+        "weights_bytes_per_gpu": cap.weights_bytes,
+        "kv_cache_bytes_per_gpu": cap.kv_cache_bytes,
+        "kv_bytes_per_token": cap.kv_bytes_per_token,
+        "kv_bytes_per_token_per_gpu": cap.kv_bytes_per_token_per_gpu,
+        "kv_tokens": tokens,
+        "request_tokens": request,
+        "requests_fit": fit,
+        "contiguous_fit": contiguous_max_concurrency(tokens, max_model_len),
+        "ridge_flops_per_byte": ridge_point_flops_per_byte(gpu, coef.compute_dtype),
+        "decode_intensity": decode_1["intensity_flops_per_byte"],
+        "prefill_intensity": prefill["intensity_flops_per_byte"],
+        "ttft_s": ttft_s(coef, prompt_tokens=max(1, prompt_tokens)),
+        "itl_batch_1_s": decode_1["time_s"],
+        "discount_1_to_10": batching_discount(coef, context_tokens=context),
+        "batching_limit": batching_limit(coef, context_tokens=context, efficiency_floor=BATCHING_FLOOR),
+        "batch_at_target": target["batch"],
+        "tokens_per_s_at_target": target["tokens_per_s"],
+        "usd_per_hour": per_hour,
+        "usd_per_million_batch_1": None if per_hour is None else usd_per_million_tokens(per_hour, tokens_1),
+        "usd_per_million_at_target": (None if per_hour is None or not target["batch"]
+                                      else usd_per_million_tokens(per_hour, target["tokens_per_s"])),
+    }

@@ -22,11 +22,12 @@ from calc.sim import presets
 from calc.sim.fleet import simulate_fleet
 from calc.sim.scenario import Scenario
 from calc.speculative import EAGLE_LIKE, EAGLE_LIKE_COST_RATIO
+from calc.units import round_sig
 
 __all__ = ["KEEP", "BREAK_PRESET", "FIX_PRESET", "SIDES", "side_by_side_scenarios", "scenario_for", "preset_summary", "fleet_scenario", "SYSTEM_PROMPT_PRESET", "SYSTEM_PROMPT_TOKENS",
            "QUESTION_TOKENS", "SYSTEM_PROMPT_ANSWER_TOKENS", "SYSTEM_PROMPT_RATE_PER_S", "MAX_SYSTEM_PROMPT_TOKENS",
            "system_prompt_scenario", "PLAYGROUND_PRESET", "PLAYGROUND_CONCURRENCY", "PLAYGROUND_DEFAULTS",
-           "playground_scenario_data", "KEEPS_UP_QUEUE_DEPTH", "keeps_up_with_traffic"]
+           "playground_scenario_data", "KEEPS_UP_QUEUE_DEPTH", "keeps_up_with_traffic", "kv_cache_shares"]
 
 #: A control left at this value keeps the preset's own setting.
 KEEP = "preset"
@@ -377,3 +378,30 @@ def keeps_up_with_traffic(summary: dict) -> bool:
     (True, False)
     """
     return summary["requests_rejected"] == 0 and summary["queue_depth_mean"] < KEEPS_UP_QUEUE_DEPTH
+
+
+def kv_cache_shares(use: list, waste: list) -> dict:
+    """Holding tokens, reserved but empty, and free, each as a share of the whole KV cache.
+
+    The run's series (:data:`calc.sim.fleet.SERIES_KEYS`) give
+    ``kv_use_fraction``, blocks in use over all blocks, and
+    ``kv_waste_fraction``, token slots reserved but holding no token over the
+    *reserved* slots. On one scale: holding = use x (1 - waste), reserved but
+    empty = use x waste, free = 1 - use (blocks of a cached prefix no running
+    request holds count as free: the next allocation may take them); the three
+    add up to 1, to the rounding of 4 significant digits. Source: the
+    definitions of the two series in :class:`calc.sim.fleet.Fleet`; the
+    vLLM paper's split of KV memory into token states, reservation and free
+    (Kwon et al., SOSP 2023, Fig. 2).
+
+    >>> kv_cache_shares([0.8, 0.5], [0.75, 0.0])
+    {'kv_token_fraction': [0.2, 0.5], 'kv_reserved_empty_fraction': [0.6, 0.0], 'kv_free_fraction': [0.2, 0.5]}
+    """
+    if len(use) != len(waste):
+        raise CalcError(f"kv_waste_fraction must have one point per kv_use_fraction point ({len(use)}); "
+                        f"got {len(waste)}", "kv_waste_fraction")
+    return {
+        "kv_token_fraction": [round_sig(u * (1.0 - w), 4) for u, w in zip(use, waste)],
+        "kv_reserved_empty_fraction": [round_sig(u * w, 4) for u, w in zip(use, waste)],
+        "kv_free_fraction": [round_sig(1.0 - u, 4) for u in use],
+    }

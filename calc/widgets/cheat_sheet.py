@@ -21,14 +21,11 @@ from typing import Annotated
 
 from calc import lesson
 from calc.accuracy import load_measurements
-from calc.allocation import contiguous_max_concurrency, paged_waste_bound_tokens
+from calc.allocation import paged_waste_bound_tokens
 from calc.autoscale import scale_up_delay_s, warm_headroom
 from calc.catalog import GPUS, MODELS, get_gpu, get_model
 from calc.context import prefill_flops, requests_displaced, unfused_attention_scores_bytes
-from calc.cost import (
-    batching_discount, batching_limit, price_replica, replica_usd_per_hour, sustained_at_latency,
-    usd_per_million_tokens,
-)
+from calc.cost import ITL_TARGET_S, price_replica, replica_numbers  # replica_numbers: the replica's half, as numbers
 from calc.errors import CalcError
 from calc.lesson import ANSWER_TOKENS, MAX_MODEL_LEN, PROMPT_TOKENS
 from calc.memory import (
@@ -38,7 +35,7 @@ from calc.memory import (
 from calc.parallel import allreduce_bytes_on_wire, pipeline_bubble_fraction
 from calc.prefix import prefix_cache_hit
 from calc.quantization import accuracy_deltas
-from calc.roofline import decode_step, itl_s, prefill_chunk, ridge_point_flops_per_byte, step_coefficients, ttft_s
+from calc.roofline import itl_s, ridge_point_flops_per_byte, step_coefficients
 from calc.sim import presets
 from calc.sim_views import fleet_scale_up_delay_s
 from calc.speculative import EAGLE_LIKE, break_even_batch, expected_tokens_per_step, speedup
@@ -63,12 +60,6 @@ QUIZ_CONVERSATIONS = 200
 POD_START_S = 60.0
 LOAD_BYTES_PER_S = 2 * GB
 GROWTH_PER_MIN = 0.05
-#: Step 17's latency target (an assumption: about 20 tokens/s for each reader of a streamed answer).
-ITL_TARGET_S = 0.05
-#: vLLM's default cap on running requests (``max_num_seqs``), as step 17 prices with it.
-MAX_NUM_SEQS = 256
-#: Batching counts as "nearly linear" while a step of b sequences takes at most 1/0.9 of a step of one.
-BATCHING_FLOOR = 0.9
 #: Step 18's pipeline example: four stages, one micro-batch against sixteen.
 PP_STAGES, PP_MICROBATCHES = 4, 16
 
@@ -92,77 +83,6 @@ def _usd(value: float) -> str:
     return f"${value:,.2f}" if value >= 1 else f"${format_number(value)}"
 
 
-def replica_numbers(model: str = lesson.REPLICA["model"], gpu: str = lesson.REPLICA["gpu"], *,
-                    tp: int = lesson.REPLICA["tp"], weights: str = lesson.REPLICA["weights"],
-                    kv_dtype: str = lesson.REPLICA["kv_dtype"],
-                    gpu_memory_utilization: float = lesson.REPLICA["gpu_memory_utilization"],
-                    prompt_tokens: int = PROMPT_TOKENS, answer_tokens: int = ANSWER_TOKENS,
-                    max_model_len: int = MAX_MODEL_LEN, usd_per_gpu_hour: float | None = None) -> dict:
-    """The replica's half of the cheat sheet, computed for one configuration (numbers, not text).
-
-    Memory as step 1 sizes it (:func:`calc.lesson.kv_capacity`, vLLM's
-    ``determine_available_memory``); speed on the calibrated roofline
-    (:mod:`calc.roofline`); cost per million tokens = hourly cost / (tokens/s x 3,600)
-    x 10^6 (:mod:`calc.cost`), sustained at the latency target with the prompts'
-    prefill in the same steps and at most ``max_num_seqs`` running, as step 17 quotes
-    it. Decode contexts are the prompt plus half the answer.
-    ``usd_per_gpu_hour`` None takes the catalog's dated price (None if it has none).
-
-    >>> r = replica_numbers()
-    >>> r["kv_tokens"], r["requests_fit"], r["contiguous_fit"], round(r["itl_batch_1_s"] * 1000, 1)
-    (399169, 311, 48, 15.3)
-    >>> round(r["discount_1_to_10"], 1), r["usd_per_hour"], r["batch_at_target"], round(r["usd_per_million_at_target"], 2)
-    (9.7, 15.12, 113, 1.85)
-    """
-    args = dict(model=model, gpu=gpu, tp=tp, weights=weights, kv_dtype=kv_dtype,
-                gpu_memory_utilization=gpu_memory_utilization)
-    lesson.kv_capacity(rounded_params=False, **args)  # the exact count first: its message names the TPs that fit
-    cap = lesson.kv_capacity(max_model_len=max_model_len, **args)  # as every step sizes it (fp8: tensor by tensor)
-    request = prompt_tokens + answer_tokens
-    if request > max_model_len:
-        raise CalcError(f"prompt_tokens + answer_tokens = {request:,} must be at most max_model_len "
-                        f"{max_model_len:,}", "max_model_len")
-    tokens = cap.kv_cache_tokens_raw
-    fit = contiguous_max_concurrency(tokens, request)
-    if fit < 1:
-        raise CalcError(f"prompt_tokens: one request of {request:,} tokens does not fit the {tokens:,} tokens of KV "
-                        f"cache; shorten it or free memory", "prompt_tokens")
-    coef = step_coefficients(model, gpu, tp=tp, weights=weights, kv_dtype=kv_dtype)
-    context = prompt_tokens + answer_tokens // 2
-    decode_1 = decode_step(coef, batch=1, context_tokens=context)
-    prefill = prefill_chunk(coef, chunk_tokens=max(1, prompt_tokens))
-    # Step 17's quote: the prompts' prefill rides in the same steps, and the engine runs at most max_num_seqs.
-    target = sustained_at_latency(coef, context_tokens=context, itl_target_s=ITL_TARGET_S,
-                                  max_batch=min(MAX_NUM_SEQS, fit), prompt_tokens=max(1, prompt_tokens),
-                                  answer_tokens=answer_tokens)
-    price = get_gpu(gpu).price_usd_per_hour if usd_per_gpu_hour is None else usd_per_gpu_hour
-    per_hour = None if price is None else replica_usd_per_hour(price, tp)
-    tokens_1 = 1 / decode_1["time_s"]
-    return {
-        "weights_bytes_per_gpu": cap.weights_bytes,
-        "kv_cache_bytes_per_gpu": cap.kv_cache_bytes,
-        "kv_bytes_per_token": cap.kv_bytes_per_token,
-        "kv_bytes_per_token_per_gpu": cap.kv_bytes_per_token_per_gpu,
-        "kv_tokens": tokens,
-        "request_tokens": request,
-        "requests_fit": fit,
-        "contiguous_fit": contiguous_max_concurrency(tokens, max_model_len),
-        "ridge_flops_per_byte": ridge_point_flops_per_byte(gpu, coef.compute_dtype),
-        "decode_intensity": decode_1["intensity_flops_per_byte"],
-        "prefill_intensity": prefill["intensity_flops_per_byte"],
-        "ttft_s": ttft_s(coef, prompt_tokens=max(1, prompt_tokens)),
-        "itl_batch_1_s": decode_1["time_s"],
-        "discount_1_to_10": batching_discount(coef, context_tokens=context),
-        "batching_limit": batching_limit(coef, context_tokens=context, efficiency_floor=BATCHING_FLOOR),
-        "batch_at_target": target["batch"],
-        "tokens_per_s_at_target": target["tokens_per_s"],
-        "usd_per_hour": per_hour,
-        "usd_per_million_batch_1": None if per_hour is None else usd_per_million_tokens(per_hour, tokens_1),
-        "usd_per_million_at_target": (None if per_hour is None or not target["batch"]
-                                      else usd_per_million_tokens(per_hour, target["tokens_per_s"])),
-    }
-
-
 @widget
 def your_replica(
     model: Annotated[str, Choice(_MODEL_CHOICES, label="Model")] = lesson.REPLICA["model"],
@@ -180,7 +100,7 @@ def your_replica(
 ):
     """The sheet's replica numbers for your own replica: memory, concurrency, speed and cost, one row each.
 
-    Every row is :func:`replica_numbers` (sources there). With no price (0 and none in the
+    Every row is :func:`calc.cost.replica_numbers` (sources there). With no price (0 and none in the
     catalog) the cost rows say so.
 
     >>> out = your_replica(weights="fp8")["outputs"]

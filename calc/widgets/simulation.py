@@ -18,11 +18,10 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from calc.errors import CalcError
 from calc.sim import presets
 from calc.sim.live import live_frames
-from calc.units import format_number, round_sig
-from calc.sim_views import KEEP, scenario_for
+from calc.units import format_number
+from calc.sim_views import KEEP, kv_cache_shares, scenario_for  # kv_cache_shares: the KV chart's bands
 from calc.widgets.charts import PALETTE
 from calc.widgets.framework import Choice, FloatRange, IntRange, output, stream, view
 
@@ -78,33 +77,6 @@ def _figures(fleet_run: bool) -> dict:
             "summary": summary,
         }
     return figures
-
-
-def kv_cache_shares(use: list, waste: list) -> dict:
-    """Holding tokens, reserved but empty, and free, each as a share of the whole KV cache.
-
-    The run's series (:data:`calc.sim.fleet.SERIES_KEYS`) give
-    ``kv_use_fraction``, blocks in use over all blocks, and
-    ``kv_waste_fraction``, token slots reserved but holding no token over the
-    *reserved* slots. On one scale: holding = use x (1 - waste), reserved but
-    empty = use x waste, free = 1 - use (blocks of a cached prefix no running
-    request holds count as free: the next allocation may take them); the three
-    add up to 1, to the rounding of 4 significant digits. Source: the
-    definitions of the two series in :class:`calc.sim.fleet.Fleet`; the
-    vLLM paper's split of KV memory into token states, reservation and free
-    (Kwon et al., SOSP 2023, Fig. 2).
-
-    >>> kv_cache_shares([0.8, 0.5], [0.75, 0.0])
-    {'kv_token_fraction': [0.2, 0.5], 'kv_reserved_empty_fraction': [0.6, 0.0], 'kv_free_fraction': [0.2, 0.5]}
-    """
-    if len(use) != len(waste):
-        raise CalcError(f"kv_waste_fraction must have one point per kv_use_fraction point ({len(use)}); "
-                        f"got {len(waste)}", "kv_waste_fraction")
-    return {
-        "kv_token_fraction": [round_sig(u * (1.0 - w), 4) for u, w in zip(use, waste)],
-        "kv_reserved_empty_fraction": [round_sig(u * w, 4) for u, w in zip(use, waste)],
-        "kv_free_fraction": [round_sig(1.0 - u, 4) for u in use],
-    }
 
 
 def _seconds(value) -> str:
