@@ -529,12 +529,7 @@ class Fleet:
                 # A closed loop's request (calc.sim.arrivals): one per event, pushed as its client was freed.
                 req = reqs[payload]
                 if fleet_of_one:  # fast path (calc.sim.fast), as below
-                    ok = only.submit(req, now)
-                    if only.plan is None:
-                        end = only.start_step(now)
-                        if end is not None:
-                            push(end, STEP_END, only_member)
-                            self.in_flight += 1
+                    ok = self._submit_to_only(only_member, req, now, push)
                 else:
                     ok = self._arrive(req, now)
                 self._next += 1
@@ -549,13 +544,7 @@ class Fleet:
                 sent_ns = now - overhead  # the send time of the requests arriving now
                 while True:
                     if fleet_of_one:
-                        # Fast path (calc.sim.fast): the only replica takes it, no router; _arrive, inlined.
-                        only.submit(reqs[nxt], now)
-                        if only.plan is None:
-                            end = only.start_step(now)
-                            if end is not None:
-                                push(end, STEP_END, only_member)
-                                self.in_flight += 1
+                        self._submit_to_only(only_member, reqs[nxt], now, push)
                     else:
                         self._arrive(reqs[nxt], now)
                     nxt += 1
@@ -606,6 +595,20 @@ class Fleet:
             self.now_ns = now
         self.events += handled
         return self.done
+
+    def _submit_to_only(self, member, req, now: int, push) -> bool:
+        """Fast path (calc.sim.fast): the only replica takes ``req``, no router (:meth:`_arrive` without it).
+
+        Starts a step if the replica was idle and pushes its end; returns whether the replica accepted ``req``.
+        """
+        rep = member.rep
+        ok = rep.submit(req, now)
+        if rep.plan is None:
+            end = rep.start_step(now)
+            if end is not None:
+                push(end, STEP_END, member)
+                self.in_flight += 1
+        return ok
 
     def _arrive(self, req, now: int) -> bool:
         """``req`` arrives: routed to a serving replica of its pool, which starts a step if it was idle.

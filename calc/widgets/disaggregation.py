@@ -35,9 +35,9 @@ from calc.catalog import get_gpu, get_model
 from calc.cost import sustained_at_latency
 from calc.errors import CalcError
 from calc.memory import kv_bytes_per_token, weights_bytes_per_gpu
-from calc.parallel import (  # split_layouts and its link: the numbers of tp_or_pp; chunked_prefill_s: of pool_sizing
-    INTER_SERVER_LATENCY_S, INTER_SERVER_LATENCY_SOURCE, NIC_BYTES_PER_S, NIC_SOURCE, allreduce_time_s,
-    chunked_prefill_s, split_layouts,
+from calc.parallel import allreduce_time_s
+from calc.server_layouts import (  # split_layouts and its link: the numbers of tp_or_pp; chunked_prefill_s: of pool_sizing
+    INTER_SERVER_LATENCY_S, INTER_SERVER_LATENCY_SOURCE, NIC_BYTES_PER_S, NIC_SOURCE, chunked_prefill_s, split_layouts,
 )
 from calc.roofline import (
     ACTIVATION_BYTES, decode_step, mixed_step_s, prefill_chunk, ridge_point_flops_per_byte,

@@ -74,12 +74,17 @@ REPLICAS = _replicas()
 @given(i=st.integers(0, len(REPLICAS) - 1), new=st.integers(0, 70_000), kv=st.integers(0, 5_000_000),
        pairs=st.integers(0, 10**10), again=st.booleans())
 def test_step_pricer_is_the_roofline_bit_for_bit(i, new, kv, pairs, again):
-    coef = REPLICAS[i]
+    assert_pricer_is_the_roofline(REPLICAS[i], new, kv, pairs, again)
+
+
+def assert_pricer_is_the_roofline(coef, new, kv, pairs, again):
+    """The fast pricer's step time equals the roofline's exactly, on first call and from its memo."""
     price = step_pricer(coef)
     args = dict(new_tokens=new, kv_tokens_read=kv, attention_token_pairs=pairs)
     if again:
         price(**args)  # the second call takes the memoized terms
     assert price(**args) == coef.step_time_s(**args)
+    return price
 
 
 def test_step_pricer_memo_gives_the_roofline_on_a_decode_run():
@@ -124,11 +129,7 @@ ENGINE_REPLICAS = [engine_coefficients(c.model_key, c.gpu_key, tp=c.tp, weights=
        pairs=st.integers(0, 10**10), again=st.booleans())
 def test_step_pricer_carries_the_engine_terms_bit_for_bit(i, new, kv, pairs, again):
     coef = ENGINE_REPLICAS[i]
-    price = step_pricer(coef)
-    args = dict(new_tokens=new, kv_tokens_read=kv, attention_token_pairs=pairs)
-    if again:
-        price(**args)
-    assert price(**args) == coef.step_time_s(**args)
+    price = assert_pricer_is_the_roofline(coef, new, kv, pairs, again)
     if new:
         assert price.decode(new)(kv) == coef.step_time_s(new_tokens=new, kv_tokens_read=kv, attention_token_pairs=kv)
 

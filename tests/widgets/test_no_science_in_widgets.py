@@ -125,17 +125,17 @@ def test_each_listed_exception_still_exists():
 
 
 def test_the_helpers_moved_this_session_stay_in_the_science():
-    from calc import cost, parallel, prefix, quantization, sim_views
+    from calc import cost, prefix, quantization, server_layouts, sim_views
     from calc.widgets import cheat_sheet, deep_quantization, disaggregation, prefix_caching, simulation
 
     assert quantization.sample_groups(1024) == 13 and "sample_groups" not in defined(deep_quantization)
     assert prefix.prefix_caching_scenario()["prefix_caching"] is True and "scenario" not in defined(prefix_caching)
     assert cost.replica_numbers()["requests_fit"] == 311 and "replica_numbers" not in defined(cheat_sheet)
-    assert parallel.split_layouts()["pp"]["pp"] == 2 and "split_layouts" not in defined(disaggregation)
+    assert server_layouts.split_layouts()["pp"]["pp"] == 2 and "split_layouts" not in defined(disaggregation)
     assert sim_views.kv_cache_shares([0.8], [0.75])["kv_free_fraction"] == [0.2]
     assert "kv_cache_shares" not in defined(simulation)
     # the pages still reach them by their old names (tests and notebooks use them)
-    assert cheat_sheet.replica_numbers is cost.replica_numbers and disaggregation.split_layouts is parallel.split_layouts
+    assert cheat_sheet.replica_numbers is cost.replica_numbers and disaggregation.split_layouts is server_layouts.split_layouts
     assert simulation.kv_cache_shares is sim_views.kv_cache_shares
 
 
