@@ -25,7 +25,7 @@ from calc.cost import (
     H100_LISTINGS, batching_discount, batching_limit, cost_vs_batch, replica_usd_per_hour, steady_batching_limit,
     usd_per_million_tokens,
 )
-from calc.cost import _POWERS, _coefficients, decode_rows, prefill_rows
+from calc.cost import _POWERS, MAX_NUM_SEQS, _coefficients, decode_rows, prefill_rows
 from calc.errors import CalcError
 from calc.lesson import ANSWER_TOKENS, DECODE_CONTEXT_TOKENS, PROMPT_TOKENS, kv_batch_limit, replica_capacity
 from calc.memory import WEIGHT_FORMATS
@@ -182,18 +182,20 @@ def facts() -> dict[str, str]:
     """Numbers quoted in the step's prose, computed from calc.
 
     >>> f = {key: value.replace("&#36;", "$") for key, value in facts().items()}
-    >>> f["usd_1"], f["usd_10"], f["discount"], f["limit"], f["kv_limit"]
-    ('$64.24', '$6.60', '9.74', '38', '311')
+    >>> f["usd_1"], f["usd_10"], f["discount"], f["limit"], f["kv_limit"], f["floor_batch"]
+    ('$64.24', '$6.60', '9.74', '38', '311', '256')
     """
     coef = _coefficients()
     price = _GPU.price_usd_per_hour
     usd_hour = replica_usd_per_hour(price, lesson.REPLICA["tp"])
     kv_limit = kv_batch_limit()
+    # The floor: as many running as the KV cache holds, but never more than the engine runs (max_num_seqs).
+    floor_batch = min(kv_limit, MAX_NUM_SEQS)
     compute_from = first_compute_bound_batch(coef, context_tokens=LESSON_CONTEXT_TOKENS)
     limit = batching_limit(coef, context_tokens=LESSON_CONTEXT_TOKENS, efficiency_floor=EFFICIENCY_FLOOR)
-    batches = (1, 10, 100, limit, kv_limit)
+    batches = (1, 10, 100, limit, floor_batch)
     d = {r["batch"]: r for r in decode_rows(batches=batches)}
-    p = {r["batch"]: r for r in prefill_rows(batches=(1, 10, kv_limit))}
+    p = {r["batch"]: r for r in prefill_rows(batches=(1, 10, floor_batch))}
     p_compute = first_compute_bound_steady_batch(coef, input_tokens=PROMPT_TOKENS, output_tokens=ANSWER_TOKENS)
     fp8 = {r["batch"]: r for r in decode_rows(weights="fp8", batches=(1, 10))}
     return _no_math_dollars({
@@ -225,12 +227,14 @@ def facts() -> dict[str, str]:
         "compute_from": f"{compute_from:,}",
         "kv_limit": f"{kv_limit:,}",
         "request_tokens": f"{PROMPT_TOKENS + ANSWER_TOKENS:,}",
-        "usd_kv_limit": _usd(d[kv_limit]["usd_per_million_tokens"]),
+        "max_num_seqs": f"{MAX_NUM_SEQS:,}",
+        "floor_batch": f"{floor_batch:,}",
+        "usd_floor": _usd(d[floor_batch]["usd_per_million_tokens"]),
         "prefill_discount": format_number(p[1]["usd_per_million_tokens"] / p[10]["usd_per_million_tokens"], 3),
         "prefill_compute_from": f"{p_compute:,}",
-        "prefill_usd_kv_limit": _usd(p[kv_limit]["usd_per_million_tokens"]),
-        "prefill_over_decode": format_number(p[kv_limit]["usd_per_million_tokens"]
-                                             / d[kv_limit]["usd_per_million_tokens"], 2),
+        "prefill_usd_floor": _usd(p[floor_batch]["usd_per_million_tokens"]),
+        "prefill_over_decode": format_number(p[floor_batch]["usd_per_million_tokens"]
+                                             / d[floor_batch]["usd_per_million_tokens"], 2),
         "fp8_usd_1": _usd(fp8[1]["usd_per_million_tokens"]),
         "fp8_usd_10": _usd(fp8[10]["usd_per_million_tokens"]),
     })

@@ -87,6 +87,8 @@ def test_facts():
     assert (f["usd_1"], f["usd_10"], f["discount"]) == ("$64.24", "$6.60", "9.74")
     assert (f["step_1"], f["step_10"], f["step_100"]) == ("15.3 ms", "15.7 ms", "19.8 ms")
     assert (f["limit"], f["compute_from"], f["kv_limit"]) == ("38", "199", "311")
+    # The cheapest batch is the KV cache's 311 capped at vLLM's max_num_seqs, as step 17 prices it.
+    assert (f["floor_batch"], f["max_num_seqs"]) == ("256", "256")
     assert (f["price"], f["price_date"], f["price_seller"]) == ("$3.78", "2026-05-07", "Lambda on-demand")
     assert f["price_others"] == "Modal $3.95 and Replicate $5.49"
     assert (f["fp8_usd_1"], f["fp8_usd_10"]) == ("$36.02", "$3.78")
