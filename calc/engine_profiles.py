@@ -22,6 +22,12 @@ the engine's numbers.
   multi-step window to end: on average half of it, ``(steps - 1) / 2`` decode steps (priced at the
   replica's lightest decode step: a lower bound).
 
+Besides the fitted constants a profile says how its engine's scheduler fills a step, where engines differ
+by design rather than by a cost: ``context_chunking`` (default on, vLLM V1's chunked prefill) is off for
+TensorRT-LLM, whose in-flight batching admits a prompt only whole, beside the decodes, when it fits the
+step's token budget (:class:`calc.sim.scheduler.SchedulerConfig`); the profile's ``scheduler`` entry in
+the JSON gives the value and its source. :func:`calc.sim.fleet.build_replica` applies it.
+
 Each constant is fitted by :mod:`calc.latency_fit` on that engine's ``calibration`` rows of
 ``calc/data/measurements.json`` only, or inherited from a named profile (an assumption, said in its
 ``sources``); the fitted values live in ``calc/data/engine_profiles.json``. ``vllm`` is the lesson's
@@ -55,6 +61,12 @@ class EngineProfile:
 
     >>> EngineProfile("x", "X", 1, 0.001, 0.0, 0.01).step_overhead_s
     0.001
+    >>> get_profile("nim-trtllm").context_chunking, get_profile("vllm").context_chunking
+    (False, True)
+    >>> EngineProfile("x", "X", 1, 0.001, 0.0, 0.01, context_chunking="no")
+    Traceback (most recent call last):
+    ...
+    calc.errors.CalcError: context_chunking must be true or false; got 'no'
     """
 
     key: str
@@ -65,9 +77,14 @@ class EngineProfile:
     request_overhead_s: float
     roles: tuple = ()
     sources: tuple = ()
+    context_chunking: bool = True  # False: a prompt is admitted whole or waits (TensorRT-LLM's in-flight batching)
+    context_chunking_source: str = "vLLM V1 always chunks prefills (calc.sim.scheduler)"
 
     def __post_init__(self):
         check_range("scheduler_steps", self.scheduler_steps, 1, 64, integer=True)
+        if not isinstance(self.context_chunking, bool):
+            raise CalcError(f"context_chunking must be true or false; got {self.context_chunking!r}",
+                            "context_chunking")
         for term in TERMS:
             check_range(term, getattr(self, term), 0.0, 10.0)
 
@@ -99,12 +116,15 @@ def load_profiles(path: str | None = None) -> dict:
         data = json.load(handle)
     out = {}
     for key, p in data["profiles"].items():
+        scheduler = p.get("scheduler", {})
+        chunking = scheduler.get("context_chunking", {"value": True, "source": EngineProfile.context_chunking_source})
         out[key] = EngineProfile(
             key=key, label=p["label"], scheduler_steps=p["scheduler_steps"],
             step_overhead_s=p["step_overhead_s"], tp_step_overhead_s=p["tp_step_overhead_s"],
             request_overhead_s=p["request_overhead_s"],
             roles=tuple((t, p["terms"][t]["role"]) for t in TERMS),
-            sources=tuple((t, p["terms"][t]["source"]) for t in TERMS))
+            sources=tuple((t, p["terms"][t]["source"]) for t in TERMS),
+            context_chunking=chunking["value"], context_chunking_source=chunking["source"])
     return out
 
 

@@ -69,7 +69,8 @@ from calc.sim.static_batching import StaticReplica
 from calc.units import NS_PER_S, SECONDS_PER_HOUR, round_sig
 
 __all__ = ["Phase", "FleetConfig", "FleetScenario", "as_fleet_scenario", "fleet_requests", "Fleet", "Result",
-           "FleetResult", "simulate_fleet", "summarize", "build_replica", "SERIES_KEYS",
+           "FleetResult", "simulate_fleet", "summarize", "build_replica", "engine_scheduler_config",
+           "SERIES_KEYS",
            # the ranked metrics, now in calc.sim.metrics, under their old address too
            "RankedInts", "WindowSink", "rank_value", "ranked_stats"]
 
@@ -98,9 +99,28 @@ def build_replica(scenario, hardware, *, step_time_s=None, sink=None, name: int 
         return StaticReplica(scenario.static_batch_size, hardware.kv_cache_tokens, step,
                              max_model_len=scenario.max_model_len, flops=hardware.flops,
                              peak_flops_per_s=hardware.peak_flops_per_s, sink=sink, name=name)
-    return Replica(scenario.scheduler_config(), hardware.kv_cache_blocks, step,
+    return Replica(engine_scheduler_config(scenario), hardware.kv_cache_blocks, step,
                    speculation=bound_speculation(scenario.speculation, hardware),
                    flops=hardware.flops, peak_flops_per_s=hardware.peak_flops_per_s, sink=sink, name=name)
+
+
+def engine_scheduler_config(scenario):
+    """The scenario's :class:`~calc.sim.scheduler.SchedulerConfig` as its engine fills a step.
+
+    The scenario gives the limits (``max_num_seqs``, the token budget, chunked prefill); the engine profile
+    (:mod:`calc.engine_profiles`) says whether a prompt may be split across steps: TensorRT-LLM's
+    in-flight batching (profile ``nim-trtllm``) admits a prompt only whole (``context_chunking`` off).
+
+    >>> engine_scheduler_config(Scenario(engine="nim-trtllm")).context_chunking, engine_scheduler_config(Scenario()).context_chunking
+    (False, True)
+    """
+    from dataclasses import replace
+
+    from calc.engine_profiles import get_profile
+
+    config = scenario.scheduler_config()
+    chunking = get_profile(scenario.engine).context_chunking
+    return config if chunking == config.context_chunking else replace(config, context_chunking=chunking)
 
 
 @dataclass(frozen=True)

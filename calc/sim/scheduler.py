@@ -15,6 +15,18 @@ Each engine step the scheduler decides what the GPU computes:
 With chunked prefill off the older vLLM policy runs instead: a step is either
 all prefill (whole prompts, admitted first) or all decode, so a new prompt
 stalls every running answer for one step.
+
+With ``context_chunking`` off (TensorRT-LLM's in-flight batching without
+chunked context, its default) steps still mix decodes with prompts, but a
+waiting prompt is admitted only when all of it fits the budget the step has
+left, and never split: with the default budget of 8,192 tokens two 5,000-token
+prompts never share a step (step 2 runs the first alone beside the decodes,
+the second waits for step 3). Source: TensorRT-LLM, "Tuning Max Batch Size and
+Max Num Tokens" (docs/source/performance/tuning-max-batch-size-and-max-num-
+tokens.md: the scheduler "cannot schedule any more requests because the
+prompts of the first two requests had 5 tokens each, leaving a budget of 2
+tokens ... context chunking can help in this situation"; generation requests
+are scheduled first; the default max num tokens is 8192).
 Sources: vLLM v1 scheduler (vllm/v1/core/sched/scheduler.py: running requests
 first, then waiting; preempt the last running request when blocks run out;
 recompute), vLLM v0 default policy (prefill-only steps); Agrawal et al.,
@@ -84,6 +96,7 @@ class SchedulerConfig:
     block_size: int = 16
     max_model_len: int = 8192
     chunked_prefill: bool = True
+    context_chunking: bool = True  # False: mixed steps, but a prompt is admitted whole or not at all (TensorRT-LLM)
     allocation: str = "paged"
     prefix_caching: bool = False
     tokens_per_decode: int = 1  # positions verified per sequence under speculation: budget a decode takes
@@ -100,10 +113,10 @@ class SchedulerConfig:
                 f"max_num_batched_tokens must be at least max_num_seqs x tokens per decode "
                 f"({self.max_num_seqs} x {self.tokens_per_decode} = {need}); got {self.max_num_batched_tokens}",
                 "max_num_batched_tokens")
-        if not self.chunked_prefill and self.max_num_batched_tokens < self.max_model_len:
+        if (not self.chunked_prefill or not self.context_chunking) and self.max_num_batched_tokens < self.max_model_len:
             raise CalcError(
                 f"max_num_batched_tokens must be at least max_model_len ({self.max_model_len}) when chunked "
-                f"prefill is off (a whole prompt is one step); got {self.max_num_batched_tokens}",
+                f"prefill or context chunking is off (a whole prompt is one step); got {self.max_num_batched_tokens}",
                 "max_num_batched_tokens")
         if self.prefix_caching and self.allocation != "paged":
             raise CalcError("prefix_caching needs allocation 'paged' (blocks are what is shared); got "
@@ -553,9 +566,9 @@ class Scheduler:
                     pinned = cached  # evictable now, but this admission takes them out of the evictable pool
             start = hit_blocks * size
             remaining = seq.prompt_len - start
-            if cfg.chunked_prefill:
+            if cfg.chunked_prefill and cfg.context_chunking:
                 chunk = remaining if remaining <= budget else budget
-            else:
+            else:  # the whole prompt in this step, or it waits (and so does every later one: first come, first served)
                 if remaining > budget:
                     break
                 chunk = remaining

@@ -45,6 +45,12 @@ SCENARIOS = [
     {"batching": "static", "model": "llama-3.1-8b", "tp": 1,
      "workload": {"arrival": "closed-loop", "concurrency": 10, "requests": 40, "duration_s": 5}},
     {"request_overhead_s": 0.015, "workload": {"rate_per_s": 6, "requests": 100}},
+    # TensorRT-LLM's in-flight batching (engine nim-trtllm): prompts admitted whole beside the decodes.
+    {"engine": "nim-trtllm", "kv_cache_tokens": 60000, "max_num_batched_tokens": 8192,
+     "workload": {"arrival": "closed-loop", "concurrency": 9, "requests": 60, "prompt_tokens": 3000,
+                  "output_tokens": 60}},
+    {"engine": "nim-trtllm", "kv_cache_tokens": 30000,
+     "workload": {"rate_per_s": 10, "requests": 120, "lengths": "lognormal"}},
 ]
 
 FLEETS = [
@@ -185,6 +191,7 @@ def test_fast_paths_on_random_replicas(seqs, kv, rate, chunked, block, lengths, 
                                        overhead_s):
     data = {"max_num_seqs": seqs, "kv_cache_tokens": kv, "chunked_prefill": chunked, "block_size": block,
             "max_model_len": 4096, "seed": seed, "request_overhead_s": overhead_s,
+            "engine": "nim-trtllm" if seed % 3 == 0 else "vllm",  # a third with prompts admitted whole
             "workload": {"rate_per_s": rate, "requests": 40, "lengths": lengths, "prompt_tokens": 700,
                          "output_tokens": 90, "arrival": arrival, "concurrency": concurrency}}
     if not chunked:

@@ -78,8 +78,9 @@ def check_conservation(reqs, block, blocks, seqs, chunked, alloc, adv, caching):
     caching = caching and alloc == "paged"
     q = 3 if adv != TICKS else 1
     cfg = SchedulerConfig(max_num_seqs=seqs, max_num_batched_tokens=max(400, seqs * q), block_size=block,
-                          max_model_len=400, chunked_prefill=chunked, allocation=alloc, prefix_caching=caching,
-                          tokens_per_decode=q)
+                          max_model_len=400, chunked_prefill=chunked is not False, allocation=alloc,
+                          prefix_caching=caching, tokens_per_decode=q,
+                          context_chunking=chunked is True)  # "whole": mixed steps, prompts never split
     rec = Recorder()
     sched = Scheduler(cfg, BlockPool(blocks, block), advance_ticks=adv, sink=rec)
     requests = [Request(i, 0, p + (prefix * 20 if caching else 0), o, 0, prefix if caching and prefix else -1,
@@ -100,7 +101,7 @@ def check_conservation(reqs, block, blocks, seqs, chunked, alloc, adv, caching):
 
 @settings(max_examples=120, deadline=None)
 @given(reqs=requests_strategy, block=st.sampled_from([1, 4, 16]), blocks=st.integers(8, 200),
-       seqs=st.integers(1, 12), chunked=st.booleans(), alloc=st.sampled_from(["paged", "contiguous"]),
+       seqs=st.integers(1, 12), chunked=st.sampled_from([True, False, "whole"]), alloc=st.sampled_from(["paged", "contiguous"]),
        adv=st.sampled_from([TICKS, TICKS * 5 // 2]), caching=st.booleans())
 def test_conservation_and_bookkeeping(reqs, block, blocks, seqs, chunked, alloc, adv, caching):
     check_conservation(reqs, block, blocks, seqs, chunked, alloc, adv, caching)
@@ -111,7 +112,7 @@ def test_conservation_on_a_seeded_sweep():
     rng = random.Random(2026)
     for _ in range(400):
         reqs = [(rng.randint(1, 300), rng.randint(1, 80), rng.randint(0, 3)) for _ in range(rng.randint(1, 25))]
-        check_conservation(reqs, rng.choice([1, 4, 16]), rng.randint(8, 200), rng.randint(1, 12), rng.random() < 0.5,
+        check_conservation(reqs, rng.choice([1, 4, 16]), rng.randint(8, 200), rng.randint(1, 12), rng.choice([True, False, "whole"]),
                            rng.choice(["paged", "contiguous"]), rng.choice([TICKS, TICKS * 5 // 2]), rng.random() < 0.5)
 
 
@@ -160,6 +161,29 @@ def test_chunked_prefill_splits_a_long_prompt_across_steps():
         chunks.append(plan.new_tokens)
         sched.commit(plan, len(chunks))
     assert chunks == [512, 512, 276]
+
+
+def test_without_context_chunking_prompts_go_whole_beside_the_decodes():
+    # TensorRT-LLM's in-flight batching without chunked context: a budget of 8,192 holds one 5,000-token
+    # prompt; the second waits whole for the next step (where it runs beside the first one's decode).
+    cfg = SchedulerConfig(max_num_seqs=8, max_num_batched_tokens=8192, max_model_len=8192, context_chunking=False)
+    sched = Scheduler(cfg, BlockPool(2000, 16))
+    sched.add(Request(0, 0, 5000, 20))
+    sched.add(Request(1, 0, 5000, 20))
+    steps = []
+    for t in range(1, 4):
+        plan = sched.plan()
+        steps.append((plan.decode_seqs, [seq.chunk for seq, _ in plan.prefills]))
+        sched.commit(plan, t)
+    assert steps == [(0, [5000]), (1, [5000]), (2, [])]
+    chunked = Scheduler(SchedulerConfig(max_num_seqs=8, max_num_batched_tokens=8192, max_model_len=8192),
+                        BlockPool(2000, 16))
+    chunked.add(Request(0, 0, 5000, 20))
+    chunked.add(Request(1, 0, 5000, 20))
+    assert [seq.chunk for seq, _ in chunked.plan().prefills] == [5000, 3192]  # vLLM's chunks fill the budget
+    with pytest.raises(CalcError) as err:
+        SchedulerConfig(max_num_batched_tokens=4096, max_model_len=8192, context_chunking=False)
+    assert err.value.field == "max_num_batched_tokens" and "context chunking" in str(err.value)
 
 
 def test_requests_that_can_never_fit_are_rejected():
