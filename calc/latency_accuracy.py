@@ -15,18 +15,18 @@ simulator as it stands (:func:`calc.sim.simulate`), driven the way the row's cli
   With one client the closed loop is exactly one request at a time, and is run so.
   Since the engine has its own closed-loop client, rows run on it. A row whose client states its request
   count (``client.request_count``, NIM's AIPerf sweep: 10 per client after 2 per client of warm-up) is run
-  with that many requests, because the run's mean is over them and the first round, where all N prompts
-  queue behind each other, weighs 1/10 of it rather than the 1/4 the old default of 4 per client gave;
-  the warm-up is not simulated (:func:`_closed_requests` says why). What that does not fix: with fixed
-  lengths every request runs exactly ``output - 1`` decode steps after its first token, so requests whose
-  first tokens came one long prefill step apart finish one short decode step apart, and their successors
-  queue behind each other again; the simulator keeps such clumps for the whole run (TTFT at concurrency 25:
-  about 4x the one-client TTFT where NIM measured 1.7x). The measured runs look desynchronised: the old
-  stand-in (Poisson arrivals at the rate that keeps N in flight, same engine) gives 499 / 683 / 981 ms at
-  concurrency 5 / 25 / 50 against NIM's 547 / 689 / 835, where the engine's exact closed loop gives
-  853 / 1,742 / 2,421. Timing noise (step times, the client's credit path, the network) breaks such clumps
-  on a real server; the engine's client has none, and no source read here gives its size, so it is not
-  added (a client feature for calc.sim.arrivals, e.g. a send jitter or AIPerf's concurrency ramp).
+  with its warm-up first and then that many requests, and only those are measured
+  (:func:`warmup_requests`): NIM's own figures rule out an idle start (at concurrency 50 the first round's
+  queue of 5,000-token prompts alone would add about 1 s to a mean TTFT measured at 835 ms). NIM runs
+  TensorRT-LLM, whose in-flight batching admits a prompt only whole beside the decodes (engine profile
+  ``nim-trtllm``: ``context_chunking`` off, :mod:`calc.engine_profiles`). What remains: with fixed lengths
+  every request runs exactly ``output - 1`` decode steps after its first token, so requests whose first
+  tokens came one long prefill step apart finish one short decode step apart, their successors are sent
+  together and the second waits for the first one's prefill; the simulator keeps such pairs for the whole
+  run (steady state at concurrency 5: TTFT 0.43 s for one client in five, 0.82 s for the others, where
+  NIM's 547 ms mean says most prompts met no queue). A random send delay of 20-50 ms (measured here) makes
+  it worse, not better (the pairs stay within one prefill); what splits them on a real server is not in
+  any source read, so nothing is added for it.
 
 All-at-once throughput rows (vLLM nightly ``benchmark_throughput``, the Azure run at QPS inf; 200 ShareGPT
 prompts each, as the rows say) measure requests over the run's wall time, and with 200 requests that wall
@@ -45,6 +45,10 @@ up, where TTFT is the queue for KV room) hold 90 requests of 5,500 tokens instea
 plateau (920 tokens/s at 93 ms per token) is about 86 in service. Their ITL then rises to about 111 ms
 (measured 93): with more sequences per step calc's decode step at 90 x 5,500 tokens of fp8 KV is about 38 ms
 beside the prefill chunks, where NIM's figures leave about 24 ms, a step-cost gap this module cannot close.
+At concurrency 100, where the measured requests meet the running load (:func:`warmup_requests`), TTFT is the
+wait for KV room of the 100 - 90 clients not in service, where NIM's plateau says about 14 wait: calc's
+TTFT there is about a third short, the same capacity gap (an idle start used to hide it behind the first
+round's queue).
 
 Nothing is fitted here (:mod:`calc.latency_fit` fits the engine profiles on the calibration rows through
 :func:`predict_row`); each row runs on its engine's profile (``inputs.engine_profile``). Errors are
@@ -68,7 +72,7 @@ from calc.accuracy import load_measurements, median, relative_error
 from calc.errors import CalcError, check_choice, check_range
 from calc.units import round_sig
 
-__all__ = ["LATENCY_KIND", "TARGETS", "CACHED_PROMPT_TAIL_TOKENS", "closed_loop_client_available", "METRICS", "METRIC_LABELS", "CLIENTS", "CLOSED_LOOP_STANDIN", "TRTLLM_ENGINES",
+__all__ = ["LATENCY_KIND", "TARGETS", "CACHED_PROMPT_TAIL_TOKENS", "closed_loop_client_available", "warmup_requests", "METRICS", "METRIC_LABELS", "CLIENTS", "CLOSED_LOOP_STANDIN", "TRTLLM_ENGINES",
            "TRTLLM_FREE_GPU_MEMORY_FRACTION", "trtllm_kv_cache_tokens", "kv_capacity_tokens_vllm", "load_rows", "metric_of",
            "scenario_for", "simulate_row", "predict_row", "LatencyResult", "evaluate", "summary", "by_source", "report"]
 
@@ -168,9 +172,10 @@ def scenario_for(row: dict, *, rate_per_s: float | None = None, requests: int | 
         workload = {"arrival": "poisson", "rate_per_s": client["rate_per_s"],
                     "requests": requests or x.get("num_prompts") or 1_000}
     elif rate_per_s is None:
-        # The engine's own closed-loop client (N clients, each sending its next request when its previous one ends).
+        # The engine's own closed-loop client (N clients, each sending its next request when its previous one ends):
+        # the client's warm-up requests first, then the profiled ones (warmup_requests says which are measured).
         workload = {"arrival": "closed-loop", "concurrency": client["concurrency"],
-                    "requests": requests or _closed_requests(row)}
+                    "requests": requests or warmup_requests(row) + _closed_requests(row)}
     else:
         workload = {"arrival": "poisson", "rate_per_s": rate_per_s, "requests": requests or _closed_requests(row)}
     workload.update(cls)
@@ -221,13 +226,10 @@ def kv_capacity_tokens_vllm(model: str, gpu: str, *, tp: int, weights: str, kv_d
 
 
 def _closed_requests(row: dict) -> int:
-    """Requests of a closed-loop row's simulated run: the client's profiled ``request_count`` when the row gives it.
+    """Profiled requests of a closed-loop row's run: the client's ``request_count`` when the row gives it.
 
-    AIPerf's warm-up requests (``warmup_request_count``) are not simulated: AIPerf waits for every warm-up
-    response before it starts profiling, so the profiled requests start from an idle server with all N clients
-    sending at once, which is how the simulator starts; and the simulator has no cold-start costs (JIT, CUDA
-    graph capture, connection set-up) for a warm-up to remove. Rows without a count keep the old default
-    (4 per client, 100 to 1,200).
+    The warm-up requests sent before them are :func:`warmup_requests`. Rows without a count keep the old
+    default (4 per client, 100 to 1,200).
 
     >>> _closed_requests({"inputs": {"client": {"concurrency": 25, "request_count": 250}}})
     250
@@ -241,20 +243,57 @@ def _closed_requests(row: dict) -> int:
     return min(_MAX_REQUESTS, max(_MIN_REQUESTS, _REQUESTS_PER_CLIENT * n))
 
 
+def warmup_requests(row: dict) -> int:
+    """Requests a closed-loop row's client sends before the ones it measures (``client.warmup_request_count``).
+
+    They run first, on the same clients, and are left out of the row's latencies
+    (:class:`calc.sim.arrivals.ProfiledSink`); the profiled requests follow them with no pause, so they meet a
+    server in its steady state rather than an idle one. Why no pause although AIPerf's current code waits
+    for the warm-up's responses before it profiles (ai-dynamo/aiperf ``aiperf/timing/credit_issuing_strategy.py``,
+    ``_execute_phases``): NIM's own figures rule an idle start out. Started from idle, N clients' first
+    prompts queue behind each other, the k-th waiting k - 1 prefills; with 5,000-token prompts (a prefill is
+    about 0.4 s: NIM's TTFT at one client is 407 ms) the first round's mean TTFT is about 0.4 x (N + 1) / 2
+    s, one tenth of the 10 N profiled requests: at concurrency 50 that round alone adds about 1.0 s to
+    the mean, above the whole measured 835 ms. So the measured requests met a running load, as a client that
+    measures windows of a load already running does (GenAI-Perf over perf_analyzer, the NIM 1.x
+    benchmarking tool: perf_analyzer keeps N requests outstanding and counts the requests completed in
+    each window, docs "Measurement Modes"). Rows without a count have no warm-up (0).
+
+    >>> warmup_requests({"inputs": {"client": {"concurrency": 25, "warmup_request_count": 50}}})
+    50
+    >>> warmup_requests({"inputs": {"client": {"concurrency": 25}}})
+    0
+    """
+    client = row["inputs"]["client"]
+    count = client.get("warmup_request_count")
+    if count is None:
+        return 0
+    return check_range("warmup_request_count", count, 0, _MAX_PROFILED_REQUESTS, integer=True)
+
+
 @functools.lru_cache(maxsize=1024)
-def _simulate_json(scenario_json: str, profile_key: tuple) -> dict:
+def _simulate_json(scenario_json: str, profile_key: tuple, warmup: int = 0) -> dict:
     """The summary of one simulator run, kept by its scenario and engine profile (rows of one run share it).
 
     Until the engine delays each request by ``hardware.request_overhead_s`` itself (the closed-loop client's
     branch does), its effect is approximated here: every request's TTFT and end-to-end latency grow by it
     (exact with one request in flight; under load the delay would also shift the queue). ``request_overhead``
-    in the summary says which way the run was priced.
+    in the summary says which way the run was priced. With ``warmup`` > 0 the first ``warmup`` requests sent
+    are the client's warm-up: served, but left out of the latencies (:func:`warmup_requests`).
     """
     from calc.sim import Scenario, simulate  # the simulator is imported only when a row is predicted
+    from calc.sim.arrivals import ProfiledSink
+    from calc.sim.fleet import Fleet, summarize
     from calc.sim.hardware import replica_hardware
+    from calc.sim.scheduler import TICKS
 
     scenario = Scenario.from_dict(json.loads(scenario_json))
-    summary = dict(simulate(scenario).summary)
+    if warmup:
+        run = Fleet(scenario, time_series=False, sink=ProfiledSink(TICKS, warmup))
+        run.advance()
+        summary = summarize(run)
+    else:
+        summary = dict(simulate(scenario).summary)
     delay = replica_hardware(scenario).request_overhead_s
     if delay and not _engine_applies_request_overhead():
         for key in list(summary):
@@ -293,8 +332,8 @@ def _profile_key(engine: str) -> tuple:
     return (p.key, p.scheduler_steps, p.context_chunking) + tuple(getattr(p, t) for t in engine_profiles.TERMS)
 
 
-def _run(scenario: dict) -> dict:
-    return _simulate_json(json.dumps(scenario, sort_keys=True), _profile_key(scenario.get("engine", "vllm")))
+def _run(scenario: dict, warmup: int = 0) -> dict:
+    return _simulate_json(json.dumps(scenario, sort_keys=True), _profile_key(scenario.get("engine", "vllm")), warmup)
 
 
 @functools.lru_cache(maxsize=1)
@@ -333,7 +372,9 @@ def simulate_row(row: dict) -> tuple[dict, str, dict]:
         return _run(scenario), kind, scenario
     if closed_loop_client_available():
         scenario = scenario_for(row)
-        return _run(scenario), "closed_loop (the engine's client)", scenario
+        warmup = warmup_requests(row)
+        used = "closed_loop (the engine's client)" + (f", {warmup} warm-up requests not measured" if warmup else "")
+        return _run(scenario, warmup), used, scenario
     target = float(check_range("concurrency", row["inputs"]["client"]["concurrency"], 1, 100_000))
     if target == 1:
         # One client sends one request at a time: exactly a run of one request (no stand-in needed).

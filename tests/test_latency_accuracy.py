@@ -33,17 +33,35 @@ def test_the_batch_8_latency_row_replays_one_batch_of_eight_fixed_requests():
 
 
 def test_closed_loop_rows_run_on_the_engines_client_with_aiperfs_profiled_request_count():
-    # NIM's AIPerf sweep profiles 10 requests per client (after 2 per client of warm-up, not simulated).
+    # NIM's AIPerf sweep profiles 10 requests per client after 2 per client of warm-up: all 12 run, the first
+    # 2 per client are not measured (la.warmup_requests says why).
     for n in (1, 25, 100):
         summary, client, scenario = la.simulate_row(BY_ID[f"{NIM}5000-500-c{n}-ttft"])
-        assert client == "closed_loop (the engine's client)"
+        assert client == f"closed_loop (the engine's client), {2 * n} warm-up requests not measured"
         assert scenario["workload"]["arrival"] == "closed-loop" and scenario["workload"]["concurrency"] == n
-        assert scenario["workload"]["requests"] == 10 * n and summary["requests_completed"] == 10 * n
+        assert scenario["workload"]["requests"] == 12 * n and summary["requests_completed"] == 12 * n
     # One client: one request at a time, so every TTFT is the lone prompt's and the run is 10 of them back to back.
     summary, _, _ = la.simulate_row(BY_ID[f"{NIM}5000-500-c1-ttft"])
     assert summary["ttft_p99_s"] == pytest.approx(summary["ttft_p50_s"], rel=1e-3)
     with pytest.raises(CalcError, match="request_count"):
         la._closed_requests({"inputs": {"client": {"concurrency": 25, "request_count": 10}}})
+
+
+def test_the_warm_up_leaves_the_first_rounds_queue_out_of_the_measured_ttft():
+    # 25 clients sending 5,000-token prompts at once from an idle server: the k-th waits k - 1 prefills.
+    # Measured after the warm-up, every client meets the running load instead; the mean TTFT of the profiled
+    # requests is below the mean over all of them (the first round included), and above one lone prefill.
+    row = BY_ID[f"{NIM}5000-500-c25-ttft"]
+    scenario = la.scenario_for(row)
+    measured = la._run(scenario, la.warmup_requests(row))["ttft_mean_s"]
+    everything = la._run(scenario)["ttft_mean_s"]
+    lone = la.simulate_row(BY_ID[f"{NIM}5000-500-c1-ttft"])[0]["ttft_mean_s"]
+    assert la.warmup_requests(row) == 50
+    assert lone < measured < 0.8 * everything
+    # The first round alone: 25 prompts one after another, a mean of 13 prefills' wait, 1/12 of the run.
+    assert everything - measured == pytest.approx((13 * lone - measured) * 25 / 300, rel=0.05)
+    with pytest.raises(CalcError, match="warmup_request_count"):
+        la.warmup_requests({"inputs": {"client": {"concurrency": 2, "warmup_request_count": -1}}})
 
 
 def test_a_poisson_row_replays_its_rate_and_prompt_count():

@@ -34,9 +34,10 @@ from __future__ import annotations
 import math
 
 from calc.errors import check_range
+from calc.sim.metrics import LatencySink
 from calc.units import NS_PER_S
 
-__all__ = ["OpenArrivals", "ClosedLoopClients", "request_overhead_s", "closed_loop_horizon_ns"]
+__all__ = ["OpenArrivals", "ClosedLoopClients", "ProfiledSink", "request_overhead_s", "closed_loop_horizon_ns"]
 
 
 def request_overhead_s(scenario, hardware) -> float:
@@ -133,6 +134,46 @@ class ClosedLoopClients:
     def last_send_ns(self) -> int:
         """The latest send time so far (sends come in order, so it is the last sent request's)."""
         return self.requests[self.sent - 1].arrival_ns if self.sent else 0
+
+
+class ProfiledSink(LatencySink):
+    """A :class:`calc.sim.metrics.LatencySink` that leaves out the client's warm-up: the first ``warmup_requests`` sent.
+
+    A benchmark client warms the server up before it measures (AIPerf's ``--warmup-request-count``; GenAI-Perf
+    over perf_analyzer measures windows of a load already running, perf_analyzer docs "Measurement Modes").
+    The warm-up requests are sent and served like the others, and free their clients as they finish; only
+    their TTFT, end-to-end latency and TPOT are not recorded, so the figures are those of the requests after
+    them (a closed loop sends ``requests[i]`` i-th, and request ``i`` has ``rid`` i). The token-weighted ITL
+    and the run's throughputs still count the whole run (they are not kept per request).
+
+    >>> from calc.sim.workload import Request
+    >>> sink = ProfiledSink(1, warmup_requests=1)
+    >>> first, second = Request(0, 0, 10, 3), Request(1, 0, 10, 3)
+    >>> sink.first_token(first, 500); sink.finish(first, 900); sink.first_token(second, 700); sink.finish(second, 1_300)
+    >>> sink.ttft_ns, sink.e2e_ns, sink.tpot_ns, sink.last_finish_ns
+    ([700], [1300], [300], 1300)
+    """
+
+    def __init__(self, ticks: int, warmup_requests: int):
+        super().__init__(ticks)
+        self.warmup_requests = check_range("warmup_requests", warmup_requests, 0, 10**9, integer=True)
+
+    def first_token(self, req, now_ns):
+        """A request's first token: recorded unless it is a warm-up request."""
+        if req.rid >= self.warmup_requests:
+            LatencySink.first_token(self, req, now_ns)
+        else:
+            req.ttft_ns = now_ns - req.arrival_ns
+
+    def finish(self, req, now_ns):
+        """A request's last token: recorded unless it is a warm-up request; its client is freed either way."""
+        if req.rid >= self.warmup_requests:
+            LatencySink.finish(self, req, now_ns)
+            return
+        if now_ns > self.last_finish_ns:
+            self.last_finish_ns = now_ns
+        if self.on_finish is not None:
+            self.on_finish(req, now_ns)
 
 
 def closed_loop_horizon_ns(workload, step_time_s, *, replicas: int, max_num_seqs: int, overhead_s: float = 0.0) -> int:
