@@ -239,8 +239,9 @@ def your_measurement(
 
 #: What keeps a latency metric above its target, named on the page when (and only when) it misses.
 MISS_MECHANISMS = {
-    "ttft": ("the closed-loop rows (NIM's table, several clients each sending its next request when its last one ends) are replayed with a Poisson stand-in until the "
-             "engine's own closed-loop client is merged, and it over-queues near capacity; SGLang and vLLM 0.6 "
+    "ttft": ("on NIM's closed-loop rows (fixed lengths) the simulated clients stay in lock-step: requests whose "
+             "first tokens came one prefill apart finish one decode step apart, so each resent prompt queues "
+             "behind the one before, where the measured runs mostly met no queue; SGLang and vLLM 0.6 "
              "inherit vLLM's tensor-parallel step term, and their four-GPU TTFTs come out short"),
     "tpot_itl": ("time per token grows with load faster than the roofline's batch term: calc has no per-sequence "
                  "step cost (the step price sees the tokens of a step, not its sequences), so busy runs come out "
