@@ -223,3 +223,33 @@ def test_fleet_and_replica_give_the_same_tpot():
     fleet = simulate_fleet(FleetScenario.from_dict(data)).summary
     assert {k: single[k] for k in single if k.startswith("tpot")} == {k: fleet[k] for k in fleet if k.startswith("tpot")}
     assert set(k for k in single if k.startswith("tpot")) == {"tpot_mean_s", "tpot_p50_s", "tpot_p90_s", "tpot_p99_s"}
+
+
+def test_a_profiled_sink_measures_only_the_requests_after_the_warm_up():
+    from calc.sim.arrivals import ProfiledSink
+    from calc.sim.fleet import summarize
+    from calc.sim.metrics import LatencySink
+
+    data = {"workload": {"arrival": "closed-loop", "concurrency": 6, "requests": 48, "prompt_tokens": 2000,
+                         "output_tokens": 40}}
+
+    class Everything(LatencySink):  # every request's TTFT by rid, to check the profiled mean against
+        def __init__(self):
+            super().__init__(TICKS)
+            self.by_rid = {}
+
+        def first_token(self, req, now_ns):
+            self.by_rid[req.rid] = now_ns - req.arrival_ns
+            super().first_token(req, now_ns)
+
+    whole = Fleet(Scenario.from_dict(data), time_series=False, sink=Everything())
+    whole.advance()
+    profiled = Fleet(Scenario.from_dict(data), time_series=False, sink=ProfiledSink(TICKS, 12))
+    profiled.advance()
+    after = [v for rid, v in whole.sink.by_rid.items() if rid >= 12]
+    assert len(profiled.sink.ttft_ns) == len(profiled.sink.tpot_ns) == 36
+    assert sorted(profiled.sink.ttft_ns) == sorted(after)  # the same run: the warm-up only goes unrecorded
+    s = summarize(profiled)
+    assert s["requests_completed"] == 48  # the warm-up is served, and its clients send the measured requests
+    assert s["ttft_mean_s"] == pytest.approx(sum(after) / len(after) / 1e9, abs=1e-6)
+    assert s["ttft_mean_s"] < summarize(whole)["ttft_mean_s"]  # the first round's queue is left out
