@@ -68,7 +68,7 @@ from calc.accuracy import load_measurements, median, relative_error
 from calc.errors import CalcError, check_choice, check_range
 from calc.units import round_sig
 
-__all__ = ["LATENCY_KIND", "TARGETS", "CACHED_PROMPT_TAIL_TOKENS", "closed_loop_client_available", "METRICS", "METRIC_LABELS", "CLIENTS", "CLOSED_LOOP_STANDIN", "TRTLLM_ENGINES",
+__all__ = ["LATENCY_KIND", "TARGETS", "CACHED_PROMPT_TAIL_TOKENS", "closed_loop_client_available", "METRICS", "METRIC_LABELS", "CLIENTS", "CLOSED_LOOP_STANDIN", "TRTLLM_ENGINES", "ENGINE_SETTINGS",
            "TRTLLM_FREE_GPU_MEMORY_FRACTION", "trtllm_kv_cache_tokens", "kv_capacity_tokens_vllm", "load_rows", "metric_of",
            "scenario_for", "simulate_row", "predict_row", "LatencyResult", "evaluate", "summary", "by_source", "report"]
 
@@ -87,6 +87,9 @@ TRTLLM_ENGINES = ("nim-trtllm",)
 #: the model loads that goes to the KV cache (TensorRT-LLM docs, "How to Change KV Cache Behavior",
 #: nvidia.github.io/TensorRT-LLM/examples/kvcacheconfig.html: "The default for free_gpu_memory_fraction is 0.9").
 TRTLLM_FREE_GPU_MEMORY_FRACTION = 0.9
+#: Scheduler settings a row may state in ``inputs.engine_settings`` (scenario fields of :class:`calc.sim.Scenario`):
+#: SGLang v0.3.0 and vLLM v0.6.0 with multi-step ran prompts in prefill-only steps (``chunked_prefill`` false).
+ENGINE_SETTINGS = ("chunked_prefill", "max_num_seqs", "max_num_batched_tokens")
 #: The issue's targets: validation median |error| at most this, per metric (issue 18, "Done when").
 TARGETS = {"ttft": 0.10, "tpot_itl": 0.10, "e2e": 0.10, "throughput": 0.08}
 CLOSED_LOOP_STANDIN = ("Poisson at the rate that keeps N requests in flight on average (Little's law); "
@@ -178,6 +181,10 @@ def scenario_for(row: dict, *, rate_per_s: float | None = None, requests: int | 
     scenario = {"model": x["model"], "gpu": x["gpu"], "tp": x["tp"], "weights": x["weights"], "kv_dtype": x["kv_dtype"],
                 "engine": engine, "memory_basis": "runtime", "gpu_memory_utilization": 0.9,
                 "max_model_len": max(8192, 1 << max(0, longest - 1).bit_length()), "workload": workload}
+    for key, value in x.get("engine_settings", {}).items():
+        # The engine's scheduler as the row ran it (each setting with its source in ``<key>_why``).
+        if key in ENGINE_SETTINGS:
+            scenario[key] = value
     if engine in TRTLLM_ENGINES:
         scenario["kv_cache_tokens"] = trtllm_kv_cache_tokens(x["model"], x["gpu"], tp=x["tp"], weights=x["weights"],
                                                              kv_dtype=x["kv_dtype"])
