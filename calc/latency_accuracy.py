@@ -29,15 +29,20 @@ simulator as it stands (:func:`calc.sim.simulate`), driven the way the row's cli
   added (a client feature for calc.sim.arrivals, e.g. a send jitter or AIPerf's concurrency ramp).
 
 All-at-once throughput rows (vLLM nightly ``benchmark_throughput``, the Azure run at QPS inf; 200 ShareGPT
-prompts each, as the rows say) measure requests over the run's wall time, and with 200 requests that wall
-time ends with the longest answer decoding almost alone. calc draws the 200 lengths from its ShareGPT
-lognormal (the benchmarks' filter, the sample's means: :mod:`calc.sim.workload`), whose longest of 200 is
-1,550-1,720 tokens (seeds 0-2); the 70B Azure run's whole wall time (200 / 8.40 req/s = 23.8 s at 24.5-35 ms
-per token) leaves room for at most about 950 tokens, so the real sample's tail is shorter than the
-lognormal's and these rows' error (-29 to -44%) is mostly that tail, not the step cost. Fixing it needs the
-sampled lengths themselves (the dataset's own output lengths for those 200 prompts, not available offline
-here), not a retuned distribution; the prompt count (200) and the engines' limits (max_num_seqs 256 or more
-holds all 200 at once) match the runs.
+prompts each, as the rows say: the nightly test definition sends ``num_prompts`` 200 of
+ShareGPT_V3_unfiltered_cleaned_split.json with dummy weights) measure requests over the run's wall time, and with
+200 requests that wall time ends with the longest answer decoding almost alone. calc draws the 200 lengths from
+ShareGPT's own length quantiles (:data:`calc.sim.workload.SHAREGPT_OUTPUT_QUANTILES`, measured on the dataset
+with the benchmarks' filter and the Llama 3 tokenizer by ``bench/sharegpt_lengths.py``), whose longest of 200
+is about the p99.5 (894 tokens; 1,130-1,300 in seeds 0-2), where the old lognormal's was 1,550-1,720; the
+seeded sample the benchmarks drew is still a different draw. The Mixtral rows take the Llama 3 tokenizer's
+means, though Mixtral's own tokenizer counts more tokens per text (not measured here).
+
+SGLang v0.3.0 and vLLM v0.6.0 with ``--num-scheduler-steps`` ran every new prompt in a prefill-only step that
+pauses the running answers (SGLang mixes prefill and decode only with ``--enable-mixed-chunk``, off by
+default; vLLM 0.6.0 refuses chunked prefill with multi-step): those rows say so in ``inputs.engine_settings``
+(``chunked_prefill`` false, with its source), and :func:`scenario_for` applies the row's settings
+(:data:`ENGINE_SETTINGS`).
 
 Rows of a TensorRT-LLM engine (NIM) size their KV cache TensorRT-LLM's way (:func:`trtllm_kv_cache_tokens`:
 0.9 of the memory free after loading, not 0.9 of the total), so the saturated NIM runs (concurrency 100 and
