@@ -29,15 +29,20 @@ simulator as it stands (:func:`calc.sim.simulate`), driven the way the row's cli
   any source read, so nothing is added for it.
 
 All-at-once throughput rows (vLLM nightly ``benchmark_throughput``, the Azure run at QPS inf; 200 ShareGPT
-prompts each, as the rows say) measure requests over the run's wall time, and with 200 requests that wall
-time ends with the longest answer decoding almost alone. calc draws the 200 lengths from its ShareGPT
-lognormal (the benchmarks' filter, the sample's means: :mod:`calc.sim.workload`), whose longest of 200 is
-1,550-1,720 tokens (seeds 0-2); the 70B Azure run's whole wall time (200 / 8.40 req/s = 23.8 s at 24.5-35 ms
-per token) leaves room for at most about 950 tokens, so the real sample's tail is shorter than the
-lognormal's and these rows' error (-29 to -44%) is mostly that tail, not the step cost. Fixing it needs the
-sampled lengths themselves (the dataset's own output lengths for those 200 prompts, not available offline
-here), not a retuned distribution; the prompt count (200) and the engines' limits (max_num_seqs 256 or more
-holds all 200 at once) match the runs.
+prompts each, as the rows say: the nightly test definition sends ``num_prompts`` 200 of
+ShareGPT_V3_unfiltered_cleaned_split.json with dummy weights) measure requests over the run's wall time, and with
+200 requests that wall time ends with the longest answer decoding almost alone. calc draws the 200 lengths from
+ShareGPT's own length quantiles (:data:`calc.sim.workload.SHAREGPT_OUTPUT_QUANTILES`, measured on the dataset
+with the benchmarks' filter and the Llama 3 tokenizer by ``bench/sharegpt_lengths.py``), whose longest of 200
+is about the p99.5 (894 tokens; 1,130-1,300 in seeds 0-2), where the old lognormal's was 1,550-1,720; the
+seeded sample the benchmarks drew is still a different draw. The Mixtral rows take the Llama 3 tokenizer's
+means, though Mixtral's own tokenizer counts more tokens per text (not measured here).
+
+SGLang v0.3.0 and vLLM v0.6.0 with ``--num-scheduler-steps`` ran every new prompt in a prefill-only step that
+pauses the running answers (SGLang mixes prefill and decode only with ``--enable-mixed-chunk``, off by
+default; vLLM 0.6.0 refuses chunked prefill with multi-step): those rows say so in ``inputs.engine_settings``
+(``chunked_prefill`` false, with its source), and :func:`scenario_for` applies the row's settings
+(:data:`ENGINE_SETTINGS`).
 
 Rows of a TensorRT-LLM engine (NIM) size their KV cache TensorRT-LLM's way (:func:`trtllm_kv_cache_tokens`:
 0.9 of the memory free after loading, not 0.9 of the total), so the saturated NIM runs (concurrency 100 and
@@ -72,7 +77,7 @@ from calc.accuracy import load_measurements, median, relative_error
 from calc.errors import CalcError, check_choice, check_range
 from calc.units import round_sig
 
-__all__ = ["LATENCY_KIND", "TARGETS", "CACHED_PROMPT_TAIL_TOKENS", "closed_loop_client_available", "warmup_requests", "METRICS", "METRIC_LABELS", "CLIENTS", "CLOSED_LOOP_STANDIN", "TRTLLM_ENGINES",
+__all__ = ["LATENCY_KIND", "TARGETS", "CACHED_PROMPT_TAIL_TOKENS", "closed_loop_client_available", "warmup_requests", "METRICS", "METRIC_LABELS", "CLIENTS", "CLOSED_LOOP_STANDIN", "TRTLLM_ENGINES", "ENGINE_SETTINGS",
            "TRTLLM_FREE_GPU_MEMORY_FRACTION", "trtllm_kv_cache_tokens", "kv_capacity_tokens_vllm", "load_rows", "metric_of",
            "scenario_for", "simulate_row", "predict_row", "LatencyResult", "evaluate", "summary", "by_source", "report"]
 
@@ -91,6 +96,9 @@ TRTLLM_ENGINES = ("nim-trtllm",)
 #: the model loads that goes to the KV cache (TensorRT-LLM docs, "How to Change KV Cache Behavior",
 #: nvidia.github.io/TensorRT-LLM/examples/kvcacheconfig.html: "The default for free_gpu_memory_fraction is 0.9").
 TRTLLM_FREE_GPU_MEMORY_FRACTION = 0.9
+#: Scheduler settings a row may state in ``inputs.engine_settings`` (scenario fields of :class:`calc.sim.Scenario`):
+#: SGLang v0.3.0 and vLLM v0.6.0 with multi-step ran prompts in prefill-only steps (``chunked_prefill`` false).
+ENGINE_SETTINGS = ("chunked_prefill", "max_num_seqs", "max_num_batched_tokens")
 #: The issue's targets: validation median |error| at most this, per metric (issue 18, "Done when").
 TARGETS = {"ttft": 0.10, "tpot_itl": 0.10, "e2e": 0.10, "throughput": 0.08}
 CLOSED_LOOP_STANDIN = ("Poisson at the rate that keeps N requests in flight on average (Little's law); "
@@ -183,6 +191,10 @@ def scenario_for(row: dict, *, rate_per_s: float | None = None, requests: int | 
     scenario = {"model": x["model"], "gpu": x["gpu"], "tp": x["tp"], "weights": x["weights"], "kv_dtype": x["kv_dtype"],
                 "engine": engine, "memory_basis": "runtime", "gpu_memory_utilization": 0.9,
                 "max_model_len": max(8192, 1 << max(0, longest - 1).bit_length()), "workload": workload}
+    for key, value in x.get("engine_settings", {}).items():
+        # The engine's scheduler as the row ran it (each setting with its source in ``<key>_why``).
+        if key in ENGINE_SETTINGS:
+            scenario[key] = value
     if engine in TRTLLM_ENGINES:
         scenario["kv_cache_tokens"] = trtllm_kv_cache_tokens(x["model"], x["gpu"], tp=x["tp"], weights=x["weights"],
                                                              kv_dtype=x["kv_dtype"])

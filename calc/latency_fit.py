@@ -21,12 +21,16 @@ other row is validation.
   vLLM 0.6 at 4 requests/s on one A100).
 
 No per-sequence step term (sampling, input preparation per running sequence), though TPOT grows with load
-faster than calc on validation rows (SGLang 70B TP4 at 8 req/s -36%, Azure TP8 at 16 req/s -23%): the
-calibration rows cannot identify one. Such a term needs two rows of one engine and TP at clearly different
-batch sizes, and every engine has at most one decode row per TP (vLLM's two are batch 8 at TP1 and batch 8
-at TP4; SGLang, vLLM 0.6 and NIM have one each), so it would be confounded with ``step_overhead_s``.
-Fitting it on the loaded rows would make them calibration rows; it waits for a published low/high-load
-pair of one set-up.
+faster than calc on validation rows (SGLang 70B TP4 at 8 req/s -24%, Azure TP8 at 16 req/s -24% and all at
+once -30%, once prefill-only steps and ShareGPT's own lengths are simulated). The data show one: SGLang's
+median ITL on one A100 rises 2.5 ms from 4 to 8 req/s (about 6 to 17 running sequences, some 0.2 ms per
+sequence, where the roofline's KV term adds 0.03 ms), and LMDeploy's static benchmark (docs/en/benchmark/
+a100_fp16.md: per-token latency at batch 1, 16, 32, 64 on one engine and TP) about 0.05 ms per sequence for a 7B
+model on one A100 and 0.13 ms on four for a 70B. It is not added because (1) no calibration row of vLLM
+identifies it (its two are batch 8 at TP1 and batch 8 at TP4; SGLang, vLLM 0.6 and NIM have one decode row per
+TP each, and fitting it on the loaded rows would make validation rows calibration ones), and (2) the step
+price takes a step's token sums (:meth:`calc.roofline.StepCoefficients.step_time_s`), not its sequence count,
+so the term needs that count threaded through the simulator's pricer (calc/sim/hardware.py) first.
 
 Each term is fitted alone, in that order, by bisection on the simulated figure
 (:func:`calc.latency_accuracy.predict_row`, which is monotone in each term); a term whose zero already

@@ -26,6 +26,7 @@ the lengths never moves the arrival times (no ``hash()`` of strings anywhere).
 
 from __future__ import annotations
 
+import bisect
 import math
 import random
 from dataclasses import dataclass
@@ -47,6 +48,12 @@ __all__ = [
     "SHAREGPT_BENCH_OUTPUT_MEAN_TOKENS",
     "SHAREGPT_BENCH_SOURCE",
     "SHAREGPT_FILTER",
+    "SHAREGPT_QUANTILE_LEVELS",
+    "SHAREGPT_PROMPT_QUANTILES",
+    "SHAREGPT_OUTPUT_QUANTILES",
+    "quantile_at",
+    "quantile_mean",
+    "quantile_scale_for_kept_mean",
     "lognormal_params",
     "truncated_lognormal_mu",
     "hyperexponential_params",
@@ -95,11 +102,27 @@ SHAREGPT_BENCH_PROMPT_MEAN_TOKENS = 229.711
 SHAREGPT_BENCH_OUTPUT_MEAN_TOKENS = 203.068
 SHAREGPT_BENCH_SOURCE = (
     "ShareGPT as benchmark_serving samples it: prompts and answers of at least 4 tokens, prompt at most 1,024, "
-    "prompt + answer at most 2,048 (vLLM benchmark_dataset.py; sglang bench_serving.py); lognormal lengths "
-    "(coefficient of variation 1, as 'chat') whose means after that filter are the sample's published means "
-    "(a run's total input and output tokens over its prompts; default the Llama 3 tokenizer's 229.711 / "
-    "203.068 from vLLM pull request #18566's 1,000-prompt run)"
+    "prompt + answer at most 2,048 (vLLM benchmark_dataset.py; sglang bench_serving.py); prompt and answer "
+    "drawn from the dataset's own length quantiles under that filter with the Llama 3 tokenizer (measured by "
+    "bench/sharegpt_lengths.py on 15,822 pairs of ShareGPT_V3_unfiltered_cleaned_split.json), each scaled to the "
+    "sample's published mean (a run's total input and output tokens over its prompts; default the Llama 3 "
+    "tokenizer's 229.711 / 203.068 from vLLM pull request #18566's 1,000-prompt run)"
 )
+
+#: The levels (0 to 1) at which :data:`SHAREGPT_PROMPT_QUANTILES` and :data:`SHAREGPT_OUTPUT_QUANTILES` are given:
+#: every 2.5% of the body, finer in the tail, where the longest of a few hundred answers is drawn.
+SHAREGPT_QUANTILE_LEVELS = tuple(i / 40 for i in range(39)) + (0.96, 0.97, 0.98, 0.99, 0.995, 0.998, 0.999, 1.0)
+#: ShareGPT's prompt and answer lengths (tokens) at :data:`SHAREGPT_QUANTILE_LEVELS`, as the serving benchmarks
+#: sample it (:data:`SHAREGPT_FILTER`, the Llama 3 tokenizer): measured on the dataset itself by
+#: ``bench/sharegpt_lengths.py`` (15,822 kept first-turn pairs of ShareGPT_V3_unfiltered_cleaned_split.json; means
+#: 221.1 / 198.9, answer median 130, p99 772, longest 1,857). Many answers are short (a quarter under 27 tokens)
+#: and the tail is short too: the longest of 200 answers is about the p99.5, 894 tokens.
+SHAREGPT_PROMPT_QUANTILES = (4, 7, 8, 10, 11, 12, 14, 15, 17, 19, 21, 24, 26, 31, 35, 41, 49, 60, 73, 88, 108, 131, 159,
+                             188, 216, 245, 269, 296, 317, 343, 369, 398, 430, 467, 507, 553, 608, 674, 760, 768, 770,
+                             773, 885, 956, 1000, 1009, 1022)
+SHAREGPT_OUTPUT_QUANTILES = (4, 5, 8, 9, 11, 13, 15, 17, 19, 23, 26, 30, 35, 41, 49, 59, 71, 84, 98, 113, 130, 148, 168,
+                             186, 204, 221, 239, 256, 273, 291, 309, 329, 351, 376, 404, 442, 487, 549, 632, 682, 742,
+                             768, 772, 894, 1127, 1414, 1857)
 
 _MAX_TOKENS = 10_000_000
 _MAX_REQUESTS = 10_000_000
@@ -352,21 +375,29 @@ class _LengthSampler:
         self.mu_o, self.sigma_o = lognormal_params(mean_o, CHAT_CV)
         self.filter = None
         if self.kind == "sharegpt":
-            # The benchmark's filter: redraw what it would have dropped; mu set so the kept means are the
-            # published ones (the answer's cap taken at 2,048 less the mean prompt).
+            # The dataset's own lengths (SHAREGPT_*_QUANTILES), scaled to the sample's means; the benchmark's
+            # filter redraws what it would have dropped (rare: the quantiles are of the kept pairs).
+            # The scales are set so that the kept means are the published ones (the answer's cap taken at
+            # 2,048 less the mean prompt), as the filter keeps them.
             least, most_prompt, most_total = SHAREGPT_FILTER
-            self.filter = (least, most_prompt, most_total)
-            self.mu_p = truncated_lognormal_mu(mean_p, self.sigma_p, least - 0.5, most_prompt + 0.5)
-            self.mu_o = truncated_lognormal_mu(mean_o, self.sigma_o, least - 0.5, most_total - mean_p + 0.5)
+            self.filter = SHAREGPT_FILTER
+            self.scale_p = quantile_scale_for_kept_mean(SHAREGPT_PROMPT_QUANTILES, mean_p, least - 0.5, most_prompt + 0.5)
+            self.scale_o = quantile_scale_for_kept_mean(SHAREGPT_OUTPUT_QUANTILES, mean_o, least - 0.5,
+                                                        most_total - mean_p + 0.5)
 
     def draw(self, rng: random.Random, inv_cdf) -> tuple[int, int]:
         if self.kind == "fixed":
             return self.fixed
         exp = math.exp
         for _ in range(_REDRAWS):
-            # One uniform per draw through the inverse normal CDF (pure arithmetic in the stdlib).
-            p = max(1, round(exp(self.mu_p + self.sigma_p * inv_cdf(_open_unit(rng)))))
-            o = max(1, round(exp(self.mu_o + self.sigma_o * inv_cdf(_open_unit(rng)))))
+            if self.filter is not None:
+                # One uniform per length through the dataset's quantile function.
+                p = max(1, round(self.scale_p * quantile_at(SHAREGPT_PROMPT_QUANTILES, rng.random())))
+                o = max(1, round(self.scale_o * quantile_at(SHAREGPT_OUTPUT_QUANTILES, rng.random())))
+            else:
+                # One uniform per draw through the inverse normal CDF (pure arithmetic in the stdlib).
+                p = max(1, round(exp(self.mu_p + self.sigma_p * inv_cdf(_open_unit(rng)))))
+                o = max(1, round(exp(self.mu_o + self.sigma_o * inv_cdf(_open_unit(rng)))))
             if self.filter is not None:
                 least, most_prompt, most_total = self.filter
                 if p < least or o < least or p > most_prompt or p + o > most_total:
@@ -376,6 +407,92 @@ class _LengthSampler:
         # Practically unreachable (the room is checked to hold the medians); keep the run going.
         o = max(1, min(o, self.room // 2))
         return max(1, self.room - o), o
+
+
+def quantile_at(quantiles, level: float) -> float:
+    """The length at ``level`` (0 to 1) of a quantile table at :data:`SHAREGPT_QUANTILE_LEVELS`, linearly interpolated.
+
+    >>> quantile_at(SHAREGPT_OUTPUT_QUANTILES, 0.5), round(quantile_at(SHAREGPT_OUTPUT_QUANTILES, 0.9975))
+    (130.0, 1088)
+    """
+    level = check_range("level", level, 0.0, 1.0)
+    levels = SHAREGPT_QUANTILE_LEVELS
+    if len(quantiles) != len(levels):
+        raise CalcError(f"quantiles must hold {len(levels)} values (one per level); got {len(quantiles)}", "quantiles")
+    hi = bisect.bisect_left(levels, level)
+    if hi == 0:
+        return float(quantiles[0])
+    lo = hi - 1
+    span = levels[hi] - levels[lo]
+    return quantiles[lo] + (quantiles[hi] - quantiles[lo]) * (level - levels[lo]) / span
+
+
+def quantile_mean(quantiles) -> float:
+    """The mean of the piecewise-linear quantile function :func:`quantile_at` draws from (its integral over 0 to 1).
+
+    >>> round(quantile_mean(SHAREGPT_PROMPT_QUANTILES), 1), round(quantile_mean(SHAREGPT_OUTPUT_QUANTILES), 1)
+    (221.4, 199.2)
+    """
+    levels = SHAREGPT_QUANTILE_LEVELS
+    if len(quantiles) != len(levels):
+        raise CalcError(f"quantiles must hold {len(levels)} values (one per level); got {len(quantiles)}", "quantiles")
+    return math.fsum((quantiles[i] + quantiles[i + 1]) / 2 * (levels[i + 1] - levels[i]) for i in range(len(levels) - 1))
+
+
+def _kept_moments(quantiles, scale: float, low: float, high: float) -> tuple[float, float]:
+    """(share kept, integral of the kept lengths) of ``scale x`` the quantile function, kept within ``[low, high]``.
+
+    Exact: on each segment between two levels the scaled quantile function is linear, so the part inside the
+    bounds is one sub-interval and its integral is the trapezoid's.
+    """
+    levels = SHAREGPT_QUANTILE_LEVELS
+    share = total = 0.0
+    for i in range(len(levels) - 1):
+        u0, u1 = levels[i], levels[i + 1]
+        a, b = scale * quantiles[i], scale * quantiles[i + 1]
+        if b <= a:  # a flat step: all in or all out
+            if low <= a <= high:
+                share += u1 - u0
+                total += a * (u1 - u0)
+            continue
+        lo_u = u0 + (u1 - u0) * max(0.0, min(1.0, (low - a) / (b - a)))
+        hi_u = u0 + (u1 - u0) * max(0.0, min(1.0, (high - a) / (b - a)))
+        if hi_u <= lo_u:
+            continue
+        at = lambda u: a + (b - a) * (u - u0) / (u1 - u0)  # noqa: E731
+        share += hi_u - lo_u
+        total += (at(lo_u) + at(hi_u)) / 2 * (hi_u - lo_u)
+    return share, total
+
+
+def quantile_scale_for_kept_mean(quantiles, mean: float, low: float, high: float) -> float:
+    """The factor on a quantile table (:func:`quantile_at`) whose lengths, kept to ``[low, high]``, average ``mean``.
+
+    The kept mean rises with the factor, so it is found by bisection; :func:`_kept_moments` integrates exactly.
+    Used to give the benchmarks' filtered ShareGPT sample (:data:`SHAREGPT_FILTER`) a run's published mean.
+
+    >>> scale = quantile_scale_for_kept_mean(SHAREGPT_OUTPUT_QUANTILES, 203.068, 3.5, 2048 - 229.711 + 0.5)
+    >>> round(scale, 4), round(quantile_scale_for_kept_mean(SHAREGPT_PROMPT_QUANTILES, 9, 3.5, 1024.5), 4)
+    (1.0207, 0.0199)
+    """
+    mean = check_range("mean_tokens", mean, 1e-9, _MAX_TOKENS)
+    low = check_range("low", low, 0.0, _MAX_TOKENS)
+    high = check_range("high", high, low * (1 + 1e-9) + 1e-9, _MAX_TOKENS)
+    if not low < mean < high:
+        raise CalcError(f"mean_tokens must lie strictly between {low:g} and {high:g}; got {mean!r}", "mean_tokens")
+
+    def kept_mean(scale):
+        share, total = _kept_moments(quantiles, scale, low, high)
+        return total / share if share > 0 else (high if scale * quantiles[0] > high else low)
+
+    lo_s, hi_s = 1e-9, 2.0 * high / max(1.0, min(q for q in quantiles if q > 0))
+    for _ in range(200):
+        mid = (lo_s + hi_s) / 2
+        if kept_mean(mid) < mean:
+            lo_s = mid
+        else:
+            hi_s = mid
+    return (lo_s + hi_s) / 2
 
 
 def _open_unit(rng: random.Random) -> float:

@@ -239,18 +239,22 @@ def your_measurement(
 
 #: What keeps a latency metric above its target, named on the page when (and only when) it misses.
 MISS_MECHANISMS = {
-    "ttft": ("on NIM's closed-loop rows (fixed lengths) the simulated clients stay in lock-step: requests whose "
-             "first tokens came one prefill apart finish one decode step apart, so each resent prompt queues "
-             "behind the one before, where the measured runs mostly met no queue; SGLang and vLLM 0.6 "
-             "inherit vLLM's tensor-parallel step term, and their four-GPU TTFTs come out short"),
-    "tpot_itl": ("time per token grows with load faster than the roofline's batch term: calc has no per-sequence "
-                 "step cost (the step price sees the tokens of a step, not its sequences), so busy runs come out "
-                 "short"),
+    "ttft": ("the four-GPU runs of SGLang and vLLM 0.6 come out 19-29% short (their tensor-parallel and request "
+             "terms are inherited from vLLM or fitted on one GPU), and on NIM's closed-loop rows (fixed lengths) the "
+             "simulated clients stay in lock-step: requests whose first tokens came one prefill apart finish one "
+             "decode step apart, so each resent prompt queues behind the one before, where the measured runs mostly "
+             "met no queue"),
+    "tpot_itl": ("time per token still grows with load faster than calc's: the step price sees a step's tokens, "
+                 "not its sequences, so a per-sequence cost (sampling, input preparation, per-sequence kernels) is "
+                 "missing; SGLang's 4 and 8 requests/s pair on one A100 shows one, but no calibration row of vLLM "
+                 "identifies it, so busy runs (Azure at 16 requests/s and all at once, SGLang's 70B at 8 requests/s) "
+                 "come out 14-30% short"),
     "e2e": ("end-to-end latency adds up the TTFT and TPOT misses above and the answer lengths calc draws"),
-    "throughput": ("a run of a few hundred prompts sent at once lasts as long as its longest answer; calc's "
-                   "lognormal ShareGPT lengths (coefficient of variation 1, an assumption) draw a longer longest "
-                   "answer than the benchmarks' fixed-seed samples, so those runs come out slow; the closed-loop "
-                   "stand-in adds its own error on NIM's table"),
+    "throughput": ("a run of 200 prompts sent at once lasts as long as its longest answer, one draw: calc draws "
+                   "ShareGPT's own lengths (measured on the dataset: answer p99.5 894 tokens, longest 1,857) but "
+                   "not the benchmarks' seeded sample, so the nightly Llama rows still come out 10-23% slow; the "
+                   "Mixtral rows take Llama 3 token counts though Mixtral's tokenizer counts more, and the all-at-once "
+                   "Azure run is 11% fast for want of the per-sequence step cost above"),
 }
 
 
