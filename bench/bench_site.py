@@ -443,7 +443,9 @@ def main() -> int:
 
 
 def measure_in_browser(browser, server, args, results: dict, measurements: Measurements) -> None:
+    load_before = os.getloadavg()  # the machine is shared: a cold boot is CPU-bound, so its figures move with the load
     colds = measurements.run("cold_ready_ms", cold_ready, browser, server.url + FIRST_PAGE, server, args.runs)
+    results["cold_ready_load_average"] = {"before": load_before[0], "after": os.getloadavg()[0]}
     if colds is not None:
         results["cold_ready_ms"] = colds["allow"]  # as readers get it: the service worker on
         results["cold_ready_blocked_ms"] = colds["block"]
@@ -493,6 +495,9 @@ def cold_rows(results: dict) -> list[tuple[str, str, str]]:
          f" (runs {', '.join(f'{r:.0f}' for r in cold['runs'])})"),
         ("cold load to Python ready, service worker blocked", f"{blocked['median']:.0f} ms",
          f"(runs {', '.join(f'{r:.0f}' for r in blocked['runs'])})"),
+        ("load average (1 min) before / after the cold loads",
+         f"{results['cold_ready_load_average']['before']:.1f}/{results['cold_ready_load_average']['after']:.1f}",
+         "2 cores: above ~2 the cold figures measure the other jobs too"),
         ("cold ready, on / blocked", f"{ratio:.2f}",
          f"target {SERVICE_WORKER_SLOWDOWN_TARGET:.2f}: {'met' if ratio <= SERVICE_WORKER_SLOWDOWN_TARGET else 'MISSED'}"),
         ("offline ready (precache done) after ready",
