@@ -26,7 +26,7 @@ from calc import engine_profiles, memory, roofline
 from calc.catalog import get_gpu, get_model
 from calc.errors import CalcError
 
-__all__ = ["ReplicaHardware", "replica_hardware", "step_pricer"]
+__all__ = ["ReplicaHardware", "replica_hardware", "step_pricer", "shared_step_pricer"]
 
 #: Distinct ``new_tokens`` counts whose terms a pricer keeps (a step never computes more than its token budget).
 _PRICER_MEMO = 1 << 16
@@ -157,7 +157,7 @@ class ReplicaHardware:
         """This replica's :func:`step_pricer`, shared by every run on the same coefficients (its memo too)."""
         price = self.__dict__.get("_price_step")
         if price is None:
-            price = _shared_pricer(self.coefficients)
+            price = shared_step_pricer(self.coefficients)
             object.__setattr__(self, "_price_step", price)
         return price
 
@@ -169,7 +169,14 @@ class ReplicaHardware:
 _PRICERS: dict = {}  # StepCoefficients -> its step_pricer: runs on the same replica share the memoized terms
 
 
-def _shared_pricer(coefficients):
+def shared_step_pricer(coefficients):
+    """The :func:`step_pricer` of ``coefficients``, one per distinct coefficients (runs on the same replica share its memo).
+
+    >>> from calc.roofline import step_coefficients
+    >>> coef = step_coefficients("llama-3.1-8b", "h100-sxm-80gb")
+    >>> shared_step_pricer(coef) is shared_step_pricer(coef)
+    True
+    """
     try:
         price = _PRICERS.get(coefficients)
     except TypeError:  # not hashable: a pricer of its own
