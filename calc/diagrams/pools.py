@@ -34,14 +34,14 @@ def kv_handoff(model: str = "llama-3.1-70b", prompt_tokens: int = 1024, *, width
     pools = [("prefill pool", "d-accent", [f"reads the {prompt_tokens:,}-token prompt", "compute-bound: big batches of tokens"]),
              ("decode pool", "d-k", ["writes the answer token by token", "memory-bound: many sequences"])]
     hand_off = [f"KV cache: {size}", "over NVLink / RDMA, once"]
-    widest = max(text_width(line_text, 11) for _, _, lines in pools for line_text in lines) + 16
+    widest = max(text_width(line_text, 11) for _, _, lines in pools for line_text in lines) + 12
     if layout == "wide":
         link_w = max(text_width(hand_off[0], 12, bold=True), text_width(hand_off[1], 11)) + 24
         box_w = min(widest, (width - 20 - link_w) / 2)
     else:
         box_w = width - 20
     # Each pool's lines, wrapped to its box (the box grows a line where one breaks).
-    pools = [(name, cls, [part for line_text in lines for part in wrap(line_text, 11, box_w - 12)])
+    pools = [(name, cls, [part for line_text in lines for part in wrap(line_text, 11, box_w - 10)])
              for name, cls, lines in pools]
     box_h = 48 + 18 * max(len(lines) for _, _, lines in pools)
     if layout == "wide":
@@ -177,12 +177,15 @@ def routing_into_pools(preset: str = "step20-pools", *, width: float | None = No
             x = gap + index * (box_w + gap)
             middle = x + box_w / 2
             shapes.append(arrow(drawn_w / 2, 56, middle, top - 4))
-            # The label at the arrow's middle height, beside it (right of the straight middle arrow).
-            label_x = (drawn_w / 2 + middle) / 2
+            # The label beside the arrow's middle: right of a straight arrow; above a slanted one, on its
+            # outer side, where the arrow runs below the label.
+            label_x, label_y = (drawn_w / 2 + middle) / 2, (56 + top - 4) / 2
             if abs(middle - drawn_w / 2) < 1:
-                shapes.append(text(label_x + 8, 88, classes, size=11, anchor="start"))
+                shapes.append(text(label_x + 8, label_y + 4, classes, size=11, anchor="start"))
+            elif middle < drawn_w / 2:
+                shapes.append(text(label_x - 6, label_y - 6, classes, size=11, anchor="end"))
             else:
-                shapes.append(text(label_x + (-1 if middle < drawn_w / 2 else 1) * 30, 84, classes, size=11))
+                shapes.append(text(label_x + 6, label_y - 6, classes, size=11, anchor="start"))
             shapes.append(rect(x, top, box_w, box_h, "d-k"))
             shapes.append(text(middle, top + 22, f"{name} pool", size=13, cls="d-on-fill", weight="600"))
             for row, limit in enumerate(limits):
@@ -199,13 +202,13 @@ def routing_into_pools(preset: str = "step20-pools", *, width: float | None = No
             lines, current = [], ""
             for limit in limits:
                 joined = f"{current} · {limit}" if current else limit
-                if current and text_width(joined, 11) > box_w - 12:
+                if current and text_width(joined, 11) > box_w - 20:
                     lines.append(current)
                     current = limit
                 else:
                     current = joined
             lines.append(current)
-            box_h = 40 + 18 * len(lines)
+            box_h = 48 + 18 * len(lines)
             shapes.append(rect(box_x, y, box_w, box_h, "d-k"))
             shapes.append(text(box_x + box_w / 2, y + 20, f"{name} pool", size=13, cls="d-on-fill", weight="600"))
             shapes.append(text(box_x + box_w / 2, y + 38, f"takes {classes} requests", size=11, cls="d-on-fill"))

@@ -99,8 +99,9 @@ def hash_chain(block_size: int = 4, *, width: float | None = None) -> Diagram:
             lines = wrap(words, 11, box_w - 8) + [f"key {key}" + (" ✓ hit" if hit and layout == "wide" else "")]
             if layout == "narrow" and hit:
                 lines.append("✓ hit")
+            first_y = y + (box_h - len(lines) * line_h) / 2 + 10  # the lines centred in the box
             for row, content in enumerate(lines):
-                shapes.append(text(x + box_w / 2, y + 18 + row * line_h, content, size=11, cls=on,
+                shapes.append(text(x + box_w / 2, first_y + row * line_h, content, size=11, cls=on,
                                    weight="600" if content.startswith("✓") else ""))
             if b and layout == "wide":
                 shapes.append(arrow(x - gap + 2, y + box_h / 2, x - 2, y + box_h / 2))

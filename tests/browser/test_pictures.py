@@ -121,7 +121,8 @@ MEASURE_JS = r"""
                            .sort((p, q) => p.width * p.height - q.width * q.height);
       if (holders.length) {
         const r = holders[0];
-        if (b.x < r.x - 0.5 || b.x + b.width > r.x + r.width + 0.5) overlaps.push(name + " out of its box");
+        if (b.x < r.x - 0.5 || b.x + b.width > r.x + r.width + 0.5 || b.y < r.y - 0.5 || b.y + b.height > r.y + r.height + 0.5)
+          overlaps.push(name + " out of its box");
       }
     }
     Object.assign(result, {smallest_text_px: smallest, outside, overlaps, worst_contrast: worst,

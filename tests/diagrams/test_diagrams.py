@@ -48,7 +48,7 @@ def _labels_and_boxes(svg: ElementTree.Element):
         width = primitives.text_width(label.text, size, bold=bool(label.get("font-weight")))
         x, y = float(label.get("x")), float(label.get("y"))
         x0 = {"start": x, "middle": x - width / 2, "end": x - width}[label.get("text-anchor")]
-        labels.append((x0, y - 0.75 * size, x0 + width, y + 0.2 * size, label.text, size))
+        labels.append((x0, y - 0.75 * size, x0 + width, y + 0.25 * size, label.text, size))  # ascent, descent
     boxes = [(float(r.get("x")), float(r.get("y")), float(r.get("x")) + float(r.get("width")),
               float(r.get("y")) + float(r.get("height"))) for r in svg.iter("rect")]
     return labels, boxes
