@@ -86,10 +86,10 @@ def group(items: list[str], *, transform: str = "") -> str:
 
 
 #: The widths every picture is drawn for, in ``viewBox`` units (a CSS px at scale 1). Below a 40em (640 px)
-#: screen the article column is under 608 px and the narrow layout shows; it fits the 358 px column of a
-#: 390 px phone (343 px at 375 px) at a scale of 1 or more. ``docs/assets/stylesheets/calc.css`` switches them.
+#: screen the article column is under 608 px and the narrow layout shows; it fits the 328 px column of a
+#: 360 px phone (358 px at 390 px) at a scale of 1 or more. ``docs/assets/stylesheets/calc.css`` switches them.
 WIDE_WIDTH = 600
-NARROW_WIDTH = 340
+NARROW_WIDTH = 328
 #: A picture shows at most this many CSS px per viewBox unit (its ``width`` attribute; the stylesheet's
 #: ``max-width: 100%`` shrinks it to a narrower column), so the pictures' labels are one size on every page.
 DISPLAY_SCALE = 1.25
@@ -206,7 +206,7 @@ def for_every_screen(draw) -> Diagram:
     ...                    layout="narrow" if width < WIDE_WIDTH else "wide")
     >>> d = for_every_screen(draw)
     >>> (d.layout, d.width, d.narrow.layout, d.narrow.width), d.to_html().count("<svg")
-    (('wide', 590, 'narrow', 330), 2)
+    (('wide', 590, 'narrow', 318), 2)
     """
     wide, narrow = draw(WIDE_WIDTH), draw(NARROW_WIDTH)
     for diagram, width, layout in ((wide, WIDE_WIDTH, "wide"), (narrow, NARROW_WIDTH, "narrow")):

@@ -107,7 +107,7 @@ def _legibility_problems(diagram) -> list[str]:
 
 @pytest.mark.parametrize("make", ALL, ids=lambda f: f.__name__)
 def test_each_layout_fits_its_screen_with_labels_of_11_px_inside_their_boxes(make):
-    """The wide layout fits the column of a 640 px screen, the narrow one a 390 px phone's, at a scale of 1
+    """The wide layout fits the column of a 640 px screen, the narrow one a 360 px phone's, at a scale of 1
     or more: every label of at least 11 units is then at least 11 CSS px, inside the picture and its box."""
     diagram = make()
     assert diagram.layout == "wide" and diagram.narrow.layout == "narrow"
@@ -131,7 +131,7 @@ def test_the_legibility_check_finds_a_small_label_a_cut_one_and_an_overflowing_b
 def test_a_layout_wider_than_its_screen_or_a_second_text_alternative_is_refused():
     from calc.diagrams.svg import Diagram, for_every_screen, layout_for
 
-    with pytest.raises(ValueError, match="narrow layout is 400 wide, over the 340"):
+    with pytest.raises(ValueError, match="narrow layout is 400 wide, over the 328"):
         for_every_screen(lambda w: Diagram("t", "T", "D.", 400, 10, [], "C.", layout=layout_for(w)))
     with pytest.raises(ValueError, match="one text alternative"):
         for_every_screen(lambda w: Diagram("t", "T", f"D {w}.", w, 10, [], "C.", layout=layout_for(w)))
