@@ -9,7 +9,8 @@ A test's key is everything it reads:
 * the bytes of every file the test process opened under the repository while the test ran (``open``), such as
   ``site/assets/runtime/precache.json`` or a page's built HTML;
 * the bytes of every Python module of the repository loaded in the test process (the test file, its
-  conftests and helpers, all of ``calc`` and ``hooks`` it imported), the list of files under ``site/``
+  conftests and helpers, ``hooks`` it imported) and of every file of ``calc`` (its data files are read at
+  import, before any test), the list of files under ``site/``
   (a page added or removed reruns the crawl), the Chromium and Playwright versions, Python's version and the
   environment variables the tests read.
 
@@ -252,6 +253,8 @@ class BrowserCache:
             if path and os.path.realpath(path).startswith(roots) and os.sep + ".venv" + os.sep not in path:
                 reads.add_file(path)
         reads.add_file(str(item.path))
+        for folder, _, files in os.walk(os.path.join(ROOT, "calc")):  # its data files were read at import time
+            reads.files.update(os.path.join(folder, name) for name in files if not name.endswith(".pyc"))
         passed = not failed and not reads.unaccountable
         self.new_records[item.nodeid] = {
             "outcome": "passed" if passed else "not reusable", "key": self.current_key(), "at": time.time(),
