@@ -98,8 +98,9 @@ class Recorder:
 
     def note_served(self, url_path: str) -> None:
         """A test server sent ``url_path`` of the site."""
-        if self.current is not None:
-            self.current.add_file(self.site_file(url_path))
+        reads = self.current
+        if reads is not None:
+            reads.add_file(self.site_file(url_path))
 
     def note_url(self, url: str) -> None:
         """A browser context requested ``url``."""
@@ -115,11 +116,12 @@ class Recorder:
             reads.add_unaccountable(url)
 
     def note_open(self, file) -> None:
-        if self.current is None or not isinstance(file, (str, bytes, os.PathLike)):
+        reads = self.current  # once: the test may end (current = None) in another thread meanwhile
+        if reads is None or not isinstance(file, (str, bytes, os.PathLike)):
             return
         path = os.path.realpath(os.fsdecode(file))
         if path.startswith(ROOT + os.sep) and os.sep + ".venv" + os.sep not in path:
-            self.current.add_file(path)
+            reads.add_file(path)
 
     def watch_context(self, context) -> None:
         context.on("request", lambda request: self.note_url(request.url))
