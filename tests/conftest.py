@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import pytest
 
+pytest_plugins = ["tests.browser_cache"]  # passes of browser tests reused while nothing they read changed
+
 #: xdist groups that take minutes, started first (the crawl's group is per file: tests/browser/conftest.py).
 LONG_GROUPS = ("pyodide", "build_cache_cold_warm")
 LONG_FILES = ("test_crawl.py",)

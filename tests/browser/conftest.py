@@ -25,6 +25,7 @@ import pytest
 
 pytest.register_assert_rewrite("tests.browser.helpers")  # its asserts explain themselves like a test's
 
+from tests import browser_cache  # noqa: E402
 from tests.browser.helpers import SITE  # noqa: E402 (after the rewrite is registered)
 
 #: The test-only widgets (a call that runs past its budget): served inside the calc zip only to tests that take
@@ -58,6 +59,8 @@ class QuietHandler(http.server.SimpleHTTPRequestHandler):
         pass
 
     def do_GET(self):
+        if browser_cache.RECORDER is not None:  # the bytes this test's browser fetched are part of its key
+            browser_cache.RECORDER.note_served(self.path)
         zip_bytes = self.site_server.calc_zip_with_test_widgets(self.path) if self.site_server else None
         sitemap = self.site_server.sitemap_on_this_port(self.path) if self.site_server else None
         if zip_bytes is None and sitemap is None:
@@ -172,6 +175,15 @@ def browser():
                     f"or set CHROMIUM_PATH")
     with sync_playwright() as playwright:
         browser = playwright.chromium.launch(executable_path=executable, headless=True, args=CHROMIUM_FLAGS)
+        new_context = browser.new_context
+
+        def new_watched_context(*args, **kwargs):  # every URL a context requests goes into its test's key
+            context = new_context(*args, **kwargs)
+            if browser_cache.RECORDER is not None:
+                browser_cache.RECORDER.watch_context(context)
+            return context
+
+        browser.new_context = new_watched_context
         yield browser
         browser.close()
 
