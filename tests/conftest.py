@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import pytest
 
+# Before the plugin below imports the browser helpers, so their asserts explain themselves like a test's.
+pytest.register_assert_rewrite("tests.browser.helpers")
 pytest_plugins = ["tests.browser_cache"]  # passes of browser tests reused while nothing they read changed
 
 #: xdist groups that take minutes, started first (the crawl's group is per file: tests/browser/conftest.py).

@@ -17,6 +17,7 @@ import io
 import json
 import os
 import threading
+import sys
 import time
 import urllib.parse
 import zipfile
@@ -74,6 +75,18 @@ class QuietHandler(http.server.SimpleHTTPRequestHandler):
         self.wfile.write(body)
 
 
+class QuietServer(http.server.ThreadingHTTPServer):
+    """The test server, silent when the browser drops a connection mid-response (the worker aborts a fetch it
+    no longer needs, a page closes while a file streams): that is the client's choice, not a server error."""
+
+    allow_reuse_address = True
+
+    def handle_error(self, request, client_address):
+        if isinstance(sys.exc_info()[1], (BrokenPipeError, ConnectionResetError)):
+            return
+        super().handle_error(request, client_address)
+
+
 class SiteServer:
     """A static server for site/ that can be stopped and started again (offline tests)."""
 
@@ -124,7 +137,7 @@ class SiteServer:
         deadline = time.monotonic() + wait_s
         while True:  # the port is fixed by the build's site_url; wait out another test run that holds it
             try:
-                self.httpd = http.server.ThreadingHTTPServer((self.host, self.port), handler)
+                self.httpd = QuietServer((self.host, self.port), handler)
                 if self.port == 0:  # a free port: the same one from now on (a restart keeps the origin)
                     self.port = self.httpd.server_address[1]
                     self.url = urllib.parse.urlunparse(("http", f"{self.host}:{self.port}", self.base_path, "", "", ""))
