@@ -102,13 +102,14 @@ def test_summary_counts_every_figure_once_by_role_and_metric():
         errors[mid] if len(errors) % 2 else (errors[mid - 1] + errors[mid]) / 2)
 
 
-def test_the_step_cost_fitted_on_two_batch_8_tests_carries_to_the_four_held_out_ones():
-    # Fitted on 8B TP1 and 70B TP4 on H100 (calc.latency_fit); H200 and Mixtral TP2 were never fitted.
+def test_the_step_cost_fitted_on_two_batch_8_tests_carries_to_the_seven_held_out_ones():
+    # Fitted on 8B TP1 and 70B TP4 on H100 (calc.latency_fit); H200, A100 and Mixtral TP2 were never fitted.
     latency = {i: r for i, r in RESULTS.items() if i.startswith("vllm-nightly-latency-")}
-    assert len(latency) == 6
+    assert len(latency) == 9
     for i, r in latency.items():
         assert abs(r.error) < (0.02 if r.role == "calibration" else 0.10), (i, r.error)
-    assert sum(r.role == "validation" for r in latency.values()) == 4
+    assert sum(r.role == "validation" for r in latency.values()) == 7
+    assert {i.rsplit("-", 1)[1] for i, r in latency.items() if r.role == "validation"} == {"h100", "h200", "a100"}
 
 
 def test_by_source_groups_every_figure_under_its_citation():
@@ -159,3 +160,58 @@ def test_tensorrt_llm_rows_size_their_kv_cache_from_the_free_memory():
     assert la.kv_capacity_tokens_vllm("llama-3.3-70b", "h100-sxm-80gb", tp=2, weights="fp8",
                                       kv_dtype="fp8") // 5504 == 81
     assert "kv_cache_tokens" not in la.scenario_for(BY_ID["vllm-nightly-latency-llama8b-tp1-h100"])
+
+
+def _nightly_serving_row(qps: str, quantity: str) -> dict:
+    """A vLLM nightly serving row as the suite runs it (serving-tests.json: the throughput test's model, server and
+    200 ShareGPT prompts, one qps of 1, 4, 16 or inf), built on the H100 throughput row."""
+    import copy
+
+    row = copy.deepcopy(BY_ID["vllm-nightly-throughput-llama8b-tp1-h100"])
+    row["id"] = f"vllm-nightly-serving-llama8b-tp1-h100-qps{qps}-{quantity}"
+    row["inputs"]["client"] = ({"kind": "all_at_once", "requests": 200, "how": "--request-rate inf"} if qps == "inf"
+                               else {"kind": "poisson", "rate_per_s": int(qps), "how": f"--request-rate {qps}"})
+    unit = "requests/s" if quantity == "throughput" else "ms"
+    statistic = "total over the run" if quantity == "throughput" else "median"
+    row["figure"] = {"value": 10.0, "unit": unit, "metric": quantity, "quantity": quantity, "statistic": statistic,
+                     "statistic_stated": True}
+    return row
+
+
+@pytest.mark.parametrize("qps", ["1", "4", "16"])
+def test_a_nightly_serving_row_replays_its_qps_as_poisson_over_the_suites_200_sharegpt_prompts(qps):
+    row = _nightly_serving_row(qps, "ttft")
+    summary, client, scenario = la.simulate_row(row)
+    assert client == "poisson" and scenario["engine"] == "vllm" and scenario["gpu"] == "h100-sxm-80gb"
+    # The lengths calc draws: ShareGPT's own quantiles scaled to the row's means (229.7 in, 203.1 out).
+    assert scenario["workload"] == {"arrival": "poisson", "rate_per_s": int(qps), "requests": 200,
+                                    "lengths": "sharegpt", "prompt_tokens": 230, "output_tokens": 203}
+    assert summary["requests_completed"] == 200
+    assert la.predict_row(row).predicted == pytest.approx(summary["ttft_p50_s"] * 1000)
+    itl = _nightly_serving_row(qps, "itl")
+    assert la.predict_row(itl).predicted == pytest.approx(summary["itl_p50_s"] * 1000)
+
+
+def test_a_nightly_serving_row_at_qps_inf_sends_all_200_at_once_like_the_offline_throughput_test():
+    row = _nightly_serving_row("inf", "throughput")
+    summary, client, scenario = la.simulate_row(row)
+    assert client == "all_at_once" and scenario["workload"]["arrival"] == "all-at-once"
+    assert scenario["workload"]["requests"] == 200
+    # The same scenario as the offline throughput row: the same requests/s (the server differs, calc does not).
+    offline = RESULTS["vllm-nightly-throughput-llama8b-tp1-h100"].predicted
+    assert la.predict_row(row).predicted == pytest.approx(summary["throughput_requests_per_s"]) == pytest.approx(offline)
+
+
+@pytest.mark.parametrize("test", ["latency", "throughput"])
+@pytest.mark.parametrize("model_tp", ["llama8b-tp1", "llama70b-tp4", "mixtral8x7b-tp2"])
+def test_the_a100_nightly_rows_run_on_the_a100_as_the_h100_ones_run(test, model_tp):
+    _, client, scenario = la.simulate_row(BY_ID[f"vllm-nightly-{test}-{model_tp}-a100"])
+    _, h100_client, h100 = la.simulate_row(BY_ID[f"vllm-nightly-{test}-{model_tp}-h100"])
+    assert scenario["gpu"] == "a100-80gb" and client == h100_client
+    assert {**scenario, "gpu": "h100-sxm-80gb"} == h100
+
+
+def test_the_a100_runs_the_8b_batch_slower_than_the_h100():
+    # The A100 runs the 8B model's decode on 2,039 GB/s against the H100's 3,350: its batch is slower.
+    assert RESULTS["vllm-nightly-latency-llama8b-tp1-a100"].predicted > \
+        1.3 * RESULTS["vllm-nightly-latency-llama8b-tp1-h100"].predicted

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 
 import pytest
 
@@ -218,6 +219,13 @@ def test_online_figures_match_the_sources_as_read():
     lat = LATENCY_BY_ID["vllm-nightly-latency-llama8b-tp1-h100"]["inputs"]
     assert lat["lengths"] == {"kind": "fixed", "input_tokens": 32, "output_tokens": 128}
     assert lat["client"]["batch"] == 8 and lat["model_as_run"] == "meta-llama/Meta-Llama-3-8B"
+    # Build 9523 on A100 (GPU column 'A100-SXM4-80GB'): median batch latency and offline throughput, three models.
+    a100 = {(q, mt): LATENCY_BY_ID[f"vllm-nightly-{q}-{mt}-a100"] for q in ("latency", "throughput")
+            for mt in ("llama8b-tp1", "llama70b-tp4", "mixtral8x7b-tp2")}
+    assert [m["figure"]["value"] for m in a100.values()] == [1579.34, 3990.39, 3648.91, 11.0567, 4.78859, 5.2096]
+    assert {m["inputs"]["gpu"] for m in a100.values()} == {"a100-80gb"}
+    assert {m["role"] for m in a100.values()} == {"validation"}
+    assert {m["source"]["url"] for m in a100.values()} == {"https://buildkite.com/vllm/performance-benchmark/builds/9523"}
     # NIM 1.8.0, Llama 3.3 70B fp8 TP2 on 2 x H100, AIPerf at fixed concurrency.
     nim = "nim-1.8.0-llama-3.3-70b-fp8-h100-tp2-"
     assert [LATENCY_BY_ID[f"{nim}5000-500-c1-{q}"]["figure"]["value"] for q in ("ttft", "itl", "throughput")] == \
@@ -238,3 +246,114 @@ def test_online_figures_match_the_sources_as_read():
     assert LATENCY_BY_ID[sg + "ttft"]["inputs"]["num_prompts"] == 1200
     assert "sglang-060-vllm-llama-3.1-70b-bf16-h100-tp4-sharegpt-rps4-itl" not in LATENCY_BY_ID, \
         "vLLM's multi-step ITL measures 10-token chunks: not kept"
+
+
+# --- vLLM's nightly Performance Benchmark (Buildkite annotations): one id scheme, the suite's set-up per test ----
+# The test definitions (vllm-project/vllm .buildkite/nightly-benchmarks/tests/: latency-tests.json at d5ce924,
+# throughput-tests.json at 9ddbe88, serving-tests.json at fc10a04): each model at its own TP, dummy weights in bf16;
+# latency one batch of 8 x 32 in / 128 out; throughput and serving 200 ShareGPT prompts, serving at qps 1, 4, 16
+# (Poisson) and inf (all at once), figures read from the tables' Tput (req/s), Median TTFT and Median ITL columns.
+NIGHTLY_ID = re.compile(r"^vllm-nightly-(latency|throughput|serving)-(llama8b|llama70b|mixtral8x7b)-tp(\d)-"
+                        r"(h100|h200|a100)(?:-qps(1|4|16|inf)-(ttft|itl|throughput))?$")
+# id part -> (catalog model, the suite's TP, the suite's spelling in its test names)
+NIGHTLY_MODELS = {"llama8b": ("llama-3.1-8b", 1, "llama8B"), "llama70b": ("llama-3.1-70b", 4, "llama70B"),
+                  "mixtral8x7b": ("mixtral-8x7b", 2, "mixtral8x7B")}
+NIGHTLY_GPUS = {"h100": ("h100-sxm-80gb", "H100"), "h200": ("h200", "H200"), "a100": ("a100-80gb", "A100")}
+NIGHTLY_SERVING_FIGURES = {"ttft": ("ttft", "median", "ms"), "itl": ("itl", "median", "ms"),
+                           "throughput": ("throughput", "total over the run", "requests/s")}
+NIGHTLY_ROWS = [m for m in LATENCY_ROWS if m["id"].startswith("vllm-nightly-")]
+
+
+def nightly_setup_problems(m: dict) -> list[str]:
+    """What in a ``vllm-nightly-*`` row disagrees with its id or the suite's test definitions (empty: nothing)."""
+    match = NIGHTLY_ID.match(m["id"])
+    if not match:
+        return [f"id {m['id']!r} is not vllm-nightly-<test>-<model>-tp<N>-<gpu>[-qps<q>-<figure>]"]
+    test, model_part, tp, gpu_part, qps, what = match.groups()
+    model, suite_tp, suite_name = NIGHTLY_MODELS[model_part]
+    gpu, gpu_name = NIGHTLY_GPUS[gpu_part]
+    x, figure, source = m["inputs"], m["figure"], m["source"]
+    client, lengths = x["client"], x["lengths"]
+    problems = []
+
+    def expect(what_, got, want):
+        if got != want:
+            problems.append(f"{what_}: {got!r}, the suite's is {want!r}")
+
+    expect("kind", m["kind"], "online_latency")
+    expect("model", x["model"], model)
+    expect("tp", x["tp"], suite_tp)
+    expect("tp in the id", int(tp), suite_tp)
+    expect("gpu", x["gpu"], gpu)
+    expect("engine_profile", x.get("engine_profile"), "vllm")
+    expect("weights", (x["weights"], x["kv_dtype"]), ("bf16", "bf16"))
+    if not (isinstance(figure["value"], (int, float)) and math.isfinite(figure["value"]) and figure["value"] > 0):
+        problems.append(f"figure.value must be a positive number; got {figure['value']!r}")
+    if not (source["url"].startswith("https://buildkite.com/") and gpu_name in source["cite"]):
+        problems.append(f"source must be a Buildkite annotation cited with its GPU ({gpu_name}); got {source['cite']!r}")
+    if test == "serving":
+        expect("a serving id ends in -qps<q>-<figure>", qps is None, False)
+        expect("num_prompts", x.get("num_prompts"), 200)
+        expect("lengths.kind", lengths["kind"], "sharegpt")
+        wanted_client = ({"kind": "all_at_once", "requests": 200} if qps == "inf"
+                         else {"kind": "poisson", "rate_per_s": int(qps or 0)})
+        expect("client", {k: client.get(k) for k in wanted_client}, wanted_client)
+        expect("figure (quantity, statistic, unit)", (figure["quantity"], figure["statistic"], figure["unit"]),
+               NIGHTLY_SERVING_FIGURES.get(what))
+        row_name = f"serving_{suite_name}_tp{suite_tp}_sharegpt_qps_{qps}"
+    else:
+        expect("only serving ids carry -qps<q>-<figure>", qps, None)
+        if test == "latency":
+            expect("client", (client["kind"], client.get("batch")), ("batch", 8))
+            expect("lengths", lengths, {"kind": "fixed", "input_tokens": 32, "output_tokens": 128})
+            expect("figure (quantity, unit)", (figure["quantity"], figure["unit"]), ("e2e", "ms"))
+        else:
+            expect("client", (client["kind"], client.get("requests")), ("all_at_once", 200))
+            expect("lengths.kind", lengths["kind"], "sharegpt")
+            expect("figure (quantity, unit)", (figure["quantity"], figure["unit"]), ("throughput", "requests/s"))
+        row_name = f"{test}_{suite_name}_tp{suite_tp}"
+    if f"row {row_name}," not in source["where"]:
+        problems.append(f"source.where must name the table row {row_name}; got {source['where']!r}")
+    return problems
+
+
+@pytest.mark.parametrize("m", NIGHTLY_ROWS, ids=[m["id"] for m in NIGHTLY_ROWS])
+def test_every_vllm_nightly_row_has_the_suites_set_up_for_its_id(m):
+    assert nightly_setup_problems(m) == []
+
+
+def _nightly_serving_row(qps: str, what: str) -> dict:
+    """A serving row as the suite defines it, built on the H100 throughput row (same server, model and prompts)."""
+    import copy
+
+    row = copy.deepcopy(LATENCY_BY_ID["vllm-nightly-throughput-llama8b-tp1-h100"])
+    row["id"] = f"vllm-nightly-serving-llama8b-tp1-h100-qps{qps}-{what}"
+    row["inputs"]["client"] = ({"kind": "all_at_once", "requests": 200, "how": "benchmark_serving --request-rate inf"}
+                               if qps == "inf" else
+                               {"kind": "poisson", "rate_per_s": int(qps), "how": f"--request-rate {qps}"})
+    quantity, statistic, unit = NIGHTLY_SERVING_FIGURES[what]
+    row["figure"] = {"value": 12.5, "unit": unit, "metric": what, "quantity": quantity, "statistic": statistic,
+                     "statistic_stated": True}
+    row["source"]["where"] = f"table 'Serving tests', row serving_llama8B_tp1_sharegpt_qps_{qps}, column x"
+    return row
+
+
+@pytest.mark.parametrize("qps,what", [("1", "ttft"), ("16", "itl"), ("inf", "throughput")])
+def test_the_nightly_check_accepts_a_serving_row_set_up_as_the_suite_ran_it(qps, what):
+    assert nightly_setup_problems(_nightly_serving_row(qps, what)) == []
+
+
+@pytest.mark.parametrize("change,problem", [
+    (lambda r: r["inputs"]["client"].update(rate_per_s=16), "client"),              # qps 4 run at 16
+    (lambda r: r["figure"].update(statistic="mean"), "figure (quantity"),           # a mean read as the median
+    (lambda r: r["figure"].update(value=-1.0), "figure.value"),
+    (lambda r: r["inputs"].update(tp=2), "tp"),
+    (lambda r: r["inputs"].update(num_prompts=1000), "num_prompts"),
+    (lambda r: r["source"].update(where="table 'Serving tests', row serving_llama8B_tp1_sharegpt_qps_16"), "source.where"),
+    (lambda r: r.update(id="vllm-nightly-serving-llama8b-tp1-h100-ttft"), "id"),      # no qps in the id
+])
+def test_the_nightly_check_names_what_disagrees_with_the_suite(change, problem):
+    row = _nightly_serving_row("4", "ttft")
+    change(row)
+    problems = nightly_setup_problems(row)
+    assert len(problems) == 1 and problems[0].startswith(problem), problems
