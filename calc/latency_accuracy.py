@@ -341,7 +341,7 @@ def _profile_key(engine: str) -> tuple:
     from calc import engine_profiles
 
     p = engine_profiles.get_profile(engine)
-    return (p.key, p.scheduler_steps, p.context_chunking) + tuple(getattr(p, t) for t in engine_profiles.TERMS)
+    return (p.key, p.scheduler_steps, p.context_chunking, p.capacity_policy) + tuple(getattr(p, t) for t in engine_profiles.TERMS)
 
 
 def _run(scenario: dict, warmup: int = 0) -> dict:
