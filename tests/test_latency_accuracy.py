@@ -159,3 +159,13 @@ def test_tensorrt_llm_rows_size_their_kv_cache_from_the_free_memory():
     assert la.kv_capacity_tokens_vllm("llama-3.3-70b", "h100-sxm-80gb", tp=2, weights="fp8",
                                       kv_dtype="fp8") // 5504 == 81
     assert "kv_cache_tokens" not in la.scenario_for(BY_ID["vllm-nightly-latency-llama8b-tp1-h100"])
+
+
+def test_saturated_nim_rows_hold_what_fits_to_completion_and_never_preempt():
+    # TensorRT-LLM's guaranteed-no-evict capacity scheduler (profile nim-trtllm): at concurrency 250 the cache
+    # holds floor(31,022 blocks / 344 blocks of 5,500 tokens) = 90 requests at most, and none is preempted
+    # (vLLM's policy admitted on the prompt's blocks and preempted, recomputing 5,000-token prompts).
+    summary, _, scenario = la.simulate_row(BY_ID[f"{NIM}5000-500-c250-ttft"])
+    assert summary["preemptions"] == 0
+    assert summary["running_max"] == scenario["kv_cache_tokens"] // 16 // 344 == 90
+    assert 85 < summary["running_mean"] <= 90
