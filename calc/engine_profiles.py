@@ -63,6 +63,8 @@ class EngineProfile:
     0.001
     >>> get_profile("nim-trtllm").context_chunking, get_profile("vllm").context_chunking
     (False, True)
+    >>> get_profile("nim-trtllm").capacity_policy, get_profile("vllm").capacity_policy
+    ('guaranteed-no-evict', 'preempt')
     >>> EngineProfile("x", "X", 1, 0.001, 0.0, 0.01, context_chunking="no")
     Traceback (most recent call last):
     ...
@@ -79,6 +81,8 @@ class EngineProfile:
     sources: tuple = ()
     context_chunking: bool = True  # False: a prompt is admitted whole or waits (TensorRT-LLM's in-flight batching)
     context_chunking_source: str = "vLLM V1 always chunks prefills (calc.sim.scheduler)"
+    capacity_policy: str = "preempt"  # or "guaranteed-no-evict": how admission books KV (calc.sim.scheduler)
+    capacity_policy_source: str = "vLLM: admit on the prompt's blocks, preempt when short (calc.sim.scheduler)"
 
     def __post_init__(self):
         check_range("scheduler_steps", self.scheduler_steps, 1, 64, integer=True)
@@ -118,13 +122,15 @@ def load_profiles(path: str | None = None) -> dict:
     for key, p in data["profiles"].items():
         scheduler = p.get("scheduler", {})
         chunking = scheduler.get("context_chunking", {"value": True, "source": EngineProfile.context_chunking_source})
+        capacity = scheduler.get("capacity_policy", {"value": "preempt", "source": EngineProfile.capacity_policy_source})
         out[key] = EngineProfile(
             key=key, label=p["label"], scheduler_steps=p["scheduler_steps"],
             step_overhead_s=p["step_overhead_s"], tp_step_overhead_s=p["tp_step_overhead_s"],
             request_overhead_s=p["request_overhead_s"],
             roles=tuple((t, p["terms"][t]["role"]) for t in TERMS),
             sources=tuple((t, p["terms"][t]["source"]) for t in TERMS),
-            context_chunking=chunking["value"], context_chunking_source=chunking["source"])
+            context_chunking=chunking["value"], context_chunking_source=chunking["source"],
+            capacity_policy=capacity["value"], capacity_policy_source=capacity["source"])
     return out
 
 

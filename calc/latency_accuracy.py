@@ -45,15 +45,19 @@ default; vLLM 0.6.0 refuses chunked prefill with multi-step): those rows say so 
 (:data:`ENGINE_SETTINGS`).
 
 Rows of a TensorRT-LLM engine (NIM) size their KV cache TensorRT-LLM's way (:func:`trtllm_kv_cache_tokens`:
-0.9 of the memory free after loading, not 0.9 of the total), so the saturated NIM runs (concurrency 100 and
-up, where TTFT is the queue for KV room) hold 90 requests of 5,500 tokens instead of 81; the measured
-plateau (920 tokens/s at 93 ms per token) is about 86 in service. Their ITL then rises to about 111 ms
-(measured 93): with more sequences per step calc's decode step at 90 x 5,500 tokens of fp8 KV is about 38 ms
-beside the prefill chunks, where NIM's figures leave about 24 ms, a step-cost gap this module cannot close.
-At concurrency 100, where the measured requests meet the running load (:func:`warmup_requests`), TTFT is the
-wait for KV room of the 100 - 90 clients not in service, where NIM's plateau says about 14 wait: calc's
-TTFT there is about a third short, the same capacity gap (an idle start used to hide it behind the first
-round's queue).
+0.9 of the memory free after loading, not 0.9 of the total) and admit requests the way its default capacity
+scheduler does (profile ``nim-trtllm``, ``capacity_policy`` ``guaranteed-no-evict``, :mod:`calc.sim.scheduler`):
+a request starts only when its whole 5,000 + 500 tokens fit beside what the running ones still need, and no
+one is ever preempted. So the saturated NIM runs (concurrency 100 and up, where TTFT is the queue for KV room)
+hold at most 90 requests (81 by vLLM's sizing); vLLM's policy, used here before, admitted on the prompt's
+blocks and then preempted and recomputed 5,000-token prompts, which cost calc about 5% of its throughput and
+put its ITL 15-17% above NIM's (now 7-9%). NIM's plateau (920 tokens/s at 93 ms per token) says about 86-87
+in service, where calc's cache holds 90: TTFT at concurrency 100, the wait of the clients not in service,
+is about a fifth short; what makes NIM's cache about 4% smaller (its engine's activation and runtime
+buffers, sized for its max batch and sequence length, are not published for this profile) is not in any
+source read, so nothing is added for it. The ITL left over is the decode step's cost at about 90 x 5,250
+tokens of fp8 KV (``python -m calc step --engine nim-trtllm --model llama-3.3-70b --tp 2 --weights fp8
+--kv-dtype fp8 --batch 90 --context-tokens 5250``), outside this module.
 
 Nothing is fitted here (:mod:`calc.latency_fit` fits the engine profiles on the calibration rows through
 :func:`predict_row`); each row runs on its engine's profile (``inputs.engine_profile``). Errors are
@@ -341,7 +345,7 @@ def _profile_key(engine: str) -> tuple:
     from calc import engine_profiles
 
     p = engine_profiles.get_profile(engine)
-    return (p.key, p.scheduler_steps, p.context_chunking) + tuple(getattr(p, t) for t in engine_profiles.TERMS)
+    return (p.key, p.scheduler_steps, p.context_chunking, p.capacity_policy) + tuple(getattr(p, t) for t in engine_profiles.TERMS)
 
 
 def _run(scenario: dict, warmup: int = 0) -> dict:

@@ -215,3 +215,13 @@ def test_the_a100_runs_the_8b_batch_slower_than_the_h100():
     # The A100 runs the 8B model's decode on 2,039 GB/s against the H100's 3,350: its batch is slower.
     assert RESULTS["vllm-nightly-latency-llama8b-tp1-a100"].predicted > \
         1.3 * RESULTS["vllm-nightly-latency-llama8b-tp1-h100"].predicted
+
+
+def test_saturated_nim_rows_hold_what_fits_to_completion_and_never_preempt():
+    # TensorRT-LLM's guaranteed-no-evict capacity scheduler (profile nim-trtllm): at concurrency 250 the cache
+    # holds floor(31,022 blocks / 344 blocks of 5,500 tokens) = 90 requests at most, and none is preempted
+    # (vLLM's policy admitted on the prompt's blocks and preempted, recomputing 5,000-token prompts).
+    summary, _, scenario = la.simulate_row(BY_ID[f"{NIM}5000-500-c250-ttft"])
+    assert summary["preemptions"] == 0
+    assert summary["running_max"] == scenario["kv_cache_tokens"] // 16 // 344 == 90
+    assert 85 < summary["running_mean"] <= 90

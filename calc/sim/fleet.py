@@ -109,18 +109,23 @@ def engine_scheduler_config(scenario):
 
     The scenario gives the limits (``max_num_seqs``, the token budget, chunked prefill); the engine profile
     (:mod:`calc.engine_profiles`) says whether a prompt may be split across steps: TensorRT-LLM's
-    in-flight batching (profile ``nim-trtllm``) admits a prompt only whole (``context_chunking`` off).
+    in-flight batching (profile ``nim-trtllm``) admits a prompt only whole (``context_chunking`` off), and
+    its capacity scheduler admits a request only when it fits to completion (``capacity_policy``).
 
     >>> engine_scheduler_config(Scenario(engine="nim-trtllm")).context_chunking, engine_scheduler_config(Scenario()).context_chunking
     (False, True)
+    >>> engine_scheduler_config(Scenario(engine="nim-trtllm")).capacity_policy
+    'guaranteed-no-evict'
     """
     from dataclasses import replace
 
     from calc.engine_profiles import get_profile
 
     config = scenario.scheduler_config()
-    chunking = get_profile(scenario.engine).context_chunking
-    return config if chunking == config.context_chunking else replace(config, context_chunking=chunking)
+    profile = get_profile(scenario.engine)
+    if (profile.context_chunking, profile.capacity_policy) == (config.context_chunking, config.capacity_policy):
+        return config
+    return replace(config, context_chunking=profile.context_chunking, capacity_policy=profile.capacity_policy)
 
 
 @dataclass(frozen=True)

@@ -27,6 +27,22 @@ tokens.md: the scheduler "cannot schedule any more requests because the
 prompts of the first two requests had 5 tokens each, leaving a budget of 2
 tokens ... context chunking can help in this situation"; generation requests
 are scheduled first; the default max num tokens is 8192).
+
+With ``capacity_policy`` ``guaranteed-no-evict`` (TensorRT-LLM's default capacity
+scheduler) a waiting request is admitted only when the blocks of its whole prompt
+and answer fit beside the blocks every running request still needs to finish;
+so no running sequence is ever preempted, and the KV cache holds as many
+requests as fit at their full length. The scheduler books those blocks at
+admission (the same admissions: free blocks less what the running requests
+will still take). The default, ``preempt``, is vLLM's: admit on the prompt's
+blocks, grow block by block, preempt when the pool runs dry. Source:
+TensorRT-LLM ``cpp/include/tensorrt_llm/executor/executor.h``
+(``SchedulerConfig(CapacitySchedulerPolicy capacitySchedulerPolicy =
+CapacitySchedulerPolicy::kGUARANTEED_NO_EVICT, ...)``) and
+``cpp/tensorrt_llm/batch_manager/capacityScheduler.cpp``
+(``GuaranteedNoEvictScheduler``: in-progress requests first, each reserving
+its blocks to completion, then pending requests while
+``enoughAvailableBlocks``, stopping at the first that does not fit).
 Sources: vLLM v1 scheduler (vllm/v1/core/sched/scheduler.py: running requests
 first, then waiting; preempt the last running request when blocks run out;
 recompute), vLLM v0 default policy (prefill-only steps); Agrawal et al.,
@@ -67,9 +83,12 @@ from calc.sim.fast import enabled as fast_paths_enabled
 from calc.sim.kv_blocks import ALLOCATIONS, BlockPool, blocks_for_tokens, reservation_blocks
 from calc.sim.prefix_cache import PrefixCache
 
-__all__ = ["TICKS", "SchedulerConfig", "Seq", "StepPlan", "Scheduler", "NullSink"]
+__all__ = ["TICKS", "CAPACITY_POLICIES", "SchedulerConfig", "Seq", "StepPlan", "Scheduler", "NullSink"]
 
 TICKS = 1 << 16  # progress units per token: integer arithmetic for fractional tokens per step
+#: How admission treats the KV cache: ``preempt`` (vLLM: admit on the prompt's blocks, preempt when short) or
+#: ``guaranteed-no-evict`` (TensorRT-LLM's default: admit only when the whole request fits to completion).
+CAPACITY_POLICIES = ("preempt", "guaranteed-no-evict")
 
 
 @dataclass(frozen=True)
@@ -83,8 +102,12 @@ class SchedulerConfig:
     max_num_seqs`` and, without chunked prefill, ``>= max_model_len``; so does
     this (with speculation, every decode needs ``k + 1`` tokens of budget).
 
-    >>> SchedulerConfig().max_num_seqs
-    256
+    >>> SchedulerConfig().max_num_seqs, SchedulerConfig().capacity_policy
+    (256, 'preempt')
+    >>> SchedulerConfig(capacity_policy="no-evict")
+    Traceback (most recent call last):
+    ...
+    calc.errors.CalcError: capacity_policy must be one of preempt, guaranteed-no-evict; got 'no-evict'
     >>> SchedulerConfig(max_num_batched_tokens=100, max_num_seqs=256)
     Traceback (most recent call last):
     ...
@@ -100,8 +123,10 @@ class SchedulerConfig:
     allocation: str = "paged"
     prefix_caching: bool = False
     tokens_per_decode: int = 1  # positions verified per sequence under speculation: budget a decode takes
+    capacity_policy: str = "preempt"  # or "guaranteed-no-evict" (TensorRT-LLM): CAPACITY_POLICIES
 
     def __post_init__(self):
+        check_choice("capacity_policy", self.capacity_policy, CAPACITY_POLICIES)
         check_range("max_num_seqs", self.max_num_seqs, 1, 1_000_000, integer=True)
         check_range("max_num_batched_tokens", self.max_num_batched_tokens, 1, 100_000_000, integer=True)
         check_range("block_size", self.block_size, 1, 65_536, integer=True)
@@ -272,6 +297,10 @@ class Scheduler:
         self.adv = check_range("advance_ticks", advance_ticks, 1, TICKS * 1024, integer=True)
         self.sink = sink if sink is not None else NullSink()
         self.reserve = reservation_blocks(config.allocation, config.max_model_len, config.block_size)
+        # Blocks booked whole at admission: max_model_len's (contiguous) or each request's own full length
+        # (guaranteed-no-evict); either way a decoding sequence never takes a block.
+        self.no_evict = config.capacity_policy == "guaranteed-no-evict"
+        self.booking = bool(self.reserve) or self.no_evict
         self.waiting: deque[Seq] = deque()
         self.running: dict[int, Seq] = {}  # admission order: the last is preempted first
         self.prefilling: dict[int, Seq] = {}
@@ -284,7 +313,7 @@ class Scheduler:
         # One token per decode step and paged blocks: a decoding sequence takes a block every block_size steps,
         # so crossings are counted per residue of the step index (mod block_size) instead of filed one by one.
         self.lazy = (self.COUNT_CROSSINGS and fast_paths_enabled("counted_crossings") and self.adv == TICKS
-                     and not self.reserve)
+                     and not self.booking)
         self.res_count = [0] * config.block_size if self.lazy else None
         self.clock = [-1, config.block_size]  # last step whose crossings were allocated; block size
         self.finish_at: dict[int, list] = {}  # D after step -> [(seq, epoch)] finishing
@@ -303,6 +332,10 @@ class Scheduler:
         if self.reserve:
             return self.reserve
         return blocks_for_tokens(req.prompt_tokens + req.output_tokens, self.cfg.block_size)
+
+    def _booked_blocks(self, seq: Seq) -> int:
+        """Blocks booked for ``seq`` at admission when booking: the reservation, or its full length."""
+        return self.reserve or blocks_for_tokens(seq.req.prompt_tokens + seq.req.output_tokens, self.cfg.block_size)
 
     def add(self, req) -> bool:
         """Queue ``req``; ``False`` (counted as rejected) if it can never run on this replica."""
@@ -516,8 +549,9 @@ class Scheduler:
 
     def _chunk_blocks(self, seq: Seq, upto: int) -> int:
         """Own blocks ``seq`` must add so that its first ``upto`` prompt tokens have slots."""
-        if self.reserve:
-            return self.reserve - seq.own_blocks
+        if self.booking:
+            n = self._booked_blocks(seq) - seq.shared_blocks - seq.own_blocks
+            return n if n > 0 else 0
         n = blocks_for_tokens(upto, self.cfg.block_size) - seq.shared_blocks - seq.own_blocks
         return n if n > 0 else 0
 
@@ -572,8 +606,12 @@ class Scheduler:
                 if remaining > budget:
                     break
                 chunk = remaining
-            if self.reserve:
-                own = self.reserve
+            if self.booking:
+                # The whole request's blocks (less its shared prefix): the running ones booked theirs, so
+                # what is free is what the capacity scheduler may still promise.
+                own = self._booked_blocks(seq) - prefix_blocks
+                if own < 0:
+                    own = 0
             else:
                 own = blocks_for_tokens(start + chunk, size) - prefix_blocks
                 if own < 0:
@@ -674,7 +712,7 @@ class Scheduler:
             if need_e <= left:
                 seq.cross0 = first = self.step_index + need_e - 1
                 self.res_count[first % size] += 1
-        elif not self.reserve:
+        elif not self.booking:
             self._file_crossing(seq)
 
     def _finish(self, seq: Seq, now_ns: int) -> None:

@@ -64,7 +64,7 @@ def drive(sched, requests, check=True, max_steps=200_000):
             for s in sched.running.values():
                 held = (s.own_blocks + s.shared_blocks) * cfg.block_size
                 assert held >= sched.seq_kv_tokens(s), "KV without slots"
-                if cfg.allocation == "paged" and sched.adv == TICKS:
+                if cfg.allocation == "paged" and sched.adv == TICKS and cfg.capacity_policy == "preempt":
                     # never more than the slots the next step can fill
                     assert s.own_blocks + s.shared_blocks <= blocks_for_tokens(sched.seq_kv_tokens(s) + cfg.max_num_batched_tokens, cfg.block_size)
         assert steps < max_steps
@@ -75,17 +75,23 @@ requests_strategy = st.lists(st.tuples(st.integers(1, 300), st.integers(1, 80), 
 
 
 def check_conservation(reqs, block, blocks, seqs, chunked, alloc, adv, caching):
+    # "no-evict": paged blocks under TensorRT-LLM's guaranteed-no-evict admission (whole requests booked).
+    policy = "guaranteed-no-evict" if alloc == "no-evict" else "preempt"
+    alloc = "paged" if alloc == "no-evict" else alloc
     caching = caching and alloc == "paged"
     q = 3 if adv != TICKS else 1
     cfg = SchedulerConfig(max_num_seqs=seqs, max_num_batched_tokens=max(400, seqs * q), block_size=block,
                           max_model_len=400, chunked_prefill=chunked is not False, allocation=alloc,
                           prefix_caching=caching, tokens_per_decode=q,
-                          context_chunking=chunked is True)  # "whole": mixed steps, prompts never split
+                          context_chunking=chunked is True,  # "whole": mixed steps, prompts never split
+                          capacity_policy=policy)
     rec = Recorder()
     sched = Scheduler(cfg, BlockPool(blocks, block), advance_ticks=adv, sink=rec)
     requests = [Request(i, 0, p + (prefix * 20 if caching else 0), o, 0, prefix if caching and prefix else -1,
                         prefix * 20 if caching else 0) for i, (p, o, prefix) in enumerate(reqs)]
     drive(sched, requests)
+    if policy == "guaranteed-no-evict":
+        assert sched.preemptions == 0 and rec.n_preempted == 0  # admitted only when it fits to completion
     done = set(rec.done)
     assert len(done) == len(rec.done)  # nobody finishes twice
     assert len(done) + sched.rejected == len(requests)
@@ -101,7 +107,8 @@ def check_conservation(reqs, block, blocks, seqs, chunked, alloc, adv, caching):
 
 @settings(max_examples=120, deadline=None)
 @given(reqs=requests_strategy, block=st.sampled_from([1, 4, 16]), blocks=st.integers(8, 200),
-       seqs=st.integers(1, 12), chunked=st.sampled_from([True, False, "whole"]), alloc=st.sampled_from(["paged", "contiguous"]),
+       seqs=st.integers(1, 12), chunked=st.sampled_from([True, False, "whole"]),
+       alloc=st.sampled_from(["paged", "contiguous", "no-evict"]),
        adv=st.sampled_from([TICKS, TICKS * 5 // 2]), caching=st.booleans())
 def test_conservation_and_bookkeeping(reqs, block, blocks, seqs, chunked, alloc, adv, caching):
     check_conservation(reqs, block, blocks, seqs, chunked, alloc, adv, caching)
@@ -113,7 +120,8 @@ def test_conservation_on_a_seeded_sweep():
     for _ in range(400):
         reqs = [(rng.randint(1, 300), rng.randint(1, 80), rng.randint(0, 3)) for _ in range(rng.randint(1, 25))]
         check_conservation(reqs, rng.choice([1, 4, 16]), rng.randint(8, 200), rng.randint(1, 12), rng.choice([True, False, "whole"]),
-                           rng.choice(["paged", "contiguous"]), rng.choice([TICKS, TICKS * 5 // 2]), rng.random() < 0.5)
+                           rng.choice(["paged", "contiguous", "no-evict"]), rng.choice([TICKS, TICKS * 5 // 2]),
+                           rng.random() < 0.5)
 
 
 def test_first_come_first_served_without_pressure():
@@ -184,6 +192,51 @@ def test_without_context_chunking_prompts_go_whole_beside_the_decodes():
     with pytest.raises(CalcError) as err:
         SchedulerConfig(max_num_batched_tokens=4096, max_model_len=8192, context_chunking=False)
     assert err.value.field == "max_num_batched_tokens" and "context chunking" in str(err.value)
+
+
+def test_guaranteed_no_evict_admits_only_what_fits_to_completion():
+    # TensorRT-LLM's default capacity scheduler: 60 blocks of 16 hold three requests of 100 + 200 tokens
+    # (19 blocks each) at their full length, so the fourth waits for the first to finish and nobody is
+    # preempted; vLLM's policy admits all ten on their prompts' 7 blocks and preempts as the answers grow.
+    reqs = [Request(i, 0, 100, 200) for i in range(10)]
+    cfg = SchedulerConfig(max_num_seqs=16, max_num_batched_tokens=2048, max_model_len=512,
+                          capacity_policy="guaranteed-no-evict")
+    rec = Recorder()
+    sched = Scheduler(cfg, BlockPool(60, 16), sink=rec)
+    for r in reqs:
+        sched.add(r)
+    sched.commit(sched.plan(), 1)
+    assert len(sched.running) == 3 and sched.pool.free == 60 - 3 * 19
+    t = 1
+    while sched.has_work():
+        t += 1
+        sched.commit(sched.plan(), t)
+    assert sched.preemptions == 0 and sorted(rec.done) == list(range(10))
+    assert rec.first == list(range(10))  # first come, first served
+    vllm = Scheduler(SchedulerConfig(max_num_seqs=16, max_num_batched_tokens=2048, max_model_len=512),
+                     BlockPool(60, 16))
+    for r in reqs:
+        vllm.add(r)
+    vllm.commit(vllm.plan(), 1)
+    assert len(vllm.running) == 8  # 8 x 7 prompt blocks of 60
+    while vllm.has_work():
+        t += 1
+        vllm.commit(vllm.plan(), t)
+    assert vllm.preemptions > 0
+
+
+def test_guaranteed_no_evict_stops_at_the_first_request_that_does_not_fit():
+    # Head of line: a long request that does not fit holds back a short one behind it (capacityScheduler.cpp:
+    # "If one requests fails to be scheduled, break").
+    cfg = SchedulerConfig(max_num_seqs=16, max_num_batched_tokens=2048, max_model_len=2048,
+                          capacity_policy="guaranteed-no-evict")
+    sched = Scheduler(cfg, BlockPool(100, 16))
+    sched.add(Request(0, 0, 800, 500))  # 82 blocks
+    sched.add(Request(1, 0, 200, 200))  # 25 blocks: 82 + 25 > 100
+    sched.add(Request(2, 0, 16, 16))    # 2 blocks would fit, but waits behind request 1
+    plan = sched.plan()
+    assert [seq.rid for seq, _ in plan.prefills] == [0]
+    assert [seq.rid for seq in sched.waiting] == [1, 2]
 
 
 def test_requests_that_can_never_fit_are_rejected():
