@@ -35,8 +35,10 @@ ShareGPT_V3_unfiltered_cleaned_split.json with dummy weights) measure requests o
 ShareGPT's own length quantiles (:data:`calc.sim.workload.SHAREGPT_OUTPUT_QUANTILES`, measured on the dataset
 with the benchmarks' filter and the Llama 3 tokenizer by ``bench/sharegpt_lengths.py``), whose longest of 200
 is about the p99.5 (894 tokens; 1,130-1,300 in seeds 0-2), where the old lognormal's was 1,550-1,720; the
-seeded sample the benchmarks drew is still a different draw. The Mixtral rows take the Llama 3 tokenizer's
-means, though Mixtral's own tokenizer counts more tokens per text (not measured here).
+seeded sample the benchmarks drew is still a different draw. Each model draws from its own tokenizer's table
+(:func:`calc.sim.workload.sharegpt_table`): Mixtral's (Mistral's 32,000-piece SentencePiece) counts the kept
+answers 15% longer than Llama 3's; the Mixtral rows' means, borrowed from a Llama 3 run (``means_tokenizer``), are
+converted by that measured ratio.
 
 SGLang v0.3.0 and vLLM v0.6.0 with ``--num-scheduler-steps`` ran every new prompt in a prefill-only step that
 pauses the running answers (SGLang mixes prefill and decode only with ``--enable-mixed-chunk``, off by
@@ -161,18 +163,25 @@ def scenario_for(row: dict, *, rate_per_s: float | None = None, requests: int | 
         cls = {"lengths": "fixed", "prompt_tokens": lengths["input_tokens"], "output_tokens": lengths["output_tokens"]}
         longest = lengths["input_tokens"] + lengths["output_tokens"]
     elif lengths["kind"] == "sharegpt":
-        # ShareGPT as the row's benchmark client sampled it (its filter, the sample's means: calc.sim.workload).
-        from calc.sim.workload import SHAREGPT_BENCH_OUTPUT_MEAN_TOKENS, SHAREGPT_BENCH_PROMPT_MEAN_TOKENS
+        # ShareGPT as the row's benchmark client sampled it (its filter, the sample's means: calc.sim.workload), in
+        # the served model's tokens: means published with another tokenizer (``means_tokenizer``, a Mixtral row
+        # borrowing the Llama 3 run's) are converted by the measured ratio of the two tokenizers' ShareGPT lengths.
+        from calc.sim.workload import convert_sharegpt_means, sharegpt_bench_means, tokenizer_of
 
-        prompt_mean = lengths.get("mean_input_tokens", SHAREGPT_BENCH_PROMPT_MEAN_TOKENS)
+        tokenizer = tokenizer_of(x["model"])
+        default_prompt, default_output = sharegpt_bench_means(tokenizer)
+        prompt_mean = lengths.get("mean_input_tokens", default_prompt)
+        output_mean = lengths.get("mean_output_tokens", default_output)
+        if "means_tokenizer" in lengths:
+            prompt_mean, output_mean = convert_sharegpt_means(prompt_mean, output_mean, lengths["means_tokenizer"],
+                                                              tokenizer)
         if x.get("prompts_cached"):
             # Every prompt was served by an earlier run on the same server (inputs.prompts_cached_why): vLLM
             # reuses its full KV blocks and computes only the rest, at least the last token; with 16-token
             # blocks that is 8.5 tokens on average. The cached part's KV reads are left out (a small share
             # of a decode step next to the weights).
             prompt_mean = CACHED_PROMPT_TAIL_TOKENS
-        cls = {"lengths": "sharegpt", "prompt_tokens": round(prompt_mean),
-               "output_tokens": round(lengths.get("mean_output_tokens", SHAREGPT_BENCH_OUTPUT_MEAN_TOKENS))}
+        cls = {"lengths": "sharegpt", "prompt_tokens": round(prompt_mean), "output_tokens": round(output_mean)}
         longest = 0
     else:
         raise CalcError(f"inputs.lengths.kind must be fixed or sharegpt; got {lengths['kind']!r}", "lengths")

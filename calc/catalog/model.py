@@ -21,9 +21,19 @@ from dataclasses import dataclass
 
 from calc.errors import CalcError, check_choice, check_range
 
-__all__ = ["Model", "ATTENTION_KINDS", "Linear"]
+__all__ = ["Model", "ATTENTION_KINDS", "TOKENIZER_FAMILIES", "Linear"]
 
 ATTENTION_KINDS = ("mha", "gqa", "mqa", "mla")
+#: Tokenizer families a catalog model can name (``Model.tokenizer``): models of one family count the same text in
+#: the same tokens (the same ``tokenizer.json`` / ``tokenizer.model`` vocabulary and merges). ShareGPT's lengths are
+#: measured per family (``bench/sharegpt_lengths.py``, :func:`calc.sim.workload.sharegpt_table`).
+TOKENIZER_FAMILIES = {
+    "llama3": "Llama 3 byte-level BPE, 128,256 tokens (Llama 3, 3.1, 3.2, 3.3)",
+    "llama2": "Llama 2 SentencePiece BPE, 32,000 pieces",
+    "mistral-v1": "Mistral v1 SentencePiece BPE, 32,000 pieces (Mistral 7B v0.1, Mixtral 8x7B)",
+    "qwen2": "Qwen2 byte-level BPE, 151,643 tokens and special tokens (Qwen2, Qwen2.5)",
+    "deepseek-v3": "DeepSeek-V3 byte-level BPE, 128,000 tokens and special tokens (vocab_size 129,280)",
+}
 
 
 @dataclass(frozen=True)
@@ -98,6 +108,10 @@ class Model:
     published_params: int | None = None
     published_active_params: int | None = None
     source: str = ""
+    #: The tokenizer family (:data:`TOKENIZER_FAMILIES`), None when not known (a model from a config.json alone),
+    #: with where it is read (``tokenizer_source``: the checkpoint's tokenizer.json or tokenizer.model).
+    tokenizer: str | None = None
+    tokenizer_source: str = ""
 
     def __post_init__(self):
         _validate(self)
@@ -254,6 +268,8 @@ def _validate(m: Model) -> None:
     if not isinstance(m.key, str) or not m.key:
         raise CalcError(f"key must be a non-empty string; got {m.key!r}", "key")
     check_choice("attention", m.attention, ATTENTION_KINDS)
+    if m.tokenizer is not None:
+        check_choice("tokenizer", m.tokenizer, TOKENIZER_FAMILIES)
     for field in ("layers", "hidden_size", "attention_heads", "kv_heads", "head_dim",
                   "intermediate_size", "vocab_size"):
         check_range(field, getattr(m, field), 1, _MAX, integer=True)

@@ -42,7 +42,7 @@ from calc.errors import CalcError, check_range
 from calc.sim.pools import PoolSpec
 from calc.sim.router import class_routes
 from calc.sim.scenario import Scenario
-from calc.sim.workload import generate_requests
+from calc.sim.workload import generate_requests, tokenizer_of
 from calc.units import NS_PER_S
 
 __all__ = ["Phase", "FleetConfig", "FleetScenario", "as_fleet_scenario", "fleet_requests"]
@@ -287,12 +287,13 @@ def fleet_requests(fs: FleetScenario) -> list:
     """
     sc = fs.scenario
     phases = fs.fleet.traffic
+    tokenizer = tokenizer_of(sc.model)  # ShareGPT lengths in the served model's tokens
     if not phases:
-        return generate_requests(sc.workload, sc.seed, sc.max_model_len)
+        return generate_requests(sc.workload, sc.seed, sc.max_model_len, tokenizer=tokenizer)
     if all(p.shares is None for p in phases):
         total = math.fsum(p.requests_expected() for p in phases)
         wl = dataclasses.replace(sc.workload, rate_per_s=1.0, duration_s=total)
-        reqs = generate_requests(wl, sc.seed, sc.max_model_len)
+        reqs = generate_requests(wl, sc.seed, sc.max_model_len, tokenizer=tokenizer)
         for r in reqs:
             r.arrival_ns = round(_rescale(phases, r.arrival_ns / NS_PER_S) * NS_PER_S)
         return reqs
@@ -310,7 +311,7 @@ def fleet_requests(fs: FleetScenario) -> list:
             wl = dataclasses.replace(sc.workload, rate_per_s=1.0, duration_s=area, classes=classes,
                                      requests=sc.workload.requests - len(reqs))
             seed = (sc.seed * 1_000_003 + 7_919 * (i + 1)) % 2**32
-            for r in generate_requests(wl, seed, sc.max_model_len):
+            for r in generate_requests(wl, seed, sc.max_model_len, tokenizer=tokenizer):
                 r.arrival_ns = round((start_s + _rescale((ph,), r.arrival_ns / NS_PER_S)) * NS_PER_S)
                 r.rid = len(reqs)
                 reqs.append(r)

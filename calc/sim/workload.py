@@ -27,11 +27,14 @@ the lengths never moves the arrival times (no ``hash()`` of strings anywhere).
 from __future__ import annotations
 
 import bisect
+import json
 import math
+import os
 import random
 from dataclasses import dataclass
 from statistics import NormalDist
 
+from calc.catalog.model import TOKENIZER_FAMILIES
 from calc.errors import CalcError, check_range
 from calc.units import NS_PER_S, bisect_increasing
 
@@ -51,6 +54,13 @@ __all__ = [
     "SHAREGPT_QUANTILE_LEVELS",
     "SHAREGPT_PROMPT_QUANTILES",
     "SHAREGPT_OUTPUT_QUANTILES",
+    "SHAREGPT_LENGTHS_PATH",
+    "DEFAULT_TOKENIZER",
+    "ShareGPTTable",
+    "sharegpt_table",
+    "tokenizer_of",
+    "convert_sharegpt_means",
+    "sharegpt_bench_means",
     "quantile_at",
     "quantile_mean",
     "quantile_scale_for_kept_mean",
@@ -112,17 +122,145 @@ SHAREGPT_BENCH_SOURCE = (
 #: The levels (0 to 1) at which :data:`SHAREGPT_PROMPT_QUANTILES` and :data:`SHAREGPT_OUTPUT_QUANTILES` are given:
 #: every 2.5% of the body, finer in the tail, where the longest of a few hundred answers is drawn.
 SHAREGPT_QUANTILE_LEVELS = tuple(i / 40 for i in range(39)) + (0.96, 0.97, 0.98, 0.99, 0.995, 0.998, 0.999, 1.0)
+
+#: ShareGPT's length quantiles per tokenizer family, measured on the dataset by ``bench/sharegpt_lengths.py --write``.
+SHAREGPT_LENGTHS_PATH = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "data",
+                                     "sharegpt_lengths.json")
+#: The tokenizer whose counts the lesson and the published ShareGPT means use (and the stand-in for a family with
+#: no table of its own).
+DEFAULT_TOKENIZER = "llama3"
+
+
+def _load_sharegpt_tables(path: str = SHAREGPT_LENGTHS_PATH) -> dict:
+    """The measured tables by tokenizer, checked against the levels and the filter calc uses."""
+    with open(path, encoding="utf-8") as handle:
+        data = json.load(handle)
+    if tuple(data["levels"]) != SHAREGPT_QUANTILE_LEVELS or tuple(data["filter"]) != SHAREGPT_FILTER:
+        raise CalcError(f"{path}: levels and filter must be calc's SHAREGPT_QUANTILE_LEVELS and SHAREGPT_FILTER; "
+                        "rerun bench/sharegpt_lengths.py --write", "sharegpt_lengths")
+    tables = data["tokenizers"]
+    for name, table in tables.items():
+        if name not in TOKENIZER_FAMILIES:
+            raise CalcError(f"{path}: tokenizer must be one of {', '.join(TOKENIZER_FAMILIES)}; got {name!r}",
+                            "tokenizer")
+        for key in ("prompt_quantiles", "output_quantiles"):
+            if len(table[key]) != len(SHAREGPT_QUANTILE_LEVELS):
+                raise CalcError(f"{path}: {name}.{key} must hold one value per level", "sharegpt_lengths")
+    return tables
+
+
+_SHAREGPT_TABLES = _load_sharegpt_tables()
+
 #: ShareGPT's prompt and answer lengths (tokens) at :data:`SHAREGPT_QUANTILE_LEVELS`, as the serving benchmarks
-#: sample it (:data:`SHAREGPT_FILTER`, the Llama 3 tokenizer): measured on the dataset itself by
-#: ``bench/sharegpt_lengths.py`` (15,822 kept first-turn pairs of ShareGPT_V3_unfiltered_cleaned_split.json; means
-#: 221.1 / 198.9, answer median 130, p99 772, longest 1,857). Many answers are short (a quarter under 27 tokens)
-#: and the tail is short too: the longest of 200 answers is about the p99.5, 894 tokens.
-SHAREGPT_PROMPT_QUANTILES = (4, 7, 8, 10, 11, 12, 14, 15, 17, 19, 21, 24, 26, 31, 35, 41, 49, 60, 73, 88, 108, 131, 159,
-                             188, 216, 245, 269, 296, 317, 343, 369, 398, 430, 467, 507, 553, 608, 674, 760, 768, 770,
-                             773, 885, 956, 1000, 1009, 1022)
-SHAREGPT_OUTPUT_QUANTILES = (4, 5, 8, 9, 11, 13, 15, 17, 19, 23, 26, 30, 35, 41, 49, 59, 71, 84, 98, 113, 130, 148, 168,
-                             186, 204, 221, 239, 256, 273, 291, 309, 329, 351, 376, 404, 442, 487, 549, 632, 682, 742,
-                             768, 772, 894, 1127, 1414, 1857)
+#: sample it (:data:`SHAREGPT_FILTER`), with the Llama 3 tokenizer: the ``llama3`` table of
+#: ``calc/data/sharegpt_lengths.json``, measured on the dataset itself by ``bench/sharegpt_lengths.py`` (15,822 kept
+#: first-turn pairs of ShareGPT_V3_unfiltered_cleaned_split.json; means 221.1 / 198.9, answer median 130, p99 772,
+#: longest 1,857). Many answers are short (a quarter under 27 tokens) and the tail is short too: the longest of 200
+#: answers is about the p99.5, 894 tokens. Other tokenizers' tables: :func:`sharegpt_table`.
+SHAREGPT_PROMPT_QUANTILES = tuple(_SHAREGPT_TABLES[DEFAULT_TOKENIZER]["prompt_quantiles"])
+SHAREGPT_OUTPUT_QUANTILES = tuple(_SHAREGPT_TABLES[DEFAULT_TOKENIZER]["output_quantiles"])
+
+
+@dataclass(frozen=True)
+class ShareGPTTable:
+    """ShareGPT's lengths in one tokenizer's tokens: the quantile tables a ``sharegpt`` class draws from.
+
+    ``tokenizer`` is the family asked for; ``measured_with`` the family whose counts the table holds (the same,
+    or :data:`DEFAULT_TOKENIZER` standing in, said in ``note``); the means are the kept sample's (tokens).
+    """
+
+    tokenizer: str | None
+    measured_with: str
+    prompt_quantiles: tuple
+    output_quantiles: tuple
+    mean_prompt_tokens: float
+    mean_output_tokens: float
+    pairs_kept: int
+    note: str = ""
+
+
+def sharegpt_table(tokenizer: str | None = DEFAULT_TOKENIZER) -> ShareGPTTable:
+    """ShareGPT's length quantiles counted with ``tokenizer`` (a :data:`calc.catalog.model.TOKENIZER_FAMILIES` key).
+
+    The benchmarks count (and filter) with the served model's tokenizer, so each family has its own table, measured
+    with the same filter and method (``bench/sharegpt_lengths.py``). A family with no table (no PyPI package ships
+    its tokenizer model), or ``None`` (a model whose tokenizer is not known), gets the Llama 3 table with a note.
+    Mistral's 32,000 pieces cut the same texts finer than Llama 3's 128,256 tokens: the median answer is 146
+    tokens, not 130, and the kept answers average 15% more.
+
+    >>> mistral, llama = sharegpt_table("mistral-v1"), sharegpt_table("llama3")
+    >>> mistral.output_quantiles[20], llama.output_quantiles[20], round(mistral.mean_output_tokens / llama.mean_output_tokens, 3)
+    (146, 130, 1.151)
+    >>> sharegpt_table("llama2").measured_with, sharegpt_table("llama2").note
+    ('llama3', 'no ShareGPT length table for tokenizer llama2 (its tokenizer model is not on PyPI): the Llama 3 table stands in')
+    >>> sharegpt_table("gpt2")
+    Traceback (most recent call last):
+    ...
+    calc.errors.CalcError: tokenizer must be one of llama3, llama2, mistral-v1, qwen2, deepseek-v3, or null (not known); got 'gpt2'
+    """
+    if tokenizer is not None and tokenizer not in TOKENIZER_FAMILIES:
+        raise CalcError(f"tokenizer must be one of {', '.join(TOKENIZER_FAMILIES)}, or null (not known); "
+                        f"got {tokenizer!r}", "tokenizer")
+    note = ""
+    measured_with = tokenizer
+    if tokenizer is None:
+        measured_with, note = DEFAULT_TOKENIZER, "the model's tokenizer is not known: the Llama 3 table stands in"
+    elif tokenizer not in _SHAREGPT_TABLES:
+        measured_with = DEFAULT_TOKENIZER
+        note = (f"no ShareGPT length table for tokenizer {tokenizer} (its tokenizer model is not on PyPI): "
+                "the Llama 3 table stands in")
+    t = _SHAREGPT_TABLES[measured_with]
+    return ShareGPTTable(tokenizer, measured_with, tuple(t["prompt_quantiles"]), tuple(t["output_quantiles"]),
+                         t["mean_prompt_tokens"], t["mean_output_tokens"], t["pairs_kept"], note)
+
+
+def tokenizer_of(model) -> str | None:
+    """The tokenizer family of a model (a catalog key, a config.json, or a :class:`calc.catalog.Model`).
+
+    >>> tokenizer_of("mixtral-8x7b"), tokenizer_of("llama-3.1-70b")
+    ('mistral-v1', 'llama3')
+    """
+    from calc.catalog import get_model  # the catalog is only needed here
+
+    return get_model(model).tokenizer
+
+
+def convert_sharegpt_means(prompt_mean_tokens: float, output_mean_tokens: float, from_tokenizer: str | None,
+                           to_tokenizer: str | None) -> tuple[float, float]:
+    """ShareGPT sample means counted with ``from_tokenizer``, in ``to_tokenizer``'s tokens.
+
+    Scaled by the ratio of the two tokenizers' kept means on the same pairs (:func:`sharegpt_table`), prompt and
+    answer apart. Used when a run published its means with another model's tokenizer (a Mixtral row whose means
+    are the Llama 3 run's).
+
+    >>> [round(x, 1) for x in convert_sharegpt_means(229.711, 203.068, "llama3", "mistral-v1")]
+    [253.6, 233.8]
+    >>> convert_sharegpt_means(229.711, 203.068, "llama3", "llama3")
+    (229.711, 203.068)
+    """
+    prompt_mean_tokens = check_range("prompt_mean_tokens", prompt_mean_tokens, 1e-9, _MAX_TOKENS)
+    output_mean_tokens = check_range("output_mean_tokens", output_mean_tokens, 1e-9, _MAX_TOKENS)
+    source, target = sharegpt_table(from_tokenizer), sharegpt_table(to_tokenizer)
+    if source.measured_with == target.measured_with:
+        return prompt_mean_tokens, output_mean_tokens
+    return (prompt_mean_tokens * target.mean_prompt_tokens / source.mean_prompt_tokens,
+            output_mean_tokens * target.mean_output_tokens / source.mean_output_tokens)
+
+
+def sharegpt_bench_means(tokenizer: str | None = DEFAULT_TOKENIZER) -> tuple[float, float]:
+    """The benchmarks' ShareGPT sample means (prompt, answer) in ``tokenizer``'s tokens.
+
+    The published run's Llama 3 means (:data:`SHAREGPT_BENCH_PROMPT_MEAN_TOKENS`, :data:`SHAREGPT_BENCH_OUTPUT_MEAN_TOKENS`)
+    as they are for Llama 3, converted by :func:`convert_sharegpt_means` for the others.
+
+    >>> sharegpt_bench_means("llama3")
+    (229.711, 203.068)
+    >>> [round(x, 1) for x in sharegpt_bench_means("qwen2")]
+    [228.2, 207.1]
+    """
+    return convert_sharegpt_means(SHAREGPT_BENCH_PROMPT_MEAN_TOKENS, SHAREGPT_BENCH_OUTPUT_MEAN_TOKENS,
+                                  DEFAULT_TOKENIZER, tokenizer)
+
 
 _MAX_TOKENS = 10_000_000
 _MAX_REQUESTS = 10_000_000
@@ -356,7 +494,7 @@ def _arrival_times_ns(workload: Workload, rng: random.Random):
 class _LengthSampler:
     """Draws (prompt body, output) token counts for one class; prefix added by the caller."""
 
-    def __init__(self, cls: RequestClass, max_model_len: int):
+    def __init__(self, cls: RequestClass, max_model_len: int, table: ShareGPTTable | None = None):
         self.kind = cls.lengths
         self.room = max_model_len - cls.prefix_tokens  # tokens left for body + output
         if self.kind == "fixed":
@@ -372,10 +510,13 @@ class _LengthSampler:
             # filter redraws what it would have dropped (rare: the quantiles are of the kept pairs).
             # The scales are set so that the kept means are the published ones (the answer's cap taken at
             # 2,048 less the mean prompt), as the filter keeps them.
+            # The table is the model's tokenizer's (sharegpt_table): the benchmark counts and filters in its tokens.
+            table = table or sharegpt_table(DEFAULT_TOKENIZER)
+            self.prompt_quantiles, self.output_quantiles = table.prompt_quantiles, table.output_quantiles
             least, most_prompt, most_total = SHAREGPT_FILTER
             self.filter = SHAREGPT_FILTER
-            self.scale_p = quantile_scale_for_kept_mean(SHAREGPT_PROMPT_QUANTILES, mean_p, least - 0.5, most_prompt + 0.5)
-            self.scale_o = quantile_scale_for_kept_mean(SHAREGPT_OUTPUT_QUANTILES, mean_o, least - 0.5,
+            self.scale_p = quantile_scale_for_kept_mean(self.prompt_quantiles, mean_p, least - 0.5, most_prompt + 0.5)
+            self.scale_o = quantile_scale_for_kept_mean(self.output_quantiles, mean_o, least - 0.5,
                                                         most_total - mean_p + 0.5)
 
     def draw(self, rng: random.Random, inv_cdf) -> tuple[int, int]:
@@ -385,8 +526,8 @@ class _LengthSampler:
         for _ in range(_REDRAWS):
             if self.filter is not None:
                 # One uniform per length through the dataset's quantile function.
-                p = max(1, round(self.scale_p * quantile_at(SHAREGPT_PROMPT_QUANTILES, rng.random())))
-                o = max(1, round(self.scale_o * quantile_at(SHAREGPT_OUTPUT_QUANTILES, rng.random())))
+                p = max(1, round(self.scale_p * quantile_at(self.prompt_quantiles, rng.random())))
+                o = max(1, round(self.scale_o * quantile_at(self.output_quantiles, rng.random())))
             else:
                 # One uniform per draw through the inverse normal CDF (pure arithmetic in the stdlib).
                 p = max(1, round(exp(self.mu_p + self.sigma_p * inv_cdf(_open_unit(rng)))))
@@ -478,7 +619,20 @@ def quantile_scale_for_kept_mean(quantiles, mean: float, low: float, high: float
         share, total = _kept_moments(quantiles, scale, low, high)
         return total / share if share > 0 else (high if scale * quantiles[0] > high else low)
 
-    return bisect_increasing(kept_mean, mean, 1e-9, 2.0 * high / max(1.0, min(q for q in quantiles if q > 0)), 200)
+    found = bisect_increasing(kept_mean, mean, 1e-9, 2.0 * high / max(1.0, min(q for q in quantiles if q > 0)), 200)
+    # The kept mean rises with the factor only until the filter drops the stretched tail faster than the rest grows
+    # (a table dense near the cap, as Mistral's prompts are near 1,024, peaks early): keep the first crossing, on the
+    # rising branch, by a geometric scan below the one found (none below it for the Llama 3 table's means).
+    step, scale, below = 1.02, max(low, 1.0) / max(quantiles), 1e-9
+    while scale < found:
+        if kept_mean(scale) >= mean:
+            found = bisect_increasing(kept_mean, mean, below, scale, 200)
+            break
+        below, scale = scale, scale * step
+    if abs(kept_mean(found) - mean) > 1e-6 * mean:
+        raise CalcError(f"mean_tokens must be reachable by the lengths kept within [{low:g}, {high:g}]; got {mean!r}",
+                        "mean_tokens")
+    return found
 
 
 def _open_unit(rng: random.Random) -> float:
@@ -504,7 +658,8 @@ def check_class_fits(cls: RequestClass, max_model_len: int) -> None:
             f"max_model_len {max_model_len}", "max_model_len")
 
 
-def generate_requests(workload: Workload, seed: int, max_model_len: int) -> list[Request]:
+def generate_requests(workload: Workload, seed: int, max_model_len: int, *,
+                      tokenizer: str | None = DEFAULT_TOKENIZER) -> list[Request]:
     """The run's requests, in arrival order, from ``seed`` alone.
 
     Every request fits ``max_model_len`` (prompt, system prompt included, plus
@@ -512,6 +667,18 @@ def generate_requests(workload: Workload, seed: int, max_model_len: int) -> list
     variant are drawn by share from their own sub-streams.
     Sources: Poisson arrivals as in vLLM's serving benchmark; lengths as in
     :data:`CHAT_LENGTHS_SOURCE`; bursty gaps per :func:`hyperexponential_params`.
+    ``sharegpt`` classes draw from the table of ``tokenizer``, the served model's (:func:`sharegpt_table`,
+    :func:`tokenizer_of`). Below, 200 ShareGPT requests at the benchmarks' means in each tokenizer's tokens (203
+    and 234 answer tokens): Mistral's tokenizer counts 16% more answer tokens in all (46,689 against 40,176).
+
+    >>> def answer_tokens(tokenizer):   # (all answers, the longest)
+    ...     p, o = sharegpt_bench_means(tokenizer)
+    ...     cls = RequestClass(lengths="sharegpt", prompt_tokens=round(p), output_tokens=round(o))
+    ...     reqs = generate_requests(Workload(arrival="all-at-once", requests=200, classes=(cls,)), 0, 8192,
+    ...                              tokenizer=tokenizer)
+    ...     return sum(r.output_tokens for r in reqs), max(r.output_tokens for r in reqs)
+    >>> answer_tokens("llama3"), answer_tokens("mistral-v1")
+    ((40176, 1299), (46689, 1352))
 
     >>> wl = Workload(arrival="all-at-once", requests=4, classes=(RequestClass(lengths="chat"),))
     >>> [(r.prompt_tokens, r.output_tokens) for r in generate_requests(wl, seed=3, max_model_len=2048)]
@@ -536,7 +703,8 @@ def generate_requests(workload: Workload, seed: int, max_model_len: int) -> list
         acc += share / total_share
         cumulative.append(acc)
     cumulative[-1] = 1.0
-    samplers = [_LengthSampler(cls, max_model_len) for cls in classes]
+    table = sharegpt_table(tokenizer)  # checks the name even when no class draws from it
+    samplers = [_LengthSampler(cls, max_model_len, table) for cls in classes]
 
     r_arrive = substream(seed, STREAM_ARRIVALS)
     r_class = substream(seed, STREAM_CLASSES)

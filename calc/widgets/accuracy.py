@@ -253,8 +253,10 @@ MISS_MECHANISMS = {
     "throughput": ("a run of 200 prompts sent at once lasts as long as its longest answer, one draw: calc draws "
                    "ShareGPT's own lengths (measured on the dataset: answer p99.5 894 tokens, longest 1,857) but "
                    "not the benchmarks' seeded sample, so the nightly Llama rows still come out 10-23% slow; the "
-                   "Mixtral rows take Llama 3 token counts though Mixtral's tokenizer counts more, and the all-at-once "
-                   "Azure run is 11% fast for want of the per-sequence step cost above"),
+                   "Mixtral rows count in Mixtral's own tokenizer (more tokens per text than Llama 3's), yet the "
+                   "H200 one stays fast: it measured fewer requests/s than the H100 one on a faster part (another "
+                   "nightly build); and the all-at-once Azure run is 11% fast for want of the per-sequence step cost "
+                   "above"),
 }
 
 
