@@ -9,6 +9,7 @@ in its name, recorded in ``assets/runtime/manifest.json`` for the worker.
 from __future__ import annotations
 
 import hashlib
+import html
 import io
 import json
 import logging
@@ -103,7 +104,49 @@ def vendor_runtime(project_dir: str, site_dir: str, site_url: str = "") -> dict:
     }
     with open(os.path.join(runtime_dir, "manifest.json"), "w", encoding="utf-8") as handle:
         json.dump(manifest, handle, indent=2, sort_keys=True)
+    name_boot_files(site_dir, manifest)
     return manifest
+
+
+BOOT_ATTRIBUTE = re.compile(r'data-calc-boot="[^"]*"')
+BOOT_FACTS = ("calc_zip", "pyodide_snapshot", "pyodide_snapshot_bytes")
+
+
+def boot_attribute(manifest: dict) -> str:
+    """The head script's ``data-calc-boot`` (overrides/main.html): the manifest's runtime files, which the script
+    passes to the worker as its name, so that the worker fetches them from its first block (it still reads the
+    manifest, and restores only a snapshot both name).
+
+    >>> boot_attribute({"calc_zip": "calc-ab.zip", "pyodide_snapshot": None, "pyodide_snapshot_bytes": None, "x": 1})
+    'data-calc-boot="{&quot;calc_zip&quot;:&quot;calc-ab.zip&quot;,&quot;pyodide_snapshot&quot;:null,&quot;pyodide_snapshot_bytes&quot;:null}"'
+    """
+    facts = json.dumps({key: manifest.get(key) for key in BOOT_FACTS}, separators=(",", ":"), sort_keys=True)
+    return f'data-calc-boot="{html.escape(facts, quote=True)}"'
+
+
+def name_boot_files(site_dir: str, manifest: dict) -> int:
+    """Write the manifest's runtime files into every built page that starts the worker; return how many pages.
+
+    After the manifest, since the snapshot is made at the end of the build. Idempotent (a page of an earlier
+    build that ``mkdocs serve`` did not rewrite gets this build's names).
+    """
+    attribute = boot_attribute(manifest)
+    pages = 0
+    for folder, _, files in os.walk(site_dir):
+        for name in files:
+            if not name.endswith(".html"):
+                continue
+            path = os.path.join(folder, name)
+            with open(path, encoding="utf-8") as handle:
+                text = handle.read()
+            if "data-calc-worker=" not in text:
+                continue
+            named = BOOT_ATTRIBUTE.sub(attribute, text, count=1)
+            pages += 1
+            if named != text:
+                with open(path, "w", encoding="utf-8") as handle:
+                    handle.write(named)
+    return pages
 
 
 def _file_sha256(path: str) -> str:
