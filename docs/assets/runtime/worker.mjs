@@ -6,8 +6,8 @@
 // to the allow-listed widget functions. It posts status messages while it boots.
 //
 // A cold boot waits for its slowest download and for the CPU work on each file, so everything
-// starts at once, in this module's first block: the snapshot and calc's zip (the page names them:
-// see `namedByPage`), Pyodide's standard library and lock file, the wasm (compiled as it streams in
+// starts at once, in this module's first block: the snapshot (on the inflate thread) and calc's zip
+// (the page names them: see `namedByPage`), Pyodide's standard library and lock file, the wasm (compiled as it streams in
 // on the engine's background threads) and Pyodide's scripts; the manifest only confirms the names.
 // Left to itself, Pyodide would fetch its standard library only once its script had run, start
 // compiling the wasm only once the whole snapshot is in memory, and unpack calc only after the restore.
@@ -95,9 +95,8 @@ function namedByPage() {
 }
 const named = namedByPage();
 const runtimeFile = (name) => new URL(`runtime/${name}`, assets).href;
-const snapshotAhead = named && named.pyodide_snapshot ? self.fetch(runtimeFile(named.pyodide_snapshot)) : null;
 const calcZipAhead = named ? self.fetch(runtimeFile(named.calc_zip)) : null;
-for (const ahead of [snapshotAhead, calcZipAhead]) if (ahead) ahead.catch(() => {}); // reported where awaited
+if (calcZipAhead) calcZipAhead.catch(() => {}); // reported where awaited (the snapshot: see fillSnapshot)
 
 const compiledWasm = wasmResponse.then((response) => {
   if (!response.ok) throw new Error(`pyodide.asm.wasm: HTTP ${response.status}`);
@@ -215,13 +214,25 @@ class NoSnapshot extends Error {}
 // (hooks/pyodide_snapshot.mjs): restoring it skips CPython's start-up, most of a cold boot.
 // Stored gzip-compressed; fetched into `memory` (of the size the manifest gives), inflated as it
 // downloads.
-async function fillSnapshot(name, memory, ahead) {
-  const response = await (ahead || fetch(runtimeFile(name)));
+// The inflate thread fetches it itself (boot-inflate-worker.mjs): its download and inflation do not
+// wait for this thread, busy meanwhile with Pyodide's scripts and module.
+async function fillSnapshot(name, memory) {
+  const url = runtimeFile(name);
+  const elsewhere = inflateElsewhere({ task: "snapshot", url, size: memory.length, name });
+  if (elsewhere) {
+    const { memory: filled, compressed, headers, timing } = await elsewhere;
+    // Kept for the offline hand-over, as self.fetch keeps the other boot files.
+    if (keepingBootResponses) bootResponses.set(url, new Response(compressed, { status: 200, headers }));
+    for (const step of ["response", "unpacked"]) {
+      profile.marks[`snapshot_${step}`] = Math.round(timing.origin + timing[step] - performance.timeOrigin);
+    }
+    memory.set(filled); // its own buffer, moved here: one 31 MB copy (~10 ms)
+    return;
+  }
+  const response = await fetch(url);
   if (!response.ok) throw new Error(`${name}: HTTP ${response.status}`);
   profileMark("snapshot_response");
-  const elsewhere = inflateElsewhere({ task: "snapshot", stream: response.body, size: memory.length, name }, [response.body]);
-  if (elsewhere) memory.set(await elsewhere); // its own buffer, moved here: one 31 MB copy (~10 ms)
-  else await (await inflateHere()).inflateSnapshot(response.body, memory, name);
+  await (await inflateHere()).inflateSnapshot(response.body, memory, name);
   profileMark("snapshot_unpacked");
 }
 
@@ -232,7 +243,7 @@ async function snapshotToRestore(manifestPromise) {
   if (!manifest.pyodide_snapshot) return null;
   const same = named && named.pyodide_snapshot === manifest.pyodide_snapshot
     && named.pyodide_snapshot_bytes === manifest.pyodide_snapshot_bytes;
-  return { name: manifest.pyodide_snapshot, size: manifest.pyodide_snapshot_bytes, ahead: same ? snapshotAhead : null };
+  return { name: manifest.pyodide_snapshot, size: manifest.pyodide_snapshot_bytes, same };
 }
 
 async function boot() {
@@ -249,24 +260,21 @@ async function boot() {
   // The snapshot to restore: the page's, at once (the manifest confirms it before the restore), or
   // the manifest's once it is in. A manifest that failed fails the boot below, at calc's zip.
   const fromPage = named && named.pyodide_snapshot && named.pyodide_snapshot_bytes
-    ? { name: named.pyodide_snapshot, size: named.pyodide_snapshot_bytes, ahead: snapshotAhead } : null;
+    ? { name: named.pyodide_snapshot, size: named.pyodide_snapshot_bytes } : null;
   const snapshot = fromPage || await snapshotToRestore(manifest).catch(() => null);
   // Pyodide is handed the snapshot's buffer at once, to size the wasm memory by, and starts its
   // module (script, wasm instance, standard library) while the buffer is filled; the module is
   // handed back only once it is full, before Pyodide restores from it.
   const memory = snapshot ? new Uint8Array(snapshot.size) : null;
-  const snapshotFilled = memory ? fillSnapshot(snapshot.name, memory, snapshot.ahead).then(async () => {
+  const snapshotFilled = memory ? fillSnapshot(snapshot.name, memory).then(async () => {
     if (fromPage) { // the page's names: restore only what the manifest names too
       const confirmed = await snapshotToRestore(manifest);
-      if (!confirmed || confirmed.ahead !== snapshotAhead) throw new Error("the page names another snapshot than the manifest");
+      if (!confirmed || !confirmed.same) throw new Error("the page names another snapshot than the manifest");
     }
     mark("snapshot_fetched");
   }) : null;
   if (snapshotFilled) snapshotFilled.catch(() => {}); // reported where the module waits for it
-  // Pyodide's scripts (1.2 MB of JavaScript to parse on this thread) once the snapshot's response is
-  // in and handed to the inflate thread (or after a moment): parsed first, they would hold that up
-  // while the download stalls.
-  if (snapshotAhead) await Promise.race([snapshotAhead.catch(() => {}), new Promise((done) => setTimeout(done, 50))]);
+  // Pyodide's scripts (1.2 MB of JavaScript to parse on this thread) meanwhile.
   const [{ loadPyodide }, { default: createPyodideModule }] = await Promise.all([
     import("../vendor/pyodide/pyodide.mjs"), import("../vendor/pyodide/pyodide.asm.mjs")]);
   profileMark("pyodide_scripts");
