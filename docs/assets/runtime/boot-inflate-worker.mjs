@@ -9,7 +9,7 @@ self.onmessage = async ({ data: job }) => {
       // Fetched here, not by the Python worker: a stream handed over from there is pumped by that
       // thread, which is busy parsing and starting Pyodide, and the inflate waited for it (~1.5 s on
       // a loaded machine). The compressed bytes go back too, for the offline hand-over (worker.mjs).
-      const response = await fetch(job.url);
+      const response = await fetch(job.url, { priority: "high" }); // before the page's images and fonts
       if (!response.ok) throw new Error(`${job.name}: HTTP ${response.status}`);
       const responseAt = performance.now();
       const [forMemory, forCache] = response.body.tee();
