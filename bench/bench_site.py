@@ -19,18 +19,25 @@ Prints a table and writes bench-results/site.json. Not a test: it measures, it d
 that fails is printed as FAILED with its reason (and kept under ``failures`` in the JSON), the others still run,
 and the exit status is 1.
 
-    .venv/bin/python bench/bench_site.py [--runs N] [--no-build] [--cold-only]
+    .venv/bin/python bench/bench_site.py [--runs N] [--no-build] [--cold-only] [--ab OTHER_SITE]
+
+``--ab OTHER_SITE`` (implies ``--cold-only``): a paired comparison of cold ready, OTHER_SITE (e.g. a copy of the
+site built before a change) served on the next port and this site, alternated visit by visit in both modes, so
+that both see the same load on a shared machine; prints both medians and per-phase splits, writes
+bench-results/site-ab.json.
 """
 
 from __future__ import annotations
 
 import argparse
+import functools
 import gzip
 import json
 import os
 import statistics
 import subprocess
 import sys
+import threading
 import time
 import urllib.parse
 
@@ -38,8 +45,27 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SITE = os.environ.get("CALC_SITE_DIR", os.path.join(ROOT, "site"))  # the built site; another folder for a private build
 sys.path.insert(0, ROOT)
 
-from tests.browser.conftest import CHROMIUM_FLAGS, built_site_url  # noqa: E402
+from tests.browser.conftest import CHROMIUM_FLAGS, QuietHandler, QuietServer, built_site_url  # noqa: E402
 from tests.browser.test_first_visit import RecordingServer  # noqa: E402
+
+
+class FolderServer(RecordingServer):
+    """A RecordingServer for another built site's folder (the A/B comparison's other site)."""
+
+    def __init__(self, url: str, folder: str):
+        super().__init__(url)
+        self.folder = folder
+
+    def start(self, wait_s: float = 60) -> None:
+        responses = self.responses
+
+        class Recording(QuietHandler):
+            def send_response(self, code, message=None):
+                responses.append((time.time(), urllib.parse.urlparse(self.path).path, int(code)))
+                super().send_response(code, message)
+
+        self.httpd = QuietServer(self.address, functools.partial(Recording, directory=self.folder))
+        threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
 
 FIRST_PAGE = "lesson/01-a-70b-assistant/"
 SECOND_PAGE = "lesson/02-kv-cache-arithmetic/"
@@ -171,6 +197,76 @@ def cold_ready(browser, url: str, server: RecordingServer, runs: int) -> dict:
     })
     results["on_over_blocked"] = results["allow"]["median"] / results["block"]["median"]
     return results
+
+
+def cold_ready_paired(browser, sites: dict[str, tuple[str, RecordingServer]], runs: int) -> dict:
+    """Cold ready of several sites (label -> (page url, its server)) in both modes, visits alternated site by
+    site and mode by mode, so that every site sees the same load; per site, what ``cold_ready`` reports."""
+    visits = {(label, mode): [] for label in sites for mode in ("allow", "block")}
+    for _ in range(runs):
+        for label, (url, server) in sites.items():
+            for mode in ("allow", "block"):
+                visits[(label, mode)].append(cold_ready_ms(browser, url, server, mode))
+    results = {}
+    for label in sites:
+        results[label] = {}
+        for mode in ("allow", "block"):
+            colds = visits[(label, mode)]
+            results[label][mode] = {"median": statistics.median(run["ready"] for run in colds),
+                                    "runs": [run["ready"] for run in colds],
+                                    "timeline_median": median_timeline(colds)}
+        on = visits[(label, "allow")]
+        results[label]["allow"]["downloaded_twice"] = sorted({path for run in on for path in run["downloaded_twice"]})
+        results[label]["on_over_blocked"] = results[label]["allow"]["median"] / results[label]["block"]["median"]
+    return results
+
+
+def print_paired(results: dict) -> None:
+    labels = list(results)
+    print("cold load to Python ready, paired A/B (medians in ms; runs in brackets):")
+    for label in labels:
+        for mode, name in (("allow", "service worker on"), ("block", "service worker blocked")):
+            entry = results[label][mode]
+            print(f"  {label:>6} {name:<23} {entry['median']:7.0f}  ({', '.join(f'{r:.0f}' for r in entry['runs'])})")
+        print(f"  {label:>6} on / blocked {results[label]['on_over_blocked']:.2f}; files downloaded twice: "
+              f"{len(results[label]['allow']['downloaded_twice'])}")
+    for mode, name in (("allow", "service worker on"), ("block", "service worker blocked")):
+        steps = sorted({step for label in labels for step in results[label][mode]["timeline_median"]},
+                       key=lambda step: results[labels[-1]][mode]["timeline_median"].get(step, 1e9))
+        print(f"per-phase medians, {name}, ms since navigation: " + " / ".join(labels))
+        for step in steps:
+            cells = [results[label][mode]["timeline_median"].get(step) for label in labels]
+            print("  " + "".join(f"{'-' if c is None else f'{c:.0f}':>8}" for c in cells) + f"  {step}")
+
+
+def main_ab(other_site: str, runs: int) -> int:
+    """The paired comparison (``--ab``): OTHER_SITE on the next port as "before", this site as "after"."""
+    from playwright.sync_api import sync_playwright
+
+    url = built_site_url()
+    parsed = urllib.parse.urlparse(url)
+    other_url = f"{parsed.scheme}://{parsed.hostname}:{parsed.port + 1}/"
+    servers = {"before": FolderServer(other_url, os.path.abspath(other_site)), "after": RecordingServer(url)}
+    for server in servers.values():
+        server.start()
+    load_before = os.getloadavg()[0]
+    try:
+        with sync_playwright() as playwright:
+            browser = playwright.chromium.launch(executable_path=os.environ.get("CHROMIUM_PATH", "/usr/bin/chromium"),
+                                                 args=CHROMIUM_FLAGS)
+            results = cold_ready_paired(browser, {label: (server.url + FIRST_PAGE, server)
+                                                  for label, server in servers.items()}, runs)
+            browser.close()
+    finally:
+        for server in servers.values():
+            server.stop()
+    results["load_average"] = {"before": load_before, "after": os.getloadavg()[0]}
+    print_paired({label: results[label] for label in servers})
+    print(f"load average (1 min) before / after: {load_before:.1f} / {results['load_average']['after']:.1f}")
+    os.makedirs(os.path.join(ROOT, "bench-results"), exist_ok=True)
+    with open(os.path.join(ROOT, "bench-results", "site-ab.json"), "w", encoding="utf-8") as handle:
+        json.dump({**results, "before_site": os.path.abspath(other_site)}, handle, indent=2)
+    return 0
 
 
 def first_page_bytes(browser, url: str) -> dict:
@@ -383,7 +479,11 @@ def main() -> int:
     parser.add_argument("--no-build", action="store_true", help="use site/ as it is")
     parser.add_argument("--cold-only", action="store_true",
                         help="measure only the cold loads (and update only their figures in bench-results/site.json)")
+    parser.add_argument("--ab", metavar="OTHER_SITE",
+                        help="paired cold-ready comparison: OTHER_SITE (before) against this site (after)")
     args = parser.parse_args()
+    if args.ab:
+        return main_ab(args.ab, args.runs)
 
     results: dict = {}
     measurements = Measurements()

@@ -8,7 +8,9 @@ in its name, recorded in ``assets/runtime/manifest.json`` for the worker.
 
 from __future__ import annotations
 
+import gzip
 import hashlib
+import html
 import io
 import json
 import logging
@@ -103,7 +105,49 @@ def vendor_runtime(project_dir: str, site_dir: str, site_url: str = "") -> dict:
     }
     with open(os.path.join(runtime_dir, "manifest.json"), "w", encoding="utf-8") as handle:
         json.dump(manifest, handle, indent=2, sort_keys=True)
+    name_boot_files(site_dir, manifest)
     return manifest
+
+
+BOOT_ATTRIBUTE = re.compile(r'data-calc-boot="[^"]*"')
+BOOT_FACTS = ("calc_zip", "pyodide_snapshot", "pyodide_snapshot_bytes")
+
+
+def boot_attribute(manifest: dict) -> str:
+    """The head script's ``data-calc-boot`` (overrides/main.html): the manifest's runtime files, which the script
+    passes to the worker as its name, so that the worker fetches them from its first block (it still reads the
+    manifest, and restores only a snapshot both name).
+
+    >>> boot_attribute({"calc_zip": "calc-ab.zip", "pyodide_snapshot": None, "pyodide_snapshot_bytes": None, "x": 1})
+    'data-calc-boot="{&quot;calc_zip&quot;:&quot;calc-ab.zip&quot;,&quot;pyodide_snapshot&quot;:null,&quot;pyodide_snapshot_bytes&quot;:null}"'
+    """
+    facts = json.dumps({key: manifest.get(key) for key in BOOT_FACTS}, separators=(",", ":"), sort_keys=True)
+    return f'data-calc-boot="{html.escape(facts, quote=True)}"'
+
+
+def name_boot_files(site_dir: str, manifest: dict) -> int:
+    """Write the manifest's runtime files into every built page that starts the worker; return how many pages.
+
+    After the manifest, since the snapshot is made at the end of the build. Idempotent (a page of an earlier
+    build that ``mkdocs serve`` did not rewrite gets this build's names).
+    """
+    attribute = boot_attribute(manifest)
+    pages = 0
+    for folder, _, files in os.walk(site_dir):
+        for name in files:
+            if not name.endswith(".html"):
+                continue
+            path = os.path.join(folder, name)
+            with open(path, encoding="utf-8") as handle:
+                text = handle.read()
+            if "data-calc-worker=" not in text:
+                continue
+            named = BOOT_ATTRIBUTE.sub(attribute, text, count=1)
+            pages += 1
+            if named != text:
+                with open(path, "w", encoding="utf-8") as handle:
+                    handle.write(named)
+    return pages
 
 
 def _file_sha256(path: str) -> str:
@@ -119,11 +163,54 @@ def snapshot_name(pyodide_dir: str, calc_zip_path: str, pyodide_version: str) ->
     return f"pyodide-{hashlib.sha256(key_source.encode()).hexdigest()[:16]}.snapshot"
 
 
+SNAPSHOT_MAGIC = b"PYSNAP01"  # hooks/pyodide_snapshot.mjs writes it, boot-inflate.mjs checks it
+
+
+def snapshot_layout(head: bytes) -> tuple[int, int]:
+    """The memory's size and the page size from the first 16 bytes of an unpacked sparse snapshot (the format:
+    hooks/pyodide_snapshot.mjs). A ``ValueError`` for anything else.
+
+    >>> snapshot_layout(SNAPSHOT_MAGIC + (5000).to_bytes(4, "little") + (4096).to_bytes(4, "little"))
+    (5000, 4096)
+    >>> snapshot_layout(bytes(16))
+    Traceback (most recent call last):
+    ...
+    ValueError: not a sparse Pyodide snapshot (magic b'\\x00\\x00\\x00\\x00\\x00\\x00\\x00\\x00')
+    """
+    if len(head) < 16 or head[:8] != SNAPSHOT_MAGIC:
+        raise ValueError(f"not a sparse Pyodide snapshot (magic {head[:8]!r})")
+    return int.from_bytes(head[8:12], "little"), int.from_bytes(head[12:16], "little")
+
+
 def snapshot_raw_bytes(path: str) -> int:
-    """The unpacked size of a gzip file, read from its trailer (ISIZE: the size modulo 2**32)."""
-    with open(path, "rb") as handle:
-        handle.seek(-4, os.SEEK_END)
-        return int.from_bytes(handle.read(4), "little")
+    """The size of the memory a sparse gzip snapshot restores (read from its header, not its whole length)."""
+    with gzip.open(path, "rb") as handle:
+        return snapshot_layout(handle.read(16))[0]
+
+
+def snapshot_memory(stored: bytes) -> bytes:
+    """The memory an unpacked sparse snapshot stands for: its stored pages at their places, zeros elsewhere.
+
+    >>> page = 4096
+    >>> stored = (SNAPSHOT_MAGIC + (2 * page + 10).to_bytes(4, "little") + page.to_bytes(4, "little")
+    ...           + bytes([0b101]) + b"a" * page + b"c" * 10)  # pages 0 and 2 stored, page 1 zeros
+    >>> memory = snapshot_memory(stored)
+    >>> len(memory), memory[0:1], memory[page:page + 1], memory[-1:]
+    (8202, b'a', b'\\x00', b'c')
+    """
+    memory_bytes, page_bytes = snapshot_layout(stored[:16])
+    pages = -(-memory_bytes // page_bytes)
+    bitmap = stored[16:16 + -(-pages // 8)]
+    memory = bytearray(memory_bytes)
+    at = 16 + len(bitmap)
+    for page in range(pages):
+        if bitmap[page >> 3] >> (page & 7) & 1:
+            size = min(page_bytes, memory_bytes - page * page_bytes)
+            memory[page * page_bytes:page * page_bytes + size] = stored[at:at + size]
+            at += size
+    if at != len(stored):
+        raise ValueError(f"sparse Pyodide snapshot: {len(stored)} bytes, its bitmap says {at}")
+    return bytes(memory)
 
 
 def pyodide_snapshot(project_dir: str, runtime_dir: str, zip_name: str, pyodide_version: str) -> str | None:

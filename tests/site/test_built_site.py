@@ -21,7 +21,7 @@ from calc.widgets import framework
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 SITE = os.environ.get("CALC_SITE_DIR", os.path.join(ROOT, "site"))  # the built site; another folder for a private build
 sys.path.insert(0, os.path.join(ROOT, "hooks"))
-from vendor import RUNTIME_FILES, calc_zip_bytes, snapshot_name  # noqa: E402
+from vendor import RUNTIME_FILES, calc_zip_bytes, snapshot_memory, snapshot_name  # noqa: E402
 
 pytestmark = pytest.mark.site
 
@@ -135,8 +135,9 @@ def test_the_pyodide_snapshot_fits_this_pyodide_and_this_calc_zip():
     snapshots = [name for name in os.listdir(runtime_dir) if name.endswith(".snapshot")]
     assert snapshots == [manifest["pyodide_snapshot"]], "only this build's snapshot is shipped"
     with open(os.path.join(runtime_dir, manifest["pyodide_snapshot"]), "rb") as handle:
-        memory = gzip.decompress(handle.read())
+        memory = snapshot_memory(gzip.decompress(handle.read()))  # sparse: its zero pages left out
     assert len(memory) == manifest["pyodide_snapshot_bytes"] > 16 * 2**20  # CPython's heap is more than 16 MiB
+    assert memory.count(0) < len(memory) * 0.9, "a snapshot of (nearly) nothing but zeros"
 
 
 REMOTE = re.compile(r"^(https?:)?//", re.IGNORECASE)

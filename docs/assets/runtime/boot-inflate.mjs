@@ -1,12 +1,18 @@
-// The boot's two inflations: the Pyodide snapshot (7 MB gzip to 31 MB of memory) and calc's zip.
+// The boot's two inflations: the Pyodide snapshot (7 MB gzip to the 17 MB of non-zero pages of a 31 MB
+// memory) and calc's zip.
 // Pure functions, run on a thread of their own by boot-inflate-worker.mjs (the Python worker's
 // thread meanwhile parses Pyodide's scripts and restores the snapshot), or by worker.mjs itself
 // where a worker cannot start a worker of its own or hand it a stream.
 
-// The snapshot's bytes (a stream) into `memory`, which they must fill exactly: inflated as they arrive when they
-// are gzip (a server that sends them with Content-Encoding: gzip has unpacked them already, hence
-// the look at the first two bytes). Pyodide hangs on a memory image that does not fit its module,
-// so a wrong size stops here.
+// The snapshot's bytes (a stream) into `memory` (zeroed), inflated as they arrive when they are gzip (a
+// server that sends them with Content-Encoding: gzip has unpacked them already, hence the look at the
+// first two bytes). What they unpack to is sparse (hooks/pyodide_snapshot.mjs): a 16-byte header
+// ("PYSNAP01", the memory's size, the page size), a bitmap of the pages stored, then those pages;
+// the pages of zeros left out are already zero in `memory`. Pyodide hangs on a memory image that does
+// not fit its module, so anything that does not fill exactly the pages the bitmap names stops here.
+const SNAPSHOT_MAGIC = "PYSNAP01";
+const HEADER_BYTES = 16;
+
 export async function inflateSnapshot(stream, memory, name) {
   const reader = stream.getReader();
   const head = [];
@@ -28,19 +34,63 @@ export async function inflateSnapshot(stream, memory, name) {
     },
     cancel(reason) { return reader.cancel(reason); },
   });
-  let filled = 0;
   const unpacked = (gzipped ? body.pipeThrough(new DecompressionStream("gzip")) : body).getReader();
+  const header = new Uint8Array(HEADER_BYTES);
+  let headerFilled = 0;
+  let bitmap = null;
+  let bitmapFilled = 0;
+  let pageBytes = 0;
+  let pageStarts = null; // where each stored page goes in `memory`, once the bitmap is in
+  let page = 0;
+  let pageFilled = 0;
+  const fail = (problem) => {
+    unpacked.cancel().catch(() => {});
+    throw new Error(`${name}: ${problem}`);
+  };
   for (;;) {
     const { done, value } = await unpacked.read();
     if (done) break;
-    if (filled + value.length > memory.length) {
-      unpacked.cancel().catch(() => {});
-      throw new Error(`${name}: more than the ${memory.length} bytes expected`);
+    let at = 0;
+    while (at < value.length) {
+      if (headerFilled < HEADER_BYTES) {
+        const take = Math.min(HEADER_BYTES - headerFilled, value.length - at);
+        header.set(value.subarray(at, at + take), headerFilled);
+        headerFilled += take;
+        at += take;
+        if (headerFilled < HEADER_BYTES) continue;
+        const view = new DataView(header.buffer);
+        if (String.fromCharCode(...header.subarray(0, 8)) !== SNAPSHOT_MAGIC) fail("not a sparse Pyodide snapshot");
+        const memoryBytes = view.getUint32(8, true);
+        pageBytes = view.getUint32(12, true);
+        if (memoryBytes !== memory.length) fail(`a memory of ${memoryBytes} bytes, expected ${memory.length}`);
+        if (pageBytes < 512 || pageBytes > 1 << 20 || (pageBytes & (pageBytes - 1))) fail(`page size ${pageBytes}`);
+        bitmap = new Uint8Array(Math.ceil(Math.ceil(memoryBytes / pageBytes) / 8));
+      } else if (bitmapFilled < bitmap.length) {
+        const take = Math.min(bitmap.length - bitmapFilled, value.length - at);
+        bitmap.set(value.subarray(at, at + take), bitmapFilled);
+        bitmapFilled += take;
+        at += take;
+        if (bitmapFilled < bitmap.length) continue;
+        pageStarts = [];
+        const pages = Math.ceil(memory.length / pageBytes);
+        for (let index = 0; index < pages; index += 1) {
+          if (bitmap[index >> 3] & (1 << (index & 7))) pageStarts.push(index * pageBytes);
+        }
+      } else {
+        if (page >= pageStarts.length) fail(`more than the ${pageStarts.length} pages its bitmap names`);
+        const start = pageStarts[page];
+        const size = Math.min(pageBytes, memory.length - start);
+        const take = Math.min(size - pageFilled, value.length - at);
+        memory.set(value.subarray(at, at + take), start + pageFilled);
+        pageFilled += take;
+        at += take;
+        if (pageFilled === size) { page += 1; pageFilled = 0; }
+      }
     }
-    memory.set(value, filled);
-    filled += value.length;
   }
-  if (filled !== memory.length) throw new Error(`${name}: ${filled} bytes, expected ${memory.length}`);
+  if (!pageStarts || page !== pageStarts.length) {
+    throw new Error(`${name}: cut short (${pageStarts ? `${page} of ${pageStarts.length} pages` : "no bitmap"})`);
+  }
   return memory;
 }
 

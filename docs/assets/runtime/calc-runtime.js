@@ -43,6 +43,8 @@
     runtime.state = state;
     runtime.detail = detail || "";
     markDocument();
+    // The search index waits for the boot (overrides/main.html): once it is over, build it.
+    if ((state === "ready" || state === "error") && window.calcSearchRelease) window.calcSearchRelease();
     runtime.listeners.slice().forEach(function (listener) { listener(state, runtime.detail); });
   }
 

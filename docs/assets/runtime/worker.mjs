@@ -6,14 +6,19 @@
 // to the allow-listed widget functions. It posts status messages while it boots.
 //
 // A cold boot waits for its slowest download and for the CPU work on each file, so everything
-// starts at once, before Pyodide's own script is imported: the manifest, then the snapshot and
-// calc's zip (each unpacked as its bytes arrive, on this thread), and the wasm, compiled as it
-// streams in on the engine's background threads. Left to itself, Pyodide would start compiling
-// the wasm only once the whole snapshot is in memory, and unpack calc only after the restore.
+// starts at once, in this module's first block: the snapshot (on the inflate thread) and calc's zip
+// (the page names them: see `namedByPage`), Pyodide's standard library and lock file, the wasm (compiled as it streams in
+// on the engine's background threads) and Pyodide's scripts; the manifest only confirms the names.
+// Left to itself, Pyodide would fetch its standard library only once its script had run, start
+// compiling the wasm only once the whole snapshot is in memory, and unpack calc only after the restore.
 
 const assets = new URL("../", import.meta.url);
 const PYODIDE_DIR = new URL("vendor/pyodide/", assets).href;
 const WASM_URL = new URL("pyodide.asm.wasm", PYODIDE_DIR).href;
+// Files Pyodide itself fetches while it starts: fetched here from the first block instead, and the
+// response handed to Pyodide's own request (see self.fetch below).
+const STDLIB_URL = new URL("python_stdlib.zip", PYODIDE_DIR).href;
+const LOCK_URL = new URL("pyodide-lock.json", PYODIDE_DIR).href;
 const LIB_DIR = "/home/pyodide/lib";
 
 // The boot's profile for the site bench: when each step ended, in ms since this worker's time
@@ -29,12 +34,18 @@ const bootResponses = new Map();
 let keepingBootResponses = true;
 const networkFetch = self.fetch.bind(self);
 let wasmForPyodide = null; // a copy of the wasm response started below, for Pyodide's own request
+const fetchedAhead = new Map(); // url -> the response of a fetch started below, for Pyodide's own request of it
 self.fetch = async (input, init) => {
   const url = input instanceof Request ? input.url : String(input);
   if (url === WASM_URL && wasmForPyodide) {
     const copy = wasmForPyodide; // once: a second boot (the ordinary one, after a failed restore) asks again
     wasmForPyodide = null;
     return copy;
+  }
+  const ahead = fetchedAhead.get(url);
+  if (ahead) {
+    fetchedAhead.delete(url); // once, like the wasm
+    return ahead;
   }
   const response = await networkFetch(input, init);
   if (keepingBootResponses && response.ok && response.type === "basic") bootResponses.set(response.url, response.clone());
@@ -65,6 +76,28 @@ new BroadcastChannel("calc-offline").onmessage = async (event) => {
 const wasmResponse = self.fetch(WASM_URL);
 wasmForPyodide = wasmResponse.then((response) => response.clone()); // before the compile reads the body
 wasmForPyodide.catch(() => {});
+for (const url of [STDLIB_URL, LOCK_URL]) {
+  const response = self.fetch(url);
+  response.catch(() => {}); // Pyodide's own request gets the same failure
+  fetchedAhead.set(url, response);
+}
+
+// What the page names: overrides/main.html starts this worker with the manifest's facts as its name
+// (written into each page at build, hooks/vendor.py), so the 7 MB snapshot and calc's zip leave now,
+// not a round trip and this module's first tasks later, after manifest.json. null when started
+// without them (calc-runtime.js's own start, `mkdocs serve`): then the manifest names them.
+function namedByPage() {
+  try {
+    const facts = JSON.parse(self.name || "null");
+    if (facts && typeof facts.calc_zip === "string") return facts;
+  } catch (error) { /* not ours: the manifest names them */ }
+  return null;
+}
+const named = namedByPage();
+const runtimeFile = (name) => new URL(`runtime/${name}`, assets).href;
+const calcZipAhead = named ? self.fetch(runtimeFile(named.calc_zip)) : null;
+if (calcZipAhead) calcZipAhead.catch(() => {}); // reported where awaited (the snapshot: see fillSnapshot)
+
 const compiledWasm = wasmResponse.then((response) => {
   if (!response.ok) throw new Error(`pyodide.asm.wasm: HTTP ${response.status}`);
   // compileStreaming needs the wasm MIME type; a server that sends another gets the slower path.
@@ -112,7 +145,7 @@ async function fetchManifest() {
 
 async function fetchCalcZip(manifestPromise) {
   const manifest = await manifestPromise;
-  const response = await fetch(new URL(`runtime/${manifest.calc_zip}`, assets));
+  const response = await (named && named.calc_zip === manifest.calc_zip ? calcZipAhead : fetch(runtimeFile(manifest.calc_zip)));
   if (!response.ok) throw new Error(`${manifest.calc_zip}: HTTP ${response.status}`);
   const zip = await response.arrayBuffer();
   profileMark("calc_zip_fetched");
@@ -181,15 +214,36 @@ class NoSnapshot extends Error {}
 // (hooks/pyodide_snapshot.mjs): restoring it skips CPython's start-up, most of a cold boot.
 // Stored gzip-compressed; fetched into `memory` (of the size the manifest gives), inflated as it
 // downloads.
-async function fillSnapshot(manifest, memory) {
-  const name = manifest.pyodide_snapshot;
-  const response = await fetch(new URL(`runtime/${name}`, assets));
+// The inflate thread fetches it itself (boot-inflate-worker.mjs): its download and inflation do not
+// wait for this thread, busy meanwhile with Pyodide's scripts and module.
+async function fillSnapshot(name, memory) {
+  const url = runtimeFile(name);
+  const elsewhere = inflateElsewhere({ task: "snapshot", url, size: memory.length, name });
+  if (elsewhere) {
+    const { memory: filled, compressed, headers, timing } = await elsewhere;
+    // Kept for the offline hand-over, as self.fetch keeps the other boot files.
+    if (keepingBootResponses) bootResponses.set(url, new Response(compressed, { status: 200, headers }));
+    for (const step of ["response", "unpacked"]) {
+      profile.marks[`snapshot_${step}`] = Math.round(timing.origin + timing[step] - performance.timeOrigin);
+    }
+    memory.set(filled); // its own buffer, moved here: one 31 MB copy (~10 ms)
+    return;
+  }
+  const response = await fetch(url);
   if (!response.ok) throw new Error(`${name}: HTTP ${response.status}`);
   profileMark("snapshot_response");
-  const elsewhere = inflateElsewhere({ task: "snapshot", stream: response.body, size: memory.length, name }, [response.body]);
-  if (elsewhere) memory.set(await elsewhere); // its own buffer, moved here: one 31 MB copy (~10 ms)
-  else await (await inflateHere()).inflateSnapshot(response.body, memory, name);
+  await (await inflateHere()).inflateSnapshot(response.body, memory, name);
   profileMark("snapshot_unpacked");
+}
+
+// The snapshot the manifest names, with its size: the page's names when the manifest says the same (a
+// page from an older build, kept in a cache, names files the server may no longer have).
+async function snapshotToRestore(manifestPromise) {
+  const manifest = await manifestPromise;
+  if (!manifest.pyodide_snapshot) return null;
+  const same = named && named.pyodide_snapshot === manifest.pyodide_snapshot
+    && named.pyodide_snapshot_bytes === manifest.pyodide_snapshot_bytes;
+  return { name: manifest.pyodide_snapshot, size: manifest.pyodide_snapshot_bytes, same };
 }
 
 async function boot() {
@@ -203,16 +257,24 @@ async function boot() {
     return zip; // the raw zip: Pyodide's unpacker takes it
   }));
   calcFiles.catch(() => {}); // its error is reported where it is awaited
-  // Pyodide's scripts (1.2 MB of JavaScript to parse) once the manifest is in and the snapshot's
-  // request has left: parsing them first held up this thread's reading of the manifest.
-  const known = await manifest.catch(() => null); // a manifest that failed fails the boot below, at calc's zip
-  const snapshotBytes = known && known.pyodide_snapshot ? known.pyodide_snapshot_bytes : 0;
+  // The snapshot to restore: the page's, at once (the manifest confirms it before the restore), or
+  // the manifest's once it is in. A manifest that failed fails the boot below, at calc's zip.
+  const fromPage = named && named.pyodide_snapshot && named.pyodide_snapshot_bytes
+    ? { name: named.pyodide_snapshot, size: named.pyodide_snapshot_bytes } : null;
+  const snapshot = fromPage || await snapshotToRestore(manifest).catch(() => null);
   // Pyodide is handed the snapshot's buffer at once, to size the wasm memory by, and starts its
   // module (script, wasm instance, standard library) while the buffer is filled; the module is
   // handed back only once it is full, before Pyodide restores from it.
-  const memory = snapshotBytes ? new Uint8Array(snapshotBytes) : null;
-  const snapshotFilled = memory ? fillSnapshot(known, memory).then(() => mark("snapshot_fetched")) : null;
+  const memory = snapshot ? new Uint8Array(snapshot.size) : null;
+  const snapshotFilled = memory ? fillSnapshot(snapshot.name, memory).then(async () => {
+    if (fromPage) { // the page's names: restore only what the manifest names too
+      const confirmed = await snapshotToRestore(manifest);
+      if (!confirmed || !confirmed.same) throw new Error("the page names another snapshot than the manifest");
+    }
+    mark("snapshot_fetched");
+  }) : null;
   if (snapshotFilled) snapshotFilled.catch(() => {}); // reported where the module waits for it
+  // Pyodide's scripts (1.2 MB of JavaScript to parse on this thread) meanwhile.
   const [{ loadPyodide }, { default: createPyodideModule }] = await Promise.all([
     import("../vendor/pyodide/pyodide.mjs"), import("../vendor/pyodide/pyodide.asm.mjs")]);
   profileMark("pyodide_scripts");
