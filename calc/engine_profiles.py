@@ -9,7 +9,9 @@ never counts, and engines differ in how much:
 * ``tp_step_overhead_s``: more per step for each tensor-parallel GPU beyond the first (the driver hands
   each step's inputs to every worker and waits for all of them). The all-reduces themselves are priced
   by the roofline's alpha-beta term, with the latency measured for the GPU count
-  (:func:`allreduce_latency_s`) instead of the lesson's round 10 us.
+  (:func:`allreduce_latency_s`) instead of the lesson's round 10 us, and their bytes at the measured
+  bus bandwidth of the engine's all-reduce kernel (:data:`ALLREDUCE_BUS_EFFICIENCY`, about 40% of the
+  NVLink figure at prefill-sized messages of 1-4 MiB) instead of the link's full figure.
 
 Why the lesson's pages keep the pure roofline (:data:`calc.roofline.CALIBRATED`, no fixed terms, 10 us
 all-reduces): they teach where a step's time goes on the GPU (weights, KV, FLOPs against the roofs), and
@@ -47,12 +49,65 @@ from dataclasses import dataclass, replace
 from calc.errors import CalcError, check_choice, check_range
 
 __all__ = ["ENGINES", "DEFAULT_ENGINE", "TERMS", "EngineProfile", "PROFILES_PATH", "load_profiles", "get_profile",
-           "efficiency_for", "allreduce_latency_s", "engine_coefficients", "request_overhead_s"]
+           "efficiency_for", "allreduce_latency_s", "engine_coefficients", "request_overhead_s",
+           "ALLREDUCE_PREFILL_MEASURED_S", "ALLREDUCE_BUS_EFFICIENCY_SOURCE", "ALLREDUCE_BUS_EFFICIENCY", "CUSTOM_ALLREDUCE_MAX_BYTES", "TWO_STAGE_ALLREDUCE_MIN_BYTES",
+           "ALLREDUCE_BUS_EFFICIENCY_GPUS", "ALLREDUCE_BUS_EFFICIENCY_MIN_GPUS", "prefill_allreduce_terms",
+           "measured_allreduce_bus_efficiency"]
 
 PROFILES_PATH = os.path.join(os.path.dirname(os.path.abspath(__file__)), "data", "engine_profiles.json")
 #: The fitted or inherited constants of a profile, in the order they are fitted.
 TERMS = ("step_overhead_s", "tp_step_overhead_s", "request_overhead_s")
 DEFAULT_ENGINE = "vllm"
+
+#: Measured time of one bf16 all-reduce of prefill-sized activations (Llama 70B's hidden 8,192 x 64 / 128 /
+#: 256 tokens = 1 / 2 / 4 MiB) on 4 H100s by vLLM's custom all-reduce, two-stage kernel: 0.018 / 0.027 /
+#: 0.043 ms. Source: vllm-project/vllm pull request #24111 ("Enable Torch Symmetric Memory All-Reduce By
+#: Default", 2025-09-02), H100 TP=4 table, column ca_2stage. The two-stage kernel is the one that runs there:
+#: vLLM's custom all-reduce (csrc/custom_all_reduce.cuh, also SGLang 0.3's) takes the one-stage kernel only
+#: below 512 KiB on 4 fully NVLinked GPUs (256 KiB on 8) and the two-stage one above, up to its 8 MiB
+#: limit; decode steps (a few KiB) stay on the latency term. Role: assumption (sourced, not fitted; the
+#: 2025 kernel on H100 stands in for the 2024 engines and for A100's NVLink).
+ALLREDUCE_PREFILL_MEASURED_S = {1 << 20: 18e-6, 2 << 20: 27e-6, 4 << 20: 43e-6}
+ALLREDUCE_PREFILL_MEASURED_GPUS = 4
+ALLREDUCE_PREFILL_MEASURED_LINK_BYTES_PER_S = 450e9  # H100 SXM NVLink 4, one direction (calc.catalog)
+#: Where vLLM's custom all-reduce switches from its one-stage to its two-stage kernel on fully NVLinked
+#: GPUs, by GPU count (csrc/custom_all_reduce.cuh): one-stage below 512 KiB on up to 4 GPUs, 256 KiB on up
+#: to 8. Below it the measured small-message latency (:func:`calc.parallel.allreduce_latency_s`) prices
+#: the message, its bytes at the link's figure, as before.
+TWO_STAGE_ALLREDUCE_MIN_BYTES = {4: 512 << 10, 8: 256 << 10}
+#: The custom all-reduce's size limit (vLLM's CustomAllreduce max_size, 8 MiB): larger messages go to NCCL,
+#: whose large-message bus bandwidth stays at the link's figure here (as on the lesson's roofline).
+CUSTOM_ALLREDUCE_MAX_BYTES = 8 << 20
+#: Where the measured share applies: the GPUs with the measured NVLink 4 (H100 SXM and H200, 450 GB/s one
+#: way), on 3 GPUs or more (vLLM's two-stage kernel; on 2 GPUs it always takes the one-stage kernel, not
+#: measured here). Elsewhere (A100's NVLink 3, PCIe, two GPUs) the link's figure stays: no measurement.
+ALLREDUCE_BUS_EFFICIENCY_GPUS = ("h100-sxm-80gb", "h200")
+ALLREDUCE_BUS_EFFICIENCY_MIN_GPUS = 3
+ALLREDUCE_BUS_EFFICIENCY_SOURCE = ("vLLM custom all-reduce (two-stage) on 4 H100s, 1 / 2 / 4 MiB bf16: 18 / 27 / "
+                                   "43 us (vllm-project/vllm pull request #24111, H100 TP=4 table, ca_2stage), "
+                                   "less the 9.2 us small-message latency, over NVLink's 450 GB/s")
+
+
+def measured_allreduce_bus_efficiency() -> float:
+    """The share of NVLink's bandwidth the ring's bytes move at in a prefill-sized all-reduce.
+
+    For each measured size: ``2 (n-1)/n x bytes / (measured time - small-message latency)`` (the bus
+    bandwidth of the alpha-beta model, :func:`calc.parallel.allreduce_time_s`) over the link's 450 GB/s;
+    the mean of the three. Source: :data:`ALLREDUCE_PREFILL_MEASURED_S`.
+
+    >>> round(measured_allreduce_bus_efficiency(), 3)
+    0.401
+    """
+    from calc.parallel import allreduce_bytes_on_wire, allreduce_latency_s as small_message_s
+
+    latency = small_message_s(ALLREDUCE_PREFILL_MEASURED_GPUS)
+    shares = [allreduce_bytes_on_wire(size, ALLREDUCE_PREFILL_MEASURED_GPUS) / (seconds - latency)
+              / ALLREDUCE_PREFILL_MEASURED_LINK_BYTES_PER_S for size, seconds in ALLREDUCE_PREFILL_MEASURED_S.items()]
+    return sum(shares) / len(shares)
+
+
+#: What every engine profile's all-reduces move their bytes at, as a share of the GPU's link bandwidth.
+ALLREDUCE_BUS_EFFICIENCY = measured_allreduce_bus_efficiency()
 
 
 @dataclass(frozen=True)
@@ -180,13 +235,46 @@ def allreduce_latency_s(profile: EngineProfile, tp: int) -> float:
     return measured(tp)
 
 
+def prefill_allreduce_terms(gpu: str, tp: int) -> tuple[float, float, float]:
+    """(smallest and largest message in bytes, share of the link) of the two-stage custom all-reduce.
+
+    The measured share (:data:`ALLREDUCE_BUS_EFFICIENCY`) above the two-stage threshold
+    (:data:`TWO_STAGE_ALLREDUCE_MIN_BYTES`) up to :data:`CUSTOM_ALLREDUCE_MAX_BYTES`, where it was measured
+    (:data:`ALLREDUCE_BUS_EFFICIENCY_GPUS`, at least :data:`ALLREDUCE_BUS_EFFICIENCY_MIN_GPUS`); elsewhere
+    none (0 bytes: every message at the link's figure).
+
+    >>> [round(x, 3) for x in prefill_allreduce_terms("h100-sxm-80gb", 4)], prefill_allreduce_terms("a100-40gb", 8)
+    ([524288.0, 8388608.0, 0.401], (0.0, 0.0, 1.0))
+    >>> prefill_allreduce_terms("h200", 8)[0], prefill_allreduce_terms("h200", 2)
+    (262144.0, (0.0, 0.0, 1.0))
+    """
+    from calc.catalog import get_gpu
+
+    key = get_gpu(gpu).key
+    tp = check_range("tp", tp, 1, 100_000, integer=True)
+    if key in ALLREDUCE_BUS_EFFICIENCY_GPUS and tp >= ALLREDUCE_BUS_EFFICIENCY_MIN_GPUS:
+        threshold = next((TWO_STAGE_ALLREDUCE_MIN_BYTES[n] for n in sorted(TWO_STAGE_ALLREDUCE_MIN_BYTES) if tp <= n),
+                         TWO_STAGE_ALLREDUCE_MIN_BYTES[max(TWO_STAGE_ALLREDUCE_MIN_BYTES)])
+        return float(threshold), float(CUSTOM_ALLREDUCE_MAX_BYTES), ALLREDUCE_BUS_EFFICIENCY
+    return 0.0, 0.0, 1.0
+
+
 def engine_coefficients(model, gpu, *, tp: int = 1, weights: str = "bf16", kv_dtype: str = "bf16",
                         engine: str = DEFAULT_ENGINE):
     """:func:`calc.roofline.step_coefficients` with ``engine``'s terms: what the simulator prices a step with.
 
+    Prefill-sized all-reduces (the two-stage kernel's, up to :data:`CUSTOM_ALLREDUCE_MAX_BYTES`) move their bytes at
+    :data:`ALLREDUCE_BUS_EFFICIENCY` of the link where it was measured (:func:`prefill_allreduce_terms`; the
+    lesson's roofline takes the link's full figure).
+
     >>> c = engine_coefficients("llama-3.1-70b", "h100-sxm-80gb", tp=4)
-    >>> c.allreduce_latency_s, c.overhead_s() > 0
-    (9.2e-06, True)
+    >>> c.allreduce_latency_s, c.overhead_s() > 0, round(c.prefill_allreduce_bus_efficiency, 3)
+    (9.2e-06, True, 0.401)
+    >>> from calc.roofline import step_coefficients
+    >>> lesson = step_coefficients("llama-3.1-70b", "h100-sxm-80gb", tp=4, allreduce_latency_s=9.2e-6,
+    ...                            efficiency=c.efficiency)
+    >>> round((c.comm_s(256) - lesson.comm_s(256)) * 1000, 2), c.comm_s(8192) == lesson.comm_s(8192), c.comm_s(8) == lesson.comm_s(8)
+    (3.34, True, True)
     """
     from calc.memory import check_tp
     from calc.catalog import get_model
@@ -194,8 +282,11 @@ def engine_coefficients(model, gpu, *, tp: int = 1, weights: str = "bf16", kv_dt
 
     profile = get_profile(engine)
     tp = check_tp(get_model(model), tp)
+    prefill_min_bytes, prefill_max_bytes, prefill_share = prefill_allreduce_terms(gpu, tp)
     return step_coefficients(model, gpu, tp=tp, weights=weights, kv_dtype=kv_dtype,
-                             efficiency=efficiency_for(profile), allreduce_latency_s=allreduce_latency_s(profile, tp))
+                             efficiency=efficiency_for(profile), allreduce_latency_s=allreduce_latency_s(profile, tp),
+                             prefill_allreduce_min_bytes=prefill_min_bytes, prefill_allreduce_max_bytes=prefill_max_bytes,
+                             prefill_allreduce_bus_efficiency=prefill_share)
 
 
 def request_overhead_s(profile: EngineProfile, coefficients) -> float:

@@ -187,6 +187,11 @@ class StepCoefficients:
     allreduce_bytes_per_token: float
     interconnect_bytes_per_s: float
     allreduce_latency_s: float
+    # Messages above min and up to max bytes (prefill-sized: an engine's two-stage custom all-reduce) move
+    # at this share of the link; others at the link's figure. max 0: all at the link's (the lesson's roofline).
+    prefill_allreduce_min_bytes: float = 0.0
+    prefill_allreduce_max_bytes: float = 0.0
+    prefill_allreduce_bus_efficiency: float = 1.0
 
     def weight_bytes_read(self, new_tokens: int) -> float:
         """Weight bytes one GPU reads in a step of ``new_tokens`` tokens.
@@ -308,12 +313,12 @@ class StepCoefficients:
         """
         if not self.allreduces_per_step or new_tokens <= 0:
             return 0.0
-        return self.allreduces_per_step * allreduce_time_s(
-            new_tokens * self.allreduce_bytes_per_token,
-            self.tp,
-            self.interconnect_bytes_per_s,
-            latency_s=self.allreduce_latency_s,
-        )
+        message_bytes = new_tokens * self.allreduce_bytes_per_token
+        link = self.interconnect_bytes_per_s
+        if self.prefill_allreduce_min_bytes < message_bytes <= self.prefill_allreduce_max_bytes:
+            link *= self.prefill_allreduce_bus_efficiency  # the engine's custom kernel's measured share
+        return self.allreduces_per_step * allreduce_time_s(message_bytes, self.tp, link,
+                                                           latency_s=self.allreduce_latency_s)
 
     def step_time_s(self, *, new_tokens: int, kv_tokens_read: int, attention_token_pairs: int) -> float:
         """Seconds for one engine step; never falls when any argument grows.
@@ -338,6 +343,8 @@ class StepCoefficients:
         out = {}
         for name in self.__dataclass_fields__:
             value = getattr(self, name)
+            if name.startswith("prefill_allreduce_") and not self.prefill_allreduce_max_bytes:
+                continue  # the lesson's roofline has no small-message kernel: its dict stays as it was
             if isinstance(value, Efficiency):
                 value = {"compute": value.compute, "memory": value.memory, "step_overhead_s": value.step_overhead_s}
             elif isinstance(value, float):
@@ -358,7 +365,9 @@ def _attention_flops_per_pair(model: Model) -> float:
 
 
 def step_coefficients(model, gpu, *, tp: int = 1, weights: str = "bf16", kv_dtype: str = "bf16",
-                      efficiency: Efficiency = CALIBRATED, allreduce_latency_s: float = ALLREDUCE_LATENCY_S) -> StepCoefficients:
+                      efficiency: Efficiency = CALIBRATED, allreduce_latency_s: float = ALLREDUCE_LATENCY_S,
+                      prefill_allreduce_min_bytes: float = 0.0, prefill_allreduce_max_bytes: float = 0.0,
+                      prefill_allreduce_bus_efficiency: float = 1.0) -> StepCoefficients:
     """Precompute the per-GPU roofline of a replica: ``model`` on ``tp`` GPUs of type ``gpu``.
 
     * FLOPs per new token: 2 x (active linear weights + the LM head), over ``tp``
@@ -373,7 +382,10 @@ def step_coefficients(model, gpu, *, tp: int = 1, weights: str = "bf16", kv_dtyp
     The weight format sets the compute dtype (:func:`compute_dtype`); attention
     computes in 16 bits. ``allreduce_latency_s`` defaults to the lesson's round 10 us
     (:data:`calc.parallel.ALLREDUCE_LATENCY_S`); the simulator passes the measured figure for
-    ``tp`` GPUs (:func:`calc.parallel.allreduce_latency_s`).
+    ``tp`` GPUs (:func:`calc.parallel.allreduce_latency_s`). All-reduces of more than
+    ``prefill_allreduce_min_bytes`` and at most ``prefill_allreduce_max_bytes`` move their bytes at ``prefill_allreduce_bus_efficiency`` of the link
+    (an engine's custom all-reduce kernel, measured: :data:`calc.engine_profiles.ALLREDUCE_BUS_EFFICIENCY`);
+    the lesson's roofline has none (0 bytes) and every message at the link's figure.
 
     >>> from calc.catalog import get_model, get_gpu
     >>> c = step_coefficients(get_model("llama-3.1-8b"), get_gpu("h100-sxm-80gb"), weights="fp8", kv_dtype="fp8")
@@ -388,6 +400,9 @@ def step_coefficients(model, gpu, *, tp: int = 1, weights: str = "bf16", kv_dtyp
     if not isinstance(efficiency, Efficiency):
         raise CalcError(f"efficiency must be an Efficiency; got {efficiency!r}", "efficiency")
     latency = check_range("allreduce_latency_s", allreduce_latency_s, 0.0, 0.01)
+    prefill_min = check_range("prefill_allreduce_min_bytes", prefill_allreduce_min_bytes, 0.0, 1e12)
+    prefill_max = check_range("prefill_allreduce_max_bytes", prefill_allreduce_max_bytes, 0.0, 1e12)
+    prefill_share = check_range("prefill_allreduce_bus_efficiency", prefill_allreduce_bus_efficiency, 0.01, 1.0)
     dtype = compute_dtype(weights, gpu)
 
     wb = memory.weight_bytes(model, weights)
@@ -427,6 +442,9 @@ def step_coefficients(model, gpu, *, tp: int = 1, weights: str = "bf16", kv_dtyp
         allreduce_bytes_per_token=float(model.hidden_size * ACTIVATION_BYTES),
         interconnect_bytes_per_s=gpu.interconnect_bytes_per_s,
         allreduce_latency_s=latency,
+        prefill_allreduce_min_bytes=float(prefill_min),
+        prefill_allreduce_max_bytes=float(prefill_max),
+        prefill_allreduce_bus_efficiency=float(prefill_share),
     )
 
 
