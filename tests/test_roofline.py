@@ -210,3 +210,52 @@ def test_bad_input_names_the_field(call, field):
     with pytest.raises(CalcError) as err:
         call()
     assert err.value.field == field
+
+
+# ------------------------------------------------------------------ prefill-sized all-reduces (issue 18)
+
+def test_the_prefill_allreduce_share_is_the_measured_two_stage_kernel():
+    from calc.engine_profiles import ALLREDUCE_BUS_EFFICIENCY, ALLREDUCE_PREFILL_MEASURED_S
+    from calc.parallel import allreduce_time_s
+
+    assert ALLREDUCE_BUS_EFFICIENCY == pytest.approx(0.401, abs=0.001)
+    # The alpha-beta model with that share gives back each measured time within 4%.
+    for size, measured_s in ALLREDUCE_PREFILL_MEASURED_S.items():
+        priced = allreduce_time_s(size, 4, 450e9 * ALLREDUCE_BUS_EFFICIENCY, latency_s=9.2e-6)
+        assert priced == pytest.approx(measured_s, rel=0.04), size
+
+
+def test_the_engine_prices_prefill_allreduces_slower_and_the_lesson_keeps_the_link_figure():
+    from calc.engine_profiles import engine_coefficients
+
+    engine = engine_coefficients("llama-3.1-70b", H100, tp=4)
+    lesson = step_coefficients("llama-3.1-70b", H100, tp=4, allreduce_latency_s=engine.allreduce_latency_s)
+    # Decode-sized (one-stage kernel, 8 tokens = 128 KiB) and NCCL-sized (8,192 tokens = 128 MiB): unchanged.
+    assert engine.comm_s(8) == lesson.comm_s(8)
+    assert engine.comm_s(8192) == lesson.comm_s(8192)
+    # 256 tokens = 4 MiB: 160 all-reduces of 9.2 us + 6.29 MB at 180.5 GB/s, against 450 GB/s on the lesson's.
+    assert engine.comm_s(256) * 1000 == pytest.approx(160 * (9.2e-3 + 6.291456e6 / 180.5e9 * 1000), rel=0.01)
+    assert lesson.comm_s(256) * 1000 == pytest.approx(160 * (9.2e-3 + 6.291456e6 / 450e9 * 1000), rel=0.001)
+    # The lesson's roofline and its dict stay as they were.
+    assert "prefill_allreduce_bus_efficiency" not in C70.to_dict()
+    assert C70.prefill_allreduce_max_bytes == 0.0
+
+
+@pytest.mark.parametrize("gpu, tp", [("a100-40gb", 8), ("h100-sxm-80gb", 2), ("h100-pcie-80gb", 4)])
+def test_no_measured_share_where_none_was_measured(gpu, tp):
+    from calc.engine_profiles import engine_coefficients
+
+    model = "llama-3.1-70b"
+    engine = engine_coefficients(model, gpu, tp=tp)
+    lesson = step_coefficients(model, gpu, tp=tp, allreduce_latency_s=engine.allreduce_latency_s)
+    assert engine.comm_s(256) == lesson.comm_s(256)
+
+
+@pytest.mark.parametrize("kwargs, field", [({"prefill_allreduce_bus_efficiency": 0.0}, "prefill_allreduce_bus_efficiency"),
+                                           ({"prefill_allreduce_bus_efficiency": 1.5}, "prefill_allreduce_bus_efficiency"),
+                                           ({"prefill_allreduce_max_bytes": -1}, "prefill_allreduce_max_bytes"),
+                                           ({"prefill_allreduce_min_bytes": float("nan")}, "prefill_allreduce_min_bytes")])
+def test_prefill_allreduce_terms_reject_bad_input(kwargs, field):
+    with pytest.raises(CalcError) as info:
+        step_coefficients("llama-3.1-70b", H100, tp=4, **kwargs)
+    assert info.value.field == field
