@@ -14,7 +14,8 @@ other row is validation.
   (NIM: ITL at concurrency 1, two H100s, with the tensor-parallel term inherited);
 * tensor-parallel cost (``tp_step_overhead_s``): the same test on four GPUs (vLLM nightly, Llama 70B
   TP4 on H100), fitted after the one-GPU term and on top of the measured all-reduce latency
-  (:data:`calc.parallel.ALLREDUCE_SMALL_MESSAGE_S`); engines without such a row inherit vLLM's (an
+  (:data:`calc.parallel.ALLREDUCE_SMALL_MESSAGE_S`) and the prefill-sized share of the two-stage kernel
+  (:data:`calc.engine_profiles.ALLREDUCE_BUS_EFFICIENCY`); engines without such a row inherit vLLM's (an
   assumption, said in the profile);
 * request cost (``request_overhead_s``): the engine's lowest-load TTFT with the shortest prompt (NIM at
   concurrency 1 with 500-token prompts; the first, uncached, Azure vLLM run at 1 request/s; SGLang and
