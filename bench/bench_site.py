@@ -84,6 +84,37 @@ COLD_READY_TARGET_MS = 1500  # issue 17: cold ready with the service worker on, 
 SERVICE_WORKER_SLOWDOWN_TARGET = 1.10  # issue 17: on / blocked, medians
 
 
+# One cold boot on the page's clock (ms since navigation): the HTML, the head's worker start, each step the
+# worker marked (its own clock, moved by the two time origins' difference) and when each file it fetched
+# arrived; "ready" is when the page heard it. Files are keyed by a short name (the hashed ones by their kind).
+BOOT_TIMELINE = """
+() => {
+  const nav = performance.getEntriesByType('navigation')[0];
+  const profile = calcRuntime.bootProfile || {marks: {}, worker_origin_ms: performance.timeOrigin};
+  const offset = profile.worker_origin_ms - performance.timeOrigin;
+  const line = {html_received: nav.responseEnd, dom_content_loaded: nav.domContentLoadedEventEnd,
+                worker_created: calcRuntime.bootStarted, ready: calcRuntime.readyAt};
+  for (const [name, at] of Object.entries(profile.marks)) line[name] = at + offset;
+  const short = (name) => name.replace(/^calc-[0-9a-f]+\\.zip$/, 'calc.zip')
+    .replace(/^pyodide-[0-9a-f]+\\.snapshot$/, 'snapshot');
+  for (const entry of calcRuntime.bootFetched || []) {
+    line['fetch ' + short(entry.name) + ' start'] = entry.start + offset;
+    line['fetch ' + short(entry.name) + ' end'] = entry.end + offset;
+  }
+  for (const key of Object.keys(line)) line[key] = line[key] == null ? null : Math.round(line[key]);
+  return line;
+}
+"""
+
+
+def median_timeline(runs: list[dict]) -> dict:
+    """Each step's median over the runs (ms since navigation), in the order of the median run."""
+    keys = {key for run in runs for key in run["timeline"]}
+    medians = {key: statistics.median(values) for key in keys
+               if (values := [run["timeline"][key] for run in runs if run["timeline"].get(key) is not None])}
+    return dict(sorted(medians.items(), key=lambda item: item[1]))
+
+
 def cold_ready_ms(browser, url: str, server: RecordingServer, service_workers: str) -> dict:
     """One first visit in a fresh context: ms from navigation to Python ready; with the service worker on, also
     to its precache complete, and which files the server sent more than once meanwhile.
@@ -100,6 +131,7 @@ def cold_ready_ms(browser, url: str, server: RecordingServer, service_workers: s
     page.wait_for_selector("html[data-pyodide=ready]", timeout=120_000)
     timing = page.evaluate("() => ({ready: calcRuntime.readyAt, workerStarted: calcRuntime.bootStarted,"
                            " phases: calcRuntime.bootPhases})")
+    timing["timeline"] = page.evaluate(BOOT_TIMELINE)
     if service_workers == "allow":
         page.wait_for_function("() => window.calcOffline && ['ready', 'unavailable'].includes(calcOffline.state)",
                                timeout=180_000)
@@ -125,7 +157,8 @@ def cold_ready(browser, url: str, server: RecordingServer, runs: int) -> dict:
         median_run = sorted(colds, key=lambda run: run["ready"])[len(colds) // 2]
         results[mode] = {"median": statistics.median(run["ready"] for run in colds),
                          "runs": [run["ready"] for run in colds],
-                         "worker_started": median_run["workerStarted"], "phases": median_run["phases"]}
+                         "worker_started": median_run["workerStarted"], "phases": median_run["phases"],
+                         "timeline_median": median_timeline(colds)}
     on = by_mode["allow"]
     offline_after = [run["offline_ready"] - run["ready"] for run in on if run["offline_ready"] is not None]
     results["allow"].update({
@@ -391,6 +424,10 @@ def main() -> int:
             for key, t in list(results["recompute_by_widget_ms"].items())[:5]))
     if "cold_ready_ms" in results:
         print("cold boot phases (ms from the worker's start):", results["cold_ready_ms"]["phases"])
+        for label, key in (("service worker on", "cold_ready_ms"), ("service worker blocked", "cold_ready_blocked_ms")):
+            print(f"cold boot timeline, {label}, medians in ms since navigation:")
+            for step, at in results[key]["timeline_median"].items():
+                print(f"  {at:7.0f}  {step}")
     results["failures"] = measurements.failures
     os.makedirs(os.path.join(ROOT, "bench-results"), exist_ok=True)
     path = os.path.join(ROOT, "bench-results", "site.json")
@@ -406,7 +443,9 @@ def main() -> int:
 
 
 def measure_in_browser(browser, server, args, results: dict, measurements: Measurements) -> None:
+    load_before = os.getloadavg()  # the machine is shared: a cold boot is CPU-bound, so its figures move with the load
     colds = measurements.run("cold_ready_ms", cold_ready, browser, server.url + FIRST_PAGE, server, args.runs)
+    results["cold_ready_load_average"] = {"before": load_before[0], "after": os.getloadavg()[0]}
     if colds is not None:
         results["cold_ready_ms"] = colds["allow"]  # as readers get it: the service worker on
         results["cold_ready_blocked_ms"] = colds["block"]
@@ -456,6 +495,9 @@ def cold_rows(results: dict) -> list[tuple[str, str, str]]:
          f" (runs {', '.join(f'{r:.0f}' for r in cold['runs'])})"),
         ("cold load to Python ready, service worker blocked", f"{blocked['median']:.0f} ms",
          f"(runs {', '.join(f'{r:.0f}' for r in blocked['runs'])})"),
+        ("load average (1 min) before / after the cold loads",
+         f"{results['cold_ready_load_average']['before']:.1f}/{results['cold_ready_load_average']['after']:.1f}",
+         "2 cores: above ~2 the cold figures measure the other jobs too"),
         ("cold ready, on / blocked", f"{ratio:.2f}",
          f"target {SERVICE_WORKER_SLOWDOWN_TARGET:.2f}: {'met' if ratio <= SERVICE_WORKER_SLOWDOWN_TARGET else 'MISSED'}"),
         ("offline ready (precache done) after ready",

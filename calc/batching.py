@@ -9,6 +9,7 @@ from __future__ import annotations
 from functools import lru_cache
 
 from calc.errors import check_choice, check_range
+from calc.lesson import SCENARIO_BASE
 from calc.prefix import prefix_cache_hit
 from calc.sim import Scenario, simulate
 
@@ -37,12 +38,14 @@ def scenario(batching: str, *, static_batch_size: int = STATIC_BATCH, rate_per_s
     of :mod:`calc.sim.workload` (means 161 and 338 tokens); ``fixed`` is the
     lesson's 1,024 in, 256 out. Source: :mod:`calc.sim.scenario` (schema).
 
-    >>> scenario("continuous", lengths="fixed")["workload"]["classes"][0]["prompt_tokens"]
-    1024
+    >>> s = scenario("continuous", lengths="fixed")
+    >>> s["workload"]["classes"][0]["prompt_tokens"], s["parameter_count"]
+    (1024, 'lesson')
     """
     check_choice("batching", batching, [b for b, _ in BATCHING])
     check_choice("lengths", lengths, [k for k, _ in LENGTHS])
     return {
+        **SCENARIO_BASE,  # the running example as every lesson preset starts from it (step 1's KV cache)
         "name": f"deep dive: {batching} batching", "batching": batching,
         "static_batch_size": check_range("static_batch_size", static_batch_size, 1, 4096, integer=True),
         "workload": {"arrival": arrival, "rate_per_s": check_range("rate_per_s", rate_per_s, 0.01, 1000),

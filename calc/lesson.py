@@ -21,6 +21,11 @@ and keep their own names; only step 1 shows them, saying where each comes from:
 >>> (KV_CAPACITY_TOKENS_LESSON_GB, KV_CAPACITY_TOKENS_LESSON_GB_BLOCKS,
 ...  KV_CAPACITY_TOKENS_EXACT_PARAMETERS, KV_CAPACITY_TOKENS_EXACT_PARAMETERS_BLOCKS)
 (399169, 399168, 399452, 399440)
+
+The simulator counts the same way on every lesson page: each lesson preset is read over
+:data:`SCENARIO_BASE`, whose ``parameter_count`` "lesson" makes :func:`calc.sim.hardware.replica_hardware`
+weigh 16-bit weights with the rounded count, so a simulated replica holds step 1's cache in whole blocks
+(24,948 blocks of 16: 399,168 of the 399,169 tokens). Scenarios outside the lesson keep the exact count.
 """
 
 from __future__ import annotations
@@ -40,6 +45,7 @@ __all__ = [
     "KV_CAPACITY_TOKENS_LESSON_GB_BLOCKS", "KV_CAPACITY_TOKENS_EXACT_PARAMETERS",
     "KV_CAPACITY_TOKENS_EXACT_PARAMETERS_BLOCKS", "KV_CAPACITY_TOKENS", "LESSON_COUNT_FORMATS",
     "vllm_maximum_concurrency", "kv_tokens", "replica_kv_tokens", "replica_coefficients",
+    "weighs_rounded", "rounded_weights_bytes_per_gpu", "SCENARIO_BASE",
 ]
 
 #: The running example's replica: Llama 3.1 70B in bf16 on four H100s (TP 4), vLLM at 90% of each GPU
@@ -83,6 +89,42 @@ LESSON_PARAM_DIGITS = 3
 LESSON_COUNT_FORMATS = ("bf16", "fp16")
 
 
+def weighs_rounded(weights: str, parameter_count: str = "lesson") -> bool:
+    """Whether ``parameter_count`` weighs ``weights`` with the lesson's rounded parameter count.
+
+    ``"lesson"`` rounds the formats of :data:`LESSON_COUNT_FORMATS` (every tensor the same width) and
+    weighs formats with scales tensor by tensor, as every page quotes them; ``"exact"`` never rounds.
+
+    >>> weighs_rounded("bf16"), weighs_rounded("fp8"), weighs_rounded("bf16", "exact")
+    (True, False, False)
+    >>> weighs_rounded("bf16", "rounded")
+    Traceback (most recent call last):
+    ...
+    calc.errors.CalcError: parameter_count must be one of lesson, exact; got 'rounded'
+    """
+    check_choice("parameter_count", parameter_count, PARAMETER_COUNTS)
+    return parameter_count == "lesson" and check_choice("weights", weights, WEIGHT_FORMATS) in LESSON_COUNT_FORMATS
+
+
+def rounded_weights_bytes_per_gpu(model, tp: int, weights: str) -> float:
+    """Weights per GPU with the lesson's rounded parameter count: parameters (3 significant digits) x bits / 8 / TP.
+
+    No quantization scales, no 16-bit layers: step 1's "70.6 B parameters x 2 bytes / 4 GPUs".
+
+    >>> rounded_weights_bytes_per_gpu("llama-3.1-70b", 4, "bf16") / 1e9
+    35.3
+    """
+    model = get_model(model)
+    bits = WEIGHT_BITS[check_choice("weights", weights, WEIGHT_FORMATS)]
+    return round_sig(model.total_params, LESSON_PARAM_DIGITS) * bits / 8 / check_tp(model, tp)
+
+
+#: What every lesson preset's scenario starts from (:mod:`calc.sim.presets` reads each preset file over it):
+#: the simulator's defaults are the running example's replica already (:class:`calc.sim.scenario.Scenario`);
+#: this adds the lesson's way of weighing its weights, so that a simulated replica holds step 1's KV cache.
+SCENARIO_BASE: dict = {"parameter_count": "lesson"}
+
+
 def kv_capacity(*, rounded_params: bool | None = None, **overrides) -> KVCapacity:
     """:func:`calc.memory.kv_capacity` of :data:`REPLICA`, with any argument overridden.
 
@@ -102,12 +144,11 @@ def kv_capacity(*, rounded_params: bool | None = None, **overrides) -> KVCapacit
     """
     args = {**REPLICA, **overrides}
     if rounded_params is None:
-        rounded_params = args["weights"] in LESSON_COUNT_FORMATS
+        rounded_params = weighs_rounded(args["weights"])
     model = get_model(args.pop("model"))
     gpu = args.pop("gpu")
     if rounded_params and args.get("weights_bytes") is None:
-        bits = WEIGHT_BITS[check_choice("weights", args["weights"], WEIGHT_FORMATS)]
-        args["weights_bytes"] = round_sig(model.total_params, LESSON_PARAM_DIGITS) * bits / 8 / check_tp(model, args["tp"])
+        args["weights_bytes"] = rounded_weights_bytes_per_gpu(model, args["tp"], args["weights"])
     return _kv_capacity(model, gpu, **args)
 
 

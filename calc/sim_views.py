@@ -27,6 +27,7 @@ from calc.units import round_sig
 __all__ = ["KEEP", "BREAK_PRESET", "FIX_PRESET", "SIDES", "side_by_side_scenarios", "scenario_for", "preset_summary", "fleet_scenario", "SYSTEM_PROMPT_PRESET", "SYSTEM_PROMPT_TOKENS",
            "QUESTION_TOKENS", "SYSTEM_PROMPT_ANSWER_TOKENS", "SYSTEM_PROMPT_RATE_PER_S", "MAX_SYSTEM_PROMPT_TOKENS",
            "system_prompt_scenario", "PLAYGROUND_PRESET", "PLAYGROUND_CONCURRENCY", "PLAYGROUND_DEFAULTS",
+           "PLAYGROUND_PARAMETER_COUNT",
            "playground_scenario_data", "KEEPS_UP_QUEUE_DEPTH", "keeps_up_with_traffic", "kv_cache_shares"]
 
 #: A control left at this value keeps the preset's own setting.
@@ -260,6 +261,8 @@ def side_by_side_scenarios(rate_per_s: float = 8, max_model_len: int = MAX_MODEL
 PLAYGROUND_PRESET = "step22-playground"
 _PLAYGROUND = presets.load(PLAYGROUND_PRESET)
 _PLAYGROUND_CLASS = _PLAYGROUND.workload.classes[0]
+#: How the playground's KV sizing weighs the weights: its preset's, the lesson's base (calc.lesson.SCENARIO_BASE).
+PLAYGROUND_PARAMETER_COUNT: str = _PLAYGROUND.parameter_count
 #: Clients of the playground's closed loop until the reader sets them: a published serving run's middle
 #: setting (vLLM's and AIPerf's sweeps go 1, 2, 4, ... 256), an assumption the reader changes.
 PLAYGROUND_CONCURRENCY = 32
@@ -316,6 +319,8 @@ def playground_scenario_data(**knobs) -> dict:
     >>> d = playground_scenario_data(tp=8, speculation="custom", spec_k=2)
     >>> d["tp"], d["speculation"]["k"], d["speculation"]["verify_tokens"], d["workload"]["rate_per_s"]
     (8, 2, 3, 8.0)
+    >>> d["parameter_count"]   # the lesson's weighing, from the preset (calc.lesson.SCENARIO_BASE)
+    'lesson'
     >>> w = playground_scenario_data(arrival="closed-loop", concurrency=16)["workload"]
     >>> w["arrival"], w["concurrency"], "concurrency" in playground_scenario_data()["workload"]
     ('closed-loop', 16, False)
@@ -346,6 +351,8 @@ def playground_scenario_data(**knobs) -> dict:
     data = {
         "name": "playground",
         "description": "Exported from the playground of LLM Inference at Scale (step 22).",
+        # Not a knob: the preset's (the lesson's base), so the replica holds step 1's KV cache as every page counts it.
+        "parameter_count": PLAYGROUND_PARAMETER_COUNT,
         **{key: k[key] for key in ("model", "gpu", "tp", "weights", "kv_dtype", "gpu_memory_utilization",
                                    "memory_basis", "block_size", "max_model_len", "max_num_seqs",
                                    "max_num_batched_tokens", "allocation", "batching", "static_batch_size", "seed")},

@@ -21,6 +21,10 @@ fast path                  what it skips                                     gen
 ``same_instant_arrivals``  the heap between arrivals at the same instant     each arrival pushed and popped
                            (an arrival outranks every other event at its     (:mod:`calc.sim.events`' tie rule)
                            time, so they come next anyway)
+``draft_phase``            pricing a speculation round's k draft steps on    :func:`calc.speculative.draft_phase_s`
+                           the roofline each time: the fixed cost once, the  (each step priced from the draft's
+                           k steps' shapes kept per batch size               shape)
+                           (speculative_step.draft_phase_pricer)
 =========================  ================================================  ==================================
 
 The switch: the module flag :data:`FAST_PATHS` (all of them), the
@@ -44,7 +48,7 @@ True
 ...     pass
 Traceback (most recent call last):
 ...
-calc.errors.CalcError: unknown fast path 'warp_drive'; fast paths: counted_crossings, fleet_of_one, fused_decode, same_instant_arrivals
+calc.errors.CalcError: unknown fast path 'warp_drive'; fast paths: counted_crossings, draft_phase, fleet_of_one, fused_decode, same_instant_arrivals
 """
 
 from __future__ import annotations
@@ -58,7 +62,7 @@ from calc.units import NS_PER_S
 __all__ = ["FAST_PATHS", "PATHS", "enabled", "general_paths", "decode_run"]
 
 #: The fast paths by name (see the module docstring).
-PATHS = ("counted_crossings", "fleet_of_one", "fused_decode", "same_instant_arrivals")
+PATHS = ("counted_crossings", "draft_phase", "fleet_of_one", "fused_decode", "same_instant_arrivals")
 
 #: False: every engine built from now on takes the general twins.
 FAST_PATHS = os.environ.get("CALC_SIM_FAST_PATHS", "1") != "0"

@@ -2,7 +2,8 @@
 
 The simulator computes no hardware figure of its own. The KV cache comes from
 :func:`calc.memory.kv_capacity` (vLLM's sizing: utilization x memory, less
-weights, workspace and overhead, in blocks), each engine step's time from
+weights, workspace and overhead, in blocks; the weights weighed as the scenario's
+``parameter_count`` says: :func:`kv_sizing`), each engine step's time from
 :func:`calc.roofline.step_coefficients` (the roofline calibrated on the
 published TensorRT-LLM max-throughput rows, :data:`calc.roofline.CALIBRATION_ROW`, plus
 the scenario's engine profile's fixed step terms, :mod:`calc.engine_profiles`), its
@@ -14,6 +15,8 @@ price: cost is reported as null, never a made-up figure).
 >>> hw = replica_hardware(Scenario())
 >>> hw.kv_cache_blocks, hw.kv_cache_tokens, hw.gpus, hw.price_usd_per_gpu_hour
 (24965, 399440, 4, 3.78)
+>>> replica_hardware(Scenario(parameter_count="lesson")).kv_cache_blocks   # the lesson's count: step 1's cache
+24948
 >>> round(hw.step_time_s(new_tokens=64, kv_tokens_read=80000, attention_token_pairs=80064) * 1000, 2)
 21.96
 """
@@ -22,11 +25,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from calc import engine_profiles, memory, roofline
+from calc import engine_profiles, lesson, memory, roofline
 from calc.catalog import get_gpu, get_model
 from calc.errors import CalcError
 
-__all__ = ["ReplicaHardware", "replica_hardware", "step_pricer"]
+__all__ = ["ReplicaHardware", "replica_hardware", "kv_sizing", "step_pricer", "shared_step_pricer"]
 
 #: Distinct ``new_tokens`` counts whose terms a pricer keeps (a step never computes more than its token budget).
 _PRICER_MEMO = 1 << 16
@@ -157,7 +160,7 @@ class ReplicaHardware:
         """This replica's :func:`step_pricer`, shared by every run on the same coefficients (its memo too)."""
         price = self.__dict__.get("_price_step")
         if price is None:
-            price = _shared_pricer(self.coefficients)
+            price = shared_step_pricer(self.coefficients)
             object.__setattr__(self, "_price_step", price)
         return price
 
@@ -169,7 +172,14 @@ class ReplicaHardware:
 _PRICERS: dict = {}  # StepCoefficients -> its step_pricer: runs on the same replica share the memoized terms
 
 
-def _shared_pricer(coefficients):
+def shared_step_pricer(coefficients):
+    """The :func:`step_pricer` of ``coefficients``, one per distinct coefficients (runs on the same replica share its memo).
+
+    >>> from calc.roofline import step_coefficients
+    >>> coef = step_coefficients("llama-3.1-8b", "h100-sxm-80gb")
+    >>> shared_step_pricer(coef) is shared_step_pricer(coef)
+    True
+    """
     try:
         price = _PRICERS.get(coefficients)
     except TypeError:  # not hashable: a pricer of its own
@@ -181,11 +191,42 @@ def _shared_pricer(coefficients):
     return price
 
 
+def kv_sizing(scenario) -> memory.KVCapacity:
+    """The KV sizing of ``scenario``'s replica, as the simulator takes it (whatever ``kv_cache_tokens`` says).
+
+    :func:`calc.memory.kv_capacity` of the scenario's model, GPUs, precision and
+    memory settings, with the weights weighed as ``parameter_count`` says:
+    "exact", every tensor of the model's shape; "lesson", 16-bit weights with the
+    parameter count rounded to 3 significant digits and formats with scales
+    tensor by tensor (:func:`calc.lesson.weighs_rounded`, the counts every lesson
+    page quotes). For the running example the lesson's count gives step 1's
+    399,169 tokens (:data:`calc.lesson.KV_CAPACITY_TOKENS`), of which the
+    simulator's whole 16-token blocks hold 399,168; the exact count 399,452 and 399,440.
+
+    >>> from calc.sim.scenario import Scenario
+    >>> lesson_count = kv_sizing(Scenario(parameter_count="lesson"))
+    >>> lesson_count.kv_cache_tokens_raw, lesson_count.kv_cache_blocks, lesson_count.kv_cache_tokens
+    (399169, 24948, 399168)
+    >>> kv_sizing(Scenario()).kv_cache_tokens_raw, kv_sizing(Scenario(parameter_count="lesson", weights="fp8")).kv_cache_tokens_raw
+    (399452, 608266)
+    """
+    model = get_model(scenario.model)
+    weights_bytes = None  # calc.memory weighs every tensor
+    if lesson.weighs_rounded(scenario.weights, scenario.parameter_count):
+        weights_bytes = lesson.rounded_weights_bytes_per_gpu(model, scenario.tp, scenario.weights)
+    return memory.kv_capacity(model, scenario.gpu, tp=scenario.tp, weights=scenario.weights,
+                              kv_dtype=scenario.kv_dtype, gpu_memory_utilization=scenario.gpu_memory_utilization,
+                              block_size=scenario.block_size, memory_basis=scenario.memory_basis,
+                              max_model_len=scenario.max_model_len, weights_bytes=weights_bytes)
+
+
 def replica_hardware(scenario) -> ReplicaHardware:
     """Resolve ``scenario``'s model, GPU, precision and memory settings into :class:`ReplicaHardware`.
 
     ``kv_cache_tokens`` in the scenario overrides the computed capacity (whole
-    blocks). Sources: :func:`calc.memory.kv_capacity`,
+    blocks; otherwise :func:`kv_sizing`). ``weights_bytes_per_gpu`` is what a new
+    replica loads, every tensor of the checkpoint whatever ``parameter_count``
+    (the autoscaler's load time). Sources: :func:`calc.memory.kv_capacity`,
     :func:`calc.roofline.step_coefficients`, the GPU catalog's price.
 
     >>> from calc.sim.scenario import Scenario
@@ -207,10 +248,7 @@ def replica_hardware(scenario) -> ReplicaHardware:
             raise CalcError(f"kv_cache_tokens must hold at least one block of {scenario.block_size} tokens; got "
                             f"{scenario.kv_cache_tokens}", "kv_cache_tokens")
     else:
-        cap = memory.kv_capacity(model, gpu, tp=scenario.tp, weights=scenario.weights, kv_dtype=scenario.kv_dtype,
-                                 gpu_memory_utilization=scenario.gpu_memory_utilization,
-                                 block_size=scenario.block_size, memory_basis=scenario.memory_basis)
-        blocks = cap.kv_cache_blocks
+        blocks = kv_sizing(scenario).kv_cache_blocks
     if scenario.gpu_price_usd_per_hour is not None:
         price, source = scenario.gpu_price_usd_per_hour, "given in the scenario"
     elif gpu.price_usd_per_hour is not None:

@@ -2,7 +2,10 @@
 
 Each file is a scenario as :mod:`calc.sim.scenario` reads it (with a
 ``fleet`` part for the steps about fleets, :mod:`calc.sim.fleet`), plus the
-lesson step it belongs to (``lesson_step``). ``load(name)`` returns a
+lesson step it belongs to (``lesson_step``), read over the lesson's base
+:data:`calc.lesson.SCENARIO_BASE` (the weights weighed as step 1 weighs them,
+so every simulated replica of the lesson holds step 1's KV cache; a file may
+set its own). ``load(name)`` returns a
 :class:`~calc.sim.scenario.Scenario` for a single replica and a
 :class:`~calc.sim.fleet.FleetScenario` otherwise; both run with
 :func:`run` (or :func:`calc.sim.fleet.simulate_fleet`) and stream with
@@ -22,6 +25,8 @@ the effect needs and no more. Sources: the lesson's steps (seed
 'FleetScenario'
 >>> info("step19-incident-p99")["lesson_step"]
 19
+>>> load("step22-playground").parameter_count, load("step14-scale-on-gpu-util").scenario.parameter_count
+('lesson', 'lesson')
 """
 
 from __future__ import annotations
@@ -30,6 +35,7 @@ import json
 import os
 
 from calc.errors import CalcError
+from calc.lesson import SCENARIO_BASE
 from calc.sim.fleet import FleetResult, FleetScenario, simulate_fleet
 from calc.sim.scenario import Scenario
 
@@ -53,7 +59,8 @@ def names() -> list[str]:
 
 
 def load_data(name: str) -> dict:
-    """The preset's raw JSON (``lesson_step`` included); CalcError naming the presets for an unknown name.
+    """The preset's JSON (``lesson_step`` included) over :data:`calc.lesson.SCENARIO_BASE`; CalcError naming the
+    presets for an unknown name.
 
     ``name`` may also be the path of a JSON file in the same format (a copied and edited preset).
 
@@ -65,7 +72,7 @@ def load_data(name: str) -> dict:
     if isinstance(name, str) and name.endswith(".json") and os.sep in name or os.path.isfile(str(name)):
         try:
             with open(name, encoding="utf-8") as handle:
-                return json.loads(handle.read())
+                return _over_base(json.loads(handle.read()), name)
         except OSError as exc:
             raise CalcError(f"preset file {name} cannot be read: {exc.strerror}", "preset") from None
         except ValueError as exc:
@@ -74,7 +81,14 @@ def load_data(name: str) -> dict:
     if name not in known:
         raise CalcError(f"unknown preset {name!r}; presets: {', '.join(known)}", "preset")
     with open(os.path.join(PRESET_DIR, name + ".json"), encoding="utf-8") as handle:
-        return json.load(handle)
+        return _over_base(json.load(handle), name)
+
+
+def _over_base(data, name: str) -> dict:
+    """A preset file's object with the lesson's base keys it does not set (a new dict; the base is not shared)."""
+    if not isinstance(data, dict):
+        raise CalcError(f"preset file {name} must hold a JSON object; got {type(data).__name__}", "preset")
+    return {**SCENARIO_BASE, **data}
 
 
 def info(name: str) -> dict:

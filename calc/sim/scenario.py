@@ -21,6 +21,10 @@ gpu_memory_utilization      0.9                 0.05 to 1: vLLM's share of each 
 engine                      "vllm"              an engine profile (calc.engine_profiles: its step and request costs)
 memory_basis                "marketed"          marketed (80e9 B for an H100, the lesson's count) or runtime
 kv_cache_tokens             null                override the KV capacity (tokens for the replica)
+parameter_count             "exact"             how the KV sizing weighs the weights: exact (every tensor of
+                                                the model's shape) or lesson (16-bit weights with the
+                                                parameter count rounded to 3 digits, as the lesson's step 1:
+                                                calc.lesson.weighs_rounded); every lesson preset sets lesson
 block_size                  16                  tokens per KV block, 1 to 1024
 max_model_len               8192                prompt + answer limit, 16 to 10,000,000
 max_num_seqs                256                 cap on running requests
@@ -60,7 +64,7 @@ system prompt put before every prompt), ``prefix_variants`` (1).
 >>> Scenario.from_dict({"tp": 8, "colour": "red"})
 Traceback (most recent call last):
 ...
-calc.errors.CalcError: unknown key 'colour' in scenario; allowed: allocation, batching, block_size, chunked_prefill, description, engine, gpu, gpu_memory_utilization, gpu_price_usd_per_hour, kv_cache_tokens, kv_dtype, max_model_len, max_num_batched_tokens, max_num_seqs, max_time_series_points, memory_basis, model, name, prefix_caching, request_overhead_s, sample_interval_s, seed, speculation, static_batch_size, tp, weights, workload
+calc.errors.CalcError: unknown key 'colour' in scenario; allowed: allocation, batching, block_size, chunked_prefill, description, engine, gpu, gpu_memory_utilization, gpu_price_usd_per_hour, kv_cache_tokens, kv_dtype, max_model_len, max_num_batched_tokens, max_num_seqs, max_time_series_points, memory_basis, model, name, parameter_count, prefix_caching, request_overhead_s, sample_interval_s, seed, speculation, static_batch_size, tp, weights, workload
 """
 
 from __future__ import annotations
@@ -71,6 +75,7 @@ from dataclasses import asdict, dataclass, field, fields
 
 from calc.catalog.gpu import MEMORY_BASES
 from calc.errors import CalcError, check_choice, check_range
+from calc.lesson import PARAMETER_COUNTS
 from calc.memory import KV_DTYPES, WEIGHT_FORMATS
 from calc.sim.kv_blocks import ALLOCATIONS
 from calc.sim.workload import (ARRIVALS, CLOSED_LOOP, LENGTH_KINDS, MAX_CONCURRENCY, RequestClass, Workload,
@@ -105,6 +110,7 @@ class Scenario:
     engine: str = DEFAULT_ENGINE
     memory_basis: str = "marketed"
     kv_cache_tokens: int | None = None
+    parameter_count: str = "exact"
     block_size: int = 16
     max_model_len: int = 8192
     max_num_seqs: int = 256
@@ -174,6 +180,7 @@ class Scenario:
             engine=choice("engine", ENGINES),
             memory_basis=choice("memory_basis", MEMORY_BASES),
             kv_cache_tokens=kv_tokens,
+            parameter_count=choice("parameter_count", PARAMETER_COUNTS),
             block_size=integer("block_size", 1, 1024),
             max_model_len=integer("max_model_len", 16, _BIG),
             max_num_seqs=integer("max_num_seqs", 1, 1_000_000),
@@ -241,10 +248,11 @@ class Scenario:
     def to_dict(self) -> dict:
         """The full scenario as JSON-ready data (every key, defaults included).
 
-        Two kinds of key are written only where they mean something: the
+        Three kinds of key are written only where they mean something: the
         closed loop's ``concurrency`` and ``think_time_s`` (with
-        ``arrival`` closed-loop) and ``request_overhead_s`` (when the scenario
-        sets one; null is the hardware profile's, as when it is left out).
+        ``arrival`` closed-loop), ``request_overhead_s`` (when the scenario
+        sets one; null is the hardware profile's, as when it is left out) and
+        ``parameter_count`` (when it is not the default "exact": the lesson's presets).
 
         >>> Scenario.from_dict(Scenario().to_dict()) == Scenario()
         True
@@ -253,12 +261,20 @@ class Scenario:
         (0.01, 8, False)
         >>> Scenario.from_dict(d) == closed
         True
+        >>> Scenario.from_dict({"parameter_count": "lesson"}).to_dict()["parameter_count"], "parameter_count" in d
+        ('lesson', False)
+        >>> Scenario.from_dict({"parameter_count": "rounded"})
+        Traceback (most recent call last):
+        ...
+        calc.errors.CalcError: parameter_count must be one of lesson, exact; got 'rounded'
         """
         out = {}
         for f in fields(self):
             value = getattr(self, f.name)
             if f.name == "request_overhead_s" and value is None:
                 continue  # null is the hardware profile's: written only when the scenario sets its own
+            if f.name == "parameter_count" and value == "exact":
+                continue  # the default, left out so that files written before the key read the same
             if f.name == "workload":
                 wl = value
                 value = {

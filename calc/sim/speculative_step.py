@@ -38,12 +38,22 @@ Decoding", ICML 2023 (Eq. 1, Theorem 3.8); the accounting of
 
 from __future__ import annotations
 
+import math
+
 from calc.errors import CalcError
+from calc.sim.fast import enabled as fast_paths_enabled
+from calc.sim.hardware import shared_step_pricer
 from calc.sim.scheduler import TICKS
-from calc.speculative import EAGLE_LIKE, SpeculationConfig, draft_phase_s, expected_tokens_per_step
+from calc.speculative import (DRAFT_STEP_OVERHEAD_SHARE, EAGLE_LIKE, SpeculationConfig, draft_phase_s,
+                              expected_tokens_per_step)
 
 __all__ = ["EAGLE_LIKE", "SpeculationConfig", "advance_ticks", "tokens_per_decode", "speculative_step_time_s",
-           "bound_speculation"]
+           "bound_speculation", "draft_phase_pricer"]
+
+#: The name under which a bound config carries its draft-phase pricer (see :func:`bound_speculation`).
+_PHASE_ATTR = "_draft_phase_s"
+#: Distinct batch sizes whose draft-step shapes a draft-phase pricer keeps (a batch never exceeds max_num_seqs).
+_PHASE_MEMO = 1 << 16
 
 
 def bound_speculation(config: SpeculationConfig | None, hardware) -> SpeculationConfig | None:
@@ -61,7 +71,59 @@ def bound_speculation(config: SpeculationConfig | None, hardware) -> Speculation
     """
     if config is None or not config.derived:
         return config
-    return config.bound(hardware.coefficients)
+    bound = config.bound(hardware.coefficients)
+    # Speed trick, chosen when the replica is built (as calc.sim.fast's paths are): the draft phase priced by a
+    # memoized twin of calc.speculative.draft_phase_s, equal to it bit for bit (tests/sim/test_speculation_memo.py).
+    # Off (CALC_SIM_FAST_PATHS=0, calc.sim.fast.general_paths()), the plain function prices every step.
+    phase = draft_phase_pricer(bound, bound.draft_coefficients) if fast_paths_enabled("draft_phase") else None
+    object.__setattr__(bound, _PHASE_ATTR, phase)  # not a field: equality, hashing and asdict ignore it
+    return bound
+
+
+def draft_phase_pricer(config: SpeculationConfig, draft_coefficients):
+    """A function ``(sequences, kv_tokens) -> seconds`` equal to :func:`calc.speculative.draft_phase_s`, built for speed.
+
+    A speed trick with a plain twin. Under speculation every engine step prices
+    ``k`` draft steps; :func:`~calc.speculative.draft_phase_s` runs the draft's
+    whole roofline (:meth:`calc.roofline.StepCoefficients.step_time_s`, twice per
+    draft step: the step and its fixed cost) each time. Here the fixed cost is
+    computed once, each draft step goes through the draft's
+    :func:`calc.sim.hardware.step_pricer` (its terms that depend on the step's new
+    tokens alone are kept per count), and the shapes of the ``k`` draft steps are
+    kept per batch size. The arithmetic is the plain function's, in the same
+    order, so every result is the same float, bit for bit (tested on random
+    batches and contexts, and on whole runs with the plain twin:
+    ``tests/sim/test_speculation_memo.py``).
+
+    >>> from calc.roofline import step_coefficients
+    >>> bound = EAGLE_LIKE.bound(step_coefficients("llama-3.1-8b", "h100-sxm-80gb"))
+    >>> phase = draft_phase_pricer(bound, bound.draft_coefficients)
+    >>> plain = draft_phase_s(bound, bound.draft_coefficients, sequences=64, kv_tokens=64 * 1152)
+    >>> phase(64, 64 * 1152) == plain, round(plain * 1000, 3)
+    (True, 2.545)
+    """
+    k, branching = config.k, config.branching
+    positional = shared_step_pricer(draft_coefficients).positional
+    # draft_phase_s subtracts this from every draft step (calc.speculative._draft_step_s): the same float each time.
+    fixed = (1.0 - DRAFT_STEP_OVERHEAD_SHARE) * draft_coefficients.step_time_s(
+        new_tokens=0, kv_tokens_read=0, attention_token_pairs=0)
+    # Per draft step: (candidates expanded per sequence, candidates drafted before it), as draft_phase_s counts them.
+    widths = [(1, 0)] + [(branching, 1 + (step - 1) * branching) for step in range(1, k)]
+    shapes: dict[int, tuple] = {}  # batch size -> per draft step (new tokens, extra KV read, drafted before)
+
+    def phase(sequences: int, kv_tokens: int) -> float:
+        steps = shapes.get(sequences)
+        if steps is None:
+            if sequences <= 0:
+                return 0.0
+            steps = tuple((sequences * width, sequences * before, before) for width, before in widths)
+            if len(shapes) < _PHASE_MEMO:
+                shapes[sequences] = steps
+        context = kv_tokens / sequences
+        return math.fsum([positional(new, kv_tokens + extra, round(new * (context + before))) - fixed
+                          for new, extra, before in steps])
+
+    return phase
 
 
 def advance_ticks(config: SpeculationConfig | None) -> int:
@@ -115,6 +177,9 @@ def speculative_step_time_s(step_time_s, config: SpeculationConfig, *, decode_se
     if not decode_seqs:
         return verify
     if config.draft_coefficients is not None:
+        phase = config.__dict__.get(_PHASE_ATTR)  # the memoized twin, when bound_speculation chose it
+        if phase is not None:
+            return verify + phase(decode_seqs, decode_kv_tokens)
         return verify + draft_phase_s(config, config.draft_coefficients, sequences=decode_seqs, kv_tokens=decode_kv_tokens)
     if config.draft_cost_ratio is None:
         raise CalcError("speculation must be bound to the replica's target before pricing a step "

@@ -191,7 +191,7 @@ def facts() -> dict[str, str]:
 
     >>> f = facts()
     >>> f["replicas"], f["rate"], f["ttft_p99"], f["gpu_util_before"], f["kv_peak"]
-    ('3', '15', '36 s', '100%', '100%')
+    ('3', '15', '33.3 s', '100%', '100%')
     """
     data = incident_scenario()
     result = incident_run()

@@ -24,6 +24,7 @@ True
 
 from __future__ import annotations
 
+import dataclasses
 import inspect
 import json
 from typing import Annotated
@@ -31,13 +32,15 @@ from typing import Annotated
 from calc.catalog import GPUS, MODELS, get_gpu, get_model
 from calc.cost import cost_vs_batch, replica_usd_per_hour, sustained_at_latency, usd_per_million_tokens
 from calc.errors import CalcError
-from calc.memory import KV_DTYPES, WEIGHT_FORMATS, kv_capacity
+from calc.lesson import weighs_rounded
+from calc.memory import KV_DTYPES, WEIGHT_FORMATS
 from calc.roofline import itl_s, step_coefficients, ttft_s
+from calc.sim.hardware import kv_sizing
 from calc.sim.kv_blocks import ALLOCATIONS
 from calc.sim.run import simulate
 from calc.sim.scenario import BATCHING, Scenario, dump_scenario
 from calc.sim.workload import MAX_CONCURRENCY, RequestClass
-from calc.sim_views import PLAYGROUND_DEFAULTS, PLAYGROUND_PRESET
+from calc.sim_views import PLAYGROUND_DEFAULTS, PLAYGROUND_PARAMETER_COUNT, PLAYGROUND_PRESET
 from calc.sim_views import playground_scenario_data as scenario_data
 from calc.units import GB, SECONDS_PER_HOUR, format_number, round_sig
 from calc.widgets.views import replica_memory_view
@@ -174,10 +177,21 @@ def _request_tokens(lengths: str, prompt_tokens: int, output_tokens: int, prefix
     return -int(-c.mean_prompt_tokens() // 1), -int(-c.mean_output_tokens() // 1)
 
 
+#: The replica's keys of the scenario, as the knobs name them.
+_HARDWARE_KEYS = ("model", "gpu", "tp", "weights", "kv_dtype", "gpu_memory_utilization", "memory_basis", "block_size",
+                  "max_model_len")
+
+
 def _capacity(k: dict):
-    return kv_capacity(k["model"], k["gpu"], tp=k["tp"], weights=k["weights"], kv_dtype=k["kv_dtype"],
-                       gpu_memory_utilization=k["gpu_memory_utilization"], block_size=k["block_size"],
-                       memory_basis=k["memory_basis"], max_model_len=k["max_model_len"])
+    """The KV sizing the simulator gives the knobs' replica (:func:`calc.sim.hardware.kv_sizing`), weights weighed
+    as the playground's scenario weighs them (the lesson's count: step 1's 399,169 tokens by default).
+
+    The knobs are checked by :func:`calc.memory.kv_capacity`, which names the field; the
+    workload is not part of the sizing, so it is not checked here.
+    """
+    replica = dataclasses.replace(Scenario(), parameter_count=PLAYGROUND_PARAMETER_COUNT,
+                                  **{key: k[key] for key in _HARDWARE_KEYS if key in k})
+    return kv_sizing(replica)
 
 
 @widget
@@ -185,30 +199,36 @@ def _capacity(k: dict):
 def replica(**knobs):
     """The memory view of the playground's replica: step 1's bars, and the KV cache the simulator gets.
 
-    Terms from :func:`calc.widgets.views.replica_memory_view` with the exact
-    parameter count (the simulator's weights); blocks and tokens from
-    :func:`calc.memory.kv_capacity` at the chosen block size (vLLM's
-    ``determine_available_memory``); vLLM's "maximum concurrency" = KV tokens /
-    max model length.
+    Terms from :func:`calc.widgets.views.replica_memory_view`, the weights weighed
+    as the simulator weighs them (the lesson's parameter count for 16-bit weights,
+    tensor by tensor for formats with scales: :func:`calc.lesson.weighs_rounded`);
+    the KV cache from :func:`calc.sim.hardware.kv_sizing`: its tokens as step 1
+    quotes them, and the whole blocks at the chosen block size that the simulator
+    allocates (vLLM's ``determine_available_memory``); vLLM's "maximum concurrency" =
+    tokens in whole blocks / max model length; requests that fit = tokens // request length (step 1's).
 
     >>> out = replica()["outputs"]
-    >>> out["kv_cache_tokens"]["text"], out["max_concurrency"]["text"], out["requests_that_fit"]["value"]
-    ('399,440 tokens', '48.8x at 8,192 tokens', 312)
+    >>> out["kv_cache_tokens"]["text"], out["kv_cache_blocks"]["text"], out["requests_that_fit"]["value"]
+    ('399,169 tokens', '24,948 of 16 tokens', 311)
+    >>> from calc.lesson import KV_CAPACITY_TOKENS
+    >>> out["kv_cache_tokens"]["value"] == KV_CAPACITY_TOKENS, out["max_concurrency"]["text"]
+    (True, '48.7x at 8,192 tokens')
     """
     k = _knob_args(knobs, REPLICA_KNOBS)
     prompt, answer = _request_tokens(k["lengths"], k["prompt_tokens"], k["output_tokens"], k["prefix_tokens"])
     base = replica_memory_view(k["model"], k["gpu"], tp=k["tp"], weights=k["weights"], kv_dtype=k["kv_dtype"],
                                gpu_memory_utilization=k["gpu_memory_utilization"], memory_basis=k["memory_basis"],
-                               parameter_count="exact", request_tokens=prompt + answer)
+                               parameter_count="lesson" if weighs_rounded(k["weights"], PLAYGROUND_PARAMETER_COUNT)
+                               else "exact", request_tokens=prompt + answer)
     cap = _capacity(k)
-    tokens = cap.kv_cache_tokens
+    tokens = cap.kv_cache_tokens_raw  # the capacity as every page quotes it; the simulator holds its whole blocks
     per_request = prompt + answer
     fits = tokens // per_request
     keep = ("gpu_memory", "weights_bytes_per_gpu", "kv_cache_bytes_per_gpu", "kv_bytes_per_token_per_gpu")
     return view(
         outputs=[base["outputs"][key] for key in keep] + [
-            output("kv_cache_tokens", "KV cache the simulator gets", tokens, "tokens", text=f"{tokens:,} tokens"),
-            output("kv_cache_blocks", "In blocks", cap.kv_cache_blocks, "blocks",
+            output("kv_cache_tokens", "KV cache of the replica", tokens, "tokens", text=f"{tokens:,} tokens"),
+            output("kv_cache_blocks", "Whole blocks, as the simulator allocates them", cap.kv_cache_blocks, "blocks",
                    text=f"{cap.kv_cache_blocks:,} of {cap.block_size} tokens"),
             output("max_concurrency", "vLLM's maximum concurrency", round_sig(cap.max_concurrency, 4), "",
                    text=f"{format_number(cap.max_concurrency)}x at {cap.max_model_len:,} tokens"),
@@ -379,8 +399,8 @@ def facts() -> dict[str, str]:
     """Numbers quoted in the step's prose, computed from calc.
 
     >>> f = facts()
-    >>> f["kv_tokens"], f["rate"], f["contiguous_running_max"], f["contiguous_fit"]
-    ('399,440', '8', '48', '48')
+    >>> f["kv_tokens"], f["kv_blocks"], f["fit_at_request_len"], f["contiguous_running_max"], f["contiguous_fit"]
+    ('399,169', '24,948', '311', '48', '48')
     """
     start = _run()
     contiguous = _run(allocation="contiguous")
@@ -404,10 +424,10 @@ def facts() -> dict[str, str]:
         "answer_tokens": f"{answer:,}",
         "max_model_len": f"{DEFAULTS['max_model_len']:,}",
         "block_size": str(DEFAULTS["block_size"]),
-        "kv_tokens": f"{cap.kv_cache_tokens:,}",
+        "kv_tokens": f"{cap.kv_cache_tokens_raw:,}",  # step 1's count (calc.lesson.KV_CAPACITY_TOKENS)
         "kv_blocks": f"{cap.kv_cache_blocks:,}",
         "kv_per_gpu": f"{format_number(cap.kv_cache_bytes / GB)} GB",
-        "fit_at_request_len": f"{cap.kv_cache_tokens // (prompt + answer):,}",
+        "fit_at_request_len": f"{cap.kv_cache_tokens_raw // (prompt + answer):,}",
         "ttft_p50": panel["ttft_p50_s"],
         "ttft_p99": panel["ttft_p99_s"],
         "itl_p50": panel["itl_p50_s"],
@@ -417,7 +437,7 @@ def facts() -> dict[str, str]:
         "gpu_util": panel["gpu_util_reported"],
         "compute_util": panel["compute_utilization"],
         "contiguous_running_max": f"{contiguous['running_max']:,}",
-        "contiguous_fit": f"{cap.kv_cache_tokens // DEFAULTS['max_model_len']:,}",
+        "contiguous_fit": f"{cap.kv_cache_tokens_raw // DEFAULTS['max_model_len']:,}",
         "contiguous_ttft_p99": contiguous_panel["ttft_p99_s"],
         "contiguous_queue_max": f"{contiguous['queue_depth_max']:,}",
         "price": f"${format_number(get_gpu(DEFAULTS['gpu']).price_usd_per_hour)}",

@@ -4,6 +4,7 @@ import json
 
 import pytest
 
+from calc import lesson
 from calc.errors import CalcError
 from calc.sim import presets
 from calc.sim.engine import Replica
@@ -65,7 +66,7 @@ def test_frame_format_is_what_the_browser_reads():
     assert set(m) == MAP_KEYS
     assert len(m["cells"]) == m["cols"] * m["rows"] and set(m["cells"]) <= CELL_CHARS
     assert m["cols"] == 128 and m["rows"] <= 64 and m["blocks_per_cell"] * m["cols"] * m["rows"] >= m["blocks_total"]
-    assert m["blocks_total"] == 24965
+    assert m["blocks_total"] == 24948 == lesson.KV_CAPACITY_TOKENS_LESSON_GB_BLOCKS // 16  # step 1's cache, in blocks
     json.dumps(frame)  # plain JSON all the way down
     frames.close()
 

@@ -8,6 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from calc import lesson
 from calc.cli import main
 from calc.errors import CalcError
 from calc.sim import presets
@@ -90,14 +91,30 @@ def test_knobs_map_onto_the_scenario():
 def test_memory_view_shows_the_cache_the_simulator_gets():
     out = outputs("playground.replica")
     assert out["weights_bytes_per_gpu"]["text"] == "35.3 GB"
-    assert out["kv_cache_tokens"]["value"] == 399_440  # exact parameter count, whole blocks: calc.sim's figure
-    assert out["kv_cache_blocks"]["value"] == 24_965
-    assert out["max_concurrency"]["text"] == "48.8x at 8,192 tokens"
-    assert out["requests_that_fit"]["value"] == 399_440 // 1_280
-    assert simulate(Scenario.from_dict(pg.scenario_data(requests=1))).summary["kv_cache_tokens"] == 399_440
-    # Knobs as the browser sends them: strings.
+    assert out["kv_cache_tokens"]["value"] == 399_169  # step 1's count: 70.6 B parameters, before whole blocks
+    assert out["kv_cache_blocks"]["value"] == 24_948   # what the simulator allocates: 399,168 tokens
+    assert out["max_concurrency"]["text"] == "48.7x at 8,192 tokens"  # vLLM: whole blocks / max_model_len
+    assert out["requests_that_fit"]["value"] == 399_169 // 1_280 == 311
+    assert simulate(Scenario.from_dict(pg.scenario_data(requests=1))).summary["kv_cache_tokens"] == 24_948 * 16
+    # Knobs as the browser sends them: strings. fp8 has scales: weighed tensor by tensor, as step 7 does.
     fp8 = outputs("playground.replica", weights="fp8", block_size="32", max_model_len="16384")
-    assert fp8["kv_cache_tokens"]["value"] == 608_256 and fp8["kv_cache_blocks"]["text"] == "19,008 of 32 tokens"
+    assert fp8["kv_cache_tokens"]["value"] == lesson.kv_capacity(weights="fp8").kv_cache_tokens_raw == 608_266
+    assert fp8["kv_cache_blocks"]["text"] == "19,008 of 32 tokens"
+    assert simulate(Scenario.from_dict(pg.scenario_data(weights="fp8", block_size=32, max_model_len=16384,
+                                                        requests=1))).summary["kv_cache_tokens"] == 19_008 * 32
+
+
+def test_the_playground_holds_the_lessons_capacity():
+    """Step 22's capacity is the one every page quotes (issue 19 item 4): its memory view, its prose, its simulation."""
+    out = outputs("playground.replica")
+    assert out["kv_cache_tokens"]["value"] == lesson.KV_CAPACITY_TOKENS
+    assert out["kv_cache_blocks"]["value"] * 16 == lesson.KV_CAPACITY_TOKENS_LESSON_GB_BLOCKS
+    assert out["requests_that_fit"]["value"] == lesson.kv_batch_limit()
+    f = pg.facts()
+    assert f["kv_tokens"] == f"{lesson.KV_CAPACITY_TOKENS:,}" and f["fit_at_request_len"] == f"{lesson.kv_batch_limit():,}"
+    run = simulate(Scenario.from_dict(pg.scenario_data(requests=1))).summary
+    assert run["kv_cache_tokens"] == lesson.KV_CAPACITY_TOKENS_LESSON_GB_BLOCKS  # the same cache, in whole blocks
+    assert pg.scenario_data()["parameter_count"] == "lesson" == presets.load(pg.PRESET).parameter_count
 
 
 def test_speed_and_cost_defaults():
@@ -131,7 +148,7 @@ def test_the_scenario_file_runs_to_the_pages_numbers(tmp_path):
 def test_the_file_is_complete_and_stable():
     text = outputs("playground.scenario_file")["scenario_json"]["text"]
     data = json.loads(text)
-    assert set(Scenario().to_dict()) == set(data)  # every key written out
+    assert set(Scenario(parameter_count="lesson").to_dict()) == set(data)  # every key written out
     assert text == outputs("playground.scenario_file")["scenario_json"]["text"]
     assert outputs("playground.scenario_file")["command"]["text"] == "python -m calc simulate --scenario scenario.json"
 
@@ -179,11 +196,11 @@ def test_a_stream_rejects_bad_knobs_before_it_runs():
 
 def test_facts():
     f = pg.facts()
-    assert f["kv_tokens"] == "399,440" and f["kv_blocks"] == "24,965"
+    assert f["kv_tokens"] == "399,169" and f["kv_blocks"] == "24,948"
     assert f["contiguous_fit"] == "48" and f["contiguous_running_max"] == "48"  # capacity / max length, and the sim
     assert f["running_max"] == "156" and f["ttft_p99"] == "0.971 s"
     assert f["price"] == r"\$3.78" and f["cost_per_million_sim"] == r"\$2.21"  # escaped: $ opens math in the page
-    assert f["fit_at_request_len"] == "312" and f["rate"] == "8"
+    assert f["fit_at_request_len"] == "311" and f["rate"] == "8"
 
 
 # --- the client: rate, all at once, or a closed loop ---------------------------------------------------------

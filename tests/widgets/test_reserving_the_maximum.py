@@ -45,7 +45,7 @@ def test_facts_are_calcs_and_the_simulation_shows_the_cap():
     assert f["requests_at_context_window"] == "3"
     assert f["orca_max_pct"] == "20.4%" and f["paper_max_len"] == "2,048"
     # The simulator (exact parameter count, 399,440 tokens) admits the same 48 slabs, and never more.
-    assert f["sim_kv_tokens"] == "399,440" and f["sim_running_max"] == "48"
+    assert f["sim_kv_tokens"] == "399,168" and f["sim_running_max"] == "48"
     broken = step.preset_summary(step.BREAK_PRESET)
     fixed = step.preset_summary(step.FIX_PRESET)
     assert broken["running_max"] == 48 and broken["queue_depth_max"] > 100

@@ -85,8 +85,8 @@ def test_reserving_the_maximum_is_mostly_promises(contiguous):
     _, merged = contiguous
     kv = {t["meta"]: t["y"] for t in merged["figures"]["kv"]["data"]}
     held, empty = kv["kv_token_fraction"], kv["kv_reserved_empty_fraction"]
-    assert round(max(h + e for h, e in zip(held, empty)), 3) == 0.984
-    assert max(held) == 0.1473
+    assert round(max(h + e for h, e in zip(held, empty)), 3) == 0.985
+    assert max(held) == 0.1474
     # the share of the reserved memory holding tokens, averaged over the samples, is the panel's (time-weighted)
     # figure to within half a point: 13.7%
     assert merged["outputs"]["kv_token_share"]["text"] == "13.7%"
@@ -98,6 +98,6 @@ def test_paged_blocks_hold_tokens_in_nearly_all_they_reserve(paged):
     _, merged = paged
     kv = {t["meta"]: t["y"] for t in merged["figures"]["kv"]["data"]}
     held, empty, free = kv["kv_token_fraction"], kv["kv_reserved_empty_fraction"], kv["kv_free_fraction"]
-    assert max(held) == 0.4461 and min(free) == pytest.approx(0.5484, abs=2e-4)
+    assert max(held) == 0.4464 and min(free) == pytest.approx(0.5481, abs=2e-4)
     assert merged["outputs"]["kv_token_share"]["text"] == "98.1%"
     assert sum(held) / sum(h + e for h, e in zip(held, empty)) == pytest.approx(0.98, abs=0.005)

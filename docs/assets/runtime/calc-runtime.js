@@ -88,6 +88,7 @@
         runtime.bootMs = runtime.readyAt - runtime.bootStarted;
         runtime.bootPhases = message.phases; // ms since the worker started, per boot step (bench)
         runtime.bootFetched = message.fetched;
+        runtime.bootProfile = message.profile; // the same steps and more, on the worker's clock (bench)
       }
       setState(message.state, message.detail);
       if (message.state === "ready") pump();
