@@ -10,11 +10,13 @@ export NO_MKDOCS_2_WARNING := 1
 CHROMIUM ?= $(or $(shell command -v chromium 2>/dev/null),$(shell command -v chromium-browser 2>/dev/null),/usr/bin/chromium)
 export CHROMIUM_PATH ?= $(CHROMIUM)
 
-.PHONY: help setup serve build test test-clock test-fast test-browser bench lock chromium clean
+.PHONY: help setup serve build test test-fresh test-clock test-fast test-browser bench lock chromium clean
 
 help:
 	@echo "make serve   build the site and serve it at $(SITE_URL) (rebuilds on every edit)"
 	@echo "make test    run every test: calc, doctests, the site, Pyodide parity, headless Chromium"
+	@echo "             (a browser test whose inputs are unchanged since it passed is a cached pass: tests/browser_cache.py)"
+	@echo "make test-fresh  the same, rerunning every browser test"
 	@echo "make build   build the site into site/"
 	@echo "make bench   benchmarks: the simulator, the site in Chromium, the edit loop (prints figures, writes bench-results/)"
 
@@ -59,6 +61,10 @@ test: export SITE_URL := http://127.0.0.1:8765/
 test: test-clock build chromium
 	@status=0; $(BIN)/python -m pytest -n 2 --dist loadgroup -q $(PYTEST_ARGS) || status=$$?; \
 	$(BIN)/python bench/bench_loop.py record-test "$$(cat build/test-started)" $$status; exit $$status
+
+# Every browser test reruns, none reused from build/test-cache (CI never reuses either: CI is set there).
+test-fresh: export FRESH := 1
+test-fresh: test
 
 test-clock:
 	@mkdir -p build && date +%s.%N > build/test-started

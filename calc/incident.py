@@ -158,7 +158,7 @@ def seed_sweep(seeds=SWEEP_SEEDS) -> list[float]:
     """TTFT p99 (s) of the incident for each seed: the same traffic, other random draws.
 
     >>> seed_sweep((3,))
-    [33.3206]
+    [33.319]
     """
     return [incident_run(seed=s).summary["ttft_p99_s"] for s in seeds]
 

@@ -29,6 +29,7 @@ from dataclasses import dataclass
 from calc.catalog import get_model
 from calc.errors import CalcError, check_choice, check_range
 from calc.roofline import decode_step, smallest_batch_where, step_coefficients
+from calc.units import bisect_increasing
 
 __all__ = [
     "MAX_DRAFT_TOKENS",
@@ -585,13 +586,7 @@ def fit_acceptance(target_speedup: float, *, batch: int, template: SpeculationCo
     if not speedup_with(low) <= target <= speedup_with(high):
         raise CalcError(f"target_speedup must be reachable with this draft shape at batch {batch}: between "
                         f"{speedup_with(low):.3f} and {speedup_with(high):.3f}; got {target:g}", "target_speedup")
-    for _ in range(40):
-        mid = (low + high) / 2
-        if speedup_with(mid) < target:
-            low = mid
-        else:
-            high = mid
-    return round((low + high) / 2, 3)
+    return round(bisect_increasing(speedup_with, target, low, high, 40), 3)
 
 
 def _calibrated(template: SpeculationConfig) -> SpeculationConfig:

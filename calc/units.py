@@ -110,3 +110,24 @@ def to_bytes(value: float, unit: str) -> float:
     value = check_range("value", value, 0, MAX_BYTES / UNITS[unit])
     n_bytes = value * UNITS[unit]
     return int(n_bytes) if float(n_bytes).is_integer() else n_bytes
+
+
+def bisect_increasing(f, target: float, low: float, high: float, steps: int) -> float:
+    """The ``x`` in ``[low, high]`` where an increasing ``f(x)`` reaches ``target``, by ``steps`` halvings.
+
+    Each halving keeps the half where ``f`` crosses ``target`` (``f(mid) < target``: the
+    crossing is above ``mid``); the answer is the midpoint of the last interval, so
+    ``steps`` halvings pin it to ``(high - low) / 2 ** (steps + 1)``.
+
+    >>> round(bisect_increasing(lambda x: x * x, 2.0, 0.0, 2.0, 40), 9)
+    1.414213562
+    >>> bisect_increasing(lambda x: x, 0.3, 0.0, 1.0, 1)   # one halving: [0, 0.5], midpoint 0.25
+    0.25
+    """
+    for _ in range(steps):
+        mid = (low + high) / 2
+        if f(mid) < target:
+            low = mid
+        else:
+            high = mid
+    return (low + high) / 2

@@ -9,8 +9,12 @@ from __future__ import annotations
 
 import pytest
 
+# Before the plugin below imports the browser helpers, so their asserts explain themselves like a test's.
+pytest.register_assert_rewrite("tests.browser.helpers")
+pytest_plugins = ["tests.browser_cache"]  # passes of browser tests reused while nothing they read changed
+
 #: xdist groups that take minutes, started first (the crawl's group is per file: tests/browser/conftest.py).
-LONG_GROUPS = ("pyodide", "build_cache_cold_warm")
+LONG_GROUPS = ("pyodide_doctests", "pyodide_widgets", "pyodide", "build_cache_cold_warm")
 LONG_FILES = ("test_crawl.py",)
 
 

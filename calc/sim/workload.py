@@ -33,7 +33,7 @@ from dataclasses import dataclass
 from statistics import NormalDist
 
 from calc.errors import CalcError, check_range
-from calc.units import NS_PER_S
+from calc.units import NS_PER_S, bisect_increasing
 
 __all__ = [
     "ARRIVALS",
@@ -217,14 +217,7 @@ def truncated_lognormal_mu(mean: float, sigma: float, low: float, high: float) -
             return high if mu > lb else low
         return math.exp(mu + s2 / 2) * (cdf((lb - mu - s2) / sigma) - cdf((la - mu - s2) / sigma)) / kept
 
-    lo_mu, hi_mu = la - 10 * sigma, lb + 10 * sigma
-    for _ in range(200):
-        mid = (lo_mu + hi_mu) / 2
-        if kept_mean(mid) < mean:
-            lo_mu = mid
-        else:
-            hi_mu = mid
-    return (lo_mu + hi_mu) / 2
+    return bisect_increasing(kept_mean, mean, la - 10 * sigma, lb + 10 * sigma, 200)
 
 
 @dataclass(frozen=True)
@@ -485,14 +478,7 @@ def quantile_scale_for_kept_mean(quantiles, mean: float, low: float, high: float
         share, total = _kept_moments(quantiles, scale, low, high)
         return total / share if share > 0 else (high if scale * quantiles[0] > high else low)
 
-    lo_s, hi_s = 1e-9, 2.0 * high / max(1.0, min(q for q in quantiles if q > 0))
-    for _ in range(200):
-        mid = (lo_s + hi_s) / 2
-        if kept_mean(mid) < mean:
-            lo_s = mid
-        else:
-            hi_s = mid
-    return (lo_s + hi_s) / 2
+    return bisect_increasing(kept_mean, mean, 1e-9, 2.0 * high / max(1.0, min(q for q in quantiles if q > 0)), 200)
 
 
 def _open_unit(rng: random.Random) -> float:

@@ -99,7 +99,7 @@ def facts() -> dict[str, str]:
 
     >>> f = facts()
     >>> f["static_ttft_p50"], f["continuous_ttft_p50"]
-    ('155 s', '0.0454 s')
+    ('155 s', '0.0438 s')
     """
     live = compare_runs()
     offline = compare_runs(arrival="all-at-once")

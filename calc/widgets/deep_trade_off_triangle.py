@@ -11,7 +11,7 @@ cap on running sequences (``max_num_seqs``) swept, per weight format.
 
 >>> pts = frontier("llama-3.1-70b", weights=("bf16",), caps=(1, 64))
 >>> [(p["max_num_seqs"], round(p["itl_p50_s"] * 1000, 1), round(p["tokens_per_s"])) for p in pts["bf16"]]
-[(1, 18.9, 52), (64, 21.8, 1541)]
+[(1, 18.9, 52), (64, 21.8, 1542)]
 """
 
 from __future__ import annotations

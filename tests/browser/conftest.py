@@ -17,6 +17,7 @@ import io
 import json
 import os
 import threading
+import sys
 import time
 import urllib.parse
 import zipfile
@@ -25,6 +26,7 @@ import pytest
 
 pytest.register_assert_rewrite("tests.browser.helpers")  # its asserts explain themselves like a test's
 
+from tests import browser_cache  # noqa: E402
 from tests.browser.helpers import SITE  # noqa: E402 (after the rewrite is registered)
 
 #: The test-only widgets (a call that runs past its budget): served inside the calc zip only to tests that take
@@ -58,6 +60,8 @@ class QuietHandler(http.server.SimpleHTTPRequestHandler):
         pass
 
     def do_GET(self):
+        if browser_cache.RECORDER is not None:  # the bytes this test's browser fetched are part of its key
+            browser_cache.RECORDER.note_served(self.path)
         zip_bytes = self.site_server.calc_zip_with_test_widgets(self.path) if self.site_server else None
         sitemap = self.site_server.sitemap_on_this_port(self.path) if self.site_server else None
         if zip_bytes is None and sitemap is None:
@@ -69,6 +73,18 @@ class QuietHandler(http.server.SimpleHTTPRequestHandler):
         self.send_header("Cache-Control", "no-store")
         self.end_headers()
         self.wfile.write(body)
+
+
+class QuietServer(http.server.ThreadingHTTPServer):
+    """The test server, silent when the browser drops a connection mid-response (the worker aborts a fetch it
+    no longer needs, a page closes while a file streams): that is the client's choice, not a server error."""
+
+    allow_reuse_address = True
+
+    def handle_error(self, request, client_address):
+        if isinstance(sys.exc_info()[1], (BrokenPipeError, ConnectionResetError)):
+            return
+        super().handle_error(request, client_address)
 
 
 class SiteServer:
@@ -121,7 +137,7 @@ class SiteServer:
         deadline = time.monotonic() + wait_s
         while True:  # the port is fixed by the build's site_url; wait out another test run that holds it
             try:
-                self.httpd = http.server.ThreadingHTTPServer((self.host, self.port), handler)
+                self.httpd = QuietServer((self.host, self.port), handler)
                 if self.port == 0:  # a free port: the same one from now on (a restart keeps the origin)
                     self.port = self.httpd.server_address[1]
                     self.url = urllib.parse.urlunparse(("http", f"{self.host}:{self.port}", self.base_path, "", "", ""))
@@ -172,6 +188,15 @@ def browser():
                     f"or set CHROMIUM_PATH")
     with sync_playwright() as playwright:
         browser = playwright.chromium.launch(executable_path=executable, headless=True, args=CHROMIUM_FLAGS)
+        new_context = browser.new_context
+
+        def new_watched_context(*args, **kwargs):  # every URL a context requests goes into its test's key
+            context = new_context(*args, **kwargs)
+            if browser_cache.RECORDER is not None:
+                browser_cache.RECORDER.watch_context(context)
+            return context
+
+        browser.new_context = new_watched_context
         yield browser
         browser.close()
 

@@ -13,7 +13,9 @@ import pytest
 
 from tests.pyodide_runner import run_in_cpython, run_in_pyodide
 
-pytestmark = [pytest.mark.pyodide, pytest.mark.xdist_group("pyodide")]
+# Two groups, so that under ``-n 2`` the doctests and the widgets run on different workers (each worker has its
+# own Pyodide process: tests/pyodide_runner.py); tests/conftest.py starts both first.
+pytestmark = [pytest.mark.pyodide]
 
 DOCTESTS = r'''
 import contextlib, doctest, importlib, io, json, pkgutil, calc
@@ -74,18 +76,21 @@ def doctest_results():
     return json.loads(run_in_cpython(DOCTEST_COUNTS)), json.loads(run_in_pyodide(DOCTESTS))
 
 
+@pytest.mark.xdist_group("pyodide_doctests")
 def test_doctests_pass_in_pyodide(doctest_results):
     cpython, pyodide = doctest_results
     failures = {name: counts for name, counts in pyodide.items() if counts[0]}
     assert not failures, f"doctests failing in Pyodide: {failures}"
 
 
+@pytest.mark.xdist_group("pyodide_doctests")
 def test_pyodide_ran_the_same_doctests(doctest_results):
     cpython_examples, pyodide = doctest_results
     assert sum(cpython_examples.values()) > 50
     assert {k: v[1] for k, v in pyodide.items()} == cpython_examples
 
 
+@pytest.mark.xdist_group("pyodide_widgets")
 def test_widgets_and_drills_give_the_same_json():
     cpython = json.loads(run_in_cpython(WIDGETS))
     pyodide = json.loads(run_in_pyodide(WIDGETS))

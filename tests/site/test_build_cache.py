@@ -19,6 +19,11 @@ import sys
 import pytest
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+# The invalidation tests share one project copy whose cache the first test fills: one xdist group keeps them on
+# one worker, in file order (spread over two workers, the second worker's copy starts empty and every probe
+# misses). The cold = warm test has its own group (below, the closest mark wins).
+pytestmark = pytest.mark.xdist_group("build_cache_invalidation")
 NOTEBOOK = "docs/deep-dives/notebooks/memory-equation.py"
 
 # A sample of cheap entries of each kind, on pages that import different parts of calc.

@@ -109,6 +109,6 @@ def test_facts():
     assert f["first_ready_multiple"] == "2.3 times"
     assert (f["queue_ttft_p99"], f["headroom_ttft_p99"], f["gpu_ttft_p99"]) == ("41.7 s", "14.2 s", "1.66 s")
     assert (f["queue_replica_hours"], f["headroom_replica_hours"], f["gpu_replica_hours"]) == ("0.309", "0.38", "0.522")
-    assert (f["floor_ttft_p99"], f["floor_replica_hours"], f["floor_saving_pct"]) == ("0.59 s", "0.429", "17.8%")
+    assert (f["floor_ttft_p99"], f["floor_replica_hours"], f["floor_saving_pct"]) == ("0.589 s", "0.429", "17.8%")
     assert f["kv_vs_queue"].startswith("On this traffic the KV cache crosses its line at the very ticks")
     assert (f["widget_now"], f["widget_end"]) == ("3", "4")

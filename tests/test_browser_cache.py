@@ -1,0 +1,66 @@
+"""The browser tier's result cache (tests/browser_cache.py) reuses a pass only while what the test read is
+unchanged: a run in a subprocess on a throwaway site, then the same run after changing a fetched file's bytes."""
+
+import os
+import re
+import subprocess
+import sys
+
+from tests.browser_cache import ROOT
+
+TEST_FILE = '''
+import pytest
+from tests import browser_cache
+
+@pytest.mark.browser
+def test_reads_a_page():
+    browser_cache.RECORDER.note_url("http://127.0.0.1:8741/page/")  # as a context's request event reports it
+    assert True
+
+@pytest.mark.browser
+def test_fails():
+    browser_cache.RECORDER.note_url("http://127.0.0.1:8741/page/")
+    assert False
+
+@pytest.mark.browser
+def test_goes_off_the_machine():
+    browser_cache.RECORDER.note_url("https://example.com/x.js")
+
+def test_not_a_browser_test_is_never_cached():
+    pass
+'''
+CONFTEST = 'pytest_plugins = ["tests.browser_cache"]\n'
+
+
+def run(folder, **env) -> tuple[int, str]:
+    environ = {**os.environ, "CALC_SITE_DIR": str(folder / "site"), "CALC_TEST_CACHE_DIR": str(folder / "cache"),
+               "PYTHONPATH": ROOT, **env}
+    environ.pop("CI", None) if "CI" not in env else None
+    environ.pop("FRESH", None) if "FRESH" not in env else None
+    result = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "no:xdist",
+                             "-o", "markers=browser", "test_it.py"], cwd=folder, env=environ,
+                            capture_output=True, text=True, timeout=120)
+    found = re.search(r"browser result cache: (\d+) cached pass", result.stdout)
+    return (int(found.group(1)) if found else 0), result.stdout
+
+
+def test_a_pass_is_reused_until_a_fetched_file_changes(tmp_path):
+    (tmp_path / "site" / "page").mkdir(parents=True)
+    page = tmp_path / "site" / "page" / "index.html"
+    page.write_text("<p>1</p>")
+    (tmp_path / "test_it.py").write_text(TEST_FILE)
+    (tmp_path / "conftest.py").write_text(CONFTEST)
+
+    cached, out = run(tmp_path)
+    assert cached == 0 and "2 failed" not in out and "1 failed" in out, out
+    cached, out = run(tmp_path)
+    assert cached == 1 and "1 failed, 3 passed" in out, out  # only the pass that stayed on the machine
+    page.write_text("<p>2</p>")  # the fetched page's bytes changed: the test runs again
+    cached, out = run(tmp_path)
+    assert cached == 0 and "1 failed, 3 passed" in out, out
+    cached, _ = run(tmp_path)
+    assert cached == 1
+    assert run(tmp_path, FRESH="1")[0] == 0
+    assert run(tmp_path, CI="true")[0] == 0
+    (tmp_path / "test_it.py").write_text(TEST_FILE + "\n# edited\n")  # the test file itself is part of the key
+    assert run(tmp_path)[0] == 0
