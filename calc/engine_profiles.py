@@ -18,6 +18,13 @@ all-reduces): they teach where a step's time goes on the GPU (weights, KV, FLOPs
 the figures they quote (the cheat sheet's ITL, ten times the batch nearly ten times cheaper) are that
 model's. The simulator prices an engine, so it adds the engine's terms; pages that show a simulation show
 the engine's numbers.
+* ``seq_overhead_s``: more per step for each sequence scheduled in it (decoding ones and prefill chunks).
+  A Python engine's CPU does per-sequence work every step: vLLM's v0.6.0 post lists input preparation,
+  sampling, detokenization and output processing per sequence; SGLang's median ITL on one A100 rises about
+  0.2 ms per extra running sequence where the roofline's KV term adds 0.03 ms; LMDeploy's static benchmark
+  gives 0.05 ms per sequence (7B, TP1) and 0.13 ms (70B, TP4). It is what makes TPOT grow with the batch
+  faster than the GPU's work does. Fitted where a calibration row at a large batch identifies it, inherited
+  by the other Python engines, 0 for the C++ runtime (assumptions, said in the profile).
 * ``request_overhead_s``: each request's fixed cost between its send and the moment the engine can
   schedule it (HTTP, tokenization, the engine's input queue). It adds to TTFT and end-to-end latency, not
   to any step. ``scheduler_steps`` > 1 (vLLM 0.6's multi-step scheduling) adds the wait for the running
@@ -56,7 +63,7 @@ __all__ = ["ENGINES", "DEFAULT_ENGINE", "TERMS", "EngineProfile", "PROFILES_PATH
 
 PROFILES_PATH = os.path.join(os.path.dirname(os.path.abspath(__file__)), "data", "engine_profiles.json")
 #: The fitted or inherited constants of a profile, in the order they are fitted.
-TERMS = ("step_overhead_s", "tp_step_overhead_s", "request_overhead_s")
+TERMS = ("step_overhead_s", "tp_step_overhead_s", "seq_overhead_s", "request_overhead_s")
 DEFAULT_ENGINE = "vllm"
 
 #: Measured time of one bf16 all-reduce of prefill-sized activations (Llama 70B's hidden 8,192 x 64 / 128 /
@@ -122,6 +129,10 @@ class EngineProfile:
     Traceback (most recent call last):
     ...
     calc.errors.CalcError: context_chunking must be true or false; got 'no'
+    >>> EngineProfile("x", "X", 1, 0.001, 0.0, 0.01, seq_overhead_s=-0.001)
+    Traceback (most recent call last):
+    ...
+    calc.errors.CalcError: seq_overhead_s must be between 0 and 0.01; got -0.001
     """
 
     key: str
@@ -134,6 +145,7 @@ class EngineProfile:
     sources: tuple = ()
     context_chunking: bool = True  # False: a prompt is admitted whole or waits (TensorRT-LLM's in-flight batching)
     context_chunking_source: str = "vLLM V1 always chunks prefills (calc.sim.scheduler)"
+    seq_overhead_s: float = 0.0  # per sequence scheduled in a step (a keyword: the positional order stays as it was)
 
     def __post_init__(self):
         check_range("scheduler_steps", self.scheduler_steps, 1, 64, integer=True)
@@ -141,7 +153,7 @@ class EngineProfile:
             raise CalcError(f"context_chunking must be true or false; got {self.context_chunking!r}",
                             "context_chunking")
         for term in TERMS:
-            check_range(term, getattr(self, term), 0.0, 10.0)
+            check_range(term, getattr(self, term), 0.0, 0.01 if term == "seq_overhead_s" else 10.0)
 
     def with_terms(self, **terms) -> "EngineProfile":
         """A copy with some constants changed (the fit tries values so).
@@ -155,7 +167,7 @@ class EngineProfile:
         """(term, value s, role, source) for each constant, for ``python -m calc step``.
 
         >>> [t[0] for t in get_profile("vllm").term_rows()]
-        ['step_overhead_s', 'tp_step_overhead_s', 'request_overhead_s']
+        ['step_overhead_s', 'tp_step_overhead_s', 'seq_overhead_s', 'request_overhead_s']
         """
         roles, sources = dict(self.roles), dict(self.sources)
         return [(term, getattr(self, term), roles.get(term, ""), sources.get(term, "")) for term in TERMS]
@@ -176,7 +188,7 @@ def load_profiles(path: str | None = None) -> dict:
         out[key] = EngineProfile(
             key=key, label=p["label"], scheduler_steps=p["scheduler_steps"],
             step_overhead_s=p["step_overhead_s"], tp_step_overhead_s=p["tp_step_overhead_s"],
-            request_overhead_s=p["request_overhead_s"],
+            request_overhead_s=p["request_overhead_s"], seq_overhead_s=p["seq_overhead_s"],
             roles=tuple((t, p["terms"][t]["role"]) for t in TERMS),
             sources=tuple((t, p["terms"][t]["source"]) for t in TERMS),
             context_chunking=chunking["value"], context_chunking_source=chunking["source"])
@@ -215,7 +227,7 @@ def efficiency_for(profile: EngineProfile, base=None):
     if not isinstance(profile, EngineProfile):
         raise CalcError(f"profile must be an EngineProfile; got {profile!r}", "engine")
     return Efficiency(compute=base.compute, memory=base.memory, step_overhead_s=profile.step_overhead_s,
-                      tp_step_overhead_s=profile.tp_step_overhead_s,
+                      tp_step_overhead_s=profile.tp_step_overhead_s, seq_overhead_s=profile.seq_overhead_s,
                       source=f"{base.source}; step terms of engine profile '{profile.key}' (calc.engine_profiles)")
 
 
@@ -304,5 +316,5 @@ def request_overhead_s(profile: EngineProfile, coefficients) -> float:
     fixed = profile.request_overhead_s
     if profile.scheduler_steps == 1:
         return fixed
-    lightest = coefficients.step_time_s(new_tokens=1, kv_tokens_read=1, attention_token_pairs=1)
+    lightest = coefficients.step_time_s(new_tokens=1, kv_tokens_read=1, attention_token_pairs=1, sequences=1)
     return fixed + (profile.scheduler_steps - 1) / 2 * lightest

@@ -54,34 +54,55 @@ from calc.units import round_sig
 
 __all__ = ["PLAN", "FIT_ORDER", "fit_term", "fit", "stored", "write", "main"]
 
+#: The row that fits vLLM's per-sequence cost: the run at the largest batch with arrivals spread out (Azure's
+#: vLLM suite at 16 requests/s, median ITL: the time of a typical decode step; the same run series whose first
+#: run fits the request cost). Not the lowest load: at 4 requests/s (some 20 sequences) the slope takes every
+#: other residual of that TP8 A100 set-up and comes out at 0.44 ms per sequence, leaving no per-step cost for
+#: the batch-8 rows; the all-at-once run's steps carry whole prompts.
+SEQ_ROW_VLLM = "vllm-azure-llama-3.3-70b-bf16-a100-40gb-tp8-sharegpt-qps16-itl"
+SEQ_ZERO_MULTISTEP = ("vLLM v0.6.0's multi-step scheduling prepares the inputs once per window of "
+                      "--num-scheduler-steps steps and its asynchronous output processing runs beside the GPU's "
+                      "work (vLLM blog 'vLLM v0.6.0: 2.7x Throughput Improvement and 5x Latency Reduction', "
+                      "2024-09-05); no own row at a larger batch is calibration")
+SEQ_ZERO_TRTLLM = ("TensorRT-LLM's runtime is C++ (its batch manager schedules and samples without a Python loop "
+                   "over the sequences; TensorRT-LLM docs, 'Overview'); no NIM row at a large batch is "
+                   "calibration (its rows at concurrency 100-250 are over-predicted, not short)")
+
 #: For each profile: scheduler steps, and per term ``("row", id)`` (fitted on it), ``("inherit", profile)``
-#: or ``("zero", why)``.
+#: or ``("zero", why)`` (an assumption of 0, its source said).
 PLAN = {
     "vllm": {
         "step_overhead_s": ("row", "vllm-nightly-latency-llama8b-tp1-h100"),
         "tp_step_overhead_s": ("row", "vllm-nightly-latency-llama70b-tp4-h100"),
+        "seq_overhead_s": ("row", SEQ_ROW_VLLM),
         "request_overhead_s": ("row", "vllm-azure-llama-3.3-70b-bf16-a100-40gb-tp8-sharegpt-qps01-ttft"),
     },
     "vllm-0.6-multistep": {
         "step_overhead_s": ("row", "sglang-060-vllm-llama-3.1-8b-bf16-a100-tp1-sharegpt-rps4-tpot"),
         "tp_step_overhead_s": ("inherit", "vllm"),
+        "seq_overhead_s": ("zero", SEQ_ZERO_MULTISTEP),
         "request_overhead_s": ("row", "sglang-060-vllm-llama-3.1-8b-bf16-a100-tp1-sharegpt-rps4-ttft"),
     },
     "sglang-0.3": {
         "step_overhead_s": ("row", "sglang-060-sglang-llama-3.1-8b-bf16-a100-tp1-sharegpt-rps4-itl"),
         "tp_step_overhead_s": ("inherit", "vllm"),
+        "seq_overhead_s": ("inherit", "vllm"),
         "request_overhead_s": ("row", "sglang-060-sglang-llama-3.1-8b-bf16-a100-tp1-sharegpt-rps4-ttft"),
     },
     "nim-trtllm": {
         "tp_step_overhead_s": ("inherit", "vllm"),
         "step_overhead_s": ("row", "nim-1.8.0-llama-3.3-70b-fp8-h100-tp2-500-2000-c1-itl"),
+        "seq_overhead_s": ("zero", SEQ_ZERO_TRTLLM),
         "request_overhead_s": ("row", "nim-1.8.0-llama-3.3-70b-fp8-h100-tp2-500-2000-c1-ttft"),
     },
 }
 FIT_ORDER = ("vllm", "vllm-0.6-multistep", "sglang-0.3", "nim-trtllm")
-_HIGH_S = {"step_overhead_s": 0.05, "tp_step_overhead_s": 0.02, "request_overhead_s": 2.0}
-_ROUND_S = {"step_overhead_s": 1e-6, "tp_step_overhead_s": 1e-6, "request_overhead_s": 1e-5}
+_HIGH_S = {"step_overhead_s": 0.05, "tp_step_overhead_s": 0.02, "seq_overhead_s": 0.002, "request_overhead_s": 2.0}
+_ROUND_S = {"step_overhead_s": 1e-6, "tp_step_overhead_s": 1e-6, "seq_overhead_s": 1e-7, "request_overhead_s": 1e-5}
 _STEPS = 22
+#: Rounds of fitting an engine's terms one after another: each row's figure depends on every term (the batch-8
+#: row that fits the step cost also pays 8 sequences' cost), so the terms are refitted in turn until none moves.
+_MAX_ROUNDS = 6
 
 
 def _rows_by_id() -> dict:
@@ -149,14 +170,20 @@ def fit() -> dict:
                 value = done[what][term][0]
                 profile = profile.with_terms(**{term: value})
                 out[term] = (value, "assumption", f"inherited from engine profile '{what}' (no own row)")
-        for term, (how, what) in plan.items():
-            if how != "row":
-                continue
-            value = fit_term(profile, term, rows[what])
-            profile = profile.with_terms(**{term: value})
+            elif how == "zero":
+                out[term] = (0.0, "assumption", f"0: {what}")
+        fitted = [(term, what) for term, (how, what) in plan.items() if how == "row"]
+        for _ in range(_MAX_ROUNDS):  # each term on its row with the others as last fitted, until none moves
+            before = tuple(getattr(profile, term) for term, _ in fitted)
+            for term, what in fitted:
+                profile = profile.with_terms(**{term: fit_term(profile, term, rows[what])})
+            if tuple(getattr(profile, term) for term, _ in fitted) == before:
+                break
+        for term, what in fitted:
             row = rows[what]
-            out[term] = (value, "calibration", f"fitted on {what} ({row['source']['cite']}: {row['label']}, "
-                                               f"{row['figure']['metric']} {row['figure']['value']} {row['figure']['unit']})")
+            out[term] = (getattr(profile, term), "calibration",
+                         f"fitted on {what} ({row['source']['cite']}: {row['label']}, "
+                         f"{row['figure']['metric']} {row['figure']['value']} {row['figure']['unit']})")
         done[key] = {t: out[t] for t in engine_profiles.TERMS}
     return done
 
@@ -194,9 +221,12 @@ def write(result: dict, path: str | None = None) -> None:
 
 def _render(result: dict) -> str:
     lines = [f"{'engine':<20} {'term':<20} {'value':>11}  role         source"]
+    # seq_overhead_s is per sequence: shown in us
     for key, terms in result.items():
         for term, (value, role, source) in terms.items():
-            lines.append(f"{key:<20} {term:<20} {round_sig(value * 1000, 4):>8} ms  {role:<12} {source}")
+            shown = (f"{round_sig(value * 1e6, 4):>8} us" if term == "seq_overhead_s"
+                     else f"{round_sig(value * 1000, 4):>8} ms")
+            lines.append(f"{key:<20} {term:<20} {shown}  {role:<12} {source}")
     return "\n".join(lines)
 
 
