@@ -259,3 +259,86 @@ def test_prefill_allreduce_terms_reject_bad_input(kwargs, field):
     with pytest.raises(CalcError) as info:
         step_coefficients("llama-3.1-70b", H100, tp=4, **kwargs)
     assert info.value.field == field
+
+
+# ------------------------------------------------------------------ per-sequence step cost (issue 18)
+
+def _engine_70b(seq_overhead_s=0.0001):
+    eff = Efficiency(compute=0.51, memory=0.76, step_overhead_s=0.002, tp_step_overhead_s=0.0005,
+                     seq_overhead_s=seq_overhead_s)
+    return step_coefficients("llama-3.1-70b", H100, tp=4, efficiency=eff)
+
+
+def test_each_scheduled_sequence_adds_its_cost_to_the_step():
+    c = _engine_70b()
+    args = dict(new_tokens=64, kv_tokens_read=64 * 1152, attention_token_pairs=64 * 1152)
+    alone = c.step_time_s(**args)
+    assert c.step_time_s(sequences=64, **args) - alone == pytest.approx(64 * 0.0001, rel=1e-9)
+    assert c.breakdown(sequences=64, **args)["overhead_s"] == pytest.approx(0.002 + 3 * 0.0005 + 0.0064, rel=1e-12)
+    # decode_step counts its batch: a batch of 64 pays 6.4 ms more than the same step priced without sequences.
+    d = decode_step(c, batch=64, context_tokens=1152)
+    assert d["time_s"] - alone == pytest.approx(0.0064, rel=1e-9)
+
+
+def test_the_lessons_roofline_has_no_per_sequence_cost():
+    args = dict(new_tokens=64, kv_tokens_read=64 * 1152, attention_token_pairs=64 * 1152)
+    assert CALIBRATED.seq_overhead_s == 0.0
+    assert C70.step_time_s(sequences=64, **args) == C70.step_time_s(**args)
+    assert decode_step(C70, batch=64, context_tokens=1152)["time_s"] == C70.step_time_s(**args)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.integers(0, 8192), st.integers(0, 2_000_000), st.integers(0, 20_000_000), st.integers(0, 512))
+def test_the_simulators_pricer_equals_the_roofline_bit_for_bit_with_sequences(new, kv, pairs, seqs):
+    from calc.sim.hardware import step_pricer
+
+    c = _engine_70b()
+    price = step_pricer(c)
+    exact = c.step_time_s(new_tokens=new, kv_tokens_read=kv, attention_token_pairs=pairs, sequences=seqs)
+    assert price(new_tokens=new, kv_tokens_read=kv, attention_token_pairs=pairs, sequences=seqs) == exact
+    assert price.positional(new, kv, pairs, seqs) == exact
+    if new:
+        decode_exact = c.step_time_s(new_tokens=new, kv_tokens_read=kv, attention_token_pairs=kv, sequences=new)
+        assert price.decode(new)(kv) == decode_exact
+
+
+def test_the_engine_passes_each_steps_sequence_count():
+    from calc.sim.engine import Replica
+    from calc.sim.scheduler import SchedulerConfig
+    from calc.sim.workload import Request
+
+    seen = []
+
+    def price(*, new_tokens, kv_tokens_read, attention_token_pairs, sequences=0):
+        seen.append((new_tokens, sequences))
+        return 0.01
+    price.takes_sequences = True
+    rep = Replica(SchedulerConfig(max_model_len=4096), kv_cache_blocks=1000, step_time_s=price)
+    for rid in range(3):
+        rep.submit(Request(rid, 0, 40, 3), 0)
+    end = rep.start_step(0)
+    rep.end_step(end)
+    rep.start_step(end)
+    # First step: three prompts of 40 tokens (three sequences); then three decoding sequences of one token each.
+    assert seen == [(120, 3), (3, 3)]
+
+
+@pytest.mark.parametrize("call, field", [
+    (lambda: Efficiency(compute=0.5, memory=0.5, step_overhead_s=0, seq_overhead_s=-1e-6), "seq_overhead_s"),
+    (lambda: Efficiency(compute=0.5, memory=0.5, step_overhead_s=0, seq_overhead_s=0.5), "seq_overhead_s"),
+    (lambda: C8.step_time_s(new_tokens=1, kv_tokens_read=1, attention_token_pairs=1, sequences=-1), "sequences"),
+    (lambda: C8.step_time_s(new_tokens=1, kv_tokens_read=1, attention_token_pairs=1, sequences=2.5), "sequences"),
+])
+def test_per_sequence_bad_input_names_the_field(call, field):
+    with pytest.raises(CalcError) as err:
+        call()
+    assert err.value.field == field and field in str(err.value)
+
+
+def test_the_pricer_refuses_a_bad_sequence_count_by_name():
+    from calc.sim.hardware import step_pricer
+
+    price = step_pricer(_engine_70b())
+    with pytest.raises(CalcError) as err:
+        price(new_tokens=8, kv_tokens_read=80, attention_token_pairs=80, sequences=-3)
+    assert err.value.field == "sequences"

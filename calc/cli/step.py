@@ -161,7 +161,10 @@ def engine_terms(coef, engine: str, *, batch: int, context_tokens: int) -> dict:
     >>> from calc.roofline import step_coefficients
     >>> t = engine_terms(step_coefficients("llama-3.1-70b", "h100-sxm-80gb", tp=4), "vllm", batch=1, context_tokens=1152)
     >>> [r["term"] for r in t["terms"]], t["decode_step_s"] > t["roofline_decode_step_s"]
-    (['allreduce_latency_s', 'prefill_allreduce_bus_efficiency', 'step_overhead_s', 'tp_step_overhead_s', 'request_overhead_s'], True)
+    (['allreduce_latency_s', 'prefill_allreduce_bus_efficiency', 'step_overhead_s', 'tp_step_overhead_s', 'seq_overhead_s', 'request_overhead_s'], True)
+    >>> t64 = engine_terms(step_coefficients("llama-3.1-70b", "h100-sxm-80gb", tp=4), "vllm", batch=64, context_tokens=1152)
+    >>> t64["terms"][4]["per"], t64["terms"][4]["value_text"].endswith("us")
+    ('sequence in the step (a batch of 64 pays 64)', True)
     >>> t["terms"][1]["value_text"]
     '0.401 of the link'
     """
@@ -182,9 +185,12 @@ def engine_terms(coef, engine: str, *, batch: int, context_tokens: int) -> dict:
               "role": "assumption",
               "source": f"{ALLREDUCE_BUS_EFFICIENCY_SOURCE} (the roofline above: the link's full figure)"}]
     for term, per in (("step_overhead_s", "step"), ("tp_step_overhead_s", "step, per GPU beyond the first"),
+                      ("seq_overhead_s", f"sequence in the step (a batch of {batch} pays {batch})"),
                       ("request_overhead_s", "request (TTFT)")):
         terms.append({"term": term, "value_s": getattr(profile, term), "per": per, "role": roles.get(term, ""),
                       "source": sources.get(term, "")})
+        if term == "seq_overhead_s":  # microseconds: a fraction of a millisecond per sequence
+            terms[-1]["value_text"] = f"{format_number(profile.seq_overhead_s * 1e6)} us"
     if profile.scheduler_steps > 1:
         terms[-1]["per"] += f" + the mean wait of a {profile.scheduler_steps}-step scheduling window"
     return {"engine": profile.key, "label": profile.label, "terms": terms,
