@@ -132,8 +132,8 @@ def fit_term(profile, term: str, row: dict) -> float:
     (request). Only ``calibration`` rows of the profile's own engine may be fitted.
 
     >>> rows = _rows_by_id()
-    >>> p = engine_profiles.get_profile("vllm").with_terms(step_overhead_s=0.0, tp_step_overhead_s=0.0)
-    >>> fit_term(p, "step_overhead_s", rows["vllm-nightly-latency-llama8b-tp1-h100"]) > 0.001
+    >>> p = engine_profiles.get_profile("vllm").with_terms(step_overhead_s=0.0, tp_step_overhead_s=0.0, seq_overhead_s=0.0)
+    >>> fit_term(p, "step_overhead_s", rows["vllm-nightly-latency-llama8b-tp1-h100"]) > 0.001   # all of it, alone
     True
     """
     if row["role"] != "calibration":
