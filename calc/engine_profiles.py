@@ -24,7 +24,14 @@ the engine's numbers.
   0.2 ms per extra running sequence where the roofline's KV term adds 0.03 ms; LMDeploy's static benchmark
   gives 0.05 ms per sequence (7B, TP1) and 0.13 ms (70B, TP4). It is what makes TPOT grow with the batch
   faster than the GPU's work does. Fitted where a calibration row at a large batch identifies it, inherited
-  by the other Python engines, 0 for the C++ runtime (assumptions, said in the profile).
+  by the other Python engines, 0 for the C++ runtime (assumptions, said in the profile). It is the
+  serving path's cost (:data:`FRONTENDS`): a request served through the engine's OpenAI API server streams
+  every token to its client (per sequence per step: detokenize, build the delta, serialize, send; vLLM's
+  V1 output processor does it in the API server's event loop, where pull request #12287 had to break it up
+  so as not to block it; pull request #8335 measured streaming at 6% of TPOT for Llama 3.1 8B on an H100).
+  Offline runs (``LLM.generate``, ``benchmark_throughput``: no server, no streaming) do not pay it: with it
+  vLLM's nightly ``benchmark_throughput`` rows at 200 sequences come out 28-37% short, without it 10-24%
+  (:func:`efficiency_for` ``frontend``).
 * ``request_overhead_s``: each request's fixed cost between its send and the moment the engine can
   schedule it (HTTP, tokenization, the engine's input queue). It adds to TTFT and end-to-end latency, not
   to any step. ``scheduler_steps`` > 1 (vLLM 0.6's multi-step scheduling) adds the wait for the running
@@ -55,7 +62,7 @@ from dataclasses import dataclass, replace
 
 from calc.errors import CalcError, check_choice, check_range
 
-__all__ = ["ENGINES", "DEFAULT_ENGINE", "TERMS", "EngineProfile", "PROFILES_PATH", "load_profiles", "get_profile",
+__all__ = ["ENGINES", "DEFAULT_ENGINE", "FRONTENDS", "DEFAULT_FRONTEND", "TERMS", "EngineProfile", "PROFILES_PATH", "load_profiles", "get_profile",
            "efficiency_for", "allreduce_latency_s", "engine_coefficients", "request_overhead_s",
            "ALLREDUCE_PREFILL_MEASURED_S", "ALLREDUCE_BUS_EFFICIENCY_SOURCE", "ALLREDUCE_BUS_EFFICIENCY", "CUSTOM_ALLREDUCE_MAX_BYTES", "TWO_STAGE_ALLREDUCE_MIN_BYTES",
            "ALLREDUCE_BUS_EFFICIENCY_GPUS", "ALLREDUCE_BUS_EFFICIENCY_MIN_GPUS", "prefill_allreduce_terms",
@@ -65,6 +72,11 @@ PROFILES_PATH = os.path.join(os.path.dirname(os.path.abspath(__file__)), "data",
 #: The fitted or inherited constants of a profile, in the order they are fitted.
 TERMS = ("step_overhead_s", "tp_step_overhead_s", "seq_overhead_s", "request_overhead_s")
 DEFAULT_ENGINE = "vllm"
+#: How requests reach the engine: through its OpenAI API server (served, every token streamed to its client:
+#: the profile's ``seq_overhead_s`` applies) or ``offline`` (``LLM.generate`` in the caller's process, as
+#: vLLM's ``benchmark_throughput``: no per-sequence serving cost). Served is the default (the lesson's replica).
+FRONTENDS = ("api-server", "offline")
+DEFAULT_FRONTEND = "api-server"
 
 #: Measured time of one bf16 all-reduce of prefill-sized activations (Llama 70B's hidden 8,192 x 64 / 128 /
 #: 256 tokens = 1 / 2 / 4 MiB) on 4 H100s by vLLM's custom all-reduce, two-stage kernel: 0.018 / 0.027 /
@@ -213,22 +225,35 @@ def get_profile(engine: str = DEFAULT_ENGINE) -> EngineProfile:
     return _TRIAL.get(engine) or _PROFILES[engine]
 
 
-def efficiency_for(profile: EngineProfile, base=None):
+def efficiency_for(profile: EngineProfile, base=None, *, frontend: str = DEFAULT_FRONTEND):
     """The roofline's :class:`calc.roofline.Efficiency` with this engine's step overheads added.
+
+    ``frontend`` (:data:`FRONTENDS`): the per-sequence term ``seq_overhead_s`` is the serving path's
+    (streaming each token to its client), so only ``api-server`` carries it; ``offline`` has it at 0.
 
     >>> from calc.roofline import CALIBRATED
     >>> e = efficiency_for(get_profile("vllm"))
     >>> (e.compute, e.memory) == (CALIBRATED.compute, CALIBRATED.memory), e.step_overhead_s > 0
     (True, True)
+    >>> round(e.seq_overhead_s * 1e6), efficiency_for(get_profile("vllm"), frontend="offline").seq_overhead_s
+    (138, 0.0)
+    >>> efficiency_for(get_profile("vllm"), frontend="batch")
+    Traceback (most recent call last):
+    ...
+    calc.errors.CalcError: frontend must be one of api-server, offline; got 'batch'
     """
     from calc.roofline import CALIBRATED, Efficiency
 
     base = base or CALIBRATED
     if not isinstance(profile, EngineProfile):
         raise CalcError(f"profile must be an EngineProfile; got {profile!r}", "engine")
+    check_choice("frontend", frontend, FRONTENDS)
+    served = frontend == "api-server"
     return Efficiency(compute=base.compute, memory=base.memory, step_overhead_s=profile.step_overhead_s,
-                      tp_step_overhead_s=profile.tp_step_overhead_s, seq_overhead_s=profile.seq_overhead_s,
-                      source=f"{base.source}; step terms of engine profile '{profile.key}' (calc.engine_profiles)")
+                      tp_step_overhead_s=profile.tp_step_overhead_s,
+                      seq_overhead_s=profile.seq_overhead_s if served else 0.0,
+                      source=f"{base.source}; step terms of engine profile '{profile.key}' (calc.engine_profiles)"
+                             + ("" if served else "; offline: no per-sequence serving cost"))
 
 
 def allreduce_latency_s(profile: EngineProfile, tp: int) -> float:
@@ -272,12 +297,13 @@ def prefill_allreduce_terms(gpu: str, tp: int) -> tuple[float, float, float]:
 
 
 def engine_coefficients(model, gpu, *, tp: int = 1, weights: str = "bf16", kv_dtype: str = "bf16",
-                        engine: str = DEFAULT_ENGINE):
+                        engine: str = DEFAULT_ENGINE, frontend: str = DEFAULT_FRONTEND):
     """:func:`calc.roofline.step_coefficients` with ``engine``'s terms: what the simulator prices a step with.
 
     Prefill-sized all-reduces (the two-stage kernel's, up to :data:`CUSTOM_ALLREDUCE_MAX_BYTES`) move their bytes at
     :data:`ALLREDUCE_BUS_EFFICIENCY` of the link where it was measured (:func:`prefill_allreduce_terms`; the
-    lesson's roofline takes the link's full figure).
+    lesson's roofline takes the link's full figure). ``frontend``: see :func:`efficiency_for` (``offline``:
+    no per-sequence term).
 
     >>> c = engine_coefficients("llama-3.1-70b", "h100-sxm-80gb", tp=4)
     >>> c.allreduce_latency_s, c.overhead_s() > 0, round(c.prefill_allreduce_bus_efficiency, 3)
@@ -296,7 +322,8 @@ def engine_coefficients(model, gpu, *, tp: int = 1, weights: str = "bf16", kv_dt
     tp = check_tp(get_model(model), tp)
     prefill_min_bytes, prefill_max_bytes, prefill_share = prefill_allreduce_terms(gpu, tp)
     return step_coefficients(model, gpu, tp=tp, weights=weights, kv_dtype=kv_dtype,
-                             efficiency=efficiency_for(profile), allreduce_latency_s=allreduce_latency_s(profile, tp),
+                             efficiency=efficiency_for(profile, frontend=frontend),
+                             allreduce_latency_s=allreduce_latency_s(profile, tp),
                              prefill_allreduce_min_bytes=prefill_min_bytes, prefill_allreduce_max_bytes=prefill_max_bytes,
                              prefill_allreduce_bus_efficiency=prefill_share)
 

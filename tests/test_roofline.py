@@ -342,3 +342,77 @@ def test_the_pricer_refuses_a_bad_sequence_count_by_name():
     with pytest.raises(CalcError) as err:
         price(new_tokens=8, kv_tokens_read=80, attention_token_pairs=80, sequences=-3)
     assert err.value.field == "sequences"
+
+
+# ------------------------------------------------- the per-sequence cost is the serving path's (issue 18)
+
+def _replicas(**keys):
+    from calc.sim.hardware import replica_hardware
+    from calc.sim.scenario import Scenario
+
+    return tuple(replica_hardware(Scenario.from_dict({"frontend": f, **keys})) for f in ("api-server", "offline"))
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.integers(1, 8192), st.integers(0, 2_000_000), st.integers(0, 20_000_000), st.integers(1, 512))
+def test_an_offline_scenario_prices_no_per_sequence_cost_and_a_served_one_does_bit_for_bit(new, kv, pairs, seqs):
+    from calc.engine_profiles import engine_coefficients, get_profile
+
+    served, offline = _replicas()
+    args = dict(new_tokens=new, kv_tokens_read=kv, attention_token_pairs=pairs)
+    # The roofline with the engine's terms, with and without the per-sequence one.
+    with_term = engine_coefficients("llama-3.1-70b", H100, tp=4)
+    assert with_term.efficiency.seq_overhead_s == get_profile("vllm").seq_overhead_s > 0
+    assert served.step_time_s(sequences=seqs, **args) == with_term.step_time_s(sequences=seqs, **args)
+    # Offline: every count prices as the roofline's step with no sequence counted at all.
+    assert offline.step_time_s(sequences=seqs, **args) == with_term.step_time_s(**args)
+    assert offline.step_time_s(sequences=seqs, **args) == offline.step_time_s(**args)
+    assert offline.price_step.decode(new)(kv) == with_term.step_time_s(new_tokens=new, kv_tokens_read=kv,
+                                                                      attention_token_pairs=kv)
+    assert served.step_time_s(sequences=seqs, **args) - offline.step_time_s(sequences=seqs, **args) == \
+        pytest.approx(seqs * get_profile("vllm").seq_overhead_s, rel=1e-6)
+
+
+def test_offline_keeps_every_other_engine_term_and_the_request_cost():
+    served, offline = _replicas(model="llama-3.1-8b", tp=1)
+    assert served.coefficients.efficiency.step_overhead_s == offline.coefficients.efficiency.step_overhead_s > 0
+    assert offline.coefficients.efficiency.seq_overhead_s == 0.0
+    assert served.request_overhead_s == offline.request_overhead_s > 0
+
+
+def test_an_offline_run_is_faster_than_the_same_run_served_and_the_default_is_served():
+    from calc.sim import simulate
+    from calc.sim.scenario import Scenario
+
+    base = {"model": "llama-3.1-8b", "tp": 1,
+            "workload": {"arrival": "all-at-once", "requests": 64, "prompt_tokens": 128, "output_tokens": 64}}
+    default = simulate(Scenario.from_dict(base)).summary
+    served = simulate(Scenario.from_dict({**base, "frontend": "api-server"})).summary
+    offline = simulate(Scenario.from_dict({**base, "frontend": "offline"})).summary
+    assert default == served
+    # 64 sequences decoding together: each step of the served run pays 64 x 138 us more.
+    assert offline["throughput_output_tokens_per_s"] > 1.3 * served["throughput_output_tokens_per_s"]
+    assert offline["output_tokens"] == served["output_tokens"]
+
+
+@pytest.mark.parametrize("value", ["server", "", None, 1, "API-SERVER"])
+def test_a_bad_frontend_is_refused_by_name(value):
+    from calc.sim.scenario import Scenario
+
+    with pytest.raises(CalcError) as err:
+        Scenario.from_dict({"frontend": value})
+    assert err.value.field == "frontend"
+    assert "api-server, offline" in str(err.value)
+
+
+def test_only_the_benchmark_throughput_rows_run_offline():
+    from calc.latency_accuracy import frontend_of, load_rows, scenario_for
+
+    rows = load_rows()
+    offline = [r["id"] for r in rows if frontend_of(r) == "offline"]
+    assert offline and all(i.startswith("vllm-nightly-throughput-") for i in offline)
+    assert len(offline) == sum(1 for r in rows if r["id"].startswith("vllm-nightly-throughput-"))
+    for r in rows:
+        assert scenario_for(r).get("frontend", "api-server") == frontend_of(r)
+    # Served at rate infinity is still served: the SGLang README's "offline" tables and Azure's QPS inf.
+    assert frontend_of(next(r for r in rows if r["id"].endswith("offline-throughput"))) == "api-server"

@@ -164,7 +164,7 @@ def engine_terms(coef, engine: str, *, batch: int, context_tokens: int) -> dict:
     (['allreduce_latency_s', 'prefill_allreduce_bus_efficiency', 'step_overhead_s', 'tp_step_overhead_s', 'seq_overhead_s', 'request_overhead_s'], True)
     >>> t64 = engine_terms(step_coefficients("llama-3.1-70b", "h100-sxm-80gb", tp=4), "vllm", batch=64, context_tokens=1152)
     >>> t64["terms"][4]["per"], t64["terms"][4]["value_text"].endswith("us")
-    ('sequence in the step (a batch of 64 pays 64)', True)
+    ("sequence in the step (a batch of 64 pays 64), served through the API server (the serving path's: offline LLM.generate runs pay 0)", True)
     >>> t["terms"][1]["value_text"]
     '0.401 of the link'
     """
@@ -185,7 +185,9 @@ def engine_terms(coef, engine: str, *, batch: int, context_tokens: int) -> dict:
               "role": "assumption",
               "source": f"{ALLREDUCE_BUS_EFFICIENCY_SOURCE} (the roofline above: the link's full figure)"}]
     for term, per in (("step_overhead_s", "step"), ("tp_step_overhead_s", "step, per GPU beyond the first"),
-                      ("seq_overhead_s", f"sequence in the step (a batch of {batch} pays {batch})"),
+                      # The serving path's cost (streaming each token to its client): 0 for offline runs.
+                      ("seq_overhead_s", f"sequence in the step (a batch of {batch} pays {batch}), served through "
+                                         f"the API server (the serving path's: offline LLM.generate runs pay 0)"),
                       ("request_overhead_s", "request (TTFT)")):
         terms.append({"term": term, "value_s": getattr(profile, term), "per": per, "role": roles.get(term, ""),
                       "source": sources.get(term, "")})

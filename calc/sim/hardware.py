@@ -244,17 +244,26 @@ def replica_hardware(scenario) -> ReplicaHardware:
     (the autoscaler's load time). Sources: :func:`calc.memory.kv_capacity`,
     :func:`calc.roofline.step_coefficients`, the GPU catalog's price.
 
+    ``frontend`` "offline" leaves the engine's per-sequence step term out (:func:`calc.engine_profiles.efficiency_for`).
+
     >>> from calc.sim.scenario import Scenario
     >>> replica_hardware(Scenario.from_dict({"weights": "fp8"})).kv_cache_tokens   # fp8 weights leave more KV room
     608256
+    >>> served, offline = (replica_hardware(Scenario.from_dict({"frontend": f})) for f in ("api-server", "offline"))
+    >>> args = dict(new_tokens=64, kv_tokens_read=80000, attention_token_pairs=80064, sequences=64)
+    >>> round((served.step_time_s(**args) - offline.step_time_s(**args)) / 64 * 1e6)   # per sequence, us
+    138
     """
     model = get_model(scenario.model)
     gpu = get_gpu(scenario.gpu)
     # The simulator prices the engine, not only the GPU: the roofline plus the engine's fixed terms
     # (calc.engine_profiles). The lesson's roofline pages keep the pure roofline (calc.roofline.CALIBRATED).
     profile = engine_profiles.get_profile(getattr(scenario, "engine", engine_profiles.DEFAULT_ENGINE))
+    # The per-sequence term is the serving path's (streaming each token to its client): an offline scenario
+    # (LLM.generate, benchmark_throughput) prices its steps without it (calc.engine_profiles.efficiency_for).
+    frontend = getattr(scenario, "frontend", engine_profiles.DEFAULT_FRONTEND)
     coef = engine_profiles.engine_coefficients(model, gpu, tp=scenario.tp, weights=scenario.weights,
-                                               kv_dtype=scenario.kv_dtype, engine=profile.key)
+                                               kv_dtype=scenario.kv_dtype, engine=profile.key, frontend=frontend)
     per_token_gpu = memory.kv_bytes_per_token_per_gpu(model, scenario.tp, scenario.kv_dtype)
     weights_gpu = memory.weights_bytes_per_gpu(model, scenario.tp, scenario.weights)
     if scenario.kv_cache_tokens is not None:
