@@ -29,10 +29,13 @@ other row is validation.
   and come out at 0.44 ms per sequence, leaving no per-step cost for the batch-8 rows. The all-at-once run
   is not taken either (its steps carry whole prompts). SGLang 0.3 inherits vLLM's (a Python engine with
   the same per-sequence work; its 8 req/s row stays validation); vLLM 0.6's multi-step scheduling and
-  NIM's C++ runtime take 0 (sourced assumptions in the profile). Known conflict: vLLM's offline
-  maximum-throughput runs (benchmark_throughput, 256 sequences at once, no API server) come out 27-37%
-  slow with it, where they were 10-24% slow without: the per-sequence cost seen under online load is
-  not paid, or is hidden, at the largest batches; one linear term cannot show both.
+  NIM's C++ runtime take 0 (sourced assumptions in the profile). The term is the serving path's (each
+  token streamed to its client through the API server): vLLM's offline maximum-throughput runs
+  (benchmark_throughput, LLM.generate, no API server) came out 28-37% slow with it and run without it
+  (scenario ``frontend`` offline, :func:`calc.latency_accuracy.frontend_of`): 5-19% slow to 7% fast on
+  Llama. The fit does not move with that (its rows are served, or batch-8 rows the split between fixed and
+  per-sequence cost is fitted on as served). Left: SGLang 0.3's 5,000-prompt runs, served at rate inf,
+  still come out 33-41% slow with the inherited term.
 
 Each term is fitted alone, in that order, by bisection on the simulated figure
 (:func:`calc.latency_accuracy.predict_row`, which is monotone in each term); a term whose zero already
