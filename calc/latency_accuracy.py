@@ -83,7 +83,7 @@ from calc.accuracy import load_measurements, median, relative_error
 from calc.errors import CalcError, check_choice, check_range
 from calc.units import round_sig
 
-__all__ = ["LATENCY_KIND", "TARGETS", "CACHED_PROMPT_TAIL_TOKENS", "closed_loop_client_available", "warmup_requests", "METRICS", "METRIC_LABELS", "CLIENTS", "CLOSED_LOOP_STANDIN", "TRTLLM_ENGINES", "ENGINE_SETTINGS",
+__all__ = ["LATENCY_KIND", "TARGETS", "CACHED_PROMPT_TAIL_TOKENS", "closed_loop_client_available", "warmup_requests", "METRICS", "METRIC_LABELS", "CLIENTS", "CLOSED_LOOP_STANDIN", "TRTLLM_ENGINES", "OFFLINE_BENCHMARK", "frontend_of", "ENGINE_SETTINGS",
            "TRTLLM_FREE_GPU_MEMORY_FRACTION", "trtllm_kv_cache_tokens", "kv_capacity_tokens_vllm", "load_rows", "metric_of",
            "scenario_for", "simulate_row", "predict_row", "LatencyResult", "evaluate", "summary", "by_source", "report"]
 
@@ -208,10 +208,40 @@ def scenario_for(row: dict, *, rate_per_s: float | None = None, requests: int | 
         # The engine's scheduler as the row ran it (each setting with its source in ``<key>_why``).
         if key in ENGINE_SETTINGS:
             scenario[key] = value
+    if frontend_of(row) != "api-server":
+        scenario["frontend"] = frontend_of(row)  # no API server: no per-sequence serving cost (frontend_of)
     if engine in TRTLLM_ENGINES:
         scenario["kv_cache_tokens"] = trtllm_kv_cache_tokens(x["model"], x["gpu"], tp=x["tp"], weights=x["weights"],
                                                              kv_dtype=x["kv_dtype"])
     return scenario
+
+
+#: The offline benchmark whose rows are priced without the per-sequence serving cost (named in ``inputs.engine``).
+OFFLINE_BENCHMARK = "benchmark_throughput"
+
+
+def frontend_of(row: dict) -> str:
+    """How the row's requests reach the engine in calc: ``offline`` or ``api-server`` (:data:`calc.engine_profiles.FRONTENDS`).
+
+    ``offline`` for vLLM's nightly ``benchmark_throughput`` rows (``inputs.engine`` names
+    :data:`OFFLINE_BENCHMARK`; ``inputs.client.how`` "offline LLM.generate on all 200 prompts"): the script
+    builds ``LLM(...)`` and calls ``llm.generate(prompts, sampling_params)`` in its own process, no API server
+    and no token streamed to a client (vllm-project/vllm benchmarks/benchmark_throughput.py, backend vllm;
+    test definitions tests/throughput-tests.json). Every other row was served through an API server, whatever
+    its arrival pattern: the SGLang README's "offline" tables were measured by ``sglang.bench_serving``
+    against a running server (``--backend sglang`` / ``--backend vllm``, request rate inf), the Azure run at
+    QPS inf by ``benchmark_serving``. Only served rows pay the engine's per-sequence streaming cost
+    (:func:`calc.engine_profiles.efficiency_for`). The nightly ``benchmark_latency`` rows also run
+    ``LLM.generate`` but stay priced as served: they are the fit's calibration rows of the fixed step terms,
+    and pricing them offline moves the fit (vLLM's step cost 0.60 -> 1.71 ms, the per-sequence one 138 -> 118
+    us) and with it every served scenario of the lesson; left for a separate change.
+
+    >>> [frontend_of(r) for r in load_rows() if r["id"].startswith("vllm-nightly-throughput-llama8b")]
+    ['offline', 'offline']
+    >>> frontend_of(load_rows()[0]), frontend_of({"inputs": {"engine": "SGLang (sglang.launch_server)"}})
+    ('api-server', 'api-server')
+    """
+    return "offline" if OFFLINE_BENCHMARK in row["inputs"].get("engine", "") else "api-server"
 
 
 def trtllm_kv_cache_tokens(model: str, gpu: str, *, tp: int, weights: str, kv_dtype: str,

@@ -19,6 +19,9 @@ weights                     "bf16"              bf16, fp16, fp8, int8, int4, nf4
 kv_dtype                    "bf16"              bf16, fp16, fp8
 gpu_memory_utilization      0.9                 0.05 to 1: vLLM's share of each GPU
 engine                      "vllm"              an engine profile (calc.engine_profiles: its step and request costs)
+frontend                    "api-server"        api-server (served: every token streamed to its client, the
+                                                profile's per-sequence step cost applies) or offline
+                                                (LLM.generate, benchmark_throughput: no per-sequence cost)
 memory_basis                "marketed"          marketed (80e9 B for an H100, the lesson's count) or runtime
 kv_cache_tokens             null                override the KV capacity (tokens for the replica)
 parameter_count             "exact"             how the KV sizing weighs the weights: exact (every tensor of
@@ -64,7 +67,7 @@ system prompt put before every prompt), ``prefix_variants`` (1).
 >>> Scenario.from_dict({"tp": 8, "colour": "red"})
 Traceback (most recent call last):
 ...
-calc.errors.CalcError: unknown key 'colour' in scenario; allowed: allocation, batching, block_size, chunked_prefill, description, engine, gpu, gpu_memory_utilization, gpu_price_usd_per_hour, kv_cache_tokens, kv_dtype, max_model_len, max_num_batched_tokens, max_num_seqs, max_time_series_points, memory_basis, model, name, parameter_count, prefix_caching, request_overhead_s, sample_interval_s, seed, speculation, static_batch_size, tp, weights, workload
+calc.errors.CalcError: unknown key 'colour' in scenario; allowed: allocation, batching, block_size, chunked_prefill, description, engine, frontend, gpu, gpu_memory_utilization, gpu_price_usd_per_hour, kv_cache_tokens, kv_dtype, max_model_len, max_num_batched_tokens, max_num_seqs, max_time_series_points, memory_basis, model, name, parameter_count, prefix_caching, request_overhead_s, sample_interval_s, seed, speculation, static_batch_size, tp, weights, workload
 """
 
 from __future__ import annotations
@@ -80,7 +83,7 @@ from calc.memory import KV_DTYPES, WEIGHT_FORMATS
 from calc.sim.kv_blocks import ALLOCATIONS
 from calc.sim.workload import (ARRIVALS, CLOSED_LOOP, LENGTH_KINDS, MAX_CONCURRENCY, RequestClass, Workload,
                                check_class_fits)
-from calc.engine_profiles import DEFAULT_ENGINE, ENGINES
+from calc.engine_profiles import DEFAULT_ENGINE, DEFAULT_FRONTEND, ENGINES, FRONTENDS
 from calc.speculative import DRAFT_SHAPES, EAGLE3_LIKE, EAGLE_LIKE, SEPARATE_DRAFT_LIKE, SpeculationConfig
 
 __all__ = ["BATCHING", "SPECULATION_PRESETS", "Scenario", "load_scenario", "dump_scenario"]
@@ -108,6 +111,7 @@ class Scenario:
     kv_dtype: str = "bf16"
     gpu_memory_utilization: float = 0.9
     engine: str = DEFAULT_ENGINE
+    frontend: str = DEFAULT_FRONTEND
     memory_basis: str = "marketed"
     kv_cache_tokens: int | None = None
     parameter_count: str = "exact"
@@ -178,6 +182,7 @@ class Scenario:
             kv_dtype=choice("kv_dtype", KV_DTYPES),
             gpu_memory_utilization=number("gpu_memory_utilization", 0.05, 1.0),
             engine=choice("engine", ENGINES),
+            frontend=choice("frontend", FRONTENDS),
             memory_basis=choice("memory_basis", MEMORY_BASES),
             kv_cache_tokens=kv_tokens,
             parameter_count=choice("parameter_count", PARAMETER_COUNTS),
@@ -248,11 +253,12 @@ class Scenario:
     def to_dict(self) -> dict:
         """The full scenario as JSON-ready data (every key, defaults included).
 
-        Three kinds of key are written only where they mean something: the
+        Four kinds of key are written only where they mean something: the
         closed loop's ``concurrency`` and ``think_time_s`` (with
         ``arrival`` closed-loop), ``request_overhead_s`` (when the scenario
         sets one; null is the hardware profile's, as when it is left out) and
-        ``parameter_count`` (when it is not the default "exact": the lesson's presets).
+        ``parameter_count`` (when it is not the default "exact": the lesson's presets) and ``frontend``
+        (when it is not the default "api-server": the offline benchmark runs).
 
         >>> Scenario.from_dict(Scenario().to_dict()) == Scenario()
         True
@@ -263,6 +269,13 @@ class Scenario:
         True
         >>> Scenario.from_dict({"parameter_count": "lesson"}).to_dict()["parameter_count"], "parameter_count" in d
         ('lesson', False)
+        >>> offline = Scenario.from_dict({"frontend": "offline"})
+        >>> offline.to_dict()["frontend"], "frontend" in d, Scenario.from_dict(offline.to_dict()) == offline
+        ('offline', False, True)
+        >>> Scenario.from_dict({"frontend": "server"})
+        Traceback (most recent call last):
+        ...
+        calc.errors.CalcError: frontend must be one of api-server, offline; got 'server'
         >>> Scenario.from_dict({"parameter_count": "rounded"})
         Traceback (most recent call last):
         ...
@@ -275,6 +288,8 @@ class Scenario:
                 continue  # null is the hardware profile's: written only when the scenario sets its own
             if f.name == "parameter_count" and value == "exact":
                 continue  # the default, left out so that files written before the key read the same
+            if f.name == "frontend" and value == DEFAULT_FRONTEND:
+                continue  # likewise: every scenario written before the key was served (api-server)
             if f.name == "workload":
                 wl = value
                 value = {

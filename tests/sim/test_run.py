@@ -63,10 +63,13 @@ def test_calibration_row_max_throughput_within_25_percent(isl, osl, published):
     """TensorRT-LLM perf overview, Llama 3.1 8B FP8 on one H100, max throughput (all requests at once).
     As trtllm-bench runs it: FP8 KV cache in blocks of 32, a batch cap of 4,096, each request's whole
     length reserved up front (TensorRT-LLM's GUARANTEED_NO_EVICT scheduler: contiguous allocation of exactly
-    input + output here), 8,192 tokens per step; KV size from calc.roofline.calibration_kv_tokens()."""
+    input + output here), 8,192 tokens per step; KV size from calc.roofline.calibration_kv_tokens().
+    Offline (frontend): trtllm-bench drives the engine in its own process, no API server streaming tokens,
+    so the vllm profile's per-sequence serving cost does not apply."""
     s = CALIBRATION_SETUP
     scenario = Scenario.from_dict({
         "model": s["model"], "gpu": s["gpu"], "tp": s["tp"], "weights": s["weights"], "kv_dtype": s["kv_dtype"],
+        "frontend": "offline",
         "kv_cache_tokens": calibration_kv_tokens(), "block_size": s["block_size"], "max_num_seqs": s["max_running"],
         "max_num_batched_tokens": 8192, "allocation": "contiguous", "max_model_len": isl + osl,
         "workload": {"arrival": "all-at-once", "requests": 1000, "prompt_tokens": isl, "output_tokens": osl},
