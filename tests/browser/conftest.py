@@ -245,3 +245,16 @@ def visit(browser, site_server):
     yield session
     session.close()
     assert session.external_requests == [], f"requests left 127.0.0.1: {session.external_requests}"
+
+
+@pytest.fixture(scope="module")
+def module_visit(browser, site_server):
+    """One browser context shared by the tests of a module, for tests that drive one page and leave it as the
+    next expects: every fresh context costs about 2 CPU s before its page, and its page's Python boot about 2 s
+    more, which on this 2-core machine is most of the browser tier's time. The module's tests run in file order
+    on one xdist worker (one group per file, above); a test that needs a page no other test touched takes
+    ``visit``. The module's last test fails in teardown if any request left 127.0.0.1."""
+    session = Visit(browser, site_server)
+    yield session
+    session.close()
+    assert session.external_requests == [], f"requests left 127.0.0.1: {session.external_requests}"
