@@ -26,7 +26,7 @@ import pytest
 
 pytest.register_assert_rewrite("tests.browser.helpers")  # its asserts explain themselves like a test's
 
-from tests import browser_cache  # noqa: E402
+from tests import browser_cache, timeline  # noqa: E402
 from tests.browser.helpers import SITE  # noqa: E402 (after the rewrite is registered)
 
 #: The test-only widgets (a call that runs past its budget): served inside the calc zip only to tests that take
@@ -178,6 +178,11 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(pytest.mark.xdist_group(f"browser-{item.path.stem}"))
 
 
+def _count_pyodide_boot(worker) -> None:
+    if urllib.parse.urlparse(worker.url).path.endswith("/assets/runtime/worker.mjs"):  # the site's Python worker (not Material's search)
+        timeline.COUNTS["pyodide_boots"] += 1
+
+
 @pytest.fixture(scope="session")
 def browser():
     from playwright.sync_api import sync_playwright
@@ -194,6 +199,8 @@ def browser():
             context = new_context(*args, **kwargs)
             if browser_cache.RECORDER is not None:
                 browser_cache.RECORDER.watch_context(context)
+            timeline.COUNTS["contexts"] += 1  # and each context and Pyodide boot into the timeline's counts
+            context.on("page", lambda page: page.on("worker", _count_pyodide_boot))
             return context
 
         browser.new_context = new_watched_context
