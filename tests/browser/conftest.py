@@ -26,7 +26,7 @@ import pytest
 
 pytest.register_assert_rewrite("tests.browser.helpers")  # its asserts explain themselves like a test's
 
-from tests import browser_cache  # noqa: E402
+from tests import browser_cache, timeline  # noqa: E402
 from tests.browser.helpers import SITE  # noqa: E402 (after the rewrite is registered)
 
 #: The test-only widgets (a call that runs past its budget): served inside the calc zip only to tests that take
@@ -178,6 +178,11 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(pytest.mark.xdist_group(f"browser-{item.path.stem}"))
 
 
+def _count_pyodide_boot(worker) -> None:
+    if urllib.parse.urlparse(worker.url).path.endswith("/assets/runtime/worker.mjs"):  # the site's Python worker (not Material's search)
+        timeline.COUNTS["pyodide_boots"] += 1
+
+
 @pytest.fixture(scope="session")
 def browser():
     from playwright.sync_api import sync_playwright
@@ -194,6 +199,8 @@ def browser():
             context = new_context(*args, **kwargs)
             if browser_cache.RECORDER is not None:
                 browser_cache.RECORDER.watch_context(context)
+            timeline.COUNTS["contexts"] += 1  # and each context and Pyodide boot into the timeline's counts
+            context.on("page", lambda page: page.on("worker", _count_pyodide_boot))
             return context
 
         browser.new_context = new_watched_context
@@ -241,6 +248,19 @@ def with_test_widgets(site_server):
 
 @pytest.fixture
 def visit(browser, site_server):
+    session = Visit(browser, site_server)
+    yield session
+    session.close()
+    assert session.external_requests == [], f"requests left 127.0.0.1: {session.external_requests}"
+
+
+@pytest.fixture(scope="module")
+def module_visit(browser, site_server):
+    """One browser context shared by the tests of a module, for tests that drive one page and leave it as the
+    next expects: every fresh context costs about 2 CPU s before its page, and its page's Python boot about 2 s
+    more, which on this 2-core machine is most of the browser tier's time. The module's tests run in file order
+    on one xdist worker (one group per file, above); a test that needs a page no other test touched takes
+    ``visit``. The module's last test fails in teardown if any request left 127.0.0.1."""
     session = Visit(browser, site_server)
     yield session
     session.close()

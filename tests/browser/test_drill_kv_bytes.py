@@ -21,6 +21,14 @@ def open_drills(visit):
     return open_live(visit, PAGE, *(sel(name) for name in DRILLS))
 
 
+@pytest.fixture(scope="module")
+def drills(module_visit):
+    """The step's page with every drill live, booted once for the module: each test drives drills the tests before
+    it left as it needs them (the seed-0 questions are answered before the tests that press "new numbers")."""
+    open_drills(module_visit)
+    return module_visit
+
+
 def check(page, name, answer):
     """Type an answer, press Check, and return (correct, verdict text)."""
     return check_answer(page, sel(name), answer)
@@ -37,8 +45,8 @@ def test_the_worked_cases_are_on_the_page_before_python_runs(visit):
         assert not page.locator(f"{sel(name)} [data-explanation]").is_visible()
 
 
-def test_answers_in_any_byte_unit_and_plain_counts(visit):
-    page = open_drills(visit)
+def test_answers_in_any_byte_unit_and_plain_counts(drills):
+    visit, page = drills, drills.page
     for answer in ("128 KiB", "131072", "0.125 MiB"):
         correct, text = check(page, "bytes_per_token_drill", answer)
         assert correct and text.startswith("Right"), answer
@@ -54,17 +62,17 @@ def test_answers_in_any_byte_unit_and_plain_counts(visit):
     assert visit.console_errors == []
 
 
-def test_a_typo_is_an_input_error_not_a_verdict(visit):
-    page = open_drills(visit)
+def test_a_typo_is_an_input_error_not_a_verdict(drills):
+    page = drills.page
     drill = sel("bytes_per_token_drill")
     page.fill(f'{drill} input[name="answer"]', "lots")
     page.click(f'{drill} [data-action="check"]')
     assert "answer must be a number" in wait_for_any_error(page, drill)
 
 
-def test_an_unreadable_answer_clears_the_last_verdict(visit):
+def test_an_unreadable_answer_clears_the_last_verdict(drills):
     """After "Right" for one answer, an answer calc cannot read shows its error alone, not beside the old verdict."""
-    page = open_drills(visit)
+    visit, page = drills, drills.page
     drill = sel("conversation_drill")
     correct, text = check(page, "conversation_drill", "0.5 GB")  # step 2's "about half a gigabyte"
     assert correct and text.startswith("Right")
@@ -79,8 +87,8 @@ def test_an_unreadable_answer_clears_the_last_verdict(visit):
 
 
 @pytest.mark.parametrize("name", DRILLS)
-def test_new_numbers_come_from_calc_in_the_worker(visit, name):
-    page = open_drills(visit)
+def test_new_numbers_come_from_calc_in_the_worker(drills, name):
+    visit, page = drills, drills.page
     drill = sel(name)
     question = output_text(page, drill, "question")
     for _ in range(3):  # a fresh seed can land on the same question; try a few

@@ -13,8 +13,15 @@ PAGE = "lesson/19-incident-p99-ttft/"
 SIM = '[data-kind="simulation"][data-widget="incident_p99_ttft.dashboard"]'
 
 
-def test_dashboard_replays_another_seed_like_cpython(visit):
-    page = open_live(visit, PAGE, SIM)
+@pytest.fixture(scope="module")
+def live(module_visit):
+    """The step's page booted once for the dashboard's and the drills' tests (they drive different blocks)."""
+    open_live(module_visit, PAGE, SIM)
+    return module_visit
+
+
+def test_dashboard_replays_another_seed_like_cpython(live):
+    visit, page = live, live.page
     play_to_done(page, SIM, "seed", "5")  # a changed control reruns the scenario
     expected = calc_final_view("incident_p99_ttft.dashboard", seed=5)
     assert_outputs(page, SIM, expected, ("ttft_p99_s", "queue_depth_max", "kv_use_peak", "preemptions",
@@ -23,8 +30,8 @@ def test_dashboard_replays_another_seed_like_cpython(visit):
     assert visit.console_errors == []
 
 
-def test_drills_check_the_incidents_numbers(visit):
-    page = open_live(visit, PAGE)
+def test_drills_check_the_incidents_numbers(live):
+    visit, page = live, live.page
     for name, answer, right in (("documents_per_minute_drill", "88", True), ("prefill_load_drill", "2.5", True),
                                 ("prefill_load_drill", "3.5", False)):
         drill = widget_selector(f"incident_p99_ttft.{name}")

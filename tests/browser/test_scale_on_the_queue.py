@@ -14,8 +14,40 @@ HEADROOM = '[data-widget="scale_on_the_queue.warm_headroom_view"]'
 SIM = '[data-widget="scale_on_the_queue.queue_autoscaler"]'
 
 
-def test_widgets_and_the_queue_fleet_go_live(visit):
-    page = open_live(visit, PAGE, DELAY, HEADROOM, SIM)
+ARMS = '[data-widget="scale_on_the_queue.three_arms"]'
+
+# Every call the page sends its worker, from the page's first script on (see the last test).
+RECORD_CALLS = """(() => { const post = Worker.prototype.postMessage;
+    window.__calcCalls = [];
+    Worker.prototype.postMessage = function (m) { try { const r = typeof m === 'string' ? JSON.parse(m) : m;
+        if (r && r.fn) window.__calcCalls.push(r.fn); } catch (e) {} return post.apply(this, arguments); }; })()"""
+
+
+@pytest.fixture(scope="module")
+def live(module_visit):
+    """The step's page booted once for the three tests below, recording every call it sends its worker: the
+    charts are read first, then the widgets and the fleet are driven, then the calls are checked."""
+    module_visit.page.add_init_script(RECORD_CALLS)
+    open_live(module_visit, PAGE, DELAY, HEADROOM, SIM, ARMS)
+    return module_visit
+
+
+def test_three_arms_show_what_each_autoscaler_fixes(live):
+    """The primary charts (GPU-Util, the queue, the queue with warm headroom) are the build's CPython view, drawn."""
+    arms = ARMS
+    visit, page = live, live.page
+    expected = calc_view("scale_on_the_queue.three_arms")
+    assert_outputs(page, arms, expected)
+    for key in ("ttft", "replicas"):
+        want = [t["name"] for t in expected["figures"][key]["data"]]
+        page.wait_for_function("""([sel, key, want]) => { const gd = document.querySelector(sel + ` [data-chart="${key}"]`);
+            return gd && gd.data && JSON.stringify(gd.data.map(t => t.name)) === JSON.stringify(want); }""",
+                               arg=[arms, key, want])
+    assert visit.console_errors == []
+
+
+def test_widgets_and_the_queue_fleet_go_live(live):
+    visit, page = live, live.page
 
     expected = recompute(page, DELAY, "delay_s", tp="8", load_gb_per_s="10", change=True)
     assert_outputs(page, DELAY, expected, ["weights_per_gpu"])
@@ -35,32 +67,11 @@ def test_widgets_and_the_queue_fleet_go_live(visit):
     assert visit.console_errors == []
 
 
-def test_three_arms_show_what_each_autoscaler_fixes(visit):
-    """The primary charts (GPU-Util, the queue, the queue with warm headroom) are the build's CPython view, drawn."""
-    arms = '[data-widget="scale_on_the_queue.three_arms"]'
-    page = open_live(visit, PAGE, arms)
-    expected = calc_view("scale_on_the_queue.three_arms")
-    assert_outputs(page, arms, expected)
-    for key in ("ttft", "replicas"):
-        want = [t["name"] for t in expected["figures"][key]["data"]]
-        page.wait_for_function("""([sel, key, want]) => { const gd = document.querySelector(sel + ` [data-chart="${key}"]`);
-            return gd && gd.data && JSON.stringify(gd.data.map(t => t.name)) === JSON.stringify(want); }""",
-                               arg=[arms, key, want])
-    assert visit.console_errors == []
-
-
-def test_a_widget_without_inputs_is_not_rerun_in_the_worker(visit):
-    """The three-arm charts have no controls: the page never asks the worker to run their fleets again."""
-    calls = []
-    visit.page.on("console", lambda m: None)
-    page = visit.page
-    page.add_init_script("""(() => { const post = Worker.prototype.postMessage;
-        window.__calcCalls = [];
-        Worker.prototype.postMessage = function (m) { try { const r = typeof m === 'string' ? JSON.parse(m) : m;
-            if (r && r.fn) window.__calcCalls.push(r.fn); } catch (e) {} return post.apply(this, arguments); }; })()""")
-    page.goto(visit.url(PAGE))
-    page.wait_for_selector("html[data-pyodide=ready]", timeout=120_000)
-    page.wait_for_timeout(3000)
+def test_a_widget_without_inputs_is_not_rerun_in_the_worker(live):
+    """The three-arm charts have no controls: the page never asks the worker to run their fleets again, from its
+    boot through the tests before (which drove every other widget on it) until the worker is idle."""
+    page = live.page
+    page.wait_for_function("() => !calcRuntime.inFlight && !calcRuntime.queue.length")
     calls = page.evaluate("window.__calcCalls")
     assert "scale_on_the_queue.three_arms" not in calls, calls
-    assert "scale_on_the_queue.scale_up_delay" in calls or calls  # other widgets are still warmed
+    assert "scale_on_the_queue.scale_up_delay" in calls, calls  # the page's other widgets did call the worker
