@@ -257,9 +257,10 @@ MISS_MECHANISMS = {
     "throughput": ("a run of 200 prompts sent at once lasts as long as its longest answer, one draw: calc draws "
                    "ShareGPT's own lengths (measured on the dataset: answer p99.5 894 tokens, longest 1,857) but "
                    "not the benchmarks' seeded sample (vLLM's offline runs, benchmark_throughput with no API server "
-                   "and so without the per-sequence serving cost, land from 19% slow to 7% fast on Llama and 18% and "
-                   "58% fast on Mixtral, whose rows take Llama 3 token counts though Mixtral's tokenizer counts "
-                   "more); and SGLang 0.3's 5,000-prompt runs at rate infinity, served through its API server and "
+                   "and so without the per-sequence serving cost, land from 19% slow to 7% fast on Llama; the "
+                   "Mixtral rows, counted in Mixtral's own tokenizer, within 4% on the A100 and H100 but 38% fast on "
+                   "the H200, which measured fewer requests/s than the H100 on a faster part, in another nightly "
+                   "build); and SGLang 0.3's 5,000-prompt runs at rate infinity, served through its API server and "
                    "so charged the per-sequence cost it inherits from vLLM, come out 33-41% slow: at a few hundred "
                    "running sequences that one linear term overcharges SGLang's serving path"),
 }
