@@ -237,7 +237,7 @@ def frontend_of(row: dict) -> str:
     us) and with it every served scenario of the lesson; left for a separate change.
 
     >>> [frontend_of(r) for r in load_rows() if r["id"].startswith("vllm-nightly-throughput-llama8b")]
-    ['offline', 'offline']
+    ['offline', 'offline', 'offline']
     >>> frontend_of(load_rows()[0]), frontend_of({"inputs": {"engine": "SGLang (sglang.launch_server)"}})
     ('api-server', 'api-server')
     """

@@ -465,12 +465,14 @@ def speedup_at_batch(coefficients, *, batch: int, context_tokens: int, config: S
         new_tokens=batch,
         kv_tokens_read=batch * context_tokens,
         attention_token_pairs=batch * context_tokens,
+        sequences=batch,  # an engine's per-sequence step term (0 on the plain roofline)
     )
     # The v candidates sit after the context; each attends to the context and to the candidates before it.
     verify = coefficients.step_time_s(
         new_tokens=batch * v,
         kv_tokens_read=batch * (context_tokens + v - 1),
         attention_token_pairs=batch * (v * context_tokens + v * (v - 1) // 2),
+        sequences=batch,
     )
     if config.derived:
         drafts = draft_phase_s(config, _draft_coefs_for(config, coefficients), sequences=batch,

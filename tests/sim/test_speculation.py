@@ -45,7 +45,10 @@ def test_speculation_pays_at_small_batch_and_costs_past_saturation(speedups):
 
 def test_speedup_falls_as_the_batch_grows(speedups):
     values = [speedups[b] for b in sorted(speedups)]
-    assert all(a >= b - 0.01 for a, b in zip(values, values[1:]))  # flat while the verify step is memory-bound
+    # Nearly flat while the verify step is memory-bound; from batch 1 to 8 it may rise a little, as a speculative step
+    # pays the engine's per-sequence cost once for ~tokens_per_step tokens (1.43 -> 1.47 with vLLM's 138 us), then falls.
+    assert values[1] == pytest.approx(values[0], rel=0.05)
+    assert all(a >= b - 0.01 for a, b in zip(values[1:], values[2:]))
     assert values[0] > values[-1] + 0.5
 
 
@@ -95,7 +98,7 @@ def test_the_engine_prices_the_same_derived_draft_cost(preset):
     batch, context, v = 64, 1152, config.verify_tokens
     seconds = speculative_step_time_s(
         coef.step_time_s, config, decode_seqs=batch, decode_kv_tokens=batch * context, new_tokens=batch * v,
-        kv_tokens_read=batch * context, attention_token_pairs=batch * (v * context + v * (v - 1) // 2))
+        kv_tokens_read=batch * context, attention_token_pairs=batch * (v * context + v * (v - 1) // 2), sequences=batch)
     cycle = speedup_at_batch(coef, batch=batch, context_tokens=context, config=scenario.speculation)
     assert seconds == pytest.approx(cycle["verify_step_s"] + cycle["draft_steps_s"], rel=1e-9)
 
