@@ -9,13 +9,22 @@ never counts, and engines differ in how much:
 * ``tp_step_overhead_s``: more per step for each tensor-parallel GPU beyond the first (the driver hands
   each step's inputs to every worker and waits for all of them). The all-reduces themselves are priced
   by the roofline's alpha-beta term, with the latency measured for the GPU count
-  (:func:`allreduce_latency_s`) instead of the lesson's round 10 us.
+  (:func:`allreduce_latency_s`) instead of the lesson's round 10 us, and their bytes at the measured
+  bus bandwidth of the engine's all-reduce kernel (:data:`ALLREDUCE_BUS_EFFICIENCY`, about 40% of the
+  NVLink figure at prefill-sized messages of 1-4 MiB) instead of the link's full figure.
 
 Why the lesson's pages keep the pure roofline (:data:`calc.roofline.CALIBRATED`, no fixed terms, 10 us
 all-reduces): they teach where a step's time goes on the GPU (weights, KV, FLOPs against the roofs), and
 the figures they quote (the cheat sheet's ITL, ten times the batch nearly ten times cheaper) are that
 model's. The simulator prices an engine, so it adds the engine's terms; pages that show a simulation show
 the engine's numbers.
+* ``seq_overhead_s``: more per step for each sequence scheduled in it (decoding ones and prefill chunks).
+  A Python engine's CPU does per-sequence work every step: vLLM's v0.6.0 post lists input preparation,
+  sampling, detokenization and output processing per sequence; SGLang's median ITL on one A100 rises about
+  0.2 ms per extra running sequence where the roofline's KV term adds 0.03 ms; LMDeploy's static benchmark
+  gives 0.05 ms per sequence (7B, TP1) and 0.13 ms (70B, TP4). It is what makes TPOT grow with the batch
+  faster than the GPU's work does. Fitted where a calibration row at a large batch identifies it, inherited
+  by the other Python engines, 0 for the C++ runtime (assumptions, said in the profile).
 * ``request_overhead_s``: each request's fixed cost between its send and the moment the engine can
   schedule it (HTTP, tokenization, the engine's input queue). It adds to TTFT and end-to-end latency, not
   to any step. ``scheduler_steps`` > 1 (vLLM 0.6's multi-step scheduling) adds the wait for the running
@@ -47,12 +56,65 @@ from dataclasses import dataclass, replace
 from calc.errors import CalcError, check_choice, check_range
 
 __all__ = ["ENGINES", "DEFAULT_ENGINE", "TERMS", "EngineProfile", "PROFILES_PATH", "load_profiles", "get_profile",
-           "efficiency_for", "allreduce_latency_s", "engine_coefficients", "request_overhead_s"]
+           "efficiency_for", "allreduce_latency_s", "engine_coefficients", "request_overhead_s",
+           "ALLREDUCE_PREFILL_MEASURED_S", "ALLREDUCE_BUS_EFFICIENCY_SOURCE", "ALLREDUCE_BUS_EFFICIENCY", "CUSTOM_ALLREDUCE_MAX_BYTES", "TWO_STAGE_ALLREDUCE_MIN_BYTES",
+           "ALLREDUCE_BUS_EFFICIENCY_GPUS", "ALLREDUCE_BUS_EFFICIENCY_MIN_GPUS", "prefill_allreduce_terms",
+           "measured_allreduce_bus_efficiency"]
 
 PROFILES_PATH = os.path.join(os.path.dirname(os.path.abspath(__file__)), "data", "engine_profiles.json")
 #: The fitted or inherited constants of a profile, in the order they are fitted.
-TERMS = ("step_overhead_s", "tp_step_overhead_s", "request_overhead_s")
+TERMS = ("step_overhead_s", "tp_step_overhead_s", "seq_overhead_s", "request_overhead_s")
 DEFAULT_ENGINE = "vllm"
+
+#: Measured time of one bf16 all-reduce of prefill-sized activations (Llama 70B's hidden 8,192 x 64 / 128 /
+#: 256 tokens = 1 / 2 / 4 MiB) on 4 H100s by vLLM's custom all-reduce, two-stage kernel: 0.018 / 0.027 /
+#: 0.043 ms. Source: vllm-project/vllm pull request #24111 ("Enable Torch Symmetric Memory All-Reduce By
+#: Default", 2025-09-02), H100 TP=4 table, column ca_2stage. The two-stage kernel is the one that runs there:
+#: vLLM's custom all-reduce (csrc/custom_all_reduce.cuh, also SGLang 0.3's) takes the one-stage kernel only
+#: below 512 KiB on 4 fully NVLinked GPUs (256 KiB on 8) and the two-stage one above, up to its 8 MiB
+#: limit; decode steps (a few KiB) stay on the latency term. Role: assumption (sourced, not fitted; the
+#: 2025 kernel on H100 stands in for the 2024 engines and for A100's NVLink).
+ALLREDUCE_PREFILL_MEASURED_S = {1 << 20: 18e-6, 2 << 20: 27e-6, 4 << 20: 43e-6}
+ALLREDUCE_PREFILL_MEASURED_GPUS = 4
+ALLREDUCE_PREFILL_MEASURED_LINK_BYTES_PER_S = 450e9  # H100 SXM NVLink 4, one direction (calc.catalog)
+#: Where vLLM's custom all-reduce switches from its one-stage to its two-stage kernel on fully NVLinked
+#: GPUs, by GPU count (csrc/custom_all_reduce.cuh): one-stage below 512 KiB on up to 4 GPUs, 256 KiB on up
+#: to 8. Below it the measured small-message latency (:func:`calc.parallel.allreduce_latency_s`) prices
+#: the message, its bytes at the link's figure, as before.
+TWO_STAGE_ALLREDUCE_MIN_BYTES = {4: 512 << 10, 8: 256 << 10}
+#: The custom all-reduce's size limit (vLLM's CustomAllreduce max_size, 8 MiB): larger messages go to NCCL,
+#: whose large-message bus bandwidth stays at the link's figure here (as on the lesson's roofline).
+CUSTOM_ALLREDUCE_MAX_BYTES = 8 << 20
+#: Where the measured share applies: the GPUs with the measured NVLink 4 (H100 SXM and H200, 450 GB/s one
+#: way), on 3 GPUs or more (vLLM's two-stage kernel; on 2 GPUs it always takes the one-stage kernel, not
+#: measured here). Elsewhere (A100's NVLink 3, PCIe, two GPUs) the link's figure stays: no measurement.
+ALLREDUCE_BUS_EFFICIENCY_GPUS = ("h100-sxm-80gb", "h200")
+ALLREDUCE_BUS_EFFICIENCY_MIN_GPUS = 3
+ALLREDUCE_BUS_EFFICIENCY_SOURCE = ("vLLM custom all-reduce (two-stage) on 4 H100s, 1 / 2 / 4 MiB bf16: 18 / 27 / "
+                                   "43 us (vllm-project/vllm pull request #24111, H100 TP=4 table, ca_2stage), "
+                                   "less the 9.2 us small-message latency, over NVLink's 450 GB/s")
+
+
+def measured_allreduce_bus_efficiency() -> float:
+    """The share of NVLink's bandwidth the ring's bytes move at in a prefill-sized all-reduce.
+
+    For each measured size: ``2 (n-1)/n x bytes / (measured time - small-message latency)`` (the bus
+    bandwidth of the alpha-beta model, :func:`calc.parallel.allreduce_time_s`) over the link's 450 GB/s;
+    the mean of the three. Source: :data:`ALLREDUCE_PREFILL_MEASURED_S`.
+
+    >>> round(measured_allreduce_bus_efficiency(), 3)
+    0.401
+    """
+    from calc.parallel import allreduce_bytes_on_wire, allreduce_latency_s as small_message_s
+
+    latency = small_message_s(ALLREDUCE_PREFILL_MEASURED_GPUS)
+    shares = [allreduce_bytes_on_wire(size, ALLREDUCE_PREFILL_MEASURED_GPUS) / (seconds - latency)
+              / ALLREDUCE_PREFILL_MEASURED_LINK_BYTES_PER_S for size, seconds in ALLREDUCE_PREFILL_MEASURED_S.items()]
+    return sum(shares) / len(shares)
+
+
+#: What every engine profile's all-reduces move their bytes at, as a share of the GPU's link bandwidth.
+ALLREDUCE_BUS_EFFICIENCY = measured_allreduce_bus_efficiency()
 
 
 @dataclass(frozen=True)
@@ -69,6 +131,10 @@ class EngineProfile:
     Traceback (most recent call last):
     ...
     calc.errors.CalcError: context_chunking must be true or false; got 'no'
+    >>> EngineProfile("x", "X", 1, 0.001, 0.0, 0.01, seq_overhead_s=-0.001)
+    Traceback (most recent call last):
+    ...
+    calc.errors.CalcError: seq_overhead_s must be between 0 and 0.01; got -0.001
     """
 
     key: str
@@ -83,6 +149,7 @@ class EngineProfile:
     context_chunking_source: str = "vLLM V1 always chunks prefills (calc.sim.scheduler)"
     capacity_policy: str = "preempt"  # or "guaranteed-no-evict": how admission books KV (calc.sim.scheduler)
     capacity_policy_source: str = "vLLM: admit on the prompt's blocks, preempt when short (calc.sim.scheduler)"
+    seq_overhead_s: float = 0.0  # per sequence scheduled in a step (a keyword: the positional order stays as it was)
 
     def __post_init__(self):
         check_range("scheduler_steps", self.scheduler_steps, 1, 64, integer=True)
@@ -90,7 +157,7 @@ class EngineProfile:
             raise CalcError(f"context_chunking must be true or false; got {self.context_chunking!r}",
                             "context_chunking")
         for term in TERMS:
-            check_range(term, getattr(self, term), 0.0, 10.0)
+            check_range(term, getattr(self, term), 0.0, 0.01 if term == "seq_overhead_s" else 10.0)
 
     def with_terms(self, **terms) -> "EngineProfile":
         """A copy with some constants changed (the fit tries values so).
@@ -104,7 +171,7 @@ class EngineProfile:
         """(term, value s, role, source) for each constant, for ``python -m calc step``.
 
         >>> [t[0] for t in get_profile("vllm").term_rows()]
-        ['step_overhead_s', 'tp_step_overhead_s', 'request_overhead_s']
+        ['step_overhead_s', 'tp_step_overhead_s', 'seq_overhead_s', 'request_overhead_s']
         """
         roles, sources = dict(self.roles), dict(self.sources)
         return [(term, getattr(self, term), roles.get(term, ""), sources.get(term, "")) for term in TERMS]
@@ -126,7 +193,7 @@ def load_profiles(path: str | None = None) -> dict:
         out[key] = EngineProfile(
             key=key, label=p["label"], scheduler_steps=p["scheduler_steps"],
             step_overhead_s=p["step_overhead_s"], tp_step_overhead_s=p["tp_step_overhead_s"],
-            request_overhead_s=p["request_overhead_s"],
+            request_overhead_s=p["request_overhead_s"], seq_overhead_s=p["seq_overhead_s"],
             roles=tuple((t, p["terms"][t]["role"]) for t in TERMS),
             sources=tuple((t, p["terms"][t]["source"]) for t in TERMS),
             context_chunking=chunking["value"], context_chunking_source=chunking["source"],
@@ -166,7 +233,7 @@ def efficiency_for(profile: EngineProfile, base=None):
     if not isinstance(profile, EngineProfile):
         raise CalcError(f"profile must be an EngineProfile; got {profile!r}", "engine")
     return Efficiency(compute=base.compute, memory=base.memory, step_overhead_s=profile.step_overhead_s,
-                      tp_step_overhead_s=profile.tp_step_overhead_s,
+                      tp_step_overhead_s=profile.tp_step_overhead_s, seq_overhead_s=profile.seq_overhead_s,
                       source=f"{base.source}; step terms of engine profile '{profile.key}' (calc.engine_profiles)")
 
 
@@ -186,13 +253,46 @@ def allreduce_latency_s(profile: EngineProfile, tp: int) -> float:
     return measured(tp)
 
 
+def prefill_allreduce_terms(gpu: str, tp: int) -> tuple[float, float, float]:
+    """(smallest and largest message in bytes, share of the link) of the two-stage custom all-reduce.
+
+    The measured share (:data:`ALLREDUCE_BUS_EFFICIENCY`) above the two-stage threshold
+    (:data:`TWO_STAGE_ALLREDUCE_MIN_BYTES`) up to :data:`CUSTOM_ALLREDUCE_MAX_BYTES`, where it was measured
+    (:data:`ALLREDUCE_BUS_EFFICIENCY_GPUS`, at least :data:`ALLREDUCE_BUS_EFFICIENCY_MIN_GPUS`); elsewhere
+    none (0 bytes: every message at the link's figure).
+
+    >>> [round(x, 3) for x in prefill_allreduce_terms("h100-sxm-80gb", 4)], prefill_allreduce_terms("a100-40gb", 8)
+    ([524288.0, 8388608.0, 0.401], (0.0, 0.0, 1.0))
+    >>> prefill_allreduce_terms("h200", 8)[0], prefill_allreduce_terms("h200", 2)
+    (262144.0, (0.0, 0.0, 1.0))
+    """
+    from calc.catalog import get_gpu
+
+    key = get_gpu(gpu).key
+    tp = check_range("tp", tp, 1, 100_000, integer=True)
+    if key in ALLREDUCE_BUS_EFFICIENCY_GPUS and tp >= ALLREDUCE_BUS_EFFICIENCY_MIN_GPUS:
+        threshold = next((TWO_STAGE_ALLREDUCE_MIN_BYTES[n] for n in sorted(TWO_STAGE_ALLREDUCE_MIN_BYTES) if tp <= n),
+                         TWO_STAGE_ALLREDUCE_MIN_BYTES[max(TWO_STAGE_ALLREDUCE_MIN_BYTES)])
+        return float(threshold), float(CUSTOM_ALLREDUCE_MAX_BYTES), ALLREDUCE_BUS_EFFICIENCY
+    return 0.0, 0.0, 1.0
+
+
 def engine_coefficients(model, gpu, *, tp: int = 1, weights: str = "bf16", kv_dtype: str = "bf16",
                         engine: str = DEFAULT_ENGINE):
     """:func:`calc.roofline.step_coefficients` with ``engine``'s terms: what the simulator prices a step with.
 
+    Prefill-sized all-reduces (the two-stage kernel's, up to :data:`CUSTOM_ALLREDUCE_MAX_BYTES`) move their bytes at
+    :data:`ALLREDUCE_BUS_EFFICIENCY` of the link where it was measured (:func:`prefill_allreduce_terms`; the
+    lesson's roofline takes the link's full figure).
+
     >>> c = engine_coefficients("llama-3.1-70b", "h100-sxm-80gb", tp=4)
-    >>> c.allreduce_latency_s, c.overhead_s() > 0
-    (9.2e-06, True)
+    >>> c.allreduce_latency_s, c.overhead_s() > 0, round(c.prefill_allreduce_bus_efficiency, 3)
+    (9.2e-06, True, 0.401)
+    >>> from calc.roofline import step_coefficients
+    >>> lesson = step_coefficients("llama-3.1-70b", "h100-sxm-80gb", tp=4, allreduce_latency_s=9.2e-6,
+    ...                            efficiency=c.efficiency)
+    >>> round((c.comm_s(256) - lesson.comm_s(256)) * 1000, 2), c.comm_s(8192) == lesson.comm_s(8192), c.comm_s(8) == lesson.comm_s(8)
+    (3.34, True, True)
     """
     from calc.memory import check_tp
     from calc.catalog import get_model
@@ -200,8 +300,11 @@ def engine_coefficients(model, gpu, *, tp: int = 1, weights: str = "bf16", kv_dt
 
     profile = get_profile(engine)
     tp = check_tp(get_model(model), tp)
+    prefill_min_bytes, prefill_max_bytes, prefill_share = prefill_allreduce_terms(gpu, tp)
     return step_coefficients(model, gpu, tp=tp, weights=weights, kv_dtype=kv_dtype,
-                             efficiency=efficiency_for(profile), allreduce_latency_s=allreduce_latency_s(profile, tp))
+                             efficiency=efficiency_for(profile), allreduce_latency_s=allreduce_latency_s(profile, tp),
+                             prefill_allreduce_min_bytes=prefill_min_bytes, prefill_allreduce_max_bytes=prefill_max_bytes,
+                             prefill_allreduce_bus_efficiency=prefill_share)
 
 
 def request_overhead_s(profile: EngineProfile, coefficients) -> float:
@@ -219,5 +322,5 @@ def request_overhead_s(profile: EngineProfile, coefficients) -> float:
     fixed = profile.request_overhead_s
     if profile.scheduler_steps == 1:
         return fixed
-    lightest = coefficients.step_time_s(new_tokens=1, kv_tokens_read=1, attention_token_pairs=1)
+    lightest = coefficients.step_time_s(new_tokens=1, kv_tokens_read=1, attention_token_pairs=1, sequences=1)
     return fixed + (profile.scheduler_steps - 1) / 2 * lightest

@@ -5,7 +5,7 @@ Rerun: ``python -m calc.latency_fit`` prints the fit beside the stored constants
 checks that the stored constants equal a fresh fit).
 
 How the calibration rows are chosen (a principle, not a search over rows): for each engine, the
-lowest-load published figure that isolates one term, one row per term, at most three per engine; every
+lowest-load published figure that isolates one term, one row per term, at most four per engine; every
 other row is validation.
 
 * per-step cost (``step_overhead_s``): a decode at low load on one GPU where the engine has one (vLLM's
@@ -14,28 +14,31 @@ other row is validation.
   (NIM: ITL at concurrency 1, two H100s, with the tensor-parallel term inherited);
 * tensor-parallel cost (``tp_step_overhead_s``): the same test on four GPUs (vLLM nightly, Llama 70B
   TP4 on H100), fitted after the one-GPU term and on top of the measured all-reduce latency
-  (:data:`calc.parallel.ALLREDUCE_SMALL_MESSAGE_S`); engines without such a row inherit vLLM's (an
+  (:data:`calc.parallel.ALLREDUCE_SMALL_MESSAGE_S`) and the prefill-sized share of the two-stage kernel
+  (:data:`calc.engine_profiles.ALLREDUCE_BUS_EFFICIENCY`); engines without such a row inherit vLLM's (an
   assumption, said in the profile);
 * request cost (``request_overhead_s``): the engine's lowest-load TTFT with the shortest prompt (NIM at
   concurrency 1 with 500-token prompts; the first, uncached, Azure vLLM run at 1 request/s; SGLang and
-  vLLM 0.6 at 4 requests/s on one A100).
-
-No per-sequence step term (sampling, input preparation per running sequence), though TPOT grows with load
-faster than calc on validation rows (SGLang 70B TP4 at 8 req/s -24%, Azure TP8 at 16 req/s -24% and all at
-once -30%, once prefill-only steps and ShareGPT's own lengths are simulated). The data show one: SGLang's
-median ITL on one A100 rises 2.5 ms from 4 to 8 req/s (about 6 to 17 running sequences, some 0.2 ms per
-sequence, where the roofline's KV term adds 0.03 ms), and LMDeploy's static benchmark (docs/en/benchmark/
-a100_fp16.md: per-token latency at batch 1, 16, 32, 64 on one engine and TP) about 0.05 ms per sequence for a 7B
-model on one A100 and 0.13 ms on four for a 70B. It is not added because (1) no calibration row of vLLM
-identifies it (its two are batch 8 at TP1 and batch 8 at TP4; SGLang, vLLM 0.6 and NIM have one decode row per
-TP each, and fitting it on the loaded rows would make validation rows calibration ones), and (2) the step
-price takes a step's token sums (:meth:`calc.roofline.StepCoefficients.step_time_s`), not its sequence count,
-so the term needs that count threaded through the simulator's pricer (calc/sim/hardware.py) first.
+  vLLM 0.6 at 4 requests/s on one A100);
+* per-sequence cost (``seq_overhead_s``, each sequence scheduled in a step: input preparation, sampling,
+  output processing on a Python engine's CPU): the run at the largest batch with arrivals spread out
+  (Azure's vLLM suite, Llama 3.3 70B TP8, 16 requests/s, median ITL: 38 sequences running on average in
+  calc's run, up to 89, where the term is the largest one beyond the fitted ones). Not its 4 requests/s
+  run (16 on average): there the
+  slope would take every other residual of that TP8 A100 set-up (the 1 request/s TPOT is already 5% short)
+  and come out at 0.44 ms per sequence, leaving no per-step cost for the batch-8 rows. The all-at-once run
+  is not taken either (its steps carry whole prompts). SGLang 0.3 inherits vLLM's (a Python engine with
+  the same per-sequence work; its 8 req/s row stays validation); vLLM 0.6's multi-step scheduling and
+  NIM's C++ runtime take 0 (sourced assumptions in the profile). Known conflict: vLLM's offline
+  maximum-throughput runs (benchmark_throughput, 256 sequences at once, no API server) come out 27-37%
+  slow with it, where they were 10-24% slow without: the per-sequence cost seen under online load is
+  not paid, or is hidden, at the largest batches; one linear term cannot show both.
 
 Each term is fitted alone, in that order, by bisection on the simulated figure
 (:func:`calc.latency_accuracy.predict_row`, which is monotone in each term); a term whose zero already
-over-predicts is 0. The maximum-throughput efficiency factors (:func:`calc.roofline.calibrate`) are
-not touched.
+over-predicts is 0. Since every row pays every term (the batch-8 row also pays 8 sequences' cost), an
+engine's terms are refitted in turn until none moves (at most :data:`_MAX_ROUNDS` rounds). The
+maximum-throughput efficiency factors (:func:`calc.roofline.calibrate`) are not touched.
 
 >>> PLAN["vllm"]["step_overhead_s"]
 ('row', 'vllm-nightly-latency-llama8b-tp1-h100')
@@ -53,34 +56,55 @@ from calc.units import round_sig
 
 __all__ = ["PLAN", "FIT_ORDER", "fit_term", "fit", "stored", "write", "main"]
 
+#: The row that fits vLLM's per-sequence cost: the run at the largest batch with arrivals spread out (Azure's
+#: vLLM suite at 16 requests/s, median ITL: the time of a typical decode step; the same run series whose first
+#: run fits the request cost). Not the lowest load: at 4 requests/s (16 sequences on average) the slope takes every
+#: other residual of that TP8 A100 set-up and comes out at 0.44 ms per sequence, leaving no per-step cost for
+#: the batch-8 rows; the all-at-once run's steps carry whole prompts.
+SEQ_ROW_VLLM = "vllm-azure-llama-3.3-70b-bf16-a100-40gb-tp8-sharegpt-qps16-itl"
+SEQ_ZERO_MULTISTEP = ("vLLM v0.6.0's multi-step scheduling prepares the inputs once per window of "
+                      "--num-scheduler-steps steps and its asynchronous output processing runs beside the GPU's "
+                      "work (vLLM blog 'vLLM v0.6.0: 2.7x Throughput Improvement and 5x Latency Reduction', "
+                      "2024-09-05); no own row at a larger batch is calibration")
+SEQ_ZERO_TRTLLM = ("TensorRT-LLM's runtime is C++ (its batch manager schedules and samples without a Python loop "
+                   "over the sequences; TensorRT-LLM docs, 'Overview'); no NIM row at a large batch is "
+                   "calibration (its rows at concurrency 100-250 are over-predicted, not short)")
+
 #: For each profile: scheduler steps, and per term ``("row", id)`` (fitted on it), ``("inherit", profile)``
-#: or ``("zero", why)``.
+#: or ``("zero", why)`` (an assumption of 0, its source said).
 PLAN = {
     "vllm": {
         "step_overhead_s": ("row", "vllm-nightly-latency-llama8b-tp1-h100"),
         "tp_step_overhead_s": ("row", "vllm-nightly-latency-llama70b-tp4-h100"),
+        "seq_overhead_s": ("row", SEQ_ROW_VLLM),
         "request_overhead_s": ("row", "vllm-azure-llama-3.3-70b-bf16-a100-40gb-tp8-sharegpt-qps01-ttft"),
     },
     "vllm-0.6-multistep": {
         "step_overhead_s": ("row", "sglang-060-vllm-llama-3.1-8b-bf16-a100-tp1-sharegpt-rps4-tpot"),
         "tp_step_overhead_s": ("inherit", "vllm"),
+        "seq_overhead_s": ("zero", SEQ_ZERO_MULTISTEP),
         "request_overhead_s": ("row", "sglang-060-vllm-llama-3.1-8b-bf16-a100-tp1-sharegpt-rps4-ttft"),
     },
     "sglang-0.3": {
         "step_overhead_s": ("row", "sglang-060-sglang-llama-3.1-8b-bf16-a100-tp1-sharegpt-rps4-itl"),
         "tp_step_overhead_s": ("inherit", "vllm"),
+        "seq_overhead_s": ("inherit", "vllm"),
         "request_overhead_s": ("row", "sglang-060-sglang-llama-3.1-8b-bf16-a100-tp1-sharegpt-rps4-ttft"),
     },
     "nim-trtllm": {
         "tp_step_overhead_s": ("inherit", "vllm"),
         "step_overhead_s": ("row", "nim-1.8.0-llama-3.3-70b-fp8-h100-tp2-500-2000-c1-itl"),
+        "seq_overhead_s": ("zero", SEQ_ZERO_TRTLLM),
         "request_overhead_s": ("row", "nim-1.8.0-llama-3.3-70b-fp8-h100-tp2-500-2000-c1-ttft"),
     },
 }
 FIT_ORDER = ("vllm", "vllm-0.6-multistep", "sglang-0.3", "nim-trtllm")
-_HIGH_S = {"step_overhead_s": 0.05, "tp_step_overhead_s": 0.02, "request_overhead_s": 2.0}
-_ROUND_S = {"step_overhead_s": 1e-6, "tp_step_overhead_s": 1e-6, "request_overhead_s": 1e-5}
+_HIGH_S = {"step_overhead_s": 0.05, "tp_step_overhead_s": 0.02, "seq_overhead_s": 0.002, "request_overhead_s": 2.0}
+_ROUND_S = {"step_overhead_s": 1e-6, "tp_step_overhead_s": 1e-6, "seq_overhead_s": 1e-7, "request_overhead_s": 1e-5}
 _STEPS = 22
+#: Rounds of fitting an engine's terms one after another: each row's figure depends on every term (the batch-8
+#: row that fits the step cost also pays 8 sequences' cost), so the terms are refitted in turn until none moves.
+_MAX_ROUNDS = 6
 
 
 def _rows_by_id() -> dict:
@@ -148,14 +172,20 @@ def fit() -> dict:
                 value = done[what][term][0]
                 profile = profile.with_terms(**{term: value})
                 out[term] = (value, "assumption", f"inherited from engine profile '{what}' (no own row)")
-        for term, (how, what) in plan.items():
-            if how != "row":
-                continue
-            value = fit_term(profile, term, rows[what])
-            profile = profile.with_terms(**{term: value})
+            elif how == "zero":
+                out[term] = (0.0, "assumption", f"0: {what}")
+        fitted = [(term, what) for term, (how, what) in plan.items() if how == "row"]
+        for _ in range(_MAX_ROUNDS):  # each term on its row with the others as last fitted, until none moves
+            before = tuple(getattr(profile, term) for term, _ in fitted)
+            for term, what in fitted:
+                profile = profile.with_terms(**{term: fit_term(profile, term, rows[what])})
+            if tuple(getattr(profile, term) for term, _ in fitted) == before:
+                break
+        for term, what in fitted:
             row = rows[what]
-            out[term] = (value, "calibration", f"fitted on {what} ({row['source']['cite']}: {row['label']}, "
-                                               f"{row['figure']['metric']} {row['figure']['value']} {row['figure']['unit']})")
+            out[term] = (getattr(profile, term), "calibration",
+                         f"fitted on {what} ({row['source']['cite']}: {row['label']}, "
+                         f"{row['figure']['metric']} {row['figure']['value']} {row['figure']['unit']})")
         done[key] = {t: out[t] for t in engine_profiles.TERMS}
     return done
 
@@ -193,9 +223,12 @@ def write(result: dict, path: str | None = None) -> None:
 
 def _render(result: dict) -> str:
     lines = [f"{'engine':<20} {'term':<20} {'value':>11}  role         source"]
+    # seq_overhead_s is per sequence: shown in us
     for key, terms in result.items():
         for term, (value, role, source) in terms.items():
-            lines.append(f"{key:<20} {term:<20} {round_sig(value * 1000, 4):>8} ms  {role:<12} {source}")
+            shown = (f"{round_sig(value * 1e6, 4):>8} us" if term == "seq_overhead_s"
+                     else f"{round_sig(value * 1000, 4):>8} ms")
+            lines.append(f"{key:<20} {term:<20} {shown}  {role:<12} {source}")
     return "\n".join(lines)
 
 

@@ -71,9 +71,11 @@ class Efficiency:
     scheduling, input preparation, sampling) that no roofline counts;
     ``tp_step_overhead_s``: more fixed time per step for each GPU beyond the first
     (the engine hands every step's inputs to each tensor-parallel worker and waits
-    for all of them). ``source`` says where the numbers come from. The pure
-    roofline (:data:`CALIBRATED`) has both overheads at 0; an engine profile
-    (:mod:`calc.latency_fit`) sets them.
+    for all of them); ``seq_overhead_s``: more time per step for each sequence
+    scheduled in it (a Python engine prepares each sequence's inputs, samples and
+    processes its output on the CPU, one by one). ``source`` says where the numbers
+    come from. The pure roofline (:data:`CALIBRATED`) has every overhead at 0; an
+    engine profile (:mod:`calc.latency_fit`) sets them.
 
     >>> Efficiency(compute=0.5, memory=0.8, step_overhead_s=0.0).memory
     0.8
@@ -81,6 +83,10 @@ class Efficiency:
     Traceback (most recent call last):
     ...
     calc.errors.CalcError: compute must be between 0.01 and 1; got 0
+    >>> Efficiency(compute=0.5, memory=0.8, step_overhead_s=0.0, seq_overhead_s=-1e-5)
+    Traceback (most recent call last):
+    ...
+    calc.errors.CalcError: seq_overhead_s must be between 0 and 0.01; got -1e-05
     """
 
     compute: float
@@ -88,12 +94,14 @@ class Efficiency:
     step_overhead_s: float
     source: str = ""
     tp_step_overhead_s: float = 0.0
+    seq_overhead_s: float = 0.0
 
     def __post_init__(self):
         check_range("compute", self.compute, 0.01, 1.0)
         check_range("memory", self.memory, 0.01, 1.0)
         check_range("step_overhead_s", self.step_overhead_s, 0.0, 1.0)
         check_range("tp_step_overhead_s", self.tp_step_overhead_s, 0.0, 1.0)
+        check_range("seq_overhead_s", self.seq_overhead_s, 0.0, 0.01)
 
 
 #: Fitted by :func:`calibrate` on the TensorRT-LLM row for Llama 3.1 8B FP8 on one
@@ -187,6 +195,11 @@ class StepCoefficients:
     allreduce_bytes_per_token: float
     interconnect_bytes_per_s: float
     allreduce_latency_s: float
+    # Messages above min and up to max bytes (prefill-sized: an engine's two-stage custom all-reduce) move
+    # at this share of the link; others at the link's figure. max 0: all at the link's (the lesson's roofline).
+    prefill_allreduce_min_bytes: float = 0.0
+    prefill_allreduce_max_bytes: float = 0.0
+    prefill_allreduce_bus_efficiency: float = 1.0
 
     def weight_bytes_read(self, new_tokens: int) -> float:
         """Weight bytes one GPU reads in a step of ``new_tokens`` tokens.
@@ -232,12 +245,14 @@ class StepCoefficients:
         """
         return self.weight_bytes_read(new_tokens) + (kv_tokens_read + new_tokens) * self.kv_bytes_per_token
 
-    def breakdown(self, *, new_tokens: int, kv_tokens_read: int, attention_token_pairs: int) -> dict:
+    def breakdown(self, *, new_tokens: int, kv_tokens_read: int, attention_token_pairs: int,
+                  sequences: int = 0) -> dict:
         """Every term of a step's time, in seconds, and which roof binds.
 
         ``gemm_s = max(linear FLOPs / achieved FLOP/s, weights / achieved bandwidth)``,
         ``attention_s = max(attention FLOPs / achieved FLOP/s, KV bytes / achieved
-        bandwidth)``, ``time_s = gemm_s + attention_s + comm_s + overhead_s``.
+        bandwidth)``, ``time_s = gemm_s + attention_s + comm_s + overhead_s``, the overhead
+        counting the step's ``sequences`` (:meth:`overhead_s`; 0: the fixed terms alone).
         ``compute_s`` and ``memory_s`` are the two roofs summed over both kernels;
         ``bound`` is ``"compute"`` when the kernels held by their compute roof take
         longer than those held by bandwidth. Source: the
@@ -253,6 +268,7 @@ class StepCoefficients:
         new_tokens = _nonneg_int("new_tokens", new_tokens)
         kv_tokens_read = _nonneg_int("kv_tokens_read", kv_tokens_read)
         attention_token_pairs = _nonneg_int("attention_token_pairs", attention_token_pairs)
+        sequences = _nonneg_int("sequences", sequences)
         eff = self.efficiency
         linear_compute = new_tokens * self.linear_flops_per_token / (self.linear_flops_per_s * eff.compute)
         attention_compute = attention_token_pairs * self.attention_flops_per_pair / (self.attention_flops_per_s * eff.compute)
@@ -262,7 +278,7 @@ class StepCoefficients:
         gemm_s = max(linear_compute, weights_s)
         attention_s = max(attention_compute, kv_s)
         comm_s = self.comm_s(new_tokens)
-        overhead_s = self.overhead_s()
+        overhead_s = self.overhead_s(sequences)
         compute_s = linear_compute + attention_compute
         memory_s = weights_s + kv_s
         # Which roof binds: the time of the kernels held by their compute roof against those held by bandwidth.
@@ -281,18 +297,23 @@ class StepCoefficients:
             "bound": "compute" if compute_held > memory_held else "memory",
         }
 
-    def overhead_s(self) -> float:
-        """The fixed time of every step: ``step_overhead_s + tp_step_overhead_s x (tp - 1)``.
+    def overhead_s(self, sequences: int = 0) -> float:
+        """The engine's time of a step beyond the GPU's work: ``step_overhead_s + tp_step_overhead_s x (tp - 1)
+        + seq_overhead_s x sequences``.
 
-        Source: :class:`Efficiency` (0 on the pure roofline; an engine profile's fitted terms otherwise).
+        ``sequences``: the sequences scheduled in the step (decoding ones and prefill chunks). Source:
+        :class:`Efficiency` (0 on the pure roofline; an engine profile's fitted terms otherwise).
 
         >>> from calc.catalog import get_model, get_gpu
-        >>> eff = Efficiency(compute=0.5, memory=0.8, step_overhead_s=0.002, tp_step_overhead_s=0.0005)
-        >>> round(step_coefficients(get_model("llama-3.1-70b"), get_gpu("h100-sxm-80gb"), tp=4, efficiency=eff).overhead_s(), 6)
-        0.0035
+        >>> eff = Efficiency(compute=0.5, memory=0.8, step_overhead_s=0.002, tp_step_overhead_s=0.0005,
+        ...                  seq_overhead_s=0.00005)
+        >>> c = step_coefficients(get_model("llama-3.1-70b"), get_gpu("h100-sxm-80gb"), tp=4, efficiency=eff)
+        >>> round(c.overhead_s(), 6), round(c.overhead_s(64), 6)
+        (0.0035, 0.0067)
         """
         eff = self.efficiency
-        return eff.step_overhead_s + eff.tp_step_overhead_s * (self.tp - 1)
+        # The same expression, in the same order, as calc.sim.hardware.step_pricer adds it (bit for bit).
+        return eff.step_overhead_s + eff.tp_step_overhead_s * (self.tp - 1) + eff.seq_overhead_s * sequences
 
     def comm_s(self, new_tokens: int) -> float:
         """Tensor-parallel all-reduce time of a step: two per layer, each ``new_tokens x hidden`` activations.
@@ -308,25 +329,28 @@ class StepCoefficients:
         """
         if not self.allreduces_per_step or new_tokens <= 0:
             return 0.0
-        return self.allreduces_per_step * allreduce_time_s(
-            new_tokens * self.allreduce_bytes_per_token,
-            self.tp,
-            self.interconnect_bytes_per_s,
-            latency_s=self.allreduce_latency_s,
-        )
+        message_bytes = new_tokens * self.allreduce_bytes_per_token
+        link = self.interconnect_bytes_per_s
+        if self.prefill_allreduce_min_bytes < message_bytes <= self.prefill_allreduce_max_bytes:
+            link *= self.prefill_allreduce_bus_efficiency  # the engine's custom kernel's measured share
+        return self.allreduces_per_step * allreduce_time_s(message_bytes, self.tp, link,
+                                                           latency_s=self.allreduce_latency_s)
 
-    def step_time_s(self, *, new_tokens: int, kv_tokens_read: int, attention_token_pairs: int) -> float:
+    def step_time_s(self, *, new_tokens: int, kv_tokens_read: int, attention_token_pairs: int,
+                    sequences: int = 0) -> float:
         """Seconds for one engine step; never falls when any argument grows.
 
         Same as ``breakdown(...)["time_s"]``: per kernel ``max(compute, memory)``
-        over the efficiency factors, plus TP all-reduce and step overhead.
+        over the efficiency factors, plus TP all-reduce and step overhead (with the
+        engine's per-sequence term for the step's ``sequences``).
 
         >>> from calc.catalog import get_model, get_gpu
         >>> c = step_coefficients(get_model("llama-3.1-8b"), get_gpu("h100-sxm-80gb"))
         >>> c.step_time_s(new_tokens=8, kv_tokens_read=8000, attention_token_pairs=8000) > c.step_time_s(new_tokens=1, kv_tokens_read=1000, attention_token_pairs=1000)
         True
         """
-        return self.breakdown(new_tokens=new_tokens, kv_tokens_read=kv_tokens_read, attention_token_pairs=attention_token_pairs)["time_s"]
+        return self.breakdown(new_tokens=new_tokens, kv_tokens_read=kv_tokens_read, attention_token_pairs=attention_token_pairs,
+                              sequences=sequences)["time_s"]
 
     def to_dict(self) -> dict:
         """The coefficients as JSON-ready data (floats to 6 significant digits).
@@ -338,6 +362,8 @@ class StepCoefficients:
         out = {}
         for name in self.__dataclass_fields__:
             value = getattr(self, name)
+            if name.startswith("prefill_allreduce_") and not self.prefill_allreduce_max_bytes:
+                continue  # the lesson's roofline has no small-message kernel: its dict stays as it was
             if isinstance(value, Efficiency):
                 value = {"compute": value.compute, "memory": value.memory, "step_overhead_s": value.step_overhead_s}
             elif isinstance(value, float):
@@ -358,7 +384,9 @@ def _attention_flops_per_pair(model: Model) -> float:
 
 
 def step_coefficients(model, gpu, *, tp: int = 1, weights: str = "bf16", kv_dtype: str = "bf16",
-                      efficiency: Efficiency = CALIBRATED, allreduce_latency_s: float = ALLREDUCE_LATENCY_S) -> StepCoefficients:
+                      efficiency: Efficiency = CALIBRATED, allreduce_latency_s: float = ALLREDUCE_LATENCY_S,
+                      prefill_allreduce_min_bytes: float = 0.0, prefill_allreduce_max_bytes: float = 0.0,
+                      prefill_allreduce_bus_efficiency: float = 1.0) -> StepCoefficients:
     """Precompute the per-GPU roofline of a replica: ``model`` on ``tp`` GPUs of type ``gpu``.
 
     * FLOPs per new token: 2 x (active linear weights + the LM head), over ``tp``
@@ -373,7 +401,10 @@ def step_coefficients(model, gpu, *, tp: int = 1, weights: str = "bf16", kv_dtyp
     The weight format sets the compute dtype (:func:`compute_dtype`); attention
     computes in 16 bits. ``allreduce_latency_s`` defaults to the lesson's round 10 us
     (:data:`calc.parallel.ALLREDUCE_LATENCY_S`); the simulator passes the measured figure for
-    ``tp`` GPUs (:func:`calc.parallel.allreduce_latency_s`).
+    ``tp`` GPUs (:func:`calc.parallel.allreduce_latency_s`). All-reduces of more than
+    ``prefill_allreduce_min_bytes`` and at most ``prefill_allreduce_max_bytes`` move their bytes at ``prefill_allreduce_bus_efficiency`` of the link
+    (an engine's custom all-reduce kernel, measured: :data:`calc.engine_profiles.ALLREDUCE_BUS_EFFICIENCY`);
+    the lesson's roofline has none (0 bytes) and every message at the link's figure.
 
     >>> from calc.catalog import get_model, get_gpu
     >>> c = step_coefficients(get_model("llama-3.1-8b"), get_gpu("h100-sxm-80gb"), weights="fp8", kv_dtype="fp8")
@@ -388,6 +419,9 @@ def step_coefficients(model, gpu, *, tp: int = 1, weights: str = "bf16", kv_dtyp
     if not isinstance(efficiency, Efficiency):
         raise CalcError(f"efficiency must be an Efficiency; got {efficiency!r}", "efficiency")
     latency = check_range("allreduce_latency_s", allreduce_latency_s, 0.0, 0.01)
+    prefill_min = check_range("prefill_allreduce_min_bytes", prefill_allreduce_min_bytes, 0.0, 1e12)
+    prefill_max = check_range("prefill_allreduce_max_bytes", prefill_allreduce_max_bytes, 0.0, 1e12)
+    prefill_share = check_range("prefill_allreduce_bus_efficiency", prefill_allreduce_bus_efficiency, 0.01, 1.0)
     dtype = compute_dtype(weights, gpu)
 
     wb = memory.weight_bytes(model, weights)
@@ -427,6 +461,9 @@ def step_coefficients(model, gpu, *, tp: int = 1, weights: str = "bf16", kv_dtyp
         allreduce_bytes_per_token=float(model.hidden_size * ACTIVATION_BYTES),
         interconnect_bytes_per_s=gpu.interconnect_bytes_per_s,
         allreduce_latency_s=latency,
+        prefill_allreduce_min_bytes=float(prefill_min),
+        prefill_allreduce_max_bytes=float(prefill_max),
+        prefill_allreduce_bus_efficiency=float(prefill_share),
     )
 
 
@@ -506,8 +543,8 @@ def prefill_attention_pairs(prompt_end_tokens: int, *, start_tokens: int = 0, sl
     return ramp + max(flat, 0)
 
 
-def _work(coefficients: StepCoefficients, new: int, kv: int, pairs: int) -> dict:
-    d = coefficients.breakdown(new_tokens=new, kv_tokens_read=kv, attention_token_pairs=pairs)
+def _work(coefficients: StepCoefficients, new: int, kv: int, pairs: int, sequences: int = 1) -> dict:
+    d = coefficients.breakdown(new_tokens=new, kv_tokens_read=kv, attention_token_pairs=pairs, sequences=sequences)
     flops = coefficients.flops(new_tokens=new, attention_token_pairs=pairs)
     moved = coefficients.bytes_moved(new_tokens=new, kv_tokens_read=kv)
     d.update(
@@ -539,7 +576,7 @@ def decode_step(coefficients: StepCoefficients, *, batch: int, context_tokens: i
     batch = check_range("batch", batch, 1, MAX_TOKENS, integer=True)
     context_tokens = check_range("context_tokens", context_tokens, 1, MAX_TOKENS, integer=True)
     ctx = _attended(_model_of(coefficients), context_tokens)
-    d = _work(coefficients, batch, batch * ctx, batch * ctx)
+    d = _work(coefficients, batch, batch * ctx, batch * ctx, batch)
     d.update(batch=batch, context_tokens=context_tokens)
     return d
 
@@ -648,7 +685,7 @@ def steady_state_step(coefficients: StepCoefficients, *, batch: int, input_token
     new = batch + math.ceil(prefill_per_step)
     kv = batch * decode_ctx
     pairs = batch * decode_ctx + math.ceil(prefill_per_step * prefill_ctx)
-    d = _work(coefficients, new, kv, pairs)
+    d = _work(coefficients, new, kv, pairs, batch)
     d.update(
         batch=batch,
         input_tokens=isl,
@@ -680,7 +717,8 @@ def mixed_step_s(coefficients, *, batch: int, context_tokens: int, chunk_tokens:
     if batch + chunk == 0:
         return 0.0
     return coefficients.step_time_s(new_tokens=batch + chunk, kv_tokens_read=batch * ctx + chunk,
-                                    attention_token_pairs=batch * ctx + prefill_attention_pairs(chunk))
+                                    attention_token_pairs=batch * ctx + prefill_attention_pairs(chunk),
+                                    sequences=batch + (1 if chunk else 0))
 
 
 MAX_SEARCH_BATCH = 4096  # the largest batch the searches below try (16x vLLM's default max_num_seqs)

@@ -210,3 +210,135 @@ def test_bad_input_names_the_field(call, field):
     with pytest.raises(CalcError) as err:
         call()
     assert err.value.field == field
+
+
+# ------------------------------------------------------------------ prefill-sized all-reduces (issue 18)
+
+def test_the_prefill_allreduce_share_is_the_measured_two_stage_kernel():
+    from calc.engine_profiles import ALLREDUCE_BUS_EFFICIENCY, ALLREDUCE_PREFILL_MEASURED_S
+    from calc.parallel import allreduce_time_s
+
+    assert ALLREDUCE_BUS_EFFICIENCY == pytest.approx(0.401, abs=0.001)
+    # The alpha-beta model with that share gives back each measured time within 4%.
+    for size, measured_s in ALLREDUCE_PREFILL_MEASURED_S.items():
+        priced = allreduce_time_s(size, 4, 450e9 * ALLREDUCE_BUS_EFFICIENCY, latency_s=9.2e-6)
+        assert priced == pytest.approx(measured_s, rel=0.04), size
+
+
+def test_the_engine_prices_prefill_allreduces_slower_and_the_lesson_keeps_the_link_figure():
+    from calc.engine_profiles import engine_coefficients
+
+    engine = engine_coefficients("llama-3.1-70b", H100, tp=4)
+    lesson = step_coefficients("llama-3.1-70b", H100, tp=4, allreduce_latency_s=engine.allreduce_latency_s)
+    # Decode-sized (one-stage kernel, 8 tokens = 128 KiB) and NCCL-sized (8,192 tokens = 128 MiB): unchanged.
+    assert engine.comm_s(8) == lesson.comm_s(8)
+    assert engine.comm_s(8192) == lesson.comm_s(8192)
+    # 256 tokens = 4 MiB: 160 all-reduces of 9.2 us + 6.29 MB at 180.5 GB/s, against 450 GB/s on the lesson's.
+    assert engine.comm_s(256) * 1000 == pytest.approx(160 * (9.2e-3 + 6.291456e6 / 180.5e9 * 1000), rel=0.01)
+    assert lesson.comm_s(256) * 1000 == pytest.approx(160 * (9.2e-3 + 6.291456e6 / 450e9 * 1000), rel=0.001)
+    # The lesson's roofline and its dict stay as they were.
+    assert "prefill_allreduce_bus_efficiency" not in C70.to_dict()
+    assert C70.prefill_allreduce_max_bytes == 0.0
+
+
+@pytest.mark.parametrize("gpu, tp", [("a100-40gb", 8), ("h100-sxm-80gb", 2), ("h100-pcie-80gb", 4)])
+def test_no_measured_share_where_none_was_measured(gpu, tp):
+    from calc.engine_profiles import engine_coefficients
+
+    model = "llama-3.1-70b"
+    engine = engine_coefficients(model, gpu, tp=tp)
+    lesson = step_coefficients(model, gpu, tp=tp, allreduce_latency_s=engine.allreduce_latency_s)
+    assert engine.comm_s(256) == lesson.comm_s(256)
+
+
+@pytest.mark.parametrize("kwargs, field", [({"prefill_allreduce_bus_efficiency": 0.0}, "prefill_allreduce_bus_efficiency"),
+                                           ({"prefill_allreduce_bus_efficiency": 1.5}, "prefill_allreduce_bus_efficiency"),
+                                           ({"prefill_allreduce_max_bytes": -1}, "prefill_allreduce_max_bytes"),
+                                           ({"prefill_allreduce_min_bytes": float("nan")}, "prefill_allreduce_min_bytes")])
+def test_prefill_allreduce_terms_reject_bad_input(kwargs, field):
+    with pytest.raises(CalcError) as info:
+        step_coefficients("llama-3.1-70b", H100, tp=4, **kwargs)
+    assert info.value.field == field
+
+
+# ------------------------------------------------------------------ per-sequence step cost (issue 18)
+
+def _engine_70b(seq_overhead_s=0.0001):
+    eff = Efficiency(compute=0.51, memory=0.76, step_overhead_s=0.002, tp_step_overhead_s=0.0005,
+                     seq_overhead_s=seq_overhead_s)
+    return step_coefficients("llama-3.1-70b", H100, tp=4, efficiency=eff)
+
+
+def test_each_scheduled_sequence_adds_its_cost_to_the_step():
+    c = _engine_70b()
+    args = dict(new_tokens=64, kv_tokens_read=64 * 1152, attention_token_pairs=64 * 1152)
+    alone = c.step_time_s(**args)
+    assert c.step_time_s(sequences=64, **args) - alone == pytest.approx(64 * 0.0001, rel=1e-9)
+    assert c.breakdown(sequences=64, **args)["overhead_s"] == pytest.approx(0.002 + 3 * 0.0005 + 0.0064, rel=1e-12)
+    # decode_step counts its batch: a batch of 64 pays 6.4 ms more than the same step priced without sequences.
+    d = decode_step(c, batch=64, context_tokens=1152)
+    assert d["time_s"] - alone == pytest.approx(0.0064, rel=1e-9)
+
+
+def test_the_lessons_roofline_has_no_per_sequence_cost():
+    args = dict(new_tokens=64, kv_tokens_read=64 * 1152, attention_token_pairs=64 * 1152)
+    assert CALIBRATED.seq_overhead_s == 0.0
+    assert C70.step_time_s(sequences=64, **args) == C70.step_time_s(**args)
+    assert decode_step(C70, batch=64, context_tokens=1152)["time_s"] == C70.step_time_s(**args)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.integers(0, 8192), st.integers(0, 2_000_000), st.integers(0, 20_000_000), st.integers(0, 512))
+def test_the_simulators_pricer_equals_the_roofline_bit_for_bit_with_sequences(new, kv, pairs, seqs):
+    from calc.sim.hardware import step_pricer
+
+    c = _engine_70b()
+    price = step_pricer(c)
+    exact = c.step_time_s(new_tokens=new, kv_tokens_read=kv, attention_token_pairs=pairs, sequences=seqs)
+    assert price(new_tokens=new, kv_tokens_read=kv, attention_token_pairs=pairs, sequences=seqs) == exact
+    assert price.positional(new, kv, pairs, seqs) == exact
+    if new:
+        decode_exact = c.step_time_s(new_tokens=new, kv_tokens_read=kv, attention_token_pairs=kv, sequences=new)
+        assert price.decode(new)(kv) == decode_exact
+
+
+def test_the_engine_passes_each_steps_sequence_count():
+    from calc.sim.engine import Replica
+    from calc.sim.scheduler import SchedulerConfig
+    from calc.sim.workload import Request
+
+    seen = []
+
+    def price(*, new_tokens, kv_tokens_read, attention_token_pairs, sequences=0):
+        seen.append((new_tokens, sequences))
+        return 0.01
+    price.takes_sequences = True
+    rep = Replica(SchedulerConfig(max_model_len=4096), kv_cache_blocks=1000, step_time_s=price)
+    for rid in range(3):
+        rep.submit(Request(rid, 0, 40, 3), 0)
+    end = rep.start_step(0)
+    rep.end_step(end)
+    rep.start_step(end)
+    # First step: three prompts of 40 tokens (three sequences); then three decoding sequences of one token each.
+    assert seen == [(120, 3), (3, 3)]
+
+
+@pytest.mark.parametrize("call, field", [
+    (lambda: Efficiency(compute=0.5, memory=0.5, step_overhead_s=0, seq_overhead_s=-1e-6), "seq_overhead_s"),
+    (lambda: Efficiency(compute=0.5, memory=0.5, step_overhead_s=0, seq_overhead_s=0.5), "seq_overhead_s"),
+    (lambda: C8.step_time_s(new_tokens=1, kv_tokens_read=1, attention_token_pairs=1, sequences=-1), "sequences"),
+    (lambda: C8.step_time_s(new_tokens=1, kv_tokens_read=1, attention_token_pairs=1, sequences=2.5), "sequences"),
+])
+def test_per_sequence_bad_input_names_the_field(call, field):
+    with pytest.raises(CalcError) as err:
+        call()
+    assert err.value.field == field and field in str(err.value)
+
+
+def test_the_pricer_refuses_a_bad_sequence_count_by_name():
+    from calc.sim.hardware import step_pricer
+
+    price = step_pricer(_engine_70b())
+    with pytest.raises(CalcError) as err:
+        price(new_tokens=8, kv_tokens_read=80, attention_token_pairs=80, sequences=-3)
+    assert err.value.field == "sequences"

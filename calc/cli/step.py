@@ -27,7 +27,8 @@ from calc.roofline import (
     CALIBRATED, CALIBRATION_SETUP, calibration_report, decode_step, prefill_chunk, ridge_point_flops_per_byte,
     step_coefficients, ttft_s,
 )
-from calc.engine_profiles import DEFAULT_ENGINE, ENGINES, engine_coefficients, get_profile, request_overhead_s
+from calc.engine_profiles import (ALLREDUCE_BUS_EFFICIENCY_SOURCE, DEFAULT_ENGINE, ENGINES,
+                                  engine_coefficients, get_profile, request_overhead_s)
 from calc.parallel import ALLREDUCE_LATENCY_SOURCE
 from calc.units import format_bytes, format_number, round_sig
 
@@ -160,7 +161,12 @@ def engine_terms(coef, engine: str, *, batch: int, context_tokens: int) -> dict:
     >>> from calc.roofline import step_coefficients
     >>> t = engine_terms(step_coefficients("llama-3.1-70b", "h100-sxm-80gb", tp=4), "vllm", batch=1, context_tokens=1152)
     >>> [r["term"] for r in t["terms"]], t["decode_step_s"] > t["roofline_decode_step_s"]
-    (['allreduce_latency_s', 'step_overhead_s', 'tp_step_overhead_s', 'request_overhead_s'], True)
+    (['allreduce_latency_s', 'prefill_allreduce_bus_efficiency', 'step_overhead_s', 'tp_step_overhead_s', 'seq_overhead_s', 'request_overhead_s'], True)
+    >>> t64 = engine_terms(step_coefficients("llama-3.1-70b", "h100-sxm-80gb", tp=4), "vllm", batch=64, context_tokens=1152)
+    >>> t64["terms"][4]["per"], t64["terms"][4]["value_text"].endswith("us")
+    ('sequence in the step (a batch of 64 pays 64)', True)
+    >>> t["terms"][1]["value_text"]
+    '0.401 of the link'
     """
     profile = get_profile(engine)
     priced = engine_coefficients(coef.model_key, coef.gpu_key, tp=coef.tp, weights=coef.weights,
@@ -169,11 +175,22 @@ def engine_terms(coef, engine: str, *, batch: int, context_tokens: int) -> dict:
     terms = [{"term": "allreduce_latency_s", "value_s": priced.allreduce_latency_s,
               "per": f"all-reduce ({coef.allreduces_per_step} per step)" if coef.allreduces_per_step else "all-reduce (none on one GPU)",
               "role": "assumption",
-              "source": f"{ALLREDUCE_LATENCY_SOURCE} (the roofline above: a round {coef.allreduce_latency_s * 1e6:g} us)"}]
+              "source": f"{ALLREDUCE_LATENCY_SOURCE} (the roofline above: a round {coef.allreduce_latency_s * 1e6:g} us)"},
+             # A share, not seconds: the bandwidth all-reduces up to the custom kernel's limit move their bytes at.
+             {"term": "prefill_allreduce_bus_efficiency", "value": priced.prefill_allreduce_bus_efficiency,
+              "value_text": f"{priced.prefill_allreduce_bus_efficiency:.3f} of the link",
+              "per": (f"all-reduce byte, messages of {int(priced.prefill_allreduce_min_bytes) >> 10} KiB to "
+                      f"{int(priced.prefill_allreduce_max_bytes) >> 20} MiB (prefill chunks)"
+                      if priced.prefill_allreduce_max_bytes else "all-reduce byte: none measured for this GPU and count"),
+              "role": "assumption",
+              "source": f"{ALLREDUCE_BUS_EFFICIENCY_SOURCE} (the roofline above: the link's full figure)"}]
     for term, per in (("step_overhead_s", "step"), ("tp_step_overhead_s", "step, per GPU beyond the first"),
+                      ("seq_overhead_s", f"sequence in the step (a batch of {batch} pays {batch})"),
                       ("request_overhead_s", "request (TTFT)")):
         terms.append({"term": term, "value_s": getattr(profile, term), "per": per, "role": roles.get(term, ""),
                       "source": sources.get(term, "")})
+        if term == "seq_overhead_s":  # microseconds: a fraction of a millisecond per sequence
+            terms[-1]["value_text"] = f"{format_number(profile.seq_overhead_s * 1e6)} us"
     if profile.scheduler_steps > 1:
         terms[-1]["per"] += f" + the mean wait of a {profile.scheduler_steps}-step scheduling window"
     return {"engine": profile.key, "label": profile.label, "terms": terms,
@@ -257,7 +274,8 @@ def render(result: dict) -> str:
 
 
 def _render_engine(t: dict) -> str:
-    rows = [(r["term"], _ms(r["value_s"]), r["per"], r["role"], r["source"]) for r in t["terms"]]
+    rows = [(r["term"], r["value_text"] if "value_text" in r else _ms(r["value_s"]), r["per"], r["role"], r["source"])
+            for r in t["terms"]]
     table = format_table(rows, headers=("engine term", "value", "per", "role", "source"))
     return (f"Engine terms the simulator adds to this roofline: {t['label']} (--engine {t['engine']}; "
             f"fit: python -m calc.latency_fit)\n{table}\n"

@@ -197,9 +197,11 @@ def closed_loop_horizon_ns(workload, step_time_s, *, replicas: int, max_num_seqs
     output = math.fsum(c.share * c.mean_output_tokens() for c in classes) / total_share
     batch = max(1, min(math.ceil(workload.concurrency / max(1, replicas)), max_num_seqs))
     p = max(1, round(prompt))
-    prefill_s = step_time_s(new_tokens=p, kv_tokens_read=p, attention_token_pairs=p * (p + 1) // 2)
+    # The roofline's pricer also takes the step's sequence count (the engine's per-sequence term); a stand-in may not.
+    counts = (lambda n: {"sequences": n}) if getattr(step_time_s, "takes_sequences", False) else (lambda n: {})
+    prefill_s = step_time_s(new_tokens=p, kv_tokens_read=p, attention_token_pairs=p * (p + 1) // 2, **counts(1))
     ctx = round(batch * (prompt + output / 2))
-    decode_s = step_time_s(new_tokens=batch, kv_tokens_read=ctx, attention_token_pairs=ctx)
+    decode_s = step_time_s(new_tokens=batch, kv_tokens_read=ctx, attention_token_pairs=ctx, **counts(batch))
     per_request_s = prefill_s + max(0.0, output - 1) * decode_s + workload.think_time_s + overhead_s
     rounds = math.ceil(workload.requests / (batch * max(1, replicas)))
     horizon_s = rounds * per_request_s

@@ -205,6 +205,8 @@ class Replica(ReplicaClock):
         self.sched = Scheduler(config, self.pool, advance_ticks=self.adv, sink=self.sink)
         self.step_time_s = step_time_s
         self._positional = getattr(step_time_s, "positional", None)
+        # The roofline's pricer takes each step's sequence count (the engine's per-sequence term); a stand-in may not.
+        self._takes_sequences = getattr(step_time_s, "takes_sequences", False)
         self._fused = None  # fused_refs, made on its first call
         self._fused_on = speculation is None and fast_paths_enabled("fused_decode")
         self._init_clock(flops=flops, peak_flops_per_s=peak_flops_per_s, name=name)
@@ -367,7 +369,7 @@ class Replica(ReplicaClock):
             if decode is None:
                 step_time_s = self.step_time_s
 
-                def decode(n):
+                def decode(n):  # a stand-in without the pricer's decode twin (and without a sequence count)
                     return lambda ctx: step_time_s(new_tokens=n, kv_tokens_read=ctx, attention_token_pairs=ctx)
             fixed = self._fused = (sched, pool, sink, decode, sched.cfg.max_num_seqs, sched.finish_at, sched.groups,
                                    sched.waiting, sched.running, sched.lazy, sched.res_count, sched.cross_at, TICKS,
@@ -423,10 +425,14 @@ class Replica(ReplicaClock):
         n = plan.decode_seqs
         if n == 0 and not plan.prefills:
             return None
+        sequences = n + len(plan.prefills)  # every sequence the step computes a token or a chunk of
         if self.speculation is None:
             positional = self._positional
             if positional is not None:  # the same price, without keywords (calc.sim.hardware.step_pricer)
-                seconds = positional(plan.new_tokens, plan.kv_tokens_read, plan.attention_token_pairs)
+                seconds = positional(plan.new_tokens, plan.kv_tokens_read, plan.attention_token_pairs, sequences)
+            elif self._takes_sequences:
+                seconds = self.step_time_s(new_tokens=plan.new_tokens, kv_tokens_read=plan.kv_tokens_read,
+                                           attention_token_pairs=plan.attention_token_pairs, sequences=sequences)
             else:
                 seconds = self.step_time_s(new_tokens=plan.new_tokens, kv_tokens_read=plan.kv_tokens_read,
                                            attention_token_pairs=plan.attention_token_pairs)
@@ -434,7 +440,8 @@ class Replica(ReplicaClock):
             seconds = speculative_step_time_s(
                 self.step_time_s, self.speculation, decode_seqs=n, decode_kv_tokens=plan.decode_kv_tokens,
                 new_tokens=plan.new_tokens, kv_tokens_read=plan.kv_tokens_read,
-                attention_token_pairs=plan.attention_token_pairs)
+                attention_token_pairs=plan.attention_token_pairs,
+                sequences=sequences if self._takes_sequences else None)
             self.sum_draft_tokens += n * self.speculation.k
         step_ns = round(seconds * NS_PER_S)
         if step_ns < 1:

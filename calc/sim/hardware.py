@@ -17,8 +17,8 @@ price: cost is reported as null, never a made-up figure).
 (24965, 399440, 4, 3.78)
 >>> replica_hardware(Scenario(parameter_count="lesson")).kv_cache_blocks   # the lesson's count: step 1's cache
 24948
->>> round(hw.step_time_s(new_tokens=64, kv_tokens_read=80000, attention_token_pairs=80064) * 1000, 2)
-21.96
+>>> round(hw.step_time_s(new_tokens=64, kv_tokens_read=80000, attention_token_pairs=80064, sequences=64) * 1000, 2)
+30.43
 """
 
 from __future__ import annotations
@@ -38,6 +38,9 @@ _PRICER_MEMO = 1 << 16
 def step_pricer(coefficients):
     """A function equal to ``coefficients.step_time_s`` for the simulator's integer sums, built for speed.
 
+    ``price(new_tokens=, kv_tokens_read=, attention_token_pairs=, sequences=0)``: ``sequences`` is the
+    count of sequences scheduled in the step (decoding ones and prefill chunks), which the engine's
+    per-sequence term (:class:`calc.roofline.Efficiency` ``seq_overhead_s``) prices.
     The simulator prices every engine step, so this is its hottest call. The
     terms of :meth:`calc.roofline.StepCoefficients.breakdown` that depend on
     ``new_tokens`` alone (the matmuls' compute roof, the weights read, the
@@ -53,7 +56,13 @@ def step_pricer(coefficients):
     >>> price = step_pricer(coef)
     >>> args = dict(new_tokens=64, kv_tokens_read=80000, attention_token_pairs=80064)
     >>> price(**args) == coef.step_time_s(**args), round(price(**args) * 1000, 2)
-    (True, 21.96)
+    (True, 21.58)
+    >>> price(sequences=64, **args) == coef.step_time_s(sequences=64, **args) == price.decode(64)(80000)
+    True
+    >>> price(sequences=-1, **args)
+    Traceback (most recent call last):
+    ...
+    calc.errors.CalcError: sequences must be a whole number between 0 and 1e+12; got -1
     """
     c = coefficients
     eff = c.efficiency
@@ -62,6 +71,7 @@ def step_pricer(coefficients):
     per_pair = c.attention_flops_per_pair
     kv_bytes = c.kv_bytes_per_token
     overhead_s = c.overhead_s()  # the engine's fixed step terms, as breakdown adds them
+    per_seq_s = eff.seq_overhead_s  # and its per-sequence term: overhead_s + per_seq_s * sequences, as overhead_s(n)
     top = roofline.MAX_TOKENS
     terms: dict[int, tuple] = {}  # new_tokens -> (linear compute s, weights s, all-reduce s)
     exact = c.step_time_s
@@ -74,48 +84,52 @@ def step_pricer(coefficients):
             terms[new_tokens] = found
         return found
 
-    def positional(new_tokens, kv_tokens_read, attention_token_pairs):
+    def positional(new_tokens, kv_tokens_read, attention_token_pairs, sequences=0):
         found = terms.get(new_tokens)
         if found is None:
             if not (type(new_tokens) is int and 0 <= new_tokens <= top):
                 return exact(new_tokens=new_tokens, kv_tokens_read=kv_tokens_read,
-                             attention_token_pairs=attention_token_pairs)
+                             attention_token_pairs=attention_token_pairs, sequences=sequences)
             found = new_token_terms(new_tokens)
-        if not (0 <= kv_tokens_read <= top and 0 <= attention_token_pairs <= top) \
-                or type(kv_tokens_read) is not int or type(attention_token_pairs) is not int:
+        if not (0 <= kv_tokens_read <= top and 0 <= attention_token_pairs <= top and 0 <= sequences <= top) \
+                or type(kv_tokens_read) is not int or type(attention_token_pairs) is not int \
+                or type(sequences) is not int:
             return exact(new_tokens=new_tokens, kv_tokens_read=kv_tokens_read,
-                         attention_token_pairs=attention_token_pairs)
+                         attention_token_pairs=attention_token_pairs, sequences=sequences)
         linear, weights_s, comm_s = found
         attention = attention_token_pairs * per_pair / attention_roof
         kv_s = (kv_tokens_read + new_tokens) * kv_bytes / bandwidth if new_tokens else 0.0
         a = linear if linear >= weights_s else weights_s  # max(), as breakdown takes it (the first of equals)
         b = attention if attention >= kv_s else kv_s
-        return a + b + comm_s + overhead_s
+        return a + b + comm_s + (overhead_s + per_seq_s * sequences)
 
     def decode(n):
         """The price of a decode-only step of ``n`` sequences as a function of their context: ``f(ctx)``.
 
-        Such a step computes ``n`` tokens and reads and attends to ``ctx`` tokens: ``positional(n, ctx, ctx)``.
+        Such a step computes ``n`` tokens of ``n`` sequences and reads and attends to ``ctx`` tokens:
+        ``positional(n, ctx, ctx, n)``.
         """
         if not (type(n) is int and 0 < n <= top):
-            return lambda ctx: positional(n, ctx, ctx)
+            return lambda ctx: positional(n, ctx, ctx, n)
         linear, weights_s, comm_s = terms.get(n) or new_token_terms(n)
         gemm = linear if linear >= weights_s else weights_s
+        overhead_n = overhead_s + per_seq_s * n  # the step's engine terms for its n sequences
 
         def at(ctx):
             if not (type(ctx) is int and 0 <= ctx <= top):
-                return positional(n, ctx, ctx)
+                return positional(n, ctx, ctx, n)
             attention = ctx * per_pair / attention_roof
             kv_s = (ctx + n) * kv_bytes / bandwidth
-            return gemm + (attention if attention >= kv_s else kv_s) + comm_s + overhead_s
+            return gemm + (attention if attention >= kv_s else kv_s) + comm_s + overhead_n
         return at
 
-    def step_time_s(*, new_tokens, kv_tokens_read, attention_token_pairs):
-        return positional(new_tokens, kv_tokens_read, attention_token_pairs)
+    def step_time_s(*, new_tokens, kv_tokens_read, attention_token_pairs, sequences=0):
+        return positional(new_tokens, kv_tokens_read, attention_token_pairs, sequences)
 
     # For the engine's decode-only steps: the same function without keywords, and one per batch size.
     step_time_s.positional = positional
     step_time_s.decode = decode
+    step_time_s.takes_sequences = True  # the engine passes each step's sequence count (a test's stand-in may not take it)
     return step_time_s
 
 
@@ -150,10 +164,11 @@ class ReplicaHardware:
     engine: str = "vllm"
     request_overhead_s: float = 0.0
 
-    def step_time_s(self, *, new_tokens: int, kv_tokens_read: int, attention_token_pairs: int) -> float:
+    def step_time_s(self, *, new_tokens: int, kv_tokens_read: int, attention_token_pairs: int,
+                    sequences: int = 0) -> float:
         """One engine step in seconds: :meth:`calc.roofline.StepCoefficients.step_time_s` (via :func:`step_pricer`)."""
         return self.price_step(new_tokens=new_tokens, kv_tokens_read=kv_tokens_read,
-                               attention_token_pairs=attention_token_pairs)
+                               attention_token_pairs=attention_token_pairs, sequences=sequences)
 
     @property
     def price_step(self):

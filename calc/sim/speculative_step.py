@@ -150,7 +150,8 @@ def tokens_per_decode(config: SpeculationConfig | None) -> int:
 
 
 def speculative_step_time_s(step_time_s, config: SpeculationConfig, *, decode_seqs: int, decode_kv_tokens: int,
-                            new_tokens: int, kv_tokens_read: int, attention_token_pairs: int) -> float:
+                            new_tokens: int, kv_tokens_read: int, attention_token_pairs: int,
+                            sequences: int | None = None) -> float:
     """One speculative engine step: ``k`` draft steps plus the target's verify (and any prefill chunks).
 
     ``step_time_s`` is the target's step time (a roofline
@@ -161,6 +162,9 @@ def speculative_step_time_s(step_time_s, config: SpeculationConfig, *, decode_se
     :func:`calc.speculative.speedup_at_batch`), or ``k x draft_cost_ratio``
     plain decode steps of the batch for an override;
     the candidates also read one another's KV (``verify_tokens - 1`` more per sequence).
+    ``sequences`` (the step's sequence count, for the engine's per-sequence term) is passed to
+    ``step_time_s`` for the verify only when given: the engine's CPU work per sequence is done once per
+    engine step, the draft's steps run on the GPU without it (None: a stand-in that takes no count).
     Source: Leviathan et al. 2023, Theorem 3.8 (cost ``k c + 1`` target steps
     while memory-bound), verify priced on the roofline as in
     :func:`calc.speculative.speedup_at_batch`.
@@ -172,8 +176,12 @@ def speculative_step_time_s(step_time_s, config: SpeculationConfig, *, decode_se
     0.01
     """
     k = config.k
-    verify = step_time_s(new_tokens=new_tokens, kv_tokens_read=kv_tokens_read + decode_seqs * (config.verify_tokens - 1),
-                         attention_token_pairs=attention_token_pairs)
+    verify_kv = kv_tokens_read + decode_seqs * (config.verify_tokens - 1)
+    if sequences is None:
+        verify = step_time_s(new_tokens=new_tokens, kv_tokens_read=verify_kv, attention_token_pairs=attention_token_pairs)
+    else:
+        verify = step_time_s(new_tokens=new_tokens, kv_tokens_read=verify_kv, attention_token_pairs=attention_token_pairs,
+                             sequences=sequences)
     if not decode_seqs:
         return verify
     if config.draft_coefficients is not None:

@@ -202,8 +202,12 @@ class StaticReplica(ReplicaClock):
             j = self.plan_index + 1
             b, ctx = len(self.batch), self.pad_prompt + j - 1
             plan = _Plan(b, b * ctx, b * (ctx + 1), j)
-        seconds = self.step_time_s(new_tokens=plan.new_tokens, kv_tokens_read=plan.kv_tokens_read,
-                                   attention_token_pairs=plan.attention_token_pairs)
+        if getattr(self.step_time_s, "takes_sequences", False):  # the roofline's pricer: the batch's per-sequence cost
+            seconds = self.step_time_s(new_tokens=plan.new_tokens, kv_tokens_read=plan.kv_tokens_read,
+                                       attention_token_pairs=plan.attention_token_pairs, sequences=b)
+        else:
+            seconds = self.step_time_s(new_tokens=plan.new_tokens, kv_tokens_read=plan.kv_tokens_read,
+                                       attention_token_pairs=plan.attention_token_pairs)
         step_ns = max(1, round(seconds * NS_PER_S))
         self.plan = plan
         self.step_start_ns = now_ns

@@ -239,24 +239,29 @@ def your_measurement(
 
 #: What keeps a latency metric above its target, named on the page when (and only when) it misses.
 MISS_MECHANISMS = {
-    "ttft": ("the four-GPU runs of SGLang and vLLM 0.6 come out 19-29% short (their tensor-parallel and request "
-             "terms are inherited from vLLM or fitted on one GPU), and on NIM's closed-loop rows (fixed lengths) the "
+    "ttft": ("the four-GPU runs of SGLang and vLLM 0.6 still come out 13-28% short once their prefill all-reduces "
+             "are priced at the measured bandwidth of the two-stage custom all-reduce and the decode steps a new "
+             "request waits for carry the per-sequence cost (their TPOT and ITL now 10% short to 11% long): "
+             "vLLM 0.6 waits for its running ten-step window, priced at the lightest decode step, and has no "
+             "per-sequence term; on NIM's closed-loop rows (fixed lengths) the "
              "simulated clients stay in lock-step: requests whose first tokens came one prefill apart finish one "
              "decode step apart, so each resent prompt queues behind the one before, where the measured runs mostly "
              "met no queue"),
-    "tpot_itl": ("time per token still grows with load faster than calc's: the step price sees a step's tokens, "
-                 "not its sequences, so a per-sequence cost (sampling, input preparation, per-sequence kernels) is "
-                 "missing; SGLang's 4 and 8 requests/s pair on one A100 shows one, but no calibration row of vLLM "
-                 "identifies it, so busy runs (Azure at 16 requests/s and all at once, SGLang's 70B at 8 requests/s) "
-                 "come out 14-30% short"),
+    "tpot_itl": ("time per token grows with load through a per-sequence step cost (seq_overhead_s: input "
+                 "preparation, sampling and output processing per scheduled sequence on a Python engine's CPU), fitted "
+                 "on Azure's vLLM run at 16 requests/s and inherited by SGLang 0.3; what is left: NIM's C++ runtime "
+                 "(no per-sequence term) comes out 15-17% slow at 100-250 clients, SGLang's 70B at 8 requests/s 11% "
+                 "slow with vLLM's slope, and vLLM's all-at-once TPOT 16% slow, where one linear term charges 200 "
+                 "sequences at once in full"),
     "e2e": ("end-to-end latency adds up the TTFT and TPOT misses above and the answer lengths calc draws"),
     "throughput": ("a run of 200 prompts sent at once lasts as long as its longest answer, one draw: calc draws "
                    "ShareGPT's own lengths (measured on the dataset: answer p99.5 894 tokens, longest 1,857) but "
-                   "not the benchmarks' seeded sample, so the nightly Llama rows still come out 10-23% slow; the "
-                   "Mixtral rows count in Mixtral's own tokenizer (more tokens per text than Llama 3's), yet the "
-                   "H200 one stays fast: it measured fewer requests/s than the H100 one on a faster part (another "
-                   "nightly build); and the all-at-once Azure run is 11% fast for want of the per-sequence step cost "
-                   "above"),
+                   "not the benchmarks' seeded sample; and the per-sequence step cost that fits TPOT under online "
+                   "load is not seen at the largest batches: vLLM's offline runs (benchmark_throughput, 200 prompts, "
+                   "no API server) come out 28-37% slow and SGLang's 5,000-prompt runs 33-41% slow with it, where "
+                   "they were 0-24% slow without; the Mixtral rows count in Mixtral's own tokenizer (more tokens per "
+                   "text than Llama 3's), yet the H200 one stays fast: it measured fewer requests/s than the H100 one "
+                   "on a faster part (another nightly build)"),
 }
 
 

@@ -131,7 +131,9 @@ def test_step_pricer_carries_the_engine_terms_bit_for_bit(i, new, kv, pairs, aga
     coef = ENGINE_REPLICAS[i]
     price = assert_pricer_is_the_roofline(coef, new, kv, pairs, again)
     if new:
-        assert price.decode(new)(kv) == coef.step_time_s(new_tokens=new, kv_tokens_read=kv, attention_token_pairs=kv)
+        # A decode-only step of `new` sequences: it pays the engine's per-sequence cost for each.
+        assert price.decode(new)(kv) == coef.step_time_s(new_tokens=new, kv_tokens_read=kv, attention_token_pairs=kv,
+                                                         sequences=new)
 
 
 def test_the_engine_terms_are_in_the_simulators_price_and_the_request_cost_is_the_profiles():
