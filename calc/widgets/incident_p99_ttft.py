@@ -2,7 +2,7 @@
 
 The incident is the simulator's preset ``step19-incident-p99``: three replicas of
 the running example behind a least-outstanding router, 15 requests/s of chat
-and a trickle of batch jobs, and for one minute a tenth of the requests are long
+and a trickle of batch jobs, and for one minute 8% of the requests are long
 documents at the same request rate. The page shows it as an on-call dashboard
 (:func:`dashboard`): request rate and GPU-Util stay flat while the prompt tokens
 per request, the queue and the KV cache tell the story.
@@ -14,7 +14,7 @@ The scenario, its runs and its request logs are :mod:`calc.incident`.
 
 >>> scenario = incident_scenario(seed=3)
 >>> scenario["fleet"]["replicas"], scenario["fleet"]["traffic"][1]["shares"]["document"]
-(3, 0.1)
+(3, 0.08)
 >>> round(prefill_tokens_per_s(), -2)
 12500.0
 """

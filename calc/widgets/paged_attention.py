@@ -322,7 +322,7 @@ def _lockstep_frames(scenarios: dict, frame_interval_s: float, max_events: int =
 
 @stream(budget_s=4.0)
 def side_by_side(
-    rate_per_s: Annotated[float, FloatRange(0.5, 64, 0.5, "requests/s", label="Arrival rate")] = 8,
+    rate_per_s: Annotated[float, FloatRange(0.5, 64, 0.5, "requests/s", label="Arrival rate")] = 6,
     max_model_len: Annotated[int, IntRange(2_048, 131_072, 1_024, "tokens", label="Max length",
                                            help="what contiguous allocation reserves")] = MAX_MODEL_LEN,
     block_size: Annotated[int, IntRange(1, 256, 1, "tokens", label="Block size")] = 16,
