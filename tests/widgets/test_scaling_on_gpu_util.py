@@ -106,8 +106,8 @@ def test_facts():
     assert (f["rate_for_80"], f["rate_for_30"]) == ("0.345 requests/s", "0.0772 requests/s")
     assert (f["scale_ups"], f["scale_downs"], f["replicas_final"]) == ("3", "0", "4")
     assert f["first_scale_up_s"] == "15 s"
-    assert (f["last_phase_util"], f["last_phase_compute"]) == ("98.2%", "2.14%")
-    assert (f["replica_hours"], f["queue_replica_hours"], f["extra_hours_pct"]) == ("0.521", "0.308", "68.9%")
+    assert (f["last_phase_util"], f["last_phase_compute"]) == ("98.5%", "2.39%")
+    assert (f["replica_hours"], f["queue_replica_hours"], f["extra_hours_pct"]) == ("0.521", "0.321", "62.1%")
     assert f["last_phase_per_replica"] == "0.5 requests/s"
 
 
