@@ -71,7 +71,7 @@ def base_scenario_data() -> dict:
 
     >>> d = base_scenario_data()
     >>> d["allocation"], d["workload"]["rate_per_s"], d["model"] if "model" in d else "default"
-    ('paged', 8, 'default')
+    ('paged', 6, 'default')
     """
     data = {k: v for k, v in presets.load_data(BASE_PRESET).items() if k not in _META_KEYS}
     data["name"] = "my-replica"
@@ -231,7 +231,7 @@ class ReaderReplica:
 
         >>> out = ReaderReplica().apply(7, {"weights": "fp8"}, 5).export()
         >>> out["command"], out["scenario"]["weights"], out["scenario"]["workload"]["rate_per_s"]
-        ('python -m calc simulate --scenario my-replica.json', 'fp8', 8)
+        ('python -m calc simulate --scenario my-replica.json', 'fp8', 6)
         >>> ReaderReplica().apply(14, {"fleet": {"replicas": 2}}, 5).export()["command"]
         'python -m calc simulate --preset my-replica.json'
         """

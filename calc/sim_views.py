@@ -78,7 +78,7 @@ def preset_summary(name: str, rate_per_s: float = 0, weights: str | None = None,
     :func:`scenario_for` (the scenario the page's live simulation runs).
 
     >>> preset_summary("step04-reserve-max", 4)["queue_depth_max"]
-    5
+    10
     >>> s = preset_summary("step06-twice-the-traffic", weights="fp8")
     >>> s["requests_completed"], s["ttft_p99_s"] < preset_summary("step06-twice-the-traffic")["ttft_p99_s"] / 5
     (1200, True)
@@ -318,7 +318,7 @@ def playground_scenario_data(**knobs) -> dict:
 
     >>> d = playground_scenario_data(tp=8, speculation="custom", spec_k=2)
     >>> d["tp"], d["speculation"]["k"], d["speculation"]["verify_tokens"], d["workload"]["rate_per_s"]
-    (8, 2, 3, 8.0)
+    (8, 2, 3, 6.0)
     >>> d["parameter_count"]   # the lesson's weighing, from the preset (calc.lesson.SCENARIO_BASE)
     'lesson'
     >>> w = playground_scenario_data(arrival="closed-loop", concurrency=16)["workload"]

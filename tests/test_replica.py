@@ -122,7 +122,7 @@ def test_undo_goes_back_to_the_previous_scenario_while_the_clock_carries_on():
 def test_export_is_a_scenario_the_cli_reads():
     out = ReaderReplica().apply(7, CHANGES[7]["delta"], 3).apply(12, CHANGES[12]["delta"], 9).export()
     scenario = Scenario.from_dict(out["scenario"])  # what `python -m calc simulate --scenario FILE` loads
-    assert (scenario.weights, scenario.prefix_caching, scenario.workload.rate_per_s) == ("fp8", True, 8)
+    assert (scenario.weights, scenario.prefix_caching, scenario.workload.rate_per_s) == ("fp8", True, 6)
     fleet = ReaderReplica().apply(14, CHANGES[14]["delta"], 3).export()
     assert fleet["command"].endswith("--preset my-replica.json")
     assert '"signal": "gpu_util"' in json.dumps(fleet["scenario"]["fleet"])

@@ -206,7 +206,7 @@ def live_frames(scenario, *, frame_interval_s: float, blockmap_cols: int = 128, 
     >>> f = next(frames); f["t_s"], f["done"], f["points"]["t_s"], f["points"]["queue_depth"]
     (2.0, False, [1.0, 2.0], [2, 0])
     >>> f["blockmap"]["summary"]
-    '1,113 of 24,965 blocks hold tokens, 2 reserved but empty, 23,850 free'
+    '1,113 of 24,965 blocks hold tokens, 0 reserved but empty, 23,852 free'
     """
     frame_ns = round(check_range("frame_interval_s", frame_interval_s, 0.001, 1e6) * NS_PER_S)
     check_range("blockmap_cols", blockmap_cols, 1, 4096, integer=True)

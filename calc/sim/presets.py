@@ -118,7 +118,7 @@ def load(name: str):
     """The preset as a scenario: a :class:`Scenario` for one replica, a :class:`FleetScenario` for a fleet.
 
     >>> load("step04-reserve-max").workload.rate_per_s
-    8
+    6
     """
     data = {k: v for k, v in load_data(name).items() if k not in _META_KEYS}
     if "fleet" in data:

@@ -11,7 +11,7 @@ cap on running sequences (``max_num_seqs``) swept, per weight format.
 
 >>> pts = frontier("llama-3.1-70b", weights=("bf16",), caps=(1, 64))
 >>> [(p["max_num_seqs"], round(p["itl_p50_s"] * 1000, 1), round(p["tokens_per_s"])) for p in pts["bf16"]]
-[(1, 18.9, 52), (64, 21.8, 1542)]
+[(1, 17.8, 55), (64, 30.2, 1281)]
 """
 
 from __future__ import annotations
@@ -122,8 +122,10 @@ def facts() -> dict[str, str]:
     """Numbers quoted in the page's prose (the notebook prints the same, computed on its own).
 
     >>> f = facts()
-    >>> f["bf16_cap1_itl"], f["corner_lt_weights"]
-    ('18.9 ms', 'fp8')
+    >>> f["bf16_cap1_itl"]
+    '17.8 ms'
+    >>> f["corner_lt_weights"]
+    'fp8'
     """
     f = frontier("llama-3.1-70b")
     target = ITL_TARGET_MS / MS

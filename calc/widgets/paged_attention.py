@@ -322,7 +322,7 @@ def _lockstep_frames(scenarios: dict, frame_interval_s: float, max_events: int =
 
 @stream(budget_s=4.0)
 def side_by_side(
-    rate_per_s: Annotated[float, FloatRange(0.5, 64, 0.5, "requests/s", label="Arrival rate")] = 8,
+    rate_per_s: Annotated[float, FloatRange(0.5, 64, 0.5, "requests/s", label="Arrival rate")] = 6,
     max_model_len: Annotated[int, IntRange(2_048, 131_072, 1_024, "tokens", label="Max length",
                                            help="what contiguous allocation reserves")] = MAX_MODEL_LEN,
     block_size: Annotated[int, IntRange(1, 256, 1, "tokens", label="Block size")] = 16,
@@ -338,7 +338,7 @@ def side_by_side(
 
     >>> frames = list(side_by_side(frame_interval_s=60))
     >>> frames[-1]["done"], frames[-1]["outputs"]["c_running_max"]["value"], frames[-1]["outputs"]["p_running_max"]["value"]
-    (True, 48, 156)
+    (True, 48, 122)
     """
     scenarios = side_by_side_scenarios(rate_per_s, max_model_len, block_size, max_num_seqs)
     first = True

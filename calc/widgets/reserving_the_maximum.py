@@ -45,7 +45,7 @@ BLOCK_SIZE = 16
 BREAK_PRESET = "step04-reserve-max"
 FIX_PRESET = "step05-paged"
 #: An arrival rate the contiguous replica still absorbs (Try this on the page).
-CALM_RATE_PER_S = 4
+CALM_RATE_PER_S = 3
 LENGTH_POINTS = (1_024, 2_048, 4_096, 8_192, 16_384, 32_768, 65_536, 131_072)
 _FREE_COLOUR = "#9e9e9e"
 

@@ -14,7 +14,7 @@ replicas, so the page can say what the split buys beyond the extra GPUs.
 >>> s["fleet"]["replicas"], "pools" in s["fleet"]
 (4, False)
 >>> [p["replicas"] for p in fix_scenario()["fleet"]["pools"]]
-[2, 3, 1]
+[3, 2, 1]
 """
 
 from __future__ import annotations
@@ -24,6 +24,7 @@ from typing import Annotated
 from calc import lesson
 from calc.catalog import get_gpu, get_model
 from calc.incident import HIGH_SHARE, SURGE_PHASE, TTFT_ALERT_S, prefill_tokens_per_s, prompt_statistics
+from calc.gpu_util import replica_capacity_rps
 from calc.memory import weights_bytes_per_gpu
 from calc.pools import COMPARED, LAYOUTS, PRESET, _pool, comparison, fix_run, fix_scenario, layouts_that_end_it
 from calc.roofline import prefill_chunk
@@ -40,13 +41,13 @@ def fleet(
     layout: Annotated[str, Choice(LAYOUTS, label="Layout")] = "pools",
     shared_replicas: Annotated[int, IntRange(1, 12, label="Shared pool: replicas",
                                              help="used when the layout is one shared pool")] = 3,
-    chat_replicas: Annotated[int, IntRange(1, 8, label="Chat pool: replicas", help="used with three pools")] = 2,
+    chat_replicas: Annotated[int, IntRange(1, 8, label="Chat pool: replicas", help="used with three pools")] = 3,
     chat_chunk_tokens: Annotated[int, IntRange(256, 16_384, 256, "tokens", label="Chat pool: prefill chunk",
                                                help="max_num_batched_tokens of the chat pool")] = 2048,
     document_replicas: Annotated[int, IntRange(1, 8, label="Documents pool: warm replicas",
-                                               help="scales on its queue up to two more")] = 3,
+                                               help="scales on its queue up to two more")] = 2,
     batch_replicas: Annotated[int, IntRange(1, 4, label="Batch pool: replicas")] = 1,
-    document_share: Annotated[float, DOCUMENT_SHARE] = 0.1,
+    document_share: Annotated[float, DOCUMENT_SHARE] = 0.08,
     seed: Annotated[int, SEED] = 3,
     frame_interval_s: Annotated[float, FRAME] = 5.0,
 ):
@@ -125,6 +126,8 @@ def facts() -> dict[str, str]:
     rate = surge["rate_per_s"]
     doc_rate = rate * surge["shares"]["document"]
     chat_rate = rate * surge["shares"]["chat"]
+    calm = data["fleet"]["traffic"][0]  # outside the surge chat keeps its share of the workload's mix
+    calm_chat_rate = round_sig(calm["rate_per_s"] * classes["chat"]["share"], 6)
     coef = lesson.coefficients()
     scheduler_chunk = presets.load("step19-incident-p99").scenario.max_num_batched_tokens
     chunk_chat_s = prefill_chunk(coef, chunk_tokens=chat["max_num_batched_tokens"])["time_s"]
@@ -133,15 +136,19 @@ def facts() -> dict[str, str]:
     per_replica_doc = prefill_tokens_per_s(prompt_tokens=round(st["document"]))
     doc_tokens = classes["document"]["prompt_tokens"] + classes["document"]["output_tokens"]
     chat_tokens = classes["chat"]["prompt_tokens"] + classes["chat"]["output_tokens"]
-    shared6, pooled = rows["shared6"], rows["pools"]
+    shared_same, pooled = rows["shared_same"], rows["pools"]
     cold = fix_run("pools", document_replicas=1)
     first_up = next(e for e in cold["scale_events"] if e["to"] > e["from"])
     delay_s = scale_up_delay_ns(AutoscalerConfig.from_dict(docs["autoscaler"]),
                                 weights_bytes_per_gpu(get_model("llama-3.1-70b"), 4)) / NS_PER_S
     big_chunk = fix_run("pools", chat_chunk_tokens=scheduler_chunk)
     surge_pools = fix_run("pools", document_share=HIGH_SHARE)
-    surge_shared = fix_run("shared", 6, document_share=HIGH_SHARE)
-    thin_chat = fix_run("pools", chat_replicas=1)
+    surge_shared = fix_run("shared", shared_same["replicas"], document_share=HIGH_SHARE)
+    thin_chat_replicas = chat["replicas"] - 1  # one replica short of the preset's chat pool
+    thin_chat = fix_run("pools", chat_replicas=thin_chat_replicas)
+    # Prefill alone would size chat's pool too small: a replica completes at most this many chat requests a second
+    # once their answers' decode steps are priced too (step 14's saturation point).
+    chat_capacity_rps = replica_capacity_rps(classes["chat"]["prompt_tokens"], classes["chat"]["output_tokens"])
     out.update({
         "max_num_seqs_default": str(presets.load("step19-incident-p99").scenario.max_num_seqs),
         "gpu_price": f"${get_gpu('h100-sxm-80gb').price_usd_per_hour:.2f}",
@@ -158,10 +165,14 @@ def facts() -> dict[str, str]:
         "high_share_pct": f"{HIGH_SHARE * 100:.0f}%",
         "surge_pools_chat_p99": _seconds(_class_p99(surge_pools, "chat")),
         "surge_pools_doc_p99": _seconds(_class_p99(surge_pools, "document")),
-        "surge_shared6_chat_p99": _seconds(_class_p99(surge_shared, "chat")),
-        "surge_shared6_itl_p99": _seconds(surge_shared["itl_p99_s"]),
+        "surge_shared_same_chat_p99": _seconds(_class_p99(surge_shared, "chat")),
+        "surge_shared_same_itl_p99": _seconds(surge_shared["itl_p99_s"]),
         "surge_pools_itl_p99": _seconds(surge_pools["itl_p99_s"]),
         "thin_chat_p99": _seconds(_class_p99(thin_chat, "chat")),
+        "thin_chat_replicas": str(thin_chat_replicas),
+        "chat_replica_capacity": format_number(round_sig(chat_capacity_rps, 3)),
+        "chat_rate_calm": format_number(calm_chat_rate),
+        "chat_capacity_replicas": format_number(round_sig(calm_chat_rate / chat_capacity_rps, 3)),
         "ratio_hours": format_number(pooled["replica_hours"] / rows["shared3"]["replica_hours"]),
         "chat_pool_replicas": str(chat["replicas"]),
         "chat_chunk": f"{chat['max_num_batched_tokens']:,}",
@@ -191,6 +202,6 @@ def facts() -> dict[str, str]:
         "prefill_per_replica_doc": format_number(round(per_replica_doc)),
         "doc_prefill_replicas": format_number(round_sig(doc_rate * st["document"] / per_replica_doc, 3)),
         "chat_prefill_replicas": format_number(round_sig(chat_rate * st["chat"] / per_replica, 3)),
-        "chat_gain_vs_shared6": format_number(shared6["chat_ttft_p99_s"] / pooled["chat_ttft_p99_s"], 2),
+        "chat_gain_vs_shared_same": format_number(shared_same["chat_ttft_p99_s"] / pooled["chat_ttft_p99_s"], 2),
     })
     return out

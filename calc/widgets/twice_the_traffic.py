@@ -31,6 +31,7 @@ from calc.lesson import ANSWER_TOKENS, DECODE_CONTEXT_TOKENS, PROMPT_TOKENS
 from calc.lesson import replica_coefficients
 from calc.roofline import CALIBRATED, decode_step, prefill_chunk
 from calc.roofline import cost_split
+from calc.engine_profiles import engine_coefficients
 from calc.sim import presets
 from calc.sim.fleet import simulate_fleet
 from calc.sim_views import FIX_PRESET, preset_summary, scenario_for
@@ -225,6 +226,12 @@ def facts() -> dict[str, str]:
     calm_rate = presets.load_data(FIX_PRESET)["workload"]["rate_per_s"]
     needed = rate * ANSWER_TOKENS
     steady_tokens_per_s = MAX_NUM_SEQS / split["step"]
+    # The simulated replica runs the default engine (vLLM): the same step plus its fixed and per-sequence costs
+    # (calc.engine_profiles). The lesson's formula leaves them out; the simulation note sets the two side by side.
+    engine_coef = engine_coefficients(lesson.MODEL, lesson.GPU, tp=lesson.TP, weights=lesson.WEIGHTS,
+                                      kv_dtype=lesson.KV_DTYPE)
+    engine_split = cost_split(engine_coef, batch=MAX_NUM_SEQS, prompt_tokens=PROMPT_TOKENS, answer_tokens=ANSWER_TOKENS)
+    engine_tokens_per_s = MAX_NUM_SEQS / engine_split["step"]
     model = get_model(lesson.REPLICA["model"])
     long = decode_step(coef, batch=TRY_CONTEXT_BATCH, context_tokens=TRY_CONTEXT_TOKENS)
     capped = simulate_fleet(scenario_for(SATURATION_PRESET, max_num_seqs=TRY_MAX_NUM_SEQS)).summary
@@ -274,6 +281,10 @@ def facts() -> dict[str, str]:
         "fp8_step": _ms(fp8["step"]),
         "fp8_weights": _ms(fp8["weights"]),
         "steady_tokens_per_s": f"{format_number(steady_tokens_per_s)} tokens/s",
+        "engine_overhead_ms": _ms(engine_coef.overhead_s(MAX_NUM_SEQS)),
+        "engine_seq_overhead_us": format_number(engine_coef.efficiency.seq_overhead_s * 1e6),
+        "engine_split_step": _ms(engine_split["step"]),
+        "engine_tokens_per_s": f"{format_number(engine_tokens_per_s)} tokens/s",
         "rate": format_number(rate),
         "calm_rate": format_number(calm_rate),
         "needed_tokens_per_s": f"{format_number(needed)} tokens/s",

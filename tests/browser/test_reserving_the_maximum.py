@@ -29,7 +29,7 @@ def test_calculator_and_simulation_go_live_like_cpython(visit):
     # The break-it simulation: contiguous allocation plays to the end with CPython's numbers.
     assert page.input_value(f'{SIM} select[name="allocation"]') == "contiguous"
     play_to_done(page, SIM)
-    expected = calc_final_view("simulation.replica", preset="step04-reserve-max", rate_per_s=8, allocation="contiguous")
+    expected = calc_final_view("simulation.replica", preset="step04-reserve-max", rate_per_s=6, allocation="contiguous")
     assert_outputs(page, SIM, expected, ("running_max", "queue_depth_max", "ttft_p99_s", "kv_token_share"))
     assert output_text(page, SIM, "running_max") == "48 requests"
     assert visit.console_errors == []

@@ -28,7 +28,7 @@ def test_roofline_step_cost_and_simulation_go_live_like_cpython(visit):
 
     # Twice the traffic, live, with a smaller cap on the batch (a control change reruns the scenario).
     play_to_done(page, SIM, "max_num_seqs", "64")
-    expected = calc_final_view("simulation.replica", preset="step06-twice-the-traffic", rate_per_s=16, max_num_seqs=64)
+    expected = calc_final_view("simulation.replica", preset="step06-twice-the-traffic", rate_per_s=12, max_num_seqs=64)
     assert_outputs(page, SIM, expected, ("running_max", "queue_depth_max", "itl_p50_s",
                                          "throughput_output_tokens_per_s"))
     assert output_text(page, SIM, "running_max") == "64 requests"

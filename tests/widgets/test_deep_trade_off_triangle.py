@@ -9,11 +9,11 @@ from calc.widgets import framework
 
 def test_facts():
     f = page.facts()
-    assert (f["bf16_cap1_itl"], f["bf16_cap1_tps"], f["bf16_cap256_tps"]) == ("18.9 ms", "52.2", "2,238")
-    assert f["cost_ratio"] == "42.8"
+    assert (f["bf16_cap1_itl"], f["bf16_cap1_tps"], f["bf16_cap256_tps"]) == ("17.8 ms", "55.4", "1,690")
+    assert f["cost_ratio"] == "30.5"
+    assert (f["live_small_ttft"], f["live_fp8_ttft"]) == ("46.5 s", "0.163 s")
     assert (f["corner_lq_cap"], f["corner_lt_weights"], f["corner_lt_cap"]) == ("16", "fp8", "64")
     assert f["corner_lt_delta"] == "-0.11"
-    assert (f["live_small_ttft"], f["live_fp8_ttft"]) == ("39 s", "0.0809 s")
 
 
 def test_frontier_moves_right_with_the_batch_and_fp8_beats_bf16():

@@ -70,7 +70,7 @@ def test_the_defaults_are_the_step22_preset():
     for meta in ("name", "description"):
         data.pop(meta), preset.pop(meta)
     assert data == preset
-    assert pg.DEFAULTS["rate_per_s"] == 8.0 and pg.DEFAULTS["requests"] == 600
+    assert pg.DEFAULTS["rate_per_s"] == 6.0 and pg.DEFAULTS["requests"] == 600
 
 
 def test_knobs_map_onto_the_scenario():
@@ -198,9 +198,9 @@ def test_facts():
     f = pg.facts()
     assert f["kv_tokens"] == "399,169" and f["kv_blocks"] == "24,948"
     assert f["contiguous_fit"] == "48" and f["contiguous_running_max"] == "48"  # capacity / max length, and the sim
-    assert f["running_max"] == "156" and f["ttft_p99"] == "0.97 s"
-    assert f["price"] == r"\$3.78" and f["cost_per_million_sim"] == r"\$2.21"  # escaped: $ opens math in the page
-    assert f["fit_at_request_len"] == "311" and f["rate"] == "8"
+    assert f["running_max"] == "122" and f["ttft_p99"] == "0.569 s"
+    assert f["price"] == r"\$3.78" and f["cost_per_million_sim"] == r"\$2.93"  # escaped: $ opens math in the page
+    assert f["fit_at_request_len"] == "311" and f["rate"] == "6"
 
 
 # --- the client: rate, all at once, or a closed loop ---------------------------------------------------------

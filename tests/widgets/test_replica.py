@@ -84,7 +84,7 @@ def test_export_gives_the_cli_file_and_the_playground_s_query():
     state = {"history": [{"kind": "apply", "step": 5, "delta": {"allocation": "paged"}, "at_s": 2}], "t_s": 4}
     out = framework.call("replica.export_scenario", {"state": json.dumps(state)})["outputs"]
     assert json.loads(out["scenario_json"]["text"])["allocation"] == "paged"
-    assert "allocation=paged" in out["playground_query"]["text"] and "rate_per_s=8" in out["playground_query"]["text"]
+    assert "allocation=paged" in out["playground_query"]["text"] and "rate_per_s=6" in out["playground_query"]["text"]
 
 
 def test_a_stream_ends_after_its_frames_and_the_next_one_carries_on():

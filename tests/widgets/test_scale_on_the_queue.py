@@ -51,7 +51,7 @@ def test_delay_is_pod_start_plus_weights_over_bandwidth(pod, bandwidth):
 def test_headroom_defaults():
     out = outputs(HEADROOM)
     assert out["load_at_end_rps"]["value"] == pytest.approx(20 * 1.2 ** (62.6 / 60), rel=1e-6)
-    assert (out["replicas_now"]["value"], out["replicas_at_end"]["value"]) == (3, 4)
+    assert (out["replicas_now"]["value"], out["replicas_at_end"]["value"]) == (4, 5)
     assert out["headroom_replicas"]["text"] == "1 replica (+21% load)"
     assert out["headroom_usd_per_hour"]["text"] == "$15.12 per hour (1 × 4 GPUs × $3.78)"
 
@@ -105,10 +105,10 @@ def test_the_stream_plays_the_chosen_autoscaler():
 def test_facts():
     f = {key: value.replace("&#36;", "$") for key, value in step.facts().items()}
     assert (f["delay_s"], f["delay_60_s"], f["window_s"]) == ("47.6 s", "77.6 s", "62.6 s")
-    assert (f["first_up_s"], f["first_ready_s"], f["rate_at_first_ready"]) == ("105 s", "153 s", "20 requests/s")
-    assert f["first_ready_multiple"] == "2.3 times"
-    assert (f["queue_ttft_p99"], f["headroom_ttft_p99"], f["gpu_ttft_p99"]) == ("41.7 s", "14.2 s", "1.66 s")
-    assert (f["queue_replica_hours"], f["headroom_replica_hours"], f["gpu_replica_hours"]) == ("0.309", "0.38", "0.522")
-    assert (f["floor_ttft_p99"], f["floor_replica_hours"], f["floor_saving_pct"]) == ("0.589 s", "0.429", "17.8%")
-    assert f["kv_vs_queue"].startswith("On this traffic the KV cache crosses its line at the very ticks")
-    assert (f["widget_now"], f["widget_end"]) == ("3", "4")
+    assert (f["first_up_s"], f["first_ready_s"], f["rate_at_first_ready"]) == ("105 s", "153 s", "16.7 requests/s")
+    assert f["first_ready_multiple"] == "2.5 times"
+    assert (f["queue_ttft_p99"], f["headroom_ttft_p99"], f["gpu_ttft_p99"]) == ("52.7 s", "24.1 s", "1.3 s")
+    assert (f["queue_replica_hours"], f["headroom_replica_hours"], f["gpu_replica_hours"]) == ("0.321", "0.37", "0.521")
+    assert (f["floor_ttft_p99"], f["floor_replica_hours"], f["floor_saving_pct"]) == ("0.559 s", "0.428", "17.8%")
+    assert f["kv_vs_queue"].startswith("On this traffic the KV autoscaler decides at other ticks")
+    assert (f["widget_now"], f["widget_end"]) == ("4", "5")

@@ -24,7 +24,7 @@ def _run(preset, **overrides):
 @pytest.fixture(scope="module")
 def contiguous():
     # step 4's "break it": the page's own overrides
-    return _run("step04-reserve-max", rate_per_s=8, allocation="contiguous")
+    return _run("step04-reserve-max", rate_per_s=6, allocation="contiguous")
 
 
 @pytest.fixture(scope="module")
@@ -81,23 +81,23 @@ def test_live_kv_series_follow_the_runs_own(run_name, request):
 
 
 def test_reserving_the_maximum_is_mostly_promises(contiguous):
-    # step 4: the cache in use reaches 98.4% at 1-s samples while tokens fill at most 14.7% of it
+    # step 4: the cache in use reaches 98.5% at 1-s samples while tokens fill at most 14.4% of it
     _, merged = contiguous
     kv = {t["meta"]: t["y"] for t in merged["figures"]["kv"]["data"]}
     held, empty = kv["kv_token_fraction"], kv["kv_reserved_empty_fraction"]
     assert round(max(h + e for h, e in zip(held, empty)), 3) == 0.985
-    assert max(held) == 0.1474
+    assert max(held) == 0.1437
     # the share of the reserved memory holding tokens, averaged over the samples, is the panel's (time-weighted)
-    # figure to within half a point: 13.7%
-    assert merged["outputs"]["kv_token_share"]["text"] == "13.7%"
-    assert sum(held) / sum(h + e for h, e in zip(held, empty)) == pytest.approx(0.137, abs=0.005)
+    # figure to within half a point: 13.8%
+    assert merged["outputs"]["kv_token_share"]["text"] == "13.8%"
+    assert sum(held) / sum(h + e for h, e in zip(held, empty)) == pytest.approx(0.138, abs=0.005)
 
 
 def test_paged_blocks_hold_tokens_in_nearly_all_they_reserve(paged):
-    # step 5: the cache is never full (45% at most) and almost all of what is in use holds tokens
+    # step 5: the cache is never full (36% at most) and almost all of what is in use holds tokens
     _, merged = paged
     kv = {t["meta"]: t["y"] for t in merged["figures"]["kv"]["data"]}
     held, empty, free = kv["kv_token_fraction"], kv["kv_reserved_empty_fraction"], kv["kv_free_fraction"]
-    assert max(held) == 0.4464 and min(free) == pytest.approx(0.5481, abs=2e-4)
-    assert merged["outputs"]["kv_token_share"]["text"] == "98.1%"
-    assert sum(held) / sum(h + e for h, e in zip(held, empty)) == pytest.approx(0.98, abs=0.005)
+    assert max(held) == 0.3562 and min(free) == pytest.approx(0.6416, abs=2e-4)
+    assert merged["outputs"]["kv_token_share"]["text"] == "98.4%"
+    assert sum(held) / sum(h + e for h, e in zip(held, empty)) == pytest.approx(0.984, abs=0.005)
