@@ -80,7 +80,7 @@ def preset_summary(name: str, rate_per_s: float = 0, weights: str | None = None,
     >>> preset_summary("step04-reserve-max", 4)["queue_depth_max"]
     10
     >>> s = preset_summary("step06-twice-the-traffic", weights="fp8")
-    >>> s["requests_completed"], s["ttft_p99_s"] < preset_summary("step06-twice-the-traffic")["ttft_p99_s"] / 5
+    >>> s["requests_completed"], s["ttft_p99_s"] < preset_summary("step06-twice-the-traffic")["ttft_p99_s"] / 3
     (1200, True)
     """
     data = scenario_for(name, rate_per_s=rate_per_s, speculation=speculation)

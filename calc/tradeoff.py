@@ -84,7 +84,7 @@ def corners(replica: str, itl_target_s: float) -> dict[str, dict | None]:
     * ``latency_throughput``: the fastest lower-bit format meeting the target (quality paid).
     Source: :func:`frontier`, :func:`best_under`.
 
-    >>> c = corners("llama-3.1-70b", 0.02)
+    >>> c = corners("llama-3.1-70b", 0.025)
     >>> c["latency_quality"]["max_num_seqs"], c["latency_throughput"]["weights"]
     (16, 'fp8')
     """

@@ -54,7 +54,7 @@ workload                    (below)
 ``concurrency`` (closed-loop only, required there: 1 to 100,000 clients, each
 sending its next request when its previous one finishes), ``think_time_s``
 (closed-loop: 0, a client's pause between a finish and its next send),
-``rate_per_s`` (5: about half of what the lesson's replica sustains), ``requests`` (1000), ``duration_s`` (null: no time limit),
+``rate_per_s`` (5: about three quarters of what the lesson's replica sustains, :func:`calc.gpu_util.replica_capacity_rps`), ``requests`` (1000), ``duration_s`` (null: no time limit),
 ``burstiness`` (4: squared coefficient of variation of bursty gaps) and either
 ``classes`` (a list of request classes) or the keys of a single class directly:
 ``name`` ("chat"), ``share`` (1), ``lengths`` (fixed, chat, lognormal),

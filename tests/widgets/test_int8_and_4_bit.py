@@ -64,7 +64,7 @@ def test_four_bit_stops_helping_at_a_full_batch():
     assert (f["sim_ttft_p99_bf16"], f["sim_ttft_p99_int4"], f["sim_ttft_p99_fp8"]) == ("68.4 s", "68.4 s", "19.2 s")
     p99 = {fmt: step.preset_summary(step.SIM_PRESET, weights=fmt)["ttft_p99_s"] for fmt in ("bf16", "int4", "fp8")}
     assert p99["int4"] == pytest.approx(p99["bf16"], rel=0.02)  # at saturation int4 ends where bf16 did
-    assert p99["fp8"] < p99["bf16"] / 5
+    assert p99["fp8"] < p99["bf16"] / 3  # step 7: fp8 falls behind far more slowly (its decode step ~0.7x, KV room 1.5x)
     curve = call(FORMATS)["figures"]["vs_batch"]
     by_name = {t["name"]: t for t in curve["data"]}
     assert by_name["int4"]["y"][0] < by_name["fp8"]["y"][0] < by_name["bf16"]["y"][0]  # batch 1
