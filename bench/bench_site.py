@@ -30,14 +30,12 @@ bench-results/site-ab.json.
 from __future__ import annotations
 
 import argparse
-import functools
 import gzip
 import json
 import os
 import statistics
 import subprocess
 import sys
-import threading
 import time
 import urllib.parse
 
@@ -45,27 +43,9 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SITE = os.environ.get("CALC_SITE_DIR", os.path.join(ROOT, "site"))  # the built site; another folder for a private build
 sys.path.insert(0, ROOT)
 
-from tests.browser.conftest import CHROMIUM_FLAGS, QuietHandler, QuietServer, built_site_url  # noqa: E402
+from tests.browser.conftest import CHROMIUM_FLAGS, built_site_url  # noqa: E402
 from tests.browser.test_first_visit import RecordingServer  # noqa: E402
 
-
-class FolderServer(RecordingServer):
-    """A RecordingServer for another built site's folder (the A/B comparison's other site)."""
-
-    def __init__(self, url: str, folder: str):
-        super().__init__(url)
-        self.folder = folder
-
-    def start(self, wait_s: float = 60) -> None:
-        responses = self.responses
-
-        class Recording(QuietHandler):
-            def send_response(self, code, message=None):
-                responses.append((time.time(), urllib.parse.urlparse(self.path).path, int(code)))
-                super().send_response(code, message)
-
-        self.httpd = QuietServer(self.address, functools.partial(Recording, directory=self.folder))
-        threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
 
 FIRST_PAGE = "lesson/01-a-70b-assistant/"
 SECOND_PAGE = "lesson/02-kv-cache-arithmetic/"
@@ -246,7 +226,7 @@ def main_ab(other_site: str, runs: int) -> int:
     url = built_site_url()
     parsed = urllib.parse.urlparse(url)
     other_url = f"{parsed.scheme}://{parsed.hostname}:{parsed.port + 1}/"
-    servers = {"before": FolderServer(other_url, os.path.abspath(other_site)), "after": RecordingServer(url)}
+    servers = {"before": RecordingServer(other_url, directory=os.path.abspath(other_site)), "after": RecordingServer(url)}
     for server in servers.values():
         server.start()
     load_before = os.getloadavg()[0]

@@ -9,7 +9,6 @@ own HTTP cache or from Cache Storage never reaches it.
 from __future__ import annotations
 
 import functools
-import http.server
 import json
 import os
 import threading
@@ -18,7 +17,7 @@ import urllib.parse
 
 import pytest
 
-from tests.browser.conftest import QuietHandler
+from tests.browser.conftest import QuietHandler, QuietServer
 from tests.browser.folds import open_folds
 from tests.browser.helpers import SITE, recompute, wait_until_ready
 
@@ -32,11 +31,13 @@ OFFLINE_TIMEOUT_MS = 120_000  # the precache of ~30 MB on a loaded 2-core machin
 
 
 class RecordingServer:
-    """The built site on ``url``'s port, recording ``(time_s, path, status)`` for every response it sends."""
+    """A built site (``directory``, this checkout's by default) on ``url``'s port, recording ``(time_s, path,
+    status)`` for every response it sends."""
 
-    def __init__(self, url: str):
+    def __init__(self, url: str, directory: str = SITE):
         parsed = urllib.parse.urlparse(url)
         self.url = url
+        self.directory = directory
         self.address = (parsed.hostname, parsed.port or 80)
         self.responses: list[tuple[float, str, int]] = []
         self.httpd = None
@@ -49,11 +50,10 @@ class RecordingServer:
                 responses.append((time.time(), urllib.parse.urlparse(self.path).path, int(code)))
                 super().send_response(code, message)
 
-        http.server.ThreadingHTTPServer.allow_reuse_address = True
         deadline = time.monotonic() + wait_s
         while True:
             try:
-                self.httpd = http.server.ThreadingHTTPServer(self.address, functools.partial(Recording, directory=SITE))
+                self.httpd = QuietServer(self.address, functools.partial(Recording, directory=self.directory))
                 break
             except OSError:
                 if time.monotonic() > deadline:
