@@ -7,7 +7,7 @@ import pytest
 from tests.browser.helpers import (assert_outputs, calc_drill, calc_view, chart_traces, check_answer, choose,
                                    figure_traces, fill_in, new_question, open_live, output_text, recompute,
                                    wait_for_any_error, wait_for_output, wait_until_live, wait_until_ready)
-from tests.browser.folds import open_folds, open_live  # opens the folds holding the widgets first
+from tests.browser.folds import open_live  # opens the folds holding the widgets first
 
 pytestmark = [pytest.mark.browser, pytest.mark.site, pytest.mark.xdist_group("browser")]
 
@@ -46,16 +46,8 @@ def test_bad_input_shows_a_clear_message_and_the_page_keeps_working(visit):
     assert error.inner_text() == ""
 
 
-@pytest.fixture(scope="module")
-def navigated(module_visit):
-    """Step 2's page booted once for the navigation test and the drill's test after it (the drill is another
-    block than the widget the navigation test drives)."""
-    open_live(module_visit, PAGE, DRILL)
-    return module_visit
-
-
-def test_worker_survives_instant_navigation(navigated):
-    page = navigated.page
+def test_worker_survives_instant_navigation(visit):
+    page = open_live(visit, PAGE)
     page.evaluate("() => { window.__sameDocument = true; }")
     page.wait_for_load_state("networkidle")
     page.click("a.md-footer__link--next")
@@ -72,10 +64,8 @@ def test_worker_survives_instant_navigation(navigated):
     assert page.evaluate("() => window.calcRuntime.boots") == 1, "the worker was restarted"
 
 
-def test_drill_checks_answers_in_any_byte_unit_and_makes_new_numbers(navigated):
-    page = navigated.page
-    open_folds(page, DRILL)  # the page the test before's instant navigation came back to, folds closed again
-    wait_until_live(page, DRILL)
+def test_drill_checks_answers_in_any_byte_unit_and_makes_new_numbers(visit):
+    page = open_live(visit, PAGE, DRILL)
     for answer in ("128 KiB", "131072", "0.125 MiB"):
         correct, text = check_answer(page, DRILL, answer)
         assert correct and text.startswith("Right"), answer

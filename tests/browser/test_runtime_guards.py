@@ -22,22 +22,15 @@ def test_a_call_past_its_budget_is_cut_off_with_a_message_and_the_runtime_recove
     recompute(page, WIDGET, "kv_bytes_per_token", model="qwen2.5-7b")
 
 
-@pytest.fixture(scope="module")
-def live(module_visit):
-    """Step 2's page booted once for the allow-list test (it only asks) and the keyboard test after it."""
-    open_live(module_visit, PAGE)
-    return module_visit
-
-
-def test_a_call_off_the_allow_list_is_refused_in_the_browser(live):
-    page = live.page
+def test_a_call_off_the_allow_list_is_refused_in_the_browser(visit):
+    page = open_live(visit, PAGE)
     for name in ("os.system", "builtins.eval", "calc.widgets.runtime.handle", "__import__"):
         answer = page.evaluate("(fn) => window.calcRuntime.request('call', {fn, args: {}}, 5000)", name)
         assert answer["ok"] is False and answer["error"]["field"] == "widget", name
 
 
-def test_controls_work_from_the_keyboard(live):
-    page = live.page
+def test_controls_work_from_the_keyboard(visit):
+    page = open_live(visit, PAGE)
     page.focus(f'{WIDGET} input[name="context_tokens"]')
     page.keyboard.press("ArrowUp")  # a number input steps to its next valid value
     stepped = page.input_value(f'{WIDGET} input[name="context_tokens"]')
