@@ -22,43 +22,6 @@ SIM_PAGE = "lesson/22-playground/"
 SIM = '[data-widget="simulation.replica"]'
 
 
-@pytest.fixture(scope="module")
-def kv_visit(browser, site_server):
-    """Step 2's page booted once for the tests below that drive its kv_per_token widget, with the test-only
-    widgets in its calc zip (two of them keep the worker busy on purpose; the others never call them)."""
-    from tests.browser.conftest import Visit
-
-    site_server.test_widgets = True
-    session = Visit(browser, site_server)
-    try:
-        session.page.goto(session.url(PAGE))
-        session.page.wait_for_selector(f'{WIDGET}[data-state="live"]')
-        session.model_as_built = session.page.input_value(f'{WIDGET} select[name="model"]')
-        yield session
-    finally:
-        session.close()
-        site_server.test_widgets = False
-    assert session.external_requests == [], f"requests left 127.0.0.1: {session.external_requests}"
-
-
-@pytest.fixture
-def kv_page(kv_visit):
-    """The shared page, idle and showing the built model (a test before may have chosen another): the model put
-    back, the charts redrawn, the worker's queue empty and the chart table closed."""
-    page = kv_visit.page
-    if page.input_value(f'{WIDGET} select[name="model"]') != kv_visit.model_as_built:
-        page.select_option(f'{WIDGET} select[name="model"]', kv_visit.model_as_built)
-        built = framework.call("kv_cache_arithmetic.kv_per_token", {"model": kv_visit.model_as_built})
-        wait_for_output(page, WIDGET, "kv_bytes_per_token", built["outputs"]["kv_bytes_per_token"]["text"])
-        page.wait_for_selector(f'{WIDGET}[data-charts="drawn"]')
-    page.evaluate(f"() => document.querySelectorAll('{WIDGET} details.calc-chart-data').forEach(d => d.open = false)")
-    page.wait_for_function("() => !calcRuntime.inFlight && !calcRuntime.queue.length"
-                           " && !document.querySelector('[data-chart][data-pending]')")
-    page.evaluate("() => { if (window.__observer) window.__observer.disconnect(); }")  # the test before's
-    yield page
-    assert kv_visit.console_errors == []
-
-
 def test_the_worker_is_started_from_the_head_and_adopted_once(visit):
     page = visit.page
     page.goto(visit.url(PAGE))
@@ -83,25 +46,16 @@ def test_the_worker_is_started_from_the_head_and_adopted_once(visit):
     assert visit.console_errors == []
 
 
-def test_widgets_are_warmed_once_on_the_inputs_they_show(kv_page):
-    # The first test on the shared page: nothing has driven the widget yet.
-    page = kv_page
-    kinds = page.evaluate("() => [...document.querySelectorAll('[data-widget]')].map(w => [w.dataset.kind, w.dataset.warmed || null])")
-    assert kinds and all((warmed == "1") == (kind == "widget") for kind, warmed in kinds)
-    # Warming changed nothing on the page: the widget still shows what the build computed.
-    with open(os.path.join(SITE, PAGE, "index.html"), encoding="utf-8") as handle:
-        built = re.search(r'data-output="kv_bytes_per_token"[^>]*>([^<]*)<', handle.read()).group(1)
-    assert page.text_content(f'{WIDGET} [data-output="kv_bytes_per_token"]') == html.unescape(built)
-    assert page.get_attribute(WIDGET, "data-state") == "live"
-
-
-def test_numbers_then_charts_and_the_chart_ends_on_cpythons_figure(kv_page):
-    page = kv_page
+def test_numbers_then_charts_and_the_chart_ends_on_cpythons_figure(visit):
+    page = visit.page
+    page.goto(visit.url(PAGE))
+    page.wait_for_selector(f'{WIDGET}[data-state="live"]')
+    page.wait_for_function("() => !document.querySelector('[data-chart][data-pending]')")
     page.evaluate(f"""() => {{
         const w = document.querySelector('{WIDGET}');
         window.__seen = [];
-        window.__observer = new MutationObserver(() => window.__seen.push([w.dataset.state, w.dataset.charts || '']));
-        window.__observer.observe(w, {{attributes: true, attributeFilter: ['data-state', 'data-charts']}});
+        new MutationObserver(() => window.__seen.push([w.dataset.state, w.dataset.charts || '']))
+            .observe(w, {{attributes: true, attributeFilter: ['data-state', 'data-charts']}});
     }}""")
     expected = framework.call("kv_cache_arithmetic.kv_per_token", {"model": "llama-3.1-70b"})
     page.select_option(f'{WIDGET} select[name="model"]', "llama-3.1-70b")
@@ -117,8 +71,11 @@ def test_numbers_then_charts_and_the_chart_ends_on_cpythons_figure(kv_page):
     assert page.evaluate(f"() => document.querySelector('{CHART}').dataset.pending") is None
 
 
-def test_a_chart_table_is_filled_when_opened_with_the_new_numbers(kv_page):
-    page = kv_page
+def test_a_chart_table_is_filled_when_opened_with_the_new_numbers(visit):
+    page = visit.page
+    page.goto(visit.url(PAGE))
+    page.wait_for_selector(f'{WIDGET}[data-state="live"]')
+    page.wait_for_function("() => !document.querySelector('[data-chart][data-pending]')")
     table = f'{WIDGET} [data-chart-table="kv_vs_context"]'
     built_rows = page.evaluate(f"() => document.querySelectorAll('{table} tbody tr').length")
     expected = framework.call("kv_cache_arithmetic.kv_per_token", {"model": "llama-3.1-70b"})
@@ -136,11 +93,13 @@ def test_a_chart_table_is_filled_when_opened_with_the_new_numbers(kv_page):
     assert page.evaluate(f"() => document.querySelectorAll('{table} tbody tr').length") == built_rows
 
 
-def test_number_cells_format_like_the_build(kv_page):
+def test_number_cells_format_like_the_build(visit):
     from hooks.widget_html import _cell  # how the build writes a chart table's cells
 
     values = [123456.7, 1024, 0.123456, -2.5, "GQA", 12345.0, 0.5, 3.14159, 9999.5, 1e-5, 0]
-    page = kv_page
+    page = visit.page
+    page.goto(visit.url(PAGE))
+    page.wait_for_selector("html[data-pyodide]")
     assert page.evaluate("(values) => values.map(calcRuntime.formatCell)", values) == [_cell(v) for v in values]
 
 
@@ -168,8 +127,11 @@ def test_block_map_wraps_on_a_phone_instead_of_shrinking_cells(browser, site_ser
     assert phone.external_requests == []
 
 
-def test_a_readers_request_goes_before_background_warming(kv_page):
-    page = kv_page
+def test_a_readers_request_goes_before_background_warming(with_test_widgets, visit):
+    page = visit.page
+    page.goto(visit.url(PAGE))
+    page.wait_for_selector("html[data-pyodide=ready]")
+    page.wait_for_function("() => !calcRuntime.inFlight && !calcRuntime.queue.length")
     order = page.evaluate("""async () => {
         const done = [];
         const rt = window.calcRuntime;
@@ -183,13 +145,30 @@ def test_a_readers_request_goes_before_background_warming(kv_page):
     assert order == [["warm-1", True], ["reader", True], ["warm-2", True], ["warm-3", True]]
 
 
-def test_computing_shows_only_when_the_answer_is_late_and_calc_answered_closes_each_call(kv_page):
-    page = kv_page
+def test_widgets_are_warmed_once_on_the_inputs_they_show(visit):
+    page = visit.page
+    page.goto(visit.url(PAGE))
+    page.wait_for_selector("html[data-pyodide=ready]")
+    page.wait_for_function("() => !calcRuntime.inFlight && !calcRuntime.queue.length")
+    kinds = page.evaluate("() => [...document.querySelectorAll('[data-widget]')].map(w => [w.dataset.kind, w.dataset.warmed || null])")
+    assert kinds and all((warmed == "1") == (kind == "widget") for kind, warmed in kinds)
+    # Warming changed nothing on the page: the widget still shows what the build computed.
+    with open(os.path.join(SITE, PAGE, "index.html"), encoding="utf-8") as handle:
+        built = re.search(r'data-output="kv_bytes_per_token"[^>]*>([^<]*)<', handle.read()).group(1)
+    assert page.text_content(f'{WIDGET} [data-output="kv_bytes_per_token"]') == html.unescape(built)
+    assert page.get_attribute(WIDGET, "data-state") == "live"
+
+
+def test_computing_shows_only_when_the_answer_is_late_and_calc_answered_closes_each_call(with_test_widgets, visit):
+    page = visit.page
+    page.goto(visit.url(PAGE))
+    page.wait_for_selector(f'{WIDGET}[data-state="live"]')
+    page.wait_for_function("() => !calcRuntime.inFlight && !calcRuntime.queue.length")
     page.evaluate(f"""() => {{
         const w = document.querySelector('{WIDGET}');
         window.__seen = []; window.__answers = [];
-        window.__observer = new MutationObserver(() => window.__seen.push([w.dataset.state, w.getAttribute('aria-busy')]));
-        window.__observer.observe(w, {{attributes: true, attributeFilter: ['data-state', 'aria-busy']}});
+        new MutationObserver(() => window.__seen.push([w.dataset.state, w.getAttribute('aria-busy')]))
+            .observe(w, {{attributes: true, attributeFilter: ['data-state', 'aria-busy']}});
         w.addEventListener('calc:answered', (e) => window.__answers.push(
             Object.assign({{busy: w.getAttribute('aria-busy'), state: w.dataset.state}}, e.detail)));
     }}""")
@@ -209,9 +188,8 @@ def test_computing_shows_only_when_the_answer_is_late_and_calc_answered_closes_e
     assert (answer["busy"], answer["state"]) == (None, "live")  # the event comes once the numbers are written
     # A late answer (the worker is busy for 0.4 s first) shows "computing" until it arrives.
     page.evaluate("() => { window.__seen = []; calcRuntime.request('call', {fn: 'diagnostics.busy', args: {seconds: '0.4'}}, 5000); }")
-    # (a model no test before chose on this shared page: an answer the page holds already would not be late)
-    second = framework.call("kv_cache_arithmetic.kv_per_token", {"model": "llama-3.1-405b"})
-    page.select_option(f'{WIDGET} select[name="model"]', "llama-3.1-405b")
+    second = framework.call("kv_cache_arithmetic.kv_per_token", {"model": "llama-3.1-8b"})
+    page.select_option(f'{WIDGET} select[name="model"]', "llama-3.1-8b")
     page.wait_for_function("() => window.__answers.length === 2")
     wait_for_output(page, WIDGET, "kv_bytes_per_token", second["outputs"]["kv_bytes_per_token"]["text"])
     seen = page.evaluate("() => window.__seen")
@@ -219,3 +197,4 @@ def test_computing_shows_only_when_the_answer_is_late_and_calc_answered_closes_e
     answer = page.evaluate("() => window.__answers[1]")
     assert answer["ok"] is True and answer["ms"] >= 100 and answer["state"] == "live"
     assert page.get_attribute(WIDGET, "aria-busy") is None
+    assert visit.console_errors == []
