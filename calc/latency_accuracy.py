@@ -26,7 +26,21 @@ simulator as it stands (:func:`calc.sim.simulate`), driven the way the row's cli
   run (steady state at concurrency 5: TTFT 0.43 s for one client in five, 0.82 s for the others, where
   NIM's 547 ms mean says most prompts met no queue). A random send delay of 20-50 ms (measured here) makes
   it worse, not better (the pairs stay within one prefill); what splits them on a real server is not in
-  any source read, so nothing is added for it.
+  any source read, so nothing is added for it. The client read in sources leaves no spread to split them:
+  the sweep's AIPerf command (``client.request_count_source``: ai-dynamo/dynamo benchmarks/llm/perf.sh) fixes
+  both lengths (``--synthetic-input-tokens-stddev 0``,
+  ``--output-tokens-stddev 0``, ``max_tokens`` = ``min_tokens`` with ``ignore_eos``) and its concurrency
+  burst mode issues credits with no delay, the semaphore alone holding N in flight (ai-dynamo/aiperf
+  tests/component_integration/timing/test_concurrency_burst.py: the first N credits within 0.2 s, mean gap
+  under 0.1 s; ramping is an opt-in, docs "Gradual Ramping"): the N first at once, no stagger.
+  TensorRT-LLM's no-chunking rule (a whole prompt beside the decodes within ``max_num_tokens`` 8192) runs
+  one 5,000-token prompt per step and several 500-token ones together, as calc does (the 500/2,000 run at
+  concurrency 5 prefills four prompts in one step). Two sourced variants, measured by
+  ``bench/nim_closed_loop_variants.py``, do not help: profiling from an idle server (AIPerf's warm-up
+  grace period) puts concurrency 5, 25 and 50 at +45%, +84% and +115% (NIM's figures rule it out, as said
+  above); the chat template's tokens, which AIPerf's synthetic length
+  leaves out, shorten the cache by about one request (30 tokens a prompt: concurrency 100 -23% -> -15%,
+  150-250 +0..+5% -> +3..+6%, concurrency 5 +36% -> +37%), a count not read for Llama 3.3, so not applied.
 
 All-at-once throughput rows (vLLM nightly ``benchmark_throughput``, the Azure run at QPS inf; 200 ShareGPT
 prompts each, as the rows say: the nightly test definition sends ``num_prompts`` 200 of

@@ -246,11 +246,13 @@ MISS_MECHANISMS = {
              "per-sequence term; on NIM's closed-loop rows (fixed lengths) the "
              "simulated clients stay in lock-step: requests whose first tokens came one prefill apart finish one "
              "decode step apart, so each resent prompt queues behind the one before, where the measured runs mostly "
-             "met no queue"),
+             "met no queue (the client read in sources fixes both lengths and starts its N clients at once, so "
+             "nothing sourced splits them); at 100 clients calc's TensorRT-LLM cache holds 90 requests where "
+             "NIM's plateau says 86-87, so fewer clients wait"),
     "tpot_itl": ("time per token grows with load through a per-sequence step cost (seq_overhead_s: input "
                  "preparation, sampling and output processing per scheduled sequence on a Python engine's CPU), fitted "
                  "on Azure's vLLM run at 16 requests/s and inherited by SGLang 0.3; what is left: NIM's C++ runtime "
-                 "(no per-sequence term) comes out 15-17% slow at 100-250 clients, SGLang's 70B at 8 requests/s 11% "
+                 "(no per-sequence term) comes out 7-9% slow at 100-250 clients, SGLang's 70B at 8 requests/s 11% "
                  "slow with vLLM's slope, and vLLM's all-at-once TPOT 16% slow, where one linear term charges 200 "
                  "sequences at once in full"),
     "e2e": ("end-to-end latency adds up the TTFT and TPOT misses above and the answer lengths calc draws"),
