@@ -27,15 +27,26 @@ other row is validation.
   run (16 on average): there the
   slope would take every other residual of that TP8 A100 set-up (the 1 request/s TPOT is already 5% short)
   and come out at 0.44 ms per sequence, leaving no per-step cost for the batch-8 rows. The all-at-once run
-  is not taken either (its steps carry whole prompts). SGLang 0.3 inherits vLLM's (a Python engine with
-  the same per-sequence work; its 8 req/s row stays validation); vLLM 0.6's multi-step scheduling and
-  NIM's C++ runtime take 0 (sourced assumptions in the profile). The term is the serving path's (each
+  is not taken either (its steps carry whole prompts). SGLang 0.3 has its own, on the same principle
+  (:data:`SEQ_ROW_SGLANG`: its 8B run at 8 requests/s, median ITL, about 17 sequences running where the
+  4 requests/s run that fits its step cost has about 7; its 5,000-prompt runs carry whole prompts);
+  vLLM 0.6's multi-step scheduling and NIM's C++ runtime take 0 (sourced assumptions in the profile). The term is the serving path's (each
   token streamed to its client through the API server): vLLM's offline maximum-throughput runs
   (benchmark_throughput, LLM.generate, no API server) came out 28-37% slow with it and run without it
   (scenario ``frontend`` offline, :func:`calc.latency_accuracy.frontend_of`): 5-19% slow to 7% fast on
   Llama. The fit does not move with that (its rows are served, or batch-8 rows the split between fixed and
   per-sequence cost is fitted on as served). Left: SGLang 0.3's 5,000-prompt runs, served at rate inf,
-  still come out 33-41% slow with the inherited term.
+  still come out 28-35% slow with its own 100 us per sequence (41-33% with vLLM's 138 us): under calc's
+  roofline their answers run compute-bound at a large batch, where a per-sequence cost that size cannot
+  be paid in series (a term whose shape at a batch of hundreds no source read gives);
+* SGLang 0.3's tensor-parallel cost (:data:`TP_ROW_SGLANG`): its own 4-GPU row at its lowest rate (70B on
+  4 H100s, 4 requests/s, median ITL), fitted after its one-GPU terms. SGLang 0.3 runs a whole scheduler in
+  every tensor-parallel rank and rank 0 sends each loop's new requests to the others over a CPU (gloo)
+  broadcast before every step (``ControllerSingle.loop_for_forward`` -> ``broadcast_recv_input``,
+  python/sglang/srt/managers/controller_single.py and tp_worker.py of the v0.3 line), where vLLM's driver
+  hands its workers a prepared tensor dict; vLLM's own 0.63 ms per GPU (fitted on vLLM's nightly TP4 row)
+  left SGLang's 70B rows 7-16% fast. The row's launch command also differs from the 8B one beyond TP (no
+  ``--enable-torch-compile``, H100 rather than A100): the term takes that too, and says so.
 
 Each term is fitted alone, in that order, by bisection on the simulated figure
 (:func:`calc.latency_accuracy.predict_row`, which is monotone in each term); a term whose zero already
@@ -57,7 +68,7 @@ from calc import engine_profiles
 from calc.errors import CalcError
 from calc.units import round_sig
 
-__all__ = ["PLAN", "FIT_ORDER", "fit_term", "fit", "stored", "write", "main"]
+__all__ = ["PLAN", "FIT_ORDER", "SEQ_ROW_VLLM", "SEQ_ROW_SGLANG", "TP_ROW_SGLANG", "fit_term", "fit", "stored", "write", "main"]
 
 #: The row that fits vLLM's per-sequence cost: the run at the largest batch with arrivals spread out (Azure's
 #: vLLM suite at 16 requests/s, median ITL: the time of a typical decode step; the same run series whose first
@@ -65,6 +76,13 @@ __all__ = ["PLAN", "FIT_ORDER", "fit_term", "fit", "stored", "write", "main"]
 #: other residual of that TP8 A100 set-up and comes out at 0.44 ms per sequence, leaving no per-step cost for
 #: the batch-8 rows; the all-at-once run's steps carry whole prompts.
 SEQ_ROW_VLLM = "vllm-azure-llama-3.3-70b-bf16-a100-40gb-tp8-sharegpt-qps16-itl"
+#: The row that fits SGLang 0.3's own per-sequence cost, on vLLM's principle: its run at the largest batch with
+#: arrivals spread out (the 8B on one A100 at 8 requests/s, median ITL: about 17 sequences per step in calc's run,
+#: where the 4 requests/s row that fits its step cost has about 7); the 5,000-prompt runs carry whole prompts.
+SEQ_ROW_SGLANG = "sglang-060-sglang-llama-3.1-8b-bf16-a100-tp1-sharegpt-rps8-itl"
+#: The row that fits SGLang 0.3's own tensor-parallel cost: its 4-GPU run at its lowest rate (70B, 4 H100s,
+#: 4 requests/s, median ITL), the TP4 counterpart of the row its step cost is fitted on.
+TP_ROW_SGLANG = "sglang-060-sglang-llama-3.1-70b-bf16-h100-tp4-sharegpt-rps4-itl"
 SEQ_ZERO_MULTISTEP = ("vLLM v0.6.0's multi-step scheduling prepares the inputs once per window of "
                       "--num-scheduler-steps steps and its asynchronous output processing runs beside the GPU's "
                       "work (vLLM blog 'vLLM v0.6.0: 2.7x Throughput Improvement and 5x Latency Reduction', "
@@ -90,8 +108,8 @@ PLAN = {
     },
     "sglang-0.3": {
         "step_overhead_s": ("row", "sglang-060-sglang-llama-3.1-8b-bf16-a100-tp1-sharegpt-rps4-itl"),
-        "tp_step_overhead_s": ("inherit", "vllm"),
-        "seq_overhead_s": ("inherit", "vllm"),
+        "tp_step_overhead_s": ("row", TP_ROW_SGLANG),
+        "seq_overhead_s": ("row", SEQ_ROW_SGLANG),
         "request_overhead_s": ("row", "sglang-060-sglang-llama-3.1-8b-bf16-a100-tp1-sharegpt-rps4-ttft"),
     },
     "nim-trtllm": {

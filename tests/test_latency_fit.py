@@ -67,10 +67,24 @@ def test_the_per_sequence_cost_is_fitted_on_a_large_batch_row_and_said_where_it_
     assert latency_fit.SEQ_ROW_VLLM in source
     # The one-GPU step cost stays positive beside it: the batch-8 row is not all per-sequence cost.
     assert 0.0002 < vllm["step_overhead_s"][0] < vllm["step_overhead_s"][0] + 8 * seq_s < 0.005
-    assert FRESH["sglang-0.3"]["seq_overhead_s"][0] == seq_s
+    # SGLang 0.3 has its own, on the same principle (its 8 req/s run), smaller than vLLM's, with a positive step cost.
+    sglang_seq_s, role, source = FRESH["sglang-0.3"]["seq_overhead_s"]
+    assert role == "calibration" and latency_fit.SEQ_ROW_SGLANG in source and 0.00005 < sglang_seq_s < seq_s
+    assert rows[latency_fit.SEQ_ROW_SGLANG]["inputs"]["client"]["rate_per_s"] == 8
+    assert 0.0002 < FRESH["sglang-0.3"]["step_overhead_s"][0] < 0.005
     for key in ("nim-trtllm", "vllm-0.6-multistep"):
         value, role, source = FRESH[key]["seq_overhead_s"]
         assert value == 0.0 and role == "assumption" and "(" in source and ")" in source  # 0, with its source
+
+
+def test_sglang_has_its_own_tensor_parallel_cost_fitted_on_its_four_gpu_row():
+    rows = {r["id"]: r for r in load_rows()}
+    value, role, source = FRESH["sglang-0.3"]["tp_step_overhead_s"]
+    row = rows[latency_fit.TP_ROW_SGLANG]
+    assert role == "calibration" and latency_fit.TP_ROW_SGLANG in source
+    assert row["inputs"]["tp"] == 4 and row["inputs"]["client"]["rate_per_s"] == 4 and row["figure"]["quantity"] == "itl"
+    # More per GPU than vLLM's (SGLang broadcasts each loop's requests to every rank's own scheduler), under 5 ms.
+    assert FRESH["vllm"]["tp_step_overhead_s"][0] < value < 0.005
 
 
 def test_every_fitted_row_comes_out_at_its_published_figure_within_a_percent():
