@@ -135,7 +135,7 @@ class SchedulerConfig:
     >>> SchedulerConfig(scheduler_steps=0)
     Traceback (most recent call last):
     ...
-    calc.errors.CalcError: scheduler_steps must be between 1 and 64; got 0
+    calc.errors.CalcError: scheduler_steps must be a whole number between 1 and 64; got 0
     >>> SchedulerConfig(capacity_policy="no-evict")
     Traceback (most recent call last):
     ...
