@@ -34,9 +34,9 @@ the engine's numbers.
   (:func:`efficiency_for` ``frontend``).
 * ``request_overhead_s``: each request's fixed cost between its send and the moment the engine can
   schedule it (HTTP, tokenization, the engine's input queue). It adds to TTFT and end-to-end latency, not
-  to any step. ``scheduler_steps`` > 1 (vLLM 0.6's multi-step scheduling) adds the wait for the running
-  multi-step window to end: on average half of it, ``(steps - 1) / 2`` decode steps (priced at the
-  replica's lightest decode step: a lower bound).
+  to any step. Under ``scheduler_steps`` > 1 (vLLM 0.6's multi-step scheduling) a request also waits for
+  the running multi-step window to end; that wait is not in this constant: the simulator runs the windows
+  step by step, each step priced at its batch (:data:`MULTI_STEP_SOURCE`, :mod:`calc.sim.scheduler`).
 
 Besides the fitted constants a profile says how its engine's scheduler fills a step, where engines differ
 by design rather than by a cost: ``context_chunking`` (default on, vLLM V1's chunked prefill) is off for
@@ -62,11 +62,18 @@ from dataclasses import dataclass, replace
 
 from calc.errors import CalcError, check_choice, check_range
 
-__all__ = ["ENGINES", "DEFAULT_ENGINE", "FRONTENDS", "DEFAULT_FRONTEND", "TERMS", "EngineProfile", "PROFILES_PATH", "load_profiles", "get_profile",
+__all__ = ["ENGINES", "DEFAULT_ENGINE", "MULTI_STEP_SOURCE", "FRONTENDS", "DEFAULT_FRONTEND", "TERMS", "EngineProfile", "PROFILES_PATH", "load_profiles", "get_profile",
            "efficiency_for", "allreduce_latency_s", "engine_coefficients", "request_overhead_s",
            "ALLREDUCE_PREFILL_MEASURED_S", "ALLREDUCE_BUS_EFFICIENCY_SOURCE", "ALLREDUCE_BUS_EFFICIENCY", "CUSTOM_ALLREDUCE_MAX_BYTES", "TWO_STAGE_ALLREDUCE_MIN_BYTES",
            "ALLREDUCE_BUS_EFFICIENCY_GPUS", "ALLREDUCE_BUS_EFFICIENCY_MIN_GPUS", "prefill_allreduce_terms",
            "measured_allreduce_bus_efficiency"]
+
+#: How ``scheduler_steps`` > 1 is priced (``python -m calc step`` prints it): not as a constant, but by the
+#: simulator's scheduler (:mod:`calc.sim.scheduler`), from vLLM v0.6.0's source.
+MULTI_STEP_SOURCE = ("vLLM v0.6.0 (vllm/engine/llm_engine.py step: the scheduler runs only when the window's steps "
+                     "are done; vllm/core/scheduler.py: a prefill step is a window of one, decodes get "
+                     "num_scheduler_steps; vllm/engine/output_processor/multi_step.py: tokens past an answer's end "
+                     "are computed and dropped): simulated step by step (calc.sim.scheduler), not a constant")
 
 PROFILES_PATH = os.path.join(os.path.dirname(os.path.abspath(__file__)), "data", "engine_profiles.json")
 #: The fitted or inherited constants of a profile, in the order they are fitted.
@@ -334,20 +341,24 @@ def engine_coefficients(model, gpu, *, tp: int = 1, weights: str = "bf16", kv_dt
                              prefill_allreduce_bus_efficiency=prefill_share)
 
 
-def request_overhead_s(profile: EngineProfile, coefficients) -> float:
-    """Seconds between a request's send and the moment it is schedulable on this replica.
+def request_overhead_s(profile: EngineProfile, coefficients=None) -> float:
+    """Seconds between a request's send and the moment it is schedulable on this replica: the fixed cost.
 
-    ``request_overhead_s + (scheduler_steps - 1) / 2 x`` the replica's lightest decode step (one token
-    at a context of one): the fixed cost, and under multi-step scheduling the mean wait for the running
-    window to end. Source: :data:`__doc__`; :meth:`calc.roofline.StepCoefficients.step_time_s`.
+    ``profile.request_overhead_s`` (HTTP, tokenization, the engine's input queue). Under multi-step
+    scheduling (``scheduler_steps`` > 1) the wait for the running window to end is not added here: the
+    simulator admits a waiting request only at a window's end (:mod:`calc.sim.scheduler`, source
+    :data:`MULTI_STEP_SOURCE`), with each of the window's steps priced at its batch, so counting it here too
+    would count it twice. ``coefficients`` (the replica's step prices) is accepted for callers that pass it
+    and not used.
 
-    >>> from calc.roofline import step_coefficients
-    >>> c = step_coefficients("llama-3.1-8b", "a100-80gb", efficiency=efficiency_for(get_profile("vllm-0.6-multistep")))
-    >>> request_overhead_s(get_profile("vllm-0.6-multistep"), c) > get_profile("vllm-0.6-multistep").request_overhead_s
-    True
+    >>> multi = get_profile("vllm-0.6-multistep")
+    >>> request_overhead_s(multi) == multi.request_overhead_s, multi.scheduler_steps
+    (True, 10)
+    >>> request_overhead_s("vllm")
+    Traceback (most recent call last):
+    ...
+    calc.errors.CalcError: profile must be an EngineProfile; got 'vllm'
     """
-    fixed = profile.request_overhead_s
-    if profile.scheduler_steps == 1:
-        return fixed
-    lightest = coefficients.step_time_s(new_tokens=1, kv_tokens_read=1, attention_token_pairs=1, sequences=1)
-    return fixed + (profile.scheduler_steps - 1) / 2 * lightest
+    if not isinstance(profile, EngineProfile):
+        raise CalcError(f"profile must be an EngineProfile; got {profile!r}", "engine")
+    return profile.request_overhead_s

@@ -19,7 +19,8 @@ other row is validation.
   assumption, said in the profile);
 * request cost (``request_overhead_s``): the engine's lowest-load TTFT with the shortest prompt (NIM at
   concurrency 1 with 500-token prompts; the first, uncached, Azure vLLM run at 1 request/s; SGLang and
-  vLLM 0.6 at 4 requests/s on one A100);
+  vLLM 0.6 at 4 requests/s on one A100; vLLM 0.6's on top of the wait for the running multi-step window
+  to end, which the simulator runs step by step, :mod:`calc.sim.scheduler`, not a constant);
 * per-sequence cost (``seq_overhead_s``, each sequence scheduled in a step: input preparation, sampling,
   output processing on a Python engine's CPU): the run at the largest batch with arrivals spread out
   (Azure's vLLM suite, Llama 3.3 70B TP8, 16 requests/s, median ITL: 38 sequences running on average in

@@ -28,7 +28,7 @@ from calc.roofline import (
     step_coefficients, ttft_s,
 )
 from calc.engine_profiles import (ALLREDUCE_BUS_EFFICIENCY_SOURCE, DEFAULT_ENGINE, ENGINES,
-                                  engine_coefficients, get_profile, request_overhead_s)
+                                  engine_coefficients, get_profile, request_overhead_s, MULTI_STEP_SOURCE)
 from calc.parallel import ALLREDUCE_LATENCY_SOURCE
 from calc.units import format_bytes, format_number, round_sig
 
@@ -193,8 +193,12 @@ def engine_terms(coef, engine: str, *, batch: int, context_tokens: int) -> dict:
                       "source": sources.get(term, "")})
         if term == "seq_overhead_s":  # microseconds: a fraction of a millisecond per sequence
             terms[-1]["value_text"] = f"{format_number(profile.seq_overhead_s * 1e6)} us"
-    if profile.scheduler_steps > 1:
-        terms[-1]["per"] += f" + the mean wait of a {profile.scheduler_steps}-step scheduling window"
+    if profile.scheduler_steps > 1:  # multi-step windows: simulated, not a constant (calc.sim.scheduler)
+        terms.append({"term": "scheduler_steps", "value": profile.scheduler_steps,
+                      "value_text": f"{profile.scheduler_steps} steps",
+                      "per": ("decode window: a new request waits for the running window to end, and an answer "
+                              "that ends inside one completes at its end (each step priced at its batch)"),
+                      "role": "setting", "source": MULTI_STEP_SOURCE})
     return {"engine": profile.key, "label": profile.label, "terms": terms,
             "roofline_decode_step_s": decode_step(coef, batch=batch, context_tokens=context_tokens)["time_s"],
             "decode_step_s": decode_step(priced, batch=batch, context_tokens=context_tokens)["time_s"],

@@ -423,9 +423,10 @@ class Replica(ReplicaClock):
         sched = self.sched
         plan = sched.plan()
         n = plan.decode_seqs
-        if n == 0 and not plan.prefills:
+        if n == 0 and not plan.prefills and not plan.phantom_seqs:
             return None
-        sequences = n + len(plan.prefills)  # every sequence the step computes a token or a chunk of
+        # every sequence the step computes a token or a chunk of (a multi-step window's finished ones too)
+        sequences = n + len(plan.prefills) + plan.phantom_seqs
         if self.speculation is None:
             positional = self._positional
             if positional is not None:  # the same price, without keywords (calc.sim.hardware.step_pricer)

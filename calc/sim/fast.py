@@ -120,6 +120,7 @@ def decode_run(rep, end_ns, limit_ns, budget: int = -1, sink_clock: bool = False
     (sched, pool, sink, decode, cap, finish_at, groups, waiting, running, lazy, res_count, cross_at, ticks,
      block_size, total_blocks, itl) = rep.fused_refs()
     price_n, price = 0, None  # the decode price function of the last batch size
+    window_steps = sched.cfg.scheduler_steps  # > 1: multi-step windows (calc.sim.scheduler), kept as plan() keeps them
     handled = 0
     now = None
     while end_ns is not None and end_ns < limit_ns and handled != budget:
@@ -128,7 +129,8 @@ def decode_run(rep, end_ns, limit_ns, budget: int = -1, sink_clock: bool = False
         if sink_clock:
             sink.now_ns = now
         plan = rep.plan
-        if plan.prefills or not plan.decode_seqs or len(groups) != 1 or sched.step_index + 1 in finish_at:
+        if (plan.prefills or not plan.decode_seqs or len(groups) != 1 or sched.step_index + 1 in finish_at
+                or plan.phantom_seqs):
             rep.end_step(now)
             end_ns = rep.start_step(now)
             if sink.wake:  # as run_until: a closed loop's client sent a request, the heap has a new event
@@ -147,6 +149,7 @@ def decode_run(rep, end_ns, limit_ns, budget: int = -1, sink_clock: bool = False
         offset = sched.token_states_besides_contexts()
         queued, live = len(waiting), len(running)
         used = total_blocks - pool.free - pool.evictable
+        window_left = sched.window_steps_left
         stopped = None  # "general" when the next step needs start_step; "idle" when none starts
         while True:
             # end_step: _account's integrals and commit's decode branch (no request finishes here)
@@ -166,8 +169,10 @@ def decode_run(rep, end_ns, limit_ns, budget: int = -1, sink_clock: bool = False
             main.t_ns = now
             busy += now - start
             steps += 1
-            # start_step, when the next step only decodes too (Scheduler.plan's decode-only case)
-            if sched.prefilling or not n or (queued and live < cap):
+            # start_step, when the next step only decodes too (Scheduler.plan's decode-only case; inside a
+            # multi-step window, Scheduler._plan_in_window's: nothing is admitted there, whatever waits)
+            in_window = window_left > 0
+            if sched.prefilling or not n or (queued and live < cap and not in_window):
                 stopped = "general"
                 break
             need = res_count[step % block_size] if lazy else 0
@@ -184,8 +189,11 @@ def decode_run(rep, end_ns, limit_ns, budget: int = -1, sink_clock: bool = False
                     offset = sched.token_states_besides_contexts()
                     if not n:
                         stopped = "idle"  # everything was preempted: an empty plan, as start_step returns
+                        window_left = 0  # and no window goes on (plan() and _plan_in_window end it)
                         break
                 used = total_blocks - pool.free - pool.evictable
+            if window_steps > 1:  # this step's place in its window: plan() opens one, _plan_in_window counts down
+                window_left = window_left - 1 if in_window else window_steps - 1
             ctx = ctx_ticks // ticks
             if n != price_n:
                 price_n, price = n, decode(n)
@@ -204,6 +212,7 @@ def decode_run(rep, end_ns, limit_ns, budget: int = -1, sink_clock: bool = False
             now = end_ns
             if sink_clock:
                 sink.now_ns = now
+        sched.window_steps_left = window_left
         if stopped is None:  # the plan in flight stays the same decode-only StepPlan, with this step's sums
             rep.fused_end(ctx_ticks, emitted, step, busy, steps, sum_new, sum_pairs, iq, ir, iu, ist, last, start,
                           max_running, now, True, n, ctx, end_ns)

@@ -110,12 +110,15 @@ def engine_scheduler_config(scenario):
     The scenario gives the limits (``max_num_seqs``, the token budget, chunked prefill); the engine profile
     (:mod:`calc.engine_profiles`) says whether a prompt may be split across steps: TensorRT-LLM's
     in-flight batching (profile ``nim-trtllm``) admits a prompt only whole (``context_chunking`` off), and
-    its capacity scheduler admits a request only when it fits to completion (``capacity_policy``).
+    its capacity scheduler admits a request only when it fits to completion (``capacity_policy``); vLLM 0.6's
+    multi-step scheduling decodes in windows of ``scheduler_steps`` steps, admitting only at their ends.
 
     >>> engine_scheduler_config(Scenario(engine="nim-trtllm")).context_chunking, engine_scheduler_config(Scenario()).context_chunking
     (False, True)
     >>> engine_scheduler_config(Scenario(engine="nim-trtllm")).capacity_policy
     'guaranteed-no-evict'
+    >>> engine_scheduler_config(Scenario(engine="vllm-0.6-multistep")).scheduler_steps   # its multi-step windows
+    10
     """
     from dataclasses import replace
 
@@ -123,9 +126,11 @@ def engine_scheduler_config(scenario):
 
     config = scenario.scheduler_config()
     profile = get_profile(scenario.engine)
-    if (profile.context_chunking, profile.capacity_policy) == (config.context_chunking, config.capacity_policy):
+    if ((profile.context_chunking, profile.capacity_policy, profile.scheduler_steps)
+            == (config.context_chunking, config.capacity_policy, config.scheduler_steps)):
         return config
-    return replace(config, context_chunking=profile.context_chunking, capacity_policy=profile.capacity_policy)
+    return replace(config, context_chunking=profile.context_chunking, capacity_policy=profile.capacity_policy,
+                   scheduler_steps=profile.scheduler_steps)
 
 
 @dataclass(frozen=True)

@@ -43,6 +43,34 @@ CapacitySchedulerPolicy::kGUARANTEED_NO_EVICT, ...)``) and
 (``GuaranteedNoEvictScheduler``: in-progress requests first, each reserving
 its blocks to completion, then pending requests while
 ``enoughAvailableBlocks``, stopping at the first that does not fit).
+With ``scheduler_steps`` N > 1 (vLLM v0.6's multi-step scheduling,
+``--num-scheduler-steps N``) the scheduler runs only at a window boundary: a
+step that decodes opens a window of N steps over the sequences decoding then,
+and the N - 1 steps after its first only decode them; nothing waiting is
+admitted and no prefill chunk runs until the window ends. A prefill-only step
+(chunked prefill off) is a window of one step. A sequence whose answer ends
+inside a window keeps its place to the window's end (the GPU computes its
+tokens, which are thrown away) and completes when the window ends, when the
+engine processes the window's outputs. Sources (vllm-project/vllm v0.6.0):
+``vllm/engine/llm_engine.py`` ``step`` ("Skip the scheduler if there are any
+remaining steps in the seq groups. This ensures that the scheduler is only
+called again when the current batch has completed", and the outputs are
+processed only once no steps remain); ``vllm/core/scheduler.py``
+(``_schedule_prefills``: ``init_multi_step(num_scheduler_steps=
+_get_num_lookahead_slots(is_prefill=True) + 1)``, 0 lookahead slots for a
+prefill, so one step; decodes get ``num_lookahead_slots + 1`` steps, and
+``vllm/engine/arg_utils.py`` sets ``num_lookahead_slots = max(...,
+num_scheduler_steps - 1)``); ``vllm/engine/output_processor/multi_step.py``
+(``_process_seq_outputs``: "Truncate to max_tokens if necessary": the window
+ran its fixed steps for every sequence in it). In the simulator such a
+sequence leaves the decode set at its last token and is priced as a phantom
+sequence (its token and its context read) for the rest of the window, its KV
+blocks returned at once (nothing is admitted before the window ends anyway).
+With chunked prefill on, the window's first step also carries prefill chunks
+and the prompts finished there decode in its other steps (vllm-project/vllm
+pull request #8378, vLLM 0.6.2; vLLM 0.6.0 refused the combination, issue
+#8274). Tokens are counted (ITL) at each step, not in the window's bursts.
+
 Sources: vLLM v1 scheduler (vllm/v1/core/sched/scheduler.py: running requests
 first, then waiting; preempt the last running request when blocks run out;
 recompute), vLLM v0 default policy (prefill-only steps); Agrawal et al.,
@@ -102,8 +130,12 @@ class SchedulerConfig:
     max_num_seqs`` and, without chunked prefill, ``>= max_model_len``; so does
     this (with speculation, every decode needs ``k + 1`` tokens of budget).
 
-    >>> SchedulerConfig().max_num_seqs, SchedulerConfig().capacity_policy
-    (256, 'preempt')
+    >>> SchedulerConfig().max_num_seqs, SchedulerConfig().capacity_policy, SchedulerConfig().scheduler_steps
+    (256, 'preempt', 1)
+    >>> SchedulerConfig(scheduler_steps=0)
+    Traceback (most recent call last):
+    ...
+    calc.errors.CalcError: scheduler_steps must be a whole number between 1 and 64; got 0
     >>> SchedulerConfig(capacity_policy="no-evict")
     Traceback (most recent call last):
     ...
@@ -124,6 +156,7 @@ class SchedulerConfig:
     prefix_caching: bool = False
     tokens_per_decode: int = 1  # positions verified per sequence under speculation: budget a decode takes
     capacity_policy: str = "preempt"  # or "guaranteed-no-evict" (TensorRT-LLM): CAPACITY_POLICIES
+    scheduler_steps: int = 1  # > 1: decode steps run in windows of this many, admission at their ends (vLLM 0.6)
 
     def __post_init__(self):
         check_choice("capacity_policy", self.capacity_policy, CAPACITY_POLICIES)
@@ -132,6 +165,11 @@ class SchedulerConfig:
         check_range("block_size", self.block_size, 1, 65_536, integer=True)
         check_range("max_model_len", self.max_model_len, 2, 100_000_000, integer=True)
         check_choice("allocation", self.allocation, ALLOCATIONS)
+        check_range("scheduler_steps", self.scheduler_steps, 1, 64, integer=True)
+        if self.scheduler_steps > 1 and self.tokens_per_decode != 1:
+            # vLLM v0.6.0 refuses it too: "Speculative decoding is not supported with multi-step".
+            raise CalcError(f"speculation needs scheduler_steps 1 (no multi-step windows); got scheduler_steps "
+                            f"{self.scheduler_steps}", "scheduler_steps")
         need = self.max_num_seqs * self.tokens_per_decode
         if self.max_num_batched_tokens < need:
             raise CalcError(
@@ -231,10 +269,11 @@ class StepPlan:
     """
 
     __slots__ = ("decode_seqs", "prefills", "new_tokens", "kv_tokens_read", "attention_token_pairs",
-                 "decode_kv_tokens", "preempted")
+                 "decode_kv_tokens", "preempted", "phantom_seqs")
 
     def __init__(self):
         self.decode_seqs = 0
+        self.phantom_seqs = 0  # finished sequences a multi-step window still computes (priced, nothing emitted)
         self.prefills = []
         self.new_tokens = 0
         self.kv_tokens_read = 0
@@ -245,7 +284,7 @@ class StepPlan:
     @property
     def empty(self) -> bool:
         """True when there is nothing to compute."""
-        return self.decode_seqs == 0 and not self.prefills
+        return self.decode_seqs == 0 and not self.prefills and not self.phantom_seqs
 
 
 class NullSink:
@@ -325,6 +364,12 @@ class Scheduler:
         self.input_tokens = 0
         self.prefill_tokens_computed = 0  # prompt tokens computed, recomputation included, cache hits not
         self.emitted_ticks = 0  # answer tokens emitted, in ticks (exact whole tokens once sequences leave)
+        # Multi-step windows (cfg.scheduler_steps > 1): steps left in the window after the one planned, the
+        # finished sequences it still computes (count, context tokens) and their requests, completed at its end.
+        self.window_steps_left = 0
+        self.window_phantoms = 0
+        self.window_phantom_tokens = 0
+        self.window_finished: list = []
 
     # ----------------------------------------------------------------- queueing
     def blocks_for_request(self, req) -> int:
@@ -347,8 +392,8 @@ class Scheduler:
         return True
 
     def has_work(self) -> bool:
-        """True while anything waits or runs."""
-        return bool(self.waiting) or bool(self.running)
+        """True while anything waits or runs (or a multi-step window still computes finished sequences)."""
+        return bool(self.waiting) or bool(self.running) or bool(self.window_phantoms)
 
     def seq_kv_tokens(self, seq: Seq) -> int:
         """Tokens of ``seq`` whose KV is held now (prompt computed so far, plus answer tokens written)."""
@@ -638,10 +683,34 @@ class Scheduler:
             budget -= chunk
         return budget
 
+    def _plan_in_window(self) -> StepPlan:
+        """A step inside a multi-step window: the window's decodes and phantoms only, nothing admitted."""
+        plan = StepPlan()
+        if self.n_decoding and (self.res_count[self.step_index % self.cfg.block_size] if self.lazy
+                                else self.step_index in self.cross_at):
+            self._decode_blocks(plan)
+        n = self.n_decoding
+        phantoms = self.window_phantoms
+        if not n and not phantoms:  # everything was preempted: the window is over, this step is empty
+            self.window_steps_left = 0
+            return plan
+        self.window_steps_left -= 1
+        ctx = self.ctx_ticks // TICKS if n else 0
+        plan.decode_seqs = n
+        plan.phantom_seqs = phantoms
+        plan.decode_kv_tokens = ctx
+        plan.new_tokens = n + phantoms  # one token each (no speculation with windows: SchedulerConfig)
+        plan.kv_tokens_read = plan.attention_token_pairs = ctx + self.window_phantom_tokens
+        return plan
+
     def plan(self) -> StepPlan:
         """Decide the next step (allocating its blocks, preempting if needed)."""
-        plan = StepPlan()
         cfg = self.cfg
+        if self.window_steps_left:  # inside a multi-step window (cfg.scheduler_steps > 1)
+            if self.n_decoding or self.window_phantoms:
+                return self._plan_in_window()
+            self.window_steps_left = 0  # nothing left in it: the scheduler runs again
+        plan = StepPlan()
         budget = cfg.max_num_batched_tokens
         prefill_only = False
         if not cfg.chunked_prefill and self.waiting:
@@ -683,6 +752,8 @@ class Scheduler:
         plan.new_tokens = new_tokens
         plan.kv_tokens_read = kv_read
         plan.attention_token_pairs = pairs
+        if n and cfg.scheduler_steps > 1:  # a step that decodes opens a window (a prefill-only step is one step)
+            self.window_steps_left = cfg.scheduler_steps - 1
         return plan
 
     # ---------------------------------------------------------------- committing
@@ -718,14 +789,33 @@ class Scheduler:
     def _finish(self, seq: Seq, now_ns: int) -> None:
         del self.running[seq.rid]
         self._release(seq)
+        req = seq.req
+        if self.window_steps_left:
+            # Inside a multi-step window: computed on to its end as a phantom, completed there.
+            self.window_phantoms += 1
+            self.window_phantom_tokens += req.prompt_tokens + req.output_tokens
+            self.window_finished.append(req)
+            return
+        self._complete(req, now_ns)
+
+    def _complete(self, req, now_ns: int) -> None:
         self.finished += 1
-        self.output_tokens += seq.req.output_tokens
-        self.input_tokens += seq.req.prompt_tokens
-        self.sink.finish(seq.req, now_ns)
+        self.output_tokens += req.output_tokens
+        self.input_tokens += req.prompt_tokens
+        self.sink.finish(req, now_ns)
+
+    def _end_window(self, now_ns: int) -> None:
+        """A multi-step window ended at ``now_ns``: the requests that finished inside it complete now."""
+        done, self.window_finished = self.window_finished, []
+        self.window_phantoms = self.window_phantom_tokens = 0
+        for req in done:
+            self._complete(req, now_ns)
 
     def commit(self, plan: StepPlan, now_ns: int) -> None:
         """Apply a planned step's results at its end time ``now_ns``."""
         sink = self.sink
+        if plan.phantom_seqs:
+            self.window_phantom_tokens += plan.phantom_seqs  # each phantom's thrown-away token is in its KV now
         if plan.decode_seqs:
             # Every decoding sequence emitted tokens now: one inter-token gap per group, weighted in ticks.
             adv = self.adv
@@ -756,6 +846,8 @@ class Scheduler:
                         seq.out_done = seq.req.output_tokens
                         self._finish(seq, now_ns)
         if not plan.prefills:
+            if self.window_finished and not self.window_steps_left:
+                self._end_window(now_ns)
             return
         for seq, epoch in plan.prefills:
             if seq.epoch != epoch:
@@ -779,3 +871,5 @@ class Scheduler:
                 self._finish(seq, now_ns)
             else:
                 self._join_decoding(seq, now_ns)
+        if self.window_finished and not self.window_steps_left:
+            self._end_window(now_ns)

@@ -239,11 +239,12 @@ def your_measurement(
 
 #: What keeps a latency metric above its target, named on the page when (and only when) it misses.
 MISS_MECHANISMS = {
-    "ttft": ("the four-GPU runs of SGLang and vLLM 0.6 still come out 13-28% short once their prefill all-reduces "
+    "ttft": ("the four-GPU runs of SGLang and vLLM 0.6 still come out 13-29% short once their prefill all-reduces "
              "are priced at the measured bandwidth of the two-stage custom all-reduce and the decode steps a new "
              "request waits for carry the per-sequence cost (their TPOT and ITL now 10% short to 11% long): "
-             "vLLM 0.6 waits for its running ten-step window, priced at the lightest decode step, and has no "
-             "per-sequence term; on NIM's closed-loop rows (fixed lengths) the "
+             "vLLM 0.6's ten-step windows are simulated (a new request is admitted only when the running window "
+             "ends, each step priced at its batch), yet its 70B four-GPU TTFT stays a quarter short with its TPOT "
+             "and end to end short too, and it has no per-sequence term; on NIM's closed-loop rows (fixed lengths) the "
              "simulated clients stay in lock-step: requests whose first tokens came one prefill apart finish one "
              "decode step apart, so each resent prompt queues behind the one before, where the measured runs mostly "
              "met no queue (the client read in sources fixes both lengths and starts its N clients at once, so "

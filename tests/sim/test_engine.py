@@ -101,3 +101,56 @@ def test_driving_out_of_order_is_refused():
     rep.start_step(0)
     with pytest.raises(CalcError):
         rep.start_step(1)
+
+
+# ------------------------------------------------------------ multi-step windows (vLLM 0.6, calc.sim.scheduler)
+def flat(new_tokens, kv_tokens_read, attention_token_pairs):
+    return 0.010  # every step 10 ms: the times below are counted in steps
+
+
+MS = 1_000_000
+
+
+def test_a_request_waits_for_the_running_window_to_end():
+    # A decodes from 10 ms in a window of 4 steps (10-50 ms); B, sent at 15 ms, is admitted only at 50 ms.
+    requests = lambda: [Request(0, 0, 10, 20), Request(1, 15 * MS, 10, 3)]  # noqa: E731
+    windows = Replica(SchedulerConfig(chunked_prefill=False, scheduler_steps=4), 1000, flat)
+    run(windows, requests())
+    assert sorted(windows.sink.ttft_ns) == [10 * MS, 45 * MS]  # B: prefill step 50-60 ms
+    # B's last token comes out at 80 ms, inside the window of 60-100 ms: it completes when that window ends.
+    assert sorted(windows.sink.e2e_ns)[0] == 85 * MS
+    every_step = Replica(SchedulerConfig(chunked_prefill=False), 1000, flat)
+    run(every_step, requests())
+    assert sorted(every_step.sink.ttft_ns) == [10 * MS, 15 * MS]  # admitted at the next step, 20 ms
+    assert sorted(every_step.sink.e2e_ns)[0] == 35 * MS
+
+
+def test_a_window_keeps_its_steps_when_its_answers_end_inside_it():
+    # A's two decode tokens come out at 20 and 30 ms; the window (10-50 ms) runs on with A as a phantom,
+    # so A completes at 50 ms and B, sent at 35 ms, starts its prefill at 50 ms.
+    rep = Replica(SchedulerConfig(chunked_prefill=False, scheduler_steps=4), 1000, flat)
+    end = run(rep, [Request(0, 0, 10, 3), Request(1, 35 * MS, 10, 2)])
+    assert rep.sink.e2e_ns[0] == 50 * MS
+    assert rep.sink.ttft_ns == [10 * MS, 25 * MS]
+    assert rep.steps == 1 + 4 + 1 + 4 and end == 100 * MS  # B: prefill 50-60 ms, one decode token, three phantoms
+    assert rep.sum_new_tokens == 10 + 4 + 10 + 4  # the phantoms' thrown-away tokens are computed (and priced)
+    assert rep.finished == 2 and rep.sched.window_phantoms == 0 and rep.kv_used_blocks == 0
+
+
+def test_phantom_steps_are_priced_with_the_finished_sequences_context():
+    # A (prompt 10, 3 tokens) finishes at its second decode step; the two steps after price it as one
+    # sequence over its 13 tokens, then 14: the KV read grows as its dropped tokens are written.
+    seen = []
+
+    def price(new_tokens, kv_tokens_read, attention_token_pairs):
+        seen.append((new_tokens, kv_tokens_read))
+        return 0.010
+
+    rep = Replica(SchedulerConfig(chunked_prefill=False, scheduler_steps=4), 1000, price)
+    run(rep, [Request(0, 0, 10, 3)])
+    assert seen == [(10, 10), (1, 10), (1, 11), (1, 13), (1, 14)]
+
+
+def test_windows_refuse_speculation():
+    with pytest.raises(CalcError, match="scheduler_steps"):
+        SchedulerConfig(scheduler_steps=10, tokens_per_decode=3)

@@ -51,6 +51,14 @@ SCENARIOS = [
                   "output_tokens": 60}},
     {"engine": "nim-trtllm", "kv_cache_tokens": 30000,
      "workload": {"rate_per_s": 10, "requests": 120, "lengths": "lognormal"}},
+    # vLLM 0.6's multi-step windows (engine vllm-0.6-multistep, 10 steps): admission only at a window's end,
+    # answers ending inside one computed on as phantoms; whole prompts (its rows), chunked with preemption, closed.
+    {"engine": "vllm-0.6-multistep", "model": "llama-3.1-8b", "tp": 1, "chunked_prefill": False,
+     "max_model_len": 4096, "workload": {"rate_per_s": 8, "requests": 150, "lengths": "lognormal"}},
+    {"engine": "vllm-0.6-multistep", "kv_cache_tokens": 20000,
+     "workload": {"rate_per_s": 12, "requests": 150, "lengths": "lognormal"}},
+    {"engine": "vllm-0.6-multistep", "chunked_prefill": False, "max_model_len": 4096,
+     "workload": {"arrival": "closed-loop", "concurrency": 16, "requests": 120, "lengths": "chat"}},
 ]
 
 FLEETS = [
@@ -84,7 +92,7 @@ def test_fast_paths_give_the_general_run(data):
 
 
 @pytest.mark.parametrize("path", fast.PATHS)
-@pytest.mark.parametrize("data", [SCENARIOS[1], SCENARIOS[2], SCENARIOS[4], SCENARIOS[10], FLEETS[1]])
+@pytest.mark.parametrize("data", [SCENARIOS[1], SCENARIOS[2], SCENARIOS[4], SCENARIOS[10], SCENARIOS[15], FLEETS[1]])
 def test_each_fast_path_alone_gives_the_general_run(path, data):
     fast_runs = _runs(data)
     with fast.general_paths(path):
@@ -120,14 +128,15 @@ def _state(engine) -> tuple:
         plan = rep.plan
         planned = None if plan is None or not hasattr(plan, "prefills") else (
             plan.decode_seqs, plan.new_tokens, plan.kv_tokens_read, plan.attention_token_pairs, plan.decode_kv_tokens,
-            [(s.rid, e) for s, e in plan.prefills])
+            [(s.rid, e) for s, e in plan.prefills], getattr(plan, "phantom_seqs", 0))
         sched = getattr(rep, "sched", None)
         if sched is None:
             reps.append((clock, rep.finished))
             continue
         scheduler = tuple(getattr(sched, k) for k in (
             "n_decoding", "ctx_ticks", "emitted_ticks", "step_index", "prefill_kv_tokens", "shared_running_tokens",
-            "finished", "preemptions", "prefill_tokens_computed"))
+            "finished", "preemptions", "prefill_tokens_computed", "window_steps_left", "window_phantoms",
+            "window_phantom_tokens"))
         seqs = [(s.rid, s.own_blocks, s.shared_blocks, s.computed, s.out_done, sched.seq_kv_tokens(s))
                 for s in sched.running.values()]
         reps.append((clock, planned, scheduler, seqs, (rep.pool.free, rep.pool.evictable, rep.pool.peak_used)))
@@ -191,7 +200,8 @@ def test_fast_paths_on_random_replicas(seqs, kv, rate, chunked, block, lengths, 
                                        overhead_s):
     data = {"max_num_seqs": seqs, "kv_cache_tokens": kv, "chunked_prefill": chunked, "block_size": block,
             "max_model_len": 4096, "seed": seed, "request_overhead_s": overhead_s,
-            "engine": "nim-trtllm" if seed % 3 == 0 else "vllm",  # a third with prompts admitted whole
+            # a third with prompts admitted whole, a third in vLLM 0.6's multi-step windows
+            "engine": ("nim-trtllm", "vllm-0.6-multistep", "vllm")[seed % 3],
             "workload": {"rate_per_s": rate, "requests": 40, "lengths": lengths, "prompt_tokens": 700,
                          "output_tokens": 90, "arrival": arrival, "concurrency": concurrency}}
     if not chunked:
