@@ -239,12 +239,12 @@ def your_measurement(
 
 #: What keeps a latency metric above its target, named on the page when (and only when) it misses.
 MISS_MECHANISMS = {
-    "ttft": ("the four-GPU runs of SGLang and vLLM 0.6 still come out 13-29% short once their prefill all-reduces "
-             "are priced at the measured bandwidth of the two-stage custom all-reduce and the decode steps a new "
-             "request waits for carry the per-sequence cost (their TPOT and ITL now 10% short to 11% long): "
-             "vLLM 0.6's ten-step windows are simulated (a new request is admitted only when the running window "
-             "ends, each step priced at its batch), yet its 70B four-GPU TTFT stays a quarter short with its TPOT "
-             "and end to end short too, and it has no per-sequence term; on NIM's closed-loop rows (fixed lengths) the "
+    "ttft": ("the four-GPU runs come out short, vLLM 0.6's by 25-29% and SGLang's by 9-10% (with its own fitted "
+             "per-GPU step cost), although their prefill all-reduces are priced at the measured bandwidth of the "
+             "two-stage custom all-reduce, the decode steps a new request waits for carry the per-sequence cost, "
+             "and vLLM 0.6's ten-step windows are simulated (a new request is admitted only when the running window "
+             "ends, each step priced at its batch); vLLM 0.6's 70B TPOT (11% short at 8 requests/s) "
+             "and end to end are short too, and it has no per-sequence term; on NIM's closed-loop rows (fixed lengths) the "
              "simulated clients stay in lock-step: requests whose first tokens came one prefill apart finish one "
              "decode step apart, so each resent prompt queues behind the one before, where the measured runs mostly "
              "met no queue (the client read in sources fixes both lengths and starts its N clients at once, so "
@@ -252,10 +252,10 @@ MISS_MECHANISMS = {
              "NIM's plateau says 86-87, so fewer clients wait"),
     "tpot_itl": ("time per token grows with load through a per-sequence step cost (seq_overhead_s: input "
                  "preparation, sampling and output processing per scheduled sequence on a Python engine's CPU), fitted "
-                 "on Azure's vLLM run at 16 requests/s and inherited by SGLang 0.3; what is left: NIM's C++ runtime "
-                 "(no per-sequence term) comes out 7-9% slow at 100-250 clients, SGLang's 70B at 8 requests/s 11% "
-                 "slow with vLLM's slope, and vLLM's all-at-once TPOT 16% slow, where one linear term charges 200 "
-                 "sequences at once in full"),
+                 "on Azure's vLLM run at 16 requests/s (SGLang 0.3 has its own, fitted on its 8B run at 8 requests/s); "
+                 "what is left: NIM's C++ runtime (no per-sequence term) comes out 7-9% slow at 100-250 clients, "
+                 "SGLang's 70B ITL at 8 requests/s 11% slow, vLLM 0.6's 70B TPOT there 11% fast, and vLLM's "
+                 "all-at-once TPOT 16% slow, where one linear term charges 200 sequences at once in full"),
     "e2e": ("end-to-end latency adds up the TTFT and TPOT misses above and the answer lengths calc draws"),
     "throughput": ("a run of 200 prompts sent at once lasts as long as its longest answer, one draw: calc draws "
                    "ShareGPT's own lengths (measured on the dataset: answer p99.5 894 tokens, longest 1,857) but "
@@ -264,8 +264,10 @@ MISS_MECHANISMS = {
                    "Mixtral rows, counted in Mixtral's own tokenizer, within 4% on the A100 and H100 but 38% fast on "
                    "the H200, which measured fewer requests/s than the H100 on a faster part, in another nightly "
                    "build); and SGLang 0.3's 5,000-prompt runs at rate infinity, served through its API server and "
-                   "so charged the per-sequence cost it inherits from vLLM, come out 33-41% slow: at a few hundred "
-                   "running sequences that one linear term overcharges SGLang's serving path"),
+                   "charged its own fitted per-sequence cost, come out 28-35% slow: at a few hundred running "
+                   "sequences one linear term overcharges a serving path that detokenizes and streams in processes "
+                   "of its own, beside the GPU's work (a term of 0 fixes these rows but makes its served rows at "
+                   "8 requests/s 13-21% fast); vLLM 0.6's 70B run there is 15% fast"),
 }
 
 
