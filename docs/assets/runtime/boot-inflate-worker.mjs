@@ -77,9 +77,13 @@ if (named) {
   let sendTo;
   const port = new Promise((resolve) => { sendTo = resolve; });
   self.onmessage = ({ data }) => { if (data && data.port) sendTo(data.port); };
+  // Each answer carries when this thread's downloads so far arrived, on its clock (the bench's breakdown).
+  const fetched = () => ({ origin: performance.timeOrigin, entries: performance.getEntriesByType("resource")
+    .map((entry) => ({ name: entry.name.split("/").pop(), start: entry.startTime, end: entry.responseEnd })) });
   const answer = (job, work) => work.then(
-    ({ result, transfer }) => port.then((to) => to.postMessage({ job, result }, transfer)),
-    (error) => port.then((to) => to.postMessage({ job, error: error && error.message ? error.message : String(error) })),
+    ({ result, transfer }) => port.then((to) => to.postMessage({ job, result, fetched: fetched() }, transfer)),
+    (error) => port.then((to) => to.postMessage({ job, error: error && error.message ? error.message : String(error),
+      fetched: fetched() })),
   );
   // Its share of the work: the page starts two, one for the wasm's compile (whose stream hands each chunk
   // to the thread that compiles it), one for the snapshot and calc's zip, so that neither waits for the other.
@@ -91,13 +95,7 @@ if (named) {
     jobs.push(answer("snapshot", snapshot({ url: runtimeFile(named.pyodide_snapshot),
       size: named.pyodide_snapshot_bytes, name: named.pyodide_snapshot })));
   }
-  Promise.all(jobs).then(() => port).then((to) => {
-    // When each file arrived, on this thread's clock (the bench's breakdown), then nothing more to do.
-    to.postMessage({ job: "fetched", result: { origin: performance.timeOrigin,
-      entries: performance.getEntriesByType("resource").map((entry) => ({
-        name: entry.name.split("/").pop(), start: entry.startTime, end: entry.responseEnd })) } });
-    setTimeout(() => self.close(), 1000); // once what it posted has surely left
-  });
+  Promise.all(jobs).then(() => setTimeout(() => self.close(), 1000)); // nothing more to do, once its answers have left
 } else {
   self.onmessage = async ({ data: job }) => {
     try {

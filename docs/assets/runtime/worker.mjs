@@ -68,12 +68,11 @@ function helperFailed() {
 }
 function listenToHelper(port) {
   port.onmessage = ({ data }) => {
-    if (data.job === "fetched") {
-      for (const entry of data.result.entries) {
-        const { origin } = data.result;
-        helperFetched.push({ name: entry.name, start: onOurClock(origin, entry.start), end: onOurClock(origin, entry.end) });
+    const { origin, entries } = data.fetched;
+    for (const { name, start, end } of entries) {
+      if (!helperFetched.some((known) => known.name === name)) {
+        helperFetched.push({ name, start: onOurClock(origin, start), end: onOurClock(origin, end) });
       }
-      return;
     }
     const entry = helperAnswer(data.job);
     if (data.error) entry.reject(new Error(data.error));
@@ -82,7 +81,7 @@ function listenToHelper(port) {
 }
 // A time on another thread's clock, on this worker's (ms since its time origin).
 const onOurClock = (origin, at) => Math.round(origin + at - performance.timeOrigin);
-// When the helpers' files arrived (each says once its last result is sent): the bench's breakdown.
+// When the helpers' files arrived (each result says which have so far): the bench's breakdown.
 const helperFetched = [];
 
 // Offline hand-over: the boot's fetches (Pyodide's too) are kept, so that once the page is idle
