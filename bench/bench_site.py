@@ -24,7 +24,9 @@ and the exit status is 1.
 ``--ab OTHER_SITE`` (implies ``--cold-only``): a paired comparison of cold ready, OTHER_SITE (e.g. a copy of the
 site built before a change) served on the next port and this site, alternated visit by visit in both modes, so
 that both see the same load on a shared machine; prints both medians and per-phase splits, writes
-bench-results/site-ab.json.
+bench-results/site-ab.json. With ``--cpu``, also the CPU time each thread of the page's renderer spent from
+navigation to ready (a Chrome trace of more cold visits, service worker blocked): unlike wall-clock times on a
+shared 2-core machine, it hardly moves with the other jobs' load.
 """
 
 from __future__ import annotations
@@ -219,7 +221,101 @@ def print_paired(results: dict) -> None:
             print("  " + "".join(f"{'-' if c is None else f'{c:.0f}':>8}" for c in cells) + f"  {step}")
 
 
-def main_ab(other_site: str, runs: int) -> int:
+# Stamps navigation's start and the moment the page hears Python is ready into the trace (console.timeStamp).
+TRACE_STAMPS = """
+console.timeStamp('calc-start');
+const calcWatch = () => {
+  const root = document.documentElement;
+  if (!root) return false;
+  new MutationObserver(() => {
+    if (root.dataset.pyodide === 'ready' && !window.__calcStamped) { window.__calcStamped = 1; console.timeStamp('calc-ready'); }
+  }).observe(root, {attributes: true, attributeFilter: ['data-pyodide']});
+  return true;
+};
+if (!calcWatch()) new MutationObserver((_, observer) => { if (calcWatch()) observer.disconnect(); })
+  .observe(document, {childList: true});
+"""
+
+
+def thread_cpu_ms(trace_path: str) -> dict[str, float]:
+    """CPU ms of each thread of the page's renderer between the two stamps of TRACE_STAMPS, from the trace's
+    thread clocks (top-level events only, so nothing is counted twice); workers by their script's name, the
+    engine's pool threads together as ``threadpool``."""
+    with open(trace_path, encoding="utf-8") as handle:
+        trace = json.load(handle)
+    events = trace["traceEvents"] if isinstance(trace, dict) else trace
+    stamps = {}
+    for event in events:
+        if event.get("name") == "TimeStamp":
+            message = event.get("args", {}).get("data", {}).get("message")
+            if message in ("calc-start", "calc-ready"):
+                stamps[message] = event
+    start, ready = stamps["calc-start"]["ts"], stamps["calc-ready"]["ts"]
+    renderer = stamps["calc-ready"]["pid"]
+    names = {event["tid"]: event["args"]["name"] for event in events
+             if event.get("ph") == "M" and event.get("name") == "thread_name" and event["pid"] == renderer}
+    for event in events:
+        if event.get("name") == "TracingSessionIdForWorker":
+            data = event["args"]["data"]
+            names[data["workerThreadId"]] = data["url"].split("/")[-1]
+    by_thread: dict[int, list] = {}
+    for event in events:
+        if event.get("ph") == "X" and "tdur" in event and event["pid"] == renderer and start <= event["ts"] <= ready:
+            by_thread.setdefault(event["tid"], []).append(event)
+    cpu: dict[str, float] = {}
+    for tid, thread_events in by_thread.items():
+        thread_events.sort(key=lambda event: (event["ts"], -event["dur"]))
+        total, covered_until = 0, -1
+        for event in thread_events:
+            if event["ts"] >= covered_until:  # not inside the last top-level event
+                total += event["tdur"]
+                covered_until = event["ts"] + event["dur"]
+        role = names.get(tid, "?")
+        role = "threadpool" if role.startswith("ThreadPool") else role
+        cpu[role] = cpu.get(role, 0.0) + total / 1000
+    return cpu
+
+
+def boot_cpu_paired(browser, sites: dict[str, str], runs: int) -> dict:
+    """Per site (label -> page url): the median CPU ms of each thread over ``runs`` traced cold visits, visits
+    alternated site by site; service worker blocked (the precache after ready is not the boot)."""
+    import tempfile
+
+    samples: dict[str, list[dict]] = {label: [] for label in sites}
+    with tempfile.TemporaryDirectory() as folder:
+        for _ in range(runs):
+            for label, url in sites.items():
+                context = browser.new_context(service_workers="block")
+                context.add_init_script(TRACE_STAMPS)
+                page = context.new_page()
+                path = os.path.join(folder, f"{label}.json")
+                browser.start_tracing(page=page, path=path, categories=[
+                    "devtools.timeline", "disabled-by-default-devtools.timeline", "v8", "toplevel"])
+                page.goto(url)
+                page.wait_for_selector("html[data-pyodide=ready]", timeout=120_000)
+                browser.stop_tracing()
+                context.close()
+                samples[label].append(thread_cpu_ms(path))
+    results = {}
+    for label, runs_cpu in samples.items():
+        roles = sorted({role for cpu in runs_cpu for role in cpu})
+        medians = {role: statistics.median(cpu.get(role, 0.0) for cpu in runs_cpu) for role in roles}
+        results[label] = {"median_ms": {role: ms for role, ms in medians.items() if ms >= 5},
+                          "total_median_ms": statistics.median(sum(cpu.values()) for cpu in runs_cpu)}
+    return results
+
+
+def print_cpu(results: dict) -> None:
+    labels = list(results)
+    print("CPU ms per thread, navigation to ready (medians; service worker blocked): " + " / ".join(labels))
+    roles = sorted({role for label in labels for role in results[label]["median_ms"]},
+                   key=lambda role: -max(results[label]["median_ms"].get(role, 0) for label in labels))
+    for role in roles:
+        print("  " + "".join(f"{results[label]['median_ms'].get(role, 0):8.0f}" for label in labels) + f"  {role}")
+    print("  " + "".join(f"{results[label]['total_median_ms']:8.0f}" for label in labels) + "  all threads")
+
+
+def main_ab(other_site: str, runs: int, cpu_runs: int = 0) -> int:
     """The paired comparison (``--ab``): OTHER_SITE on the next port as "before", this site as "after"."""
     from playwright.sync_api import sync_playwright
 
@@ -236,12 +332,17 @@ def main_ab(other_site: str, runs: int) -> int:
                                                  args=CHROMIUM_FLAGS)
             results = cold_ready_paired(browser, {label: (server.url + FIRST_PAGE, server)
                                                   for label, server in servers.items()}, runs)
+            if cpu_runs:
+                results["thread_cpu_ms"] = boot_cpu_paired(
+                    browser, {label: server.url + FIRST_PAGE for label, server in servers.items()}, cpu_runs)
             browser.close()
     finally:
         for server in servers.values():
             server.stop()
     results["load_average"] = {"before": load_before, "after": os.getloadavg()[0]}
     print_paired({label: results[label] for label in servers})
+    if "thread_cpu_ms" in results:
+        print_cpu(results["thread_cpu_ms"])
     print(f"load average (1 min) before / after: {load_before:.1f} / {results['load_average']['after']:.1f}")
     os.makedirs(os.path.join(ROOT, "bench-results"), exist_ok=True)
     with open(os.path.join(ROOT, "bench-results", "site-ab.json"), "w", encoding="utf-8") as handle:
@@ -461,9 +562,11 @@ def main() -> int:
                         help="measure only the cold loads (and update only their figures in bench-results/site.json)")
     parser.add_argument("--ab", metavar="OTHER_SITE",
                         help="paired cold-ready comparison: OTHER_SITE (before) against this site (after)")
+    parser.add_argument("--cpu", type=int, default=0, metavar="N",
+                        help="with --ab: also N traced cold visits per site, CPU ms per thread until ready")
     args = parser.parse_args()
     if args.ab:
-        return main_ab(args.ab, args.runs)
+        return main_ab(args.ab, args.runs, args.cpu)
 
     results: dict = {}
     measurements = Measurements()

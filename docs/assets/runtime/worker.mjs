@@ -6,9 +6,11 @@
 // to the allow-listed widget functions. It posts status messages while it boots.
 //
 // A cold boot waits for its slowest download and for the CPU work on each file, so everything
-// starts at once, in this module's first block: the snapshot (on the inflate thread) and calc's zip
-// (the page names them: see `namedByPage`), Pyodide's standard library and lock file, the wasm (compiled as it streams in
-// on the engine's background threads) and Pyodide's scripts; the manifest only confirms the names.
+// starts at once: on a page with the head script, the page's boot helper (boot-inflate-worker.mjs,
+// started beside this worker) fetches the snapshot, the wasm and calc's zip and inflates, compiles and
+// reads them while this thread parses and starts Pyodide; otherwise this module's first block starts
+// them (the snapshot on an inflate thread of its own). Pyodide's standard library and lock file and
+// its scripts leave from the first block; the manifest only confirms the names.
 // Left to itself, Pyodide would fetch its standard library only once its script had run, start
 // compiling the wasm only once the whole snapshot is in memory, and unpack calc only after the restore.
 
@@ -25,6 +27,62 @@ const LIB_DIR = "/home/pyodide/lib";
 // origin (sent along, so that the page can put them on its own clock: ms since navigation).
 const profile = { worker_origin_ms: performance.timeOrigin, marks: { worker_module_run: Math.round(performance.now()) } };
 const profileMark = (name) => { profile.marks[name] ??= Math.round(performance.now()); };
+
+// What the page names: overrides/main.html starts this worker with the manifest's facts as its name
+// (written into each page at build, hooks/vendor.py), so the 7 MB snapshot and calc's zip leave now,
+// not a round trip and this module's first tasks later, after manifest.json. null when started
+// without them (calc-runtime.js's own start, `mkdocs serve`): then the manifest names them.
+function namedByPage() {
+  try {
+    const facts = JSON.parse(self.name || "null");
+    if (facts && typeof facts.calc_zip === "string") return facts;
+  } catch (error) { /* not ours: the manifest names them */ }
+  return null;
+}
+const named = namedByPage();
+const runtimeFile = (name) => new URL(`runtime/${name}`, assets).href;
+
+// The page's boot helpers (boot-inflate-worker.mjs, started by the page's head with the same facts, and
+// `helper` in them to say so): they send each of their results (the wasm's module, the snapshot's memory,
+// calc's files, each with the bytes fetched) over the ports the page posts here first ({calcBootHelper}).
+// fromHelper(job) is the promise of one.
+const withHelper = Boolean(named && named.helper);
+const helperAnswers = new Map();
+function helperAnswer(job) {
+  if (!helperAnswers.has(job)) {
+    const entry = {};
+    entry.answer = new Promise((resolve, reject) => Object.assign(entry, { resolve, reject }));
+    entry.answer.catch(() => {}); // reported where awaited
+    if (helperGone) entry.reject(helperGone);
+    helperAnswers.set(job, entry);
+  }
+  return helperAnswers.get(job);
+}
+const fromHelper = (job) => helperAnswer(job).answer;
+// It could not start (the page says so): what it was to send fails, and each is then done here.
+class HelperGone extends Error {}
+let helperGone = null;
+function helperFailed() {
+  helperGone = new HelperGone("the boot helper did not start");
+  for (const entry of helperAnswers.values()) entry.reject(helperGone);
+}
+function listenToHelper(port) {
+  port.onmessage = ({ data }) => {
+    const { origin, entries } = data.fetched;
+    for (const { name, start, end } of entries) {
+      if (!helperFetched.some((known) => known.name === name)) {
+        helperFetched.push({ name, start: onOurClock(origin, start), end: onOurClock(origin, end) });
+      }
+    }
+    const entry = helperAnswer(data.job);
+    if (data.error) entry.reject(new Error(data.error));
+    else entry.resolve(data.result);
+  };
+}
+// A time on another thread's clock, on this worker's (ms since its time origin).
+const onOurClock = (origin, at) => Math.round(origin + at - performance.timeOrigin);
+// When the helpers' files arrived (each result says which have so far): the bench's breakdown.
+const helperFetched = [];
 
 // Offline hand-over: the boot's fetches (Pyodide's too) are kept, so that once the page is idle
 // calc-offline.js can have them put in the cache the service worker's precache reuses, instead
@@ -71,47 +129,51 @@ new BroadcastChannel("calc-offline").onmessage = async (event) => {
   }
 };
 
-// The wasm, compiled while it downloads. Pyodide instantiates it with instantiateStreaming on its
-// own request, which gets a copy of this response (no second download) and, below, this module.
-const wasmResponse = self.fetch(WASM_URL);
-wasmForPyodide = wasmResponse.then((response) => response.clone()); // before the compile reads the body
+// The wasm, compiled while it downloads, by the helper or here. Pyodide instantiates it with
+// instantiateStreaming on its own request, which gets a copy of this response (no second download),
+// or with the helper a stand-in, and (below) this module.
+const wasmStandIns = new WeakSet();
+let compiledWasm;
+if (withHelper) {
+  compiledWasm = fromHelper("wasm").then(({ module, bytes, headers, timing }) => {
+    if (keepingBootResponses) bootResponses.set(WASM_URL, new Response(bytes, { status: 200, headers }));
+    profile.marks.wasm_compiled = onOurClock(timing.origin, timing.compiled);
+    return module;
+  });
+  // The network only if the helper failed (then Pyodide compiles it itself).
+  wasmForPyodide = compiledWasm.then(() => {
+    const standIn = new Response(new Uint8Array(0), { headers: { "Content-Type": "application/wasm" } });
+    wasmStandIns.add(standIn);
+    return standIn;
+  }, () => networkFetch(WASM_URL));
+} else {
+  const wasmResponse = self.fetch(WASM_URL);
+  wasmForPyodide = wasmResponse.then((response) => response.clone()); // before the compile reads the body
+  compiledWasm = wasmResponse.then((response) => {
+    if (!response.ok) throw new Error(`pyodide.asm.wasm: HTTP ${response.status}`);
+    // compileStreaming needs the wasm MIME type; a server that sends another gets the slower path.
+    if ((response.headers.get("Content-Type") || "").split(";")[0].trim() === "application/wasm") {
+      return WebAssembly.compileStreaming(response);
+    }
+    return response.arrayBuffer().then((bytes) => WebAssembly.compile(bytes));
+  }).then((module) => { profileMark("wasm_compiled"); return module; });
+}
 wasmForPyodide.catch(() => {});
+compiledWasm.catch(() => {}); // then Pyodide compiles its own copy
 for (const url of [STDLIB_URL, LOCK_URL]) {
   const response = self.fetch(url);
   response.catch(() => {}); // Pyodide's own request gets the same failure
   fetchedAhead.set(url, response);
 }
 
-// What the page names: overrides/main.html starts this worker with the manifest's facts as its name
-// (written into each page at build, hooks/vendor.py), so the 7 MB snapshot and calc's zip leave now,
-// not a round trip and this module's first tasks later, after manifest.json. null when started
-// without them (calc-runtime.js's own start, `mkdocs serve`): then the manifest names them.
-function namedByPage() {
-  try {
-    const facts = JSON.parse(self.name || "null");
-    if (facts && typeof facts.calc_zip === "string") return facts;
-  } catch (error) { /* not ours: the manifest names them */ }
-  return null;
-}
-const named = namedByPage();
-const runtimeFile = (name) => new URL(`runtime/${name}`, assets).href;
-const calcZipAhead = named ? self.fetch(runtimeFile(named.calc_zip)) : null;
-if (calcZipAhead) calcZipAhead.catch(() => {}); // reported where awaited (the snapshot: see fillSnapshot)
-
-const compiledWasm = wasmResponse.then((response) => {
-  if (!response.ok) throw new Error(`pyodide.asm.wasm: HTTP ${response.status}`);
-  // compileStreaming needs the wasm MIME type; a server that sends another gets the slower path.
-  if ((response.headers.get("Content-Type") || "").split(";")[0].trim() === "application/wasm") {
-    return WebAssembly.compileStreaming(response);
-  }
-  return response.arrayBuffer().then((bytes) => WebAssembly.compile(bytes));
-}).then((module) => { profileMark("wasm_compiled"); return module; });
-compiledWasm.catch(() => {}); // then Pyodide compiles its own copy
+// calc's zip: the helper reads it; without one it leaves now, for this module's inflate thread.
+const calcZipAhead = named && !withHelper ? self.fetch(runtimeFile(named.calc_zip)) : null;
+if (calcZipAhead) calcZipAhead.catch(() => {}); // reported where awaited (see fetchCalcZip)
 const instantiateStreaming = WebAssembly.instantiateStreaming;
 WebAssembly.instantiateStreaming = async (source, imports) => {
   profileMark("wasm_instantiate_called");
   const response = await source;
-  if (response.url === WASM_URL) {
+  if (response.url === WASM_URL || wasmStandIns.has(response)) {
     let module = null;
     try {
       module = await compiledWasm;
@@ -143,9 +205,32 @@ async function fetchManifest() {
   return manifest;
 }
 
+// calc's files (or, when they could not be read in JavaScript, its zip): the helper's when the manifest
+// names the page's zip, read here otherwise.
+async function calcFilesFromHelper(manifestPromise) {
+  const manifest = await manifestPromise;
+  if (named.calc_zip !== manifest.calc_zip) return readCalcZip(fetchCalcZip(manifestPromise));
+  try {
+    const { files, zip, headers } = await fromHelper("calc");
+    if (keepingBootResponses) bootResponses.set(runtimeFile(named.calc_zip), new Response(zip, { status: 200, headers }));
+    profileMark("calc_zip_read");
+    return files;
+  } catch (error) {
+    console.warn("[calc] the boot helper did not read calc's zip:", error && error.message ? error.message : error);
+    return readCalcZip(fetchCalcZip(manifestPromise));
+  }
+}
+
+function readCalcZip(zipPromise) {
+  return zipPromise.then((zip) => readZip(zip).catch((error) => {
+    console.warn("[calc] unpacking calc with Python:", error && error.message ? error.message : error);
+    return zip; // the raw zip: Pyodide's unpacker takes it
+  }));
+}
+
 async function fetchCalcZip(manifestPromise) {
   const manifest = await manifestPromise;
-  const response = await (named && named.calc_zip === manifest.calc_zip ? calcZipAhead : fetch(runtimeFile(manifest.calc_zip)));
+  const response = await (calcZipAhead && named.calc_zip === manifest.calc_zip ? calcZipAhead : fetch(runtimeFile(manifest.calc_zip)));
   if (!response.ok) throw new Error(`${manifest.calc_zip}: HTTP ${response.status}`);
   const zip = await response.arrayBuffer();
   profileMark("calc_zip_fetched");
@@ -158,7 +243,7 @@ async function fetchCalcZip(manifestPromise) {
 let inflater = null;
 const inflations = new Map();
 let nextInflation = 1;
-try {
+if (!withHelper) try {
   // (The worker kind is a named value: tests/test_contract.py reads `type: "..."` here as a message type.)
   const kind = "module";
   inflater = new Worker(new URL("boot-inflate-worker.mjs", import.meta.url), { type: kind });
@@ -214,26 +299,31 @@ class NoSnapshot extends Error {}
 // (hooks/pyodide_snapshot.mjs): restoring it skips CPython's start-up, most of a cold boot.
 // Stored gzip-compressed; fetched into `memory` (of the size the manifest gives), inflated as it
 // downloads.
-// The inflate thread fetches it itself (boot-inflate-worker.mjs): its download and inflation do not
-// wait for this thread, busy meanwhile with Pyodide's scripts and module.
+// The helper or the inflate thread fetches it itself (boot-inflate-worker.mjs): its download and
+// inflation do not wait for this thread, busy meanwhile with Pyodide's scripts and module. Resolves to
+// the memory filled: `memory` itself, or the other thread's buffer (moved here, not copied).
 async function fillSnapshot(name, memory) {
   const url = runtimeFile(name);
-  const elsewhere = inflateElsewhere({ task: "snapshot", url, size: memory.length, name });
-  if (elsewhere) {
-    const { memory: filled, compressed, headers, timing } = await elsewhere;
+  const elsewhere = withHelper && named.pyodide_snapshot === name
+    ? fromHelper("snapshot").catch((error) => { if (error instanceof HelperGone) return null; throw error; })
+    : inflateElsewhere({ task: "snapshot", url, size: memory.length, name });
+  const answer = elsewhere && await elsewhere;
+  if (answer) {
+    const { memory: filled, compressed, headers, timing } = answer;
+    if (filled.length !== memory.length) throw new Error(`${name}: ${filled.length} bytes, expected ${memory.length}`);
     // Kept for the offline hand-over, as self.fetch keeps the other boot files.
     if (keepingBootResponses) bootResponses.set(url, new Response(compressed, { status: 200, headers }));
     for (const step of ["response", "unpacked"]) {
       profile.marks[`snapshot_${step}`] = Math.round(timing.origin + timing[step] - performance.timeOrigin);
     }
-    memory.set(filled); // its own buffer, moved here: one 31 MB copy (~10 ms)
-    return;
+    return filled;
   }
   const response = await fetch(url);
   if (!response.ok) throw new Error(`${name}: HTTP ${response.status}`);
   profileMark("snapshot_response");
   await (await inflateHere()).inflateSnapshot(response.body, memory, name);
   profileMark("snapshot_unpacked");
+  return memory;
 }
 
 // The snapshot the manifest names, with its size: the page's names when the manifest says the same (a
@@ -252,10 +342,7 @@ async function boot() {
   const mark = (name) => { phases[name] = Math.round(performance.now() - started); profileMark(name); };
   status("loading", "Loading the Python runtime (Pyodide)", 0.1);
   const manifest = fetchManifest();
-  const calcFiles = fetchCalcZip(manifest).then((zip) => readZip(zip).catch((error) => {
-    console.warn("[calc] unpacking calc with Python:", error && error.message ? error.message : error);
-    return zip; // the raw zip: Pyodide's unpacker takes it
-  }));
+  const calcFiles = withHelper ? calcFilesFromHelper(manifest) : readCalcZip(fetchCalcZip(manifest));
   calcFiles.catch(() => {}); // its error is reported where it is awaited
   // The snapshot to restore: the page's, at once (the manifest confirms it before the restore), or
   // the manifest's once it is in. A manifest that failed fails the boot below, at calc's zip.
@@ -265,13 +352,16 @@ async function boot() {
   // Pyodide is handed the snapshot's buffer at once, to size the wasm memory by, and starts its
   // module (script, wasm instance, standard library) while the buffer is filled; the module is
   // handed back only once it is full, before Pyodide restores from it.
+  // (Zeros the system hands out as they are touched: when another thread fills the memory, its buffer is
+  // restored instead, see restoreSnapshot below, and this one is never written.)
   const memory = snapshot ? new Uint8Array(snapshot.size) : null;
-  const snapshotFilled = memory ? fillSnapshot(snapshot.name, memory).then(async () => {
+  const snapshotFilled = memory ? fillSnapshot(snapshot.name, memory).then(async (filled) => {
     if (fromPage) { // the page's names: restore only what the manifest names too
       const confirmed = await snapshotToRestore(manifest);
       if (!confirmed || !confirmed.same) throw new Error("the page names another snapshot than the manifest");
     }
     mark("snapshot_fetched");
+    return filled;
   }) : null;
   if (snapshotFilled) snapshotFilled.catch(() => {}); // reported where the module waits for it
   // Pyodide's scripts (1.2 MB of JavaScript to parse on this thread) meanwhile.
@@ -297,7 +387,11 @@ async function boot() {
         profileMark("pyodide_module_started");
         const module = await createPyodideModule(settings);
         profileMark("pyodide_module_ready");
-        await snapshotFilled; // a snapshot that failed fails this boot: the ordinary one follows
+        const filled = await snapshotFilled; // a snapshot that failed fails this boot: the ordinary one follows
+        if (filled !== memory) { // restore the buffer filled, not the one Pyodide was handed to size the memory by
+          const restore = module.API.restoreSnapshot;
+          module.API.restoreSnapshot = () => restore(filled);
+        }
         return module;
       },
     });
@@ -315,6 +409,7 @@ async function boot() {
   else writeFilesToFs(pyodide.FS, files, LIB_DIR);
   mark("calc_unpacked");
   if (inflater) { inflater.terminate(); inflater = null; } // its work is done: free its thread and memory
+
   pyodide.runPython(`import sys\nif ${JSON.stringify(LIB_DIR)} not in sys.path: sys.path.insert(0, ${JSON.stringify(LIB_DIR)})`);
   // Only the runtime now; each page's widget modules are imported when the page asks ("warm").
   const runtime = pyodide.pyimport("calc.widgets.runtime");
@@ -322,9 +417,9 @@ async function boot() {
   self.postMessage(JSON.stringify({
     type: "status", state: "ready", progress: 1, phases, profile, snapshot: snapshotUsed, snapshotProblem,
     // When each file the boot fetched arrived (ms since the worker started): the bench's breakdown.
-    fetched: performance.getEntriesByType("resource").map((entry) => ({
+    fetched: [...performance.getEntriesByType("resource").map((entry) => ({
       name: entry.name.split("/").pop(), start: Math.round(entry.startTime), end: Math.round(entry.responseEnd),
-    })),
+    })), ...helperFetched],
     detail: `Python ${pyodide.runPython("import sys; sys.version.split()[0]")} (Pyodide ${pyodide.version}) `
       + `ready in ${Math.round(performance.now() - started)} ms`
       + (snapshotUsed ? ", restored from the site's snapshot" : ""),
@@ -338,6 +433,11 @@ const handlerReady = boot().catch((error) => {
 });
 
 self.onmessage = async (event) => {
+  if (event.data && typeof event.data === "object") { // the page's, about its boot helper
+    if (event.data.calcBootHelper) listenToHelper(event.data.calcBootHelper);
+    if (event.data.calcBootHelperGone) helperFailed();
+    return;
+  }
   const handle = await handlerReady;
   if (!handle) return;
   let answer;
