@@ -11,7 +11,9 @@ import pytest
 
 # Before the plugin below imports the browser helpers, so their asserts explain themselves like a test's.
 pytest.register_assert_rewrite("tests.browser.helpers")
-pytest_plugins = ["tests.browser_cache"]  # passes of browser tests reused while nothing they read changed
+# tests.browser_cache: passes of browser tests reused while nothing they read changed; tests.once: a module's
+# expensive shared value computed on first use, on one worker.
+pytest_plugins = ["tests.browser_cache", "tests.once"]
 
 #: xdist groups that take minutes, started first (the crawl's group is per file: tests/browser/conftest.py).
 LONG_GROUPS = ("pyodide_doctests", "pyodide_widgets", "pyodide", "build_cache_cold_warm")
