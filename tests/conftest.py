@@ -22,7 +22,8 @@ LONG_FILES = ("test_crawl.py",)
 
 def _is_long(item) -> bool:
     groups = {(mark.args or [mark.kwargs.get("name")])[0] for mark in item.iter_markers("xdist_group")}
-    return bool(groups & set(LONG_GROUPS)) or (bool(groups) and item.path.name in LONG_FILES)
+    return bool(groups & set(LONG_GROUPS)) or (bool(groups) and item.path.name in LONG_FILES) or \
+        any(group.startswith("once-") for group in groups)  # a module's shared value (tests/once.py): latency_fit's ~49 s
 
 
 @pytest.hookimpl(trylast=True)  # after the groups are set (tests/browser/conftest.py), before xdist's own hook
