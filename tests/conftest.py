@@ -11,7 +11,9 @@ import pytest
 
 # Before the plugin below imports the browser helpers, so their asserts explain themselves like a test's.
 pytest.register_assert_rewrite("tests.browser.helpers")
-pytest_plugins = ["tests.browser_cache"]  # passes of browser tests reused while nothing they read changed
+# tests.browser_cache: passes of browser tests reused while nothing they read changed; tests.once: a module's
+# expensive shared value computed on first use, on one worker.
+pytest_plugins = ["tests.browser_cache", "tests.once"]
 
 #: xdist groups that take minutes, started first (the crawl's group is per file: tests/browser/conftest.py).
 LONG_GROUPS = ("pyodide_doctests", "pyodide_widgets", "pyodide", "build_cache_cold_warm")
@@ -20,7 +22,8 @@ LONG_FILES = ("test_crawl.py",)
 
 def _is_long(item) -> bool:
     groups = {(mark.args or [mark.kwargs.get("name")])[0] for mark in item.iter_markers("xdist_group")}
-    return bool(groups & set(LONG_GROUPS)) or (bool(groups) and item.path.name in LONG_FILES)
+    return bool(groups & set(LONG_GROUPS)) or (bool(groups) and item.path.name in LONG_FILES) or \
+        any(group.startswith("once-") for group in groups)  # a module's shared value (tests/once.py): latency_fit's ~49 s
 
 
 @pytest.hookimpl(trylast=True)  # after the groups are set (tests/browser/conftest.py), before xdist's own hook

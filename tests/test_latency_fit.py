@@ -5,8 +5,9 @@ import pytest
 from calc import engine_profiles, latency_fit
 from calc.errors import CalcError
 from calc.latency_accuracy import load_rows
+from tests.once import computed_once
 
-FRESH = latency_fit.fit()
+FRESH = computed_once(latency_fit.fit)  # about 49 CPU s: on first use, not at every xdist worker's collection
 
 
 def test_the_stored_constants_equal_a_fresh_fit():
