@@ -47,8 +47,26 @@ def _fresh_imports() -> None:
         _modules[name] = importlib.import_module(name)
 
 
+def _reproducible_build_date() -> None:
+    """Date the build by the last commit, not the clock: MkDocs stamps every page's sitemap `lastmod` with
+    the build date (it honours SOURCE_DATE_EPOCH), so two builds of one commit, even either side of
+    midnight, give the same files. Left alone when it is set already or there is no git checkout."""
+    if os.environ.get("SOURCE_DATE_EPOCH"):
+        return
+    import subprocess
+
+    try:
+        seconds = subprocess.run(["git", "log", "-1", "--format=%ct"], cwd=PROJECT_DIR, capture_output=True,
+                                 text=True, timeout=10, check=True).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        return
+    if seconds.isdigit():
+        os.environ["SOURCE_DATE_EPOCH"] = seconds
+
+
 def on_startup(command, dirty=False, **kwargs):
     os.environ[COMMAND_VARIABLE] = command
+    _reproducible_build_date()
     os.environ[DIRTY_VARIABLE] = "1" if dirty else ""
     if dirty:
         logging.getLogger("mkdocs.commands.build").addFilter(_DirtyNotice())

@@ -18,6 +18,10 @@ computed once per run.
 
 from __future__ import annotations
 
+import hashlib
+import json
+import os
+import sys
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
@@ -47,6 +51,56 @@ class computed_once(Mapping):  # noqa: N801 (reads as the function it wraps)
 
     def __repr__(self) -> str:  # an assertion's message shows the contents, as for the dict it stands for
         return repr(self.value()) if self._value is not None else f"computed_once({self._compute!r}) (not computed yet)"
+
+
+def reused_across_runs(name: str, compute: Callable[[], Any], *, decode: Callable[[Any], Any] = lambda v: v,
+                       sources: tuple[str, ...] = ("calc",)) -> Callable[[], Any]:
+    """``compute`` wrapped so that its JSON result is kept in ``build/test-cache/`` and reused by a later run
+    while every file under ``sources`` (paths from the repository's root) is byte for byte the same, and the
+    Python version too: for a pure function of those files, such as ``latency_fit.fit`` (about 140 CPU s), whose
+    answer a warm ``make test`` would otherwise compute again. Never reused in CI or with ``FRESH=1``
+    (:func:`tests.browser_cache.reuse_allowed`); ``decode`` turns the JSON back into what ``compute`` returns.
+
+    >>> import tempfile; os.environ["CALC_TEST_CACHE_DIR"] = tempfile.mkdtemp()
+    >>> calls = []
+    >>> doubled = reused_across_runs("doctest", lambda: calls.append(1) or [2, 4], sources=("tests/once.py",))
+    >>> environ_ci = os.environ.pop("CI", None); environ_fresh = os.environ.pop("FRESH", None)
+    >>> doubled(), doubled(), calls     # the second call reads the first's record
+    ([2, 4], [2, 4], [1])
+    >>> os.environ["CI"] = "true"; doubled(), calls   # CI computes it again
+    ([2, 4], [1, 1])
+    >>> _ = [os.environ.pop(k) for k in ("CI", "CALC_TEST_CACHE_DIR")]
+    >>> _ = [os.environ.__setitem__(k, v) for k, v in (("CI", environ_ci), ("FRESH", environ_fresh)) if v is not None]
+    """
+    def run() -> Any:
+        from tests.browser_cache import reuse_allowed
+
+        root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+        digest = hashlib.sha256(f"{name}\n{sys.version}\n".encode())
+        for source in sources:
+            paths = [os.path.join(root, source)] if os.path.isfile(os.path.join(root, source)) else sorted(
+                os.path.join(base, n) for base, dirs, names in os.walk(os.path.join(root, source))
+                for n in names if not n.endswith(".pyc") and "__pycache__" not in base)
+            for path in paths:
+                digest.update(os.path.relpath(path, root).encode() + b"\0")
+                with open(path, "rb") as handle:
+                    digest.update(hashlib.sha256(handle.read()).digest())
+        folder = os.environ.get("CALC_TEST_CACHE_DIR", os.path.join(root, "build", "test-cache"))
+        record = os.path.join(folder, f"once-{name}-{digest.hexdigest()[:24]}.json")
+        if reuse_allowed() and os.path.exists(record):
+            with open(record, encoding="utf-8") as handle:
+                return decode(json.load(handle))
+        value = compute()
+        os.makedirs(folder, exist_ok=True)
+        for stale in os.listdir(folder):  # one record per name: the last inputs'
+            if stale.startswith(f"once-{name}-"):
+                os.remove(os.path.join(folder, stale))
+        with open(record + ".tmp", "w", encoding="utf-8") as handle:
+            json.dump(value, handle)
+        os.replace(record + ".tmp", record)
+        return decode(json.loads(json.dumps(value)))  # the same shape whether computed or read
+
+    return run
 
 
 def defines_a_shared_value(module) -> bool:

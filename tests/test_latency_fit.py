@@ -5,9 +5,17 @@ import pytest
 from calc import engine_profiles, latency_fit
 from calc.errors import CalcError
 from calc.latency_accuracy import load_rows
-from tests.once import computed_once
+from tests.once import computed_once, reused_across_runs
 
-FRESH = computed_once(latency_fit.fit)  # about 49 CPU s: on first use, not at every xdist worker's collection
+
+def _as_fitted(result: dict) -> dict:
+    """A fit read back from JSON: each term's (value, role, source) a tuple again, as ``latency_fit.fit`` gives."""
+    return {key: {term: tuple(entry) for term, entry in terms.items()} for key, terms in result.items()}
+
+
+# About 140 CPU s, so computed on first use (not at every xdist worker's collection), and reused by a later
+# local run while calc's sources and data are unchanged (never in CI): tests/once.py.
+FRESH = computed_once(reused_across_runs("latency-fit", latency_fit.fit, decode=_as_fitted))
 
 
 def test_the_stored_constants_equal_a_fresh_fit():

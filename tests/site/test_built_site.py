@@ -165,3 +165,20 @@ def test_no_block_was_left_as_text():
         text = soup(path).get_text()
         for marker in ("/// widget", "/// drill", "/// simulation"):
             assert marker not in text, f"{relative}: a '{marker}' block did not render"
+
+
+def test_the_sitemap_is_dated_by_the_last_commit_not_the_clock():
+    """Every page's `lastmod` is the day of the last commit (hooks/site_hooks.py sets SOURCE_DATE_EPOCH from
+    git), so two builds of one commit give the same sitemap even either side of midnight."""
+    import datetime
+    import subprocess
+
+    try:
+        seconds = subprocess.run(["git", "log", "-1", "--format=%ct"], cwd=ROOT, capture_output=True, text=True,
+                                 check=True).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        pytest.skip("not a git checkout")
+    commit_day = datetime.datetime.fromtimestamp(int(seconds), datetime.timezone.utc).strftime("%Y-%m-%d")
+    with open(os.path.join(SITE, "sitemap.xml"), encoding="utf-8") as handle:
+        days = set(re.findall(r"<lastmod>([^<]+)</lastmod>", handle.read()))
+    assert days == {commit_day}, f"sitemap dated {sorted(days)}, the last commit {commit_day}: run `make build`"
