@@ -50,8 +50,9 @@ other row is validation.
   ``--enable-torch-compile``, H100 rather than A100): the term takes that too, and says so.
 
 Each term is fitted alone, in that order, by bisection on the simulated figure
-(:func:`calc.latency_accuracy.predict_row`, which is monotone in each term); a term whose zero already
-over-predicts is 0. Since every row pays every term (the batch-8 row also pays 8 sequences' cost), an
+(:func:`calc.latency_accuracy.predict_row`, which rises with each term, though not everywhere: vLLM 0.6's
+TPOT moves in jumps with its multi-step windows, and a root-finder that skips bisection's midpoints lands 1 us
+away there, tried 2026-12-02); a term whose zero already over-predicts is 0. Since every row pays every term (the batch-8 row also pays 8 sequences' cost), an
 engine's terms are refitted in turn until none moves, or for at most :data:`_MAX_ROUNDS` rounds. Two engines
 stop at that cap, and their stored constants are the sixth round's (each round's terms printed by refitting in
 turn, 2026-12-02): SGLang 0.3's still converge, slowly (its step cost 0.756 -> 0.740 ms over the last round, a
