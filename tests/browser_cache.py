@@ -250,9 +250,12 @@ class BrowserCache:
             return
         RECORDER.current = None
         roots = (ROOT + os.sep, os.path.realpath(str(item.config.rootpath)) + os.sep)
+        borrowed = modules_borrowed_from(getattr(item, "module", None))
         for module in list(sys.modules.values()):  # the test file, its conftests and helpers, calc, hooks
             path = getattr(module, "__file__", None)
             if path and os.path.realpath(path).startswith(roots) and os.sep + ".venv" + os.sep not in path:
+                if is_test_module(path) and getattr(module, "__name__", "") not in borrowed:
+                    continue  # another test file, imported only to be collected: an edit to it changes nothing here
                 reads.add_file(path)
         reads.add_file(str(item.path))
         for folder, _, files in os.walk(os.path.join(ROOT, "calc")):  # its data files were read at import time
@@ -278,6 +281,33 @@ class BrowserCache:
         with _original_open(mine + ".tmp", "w", encoding="utf-8") as handle:
             json.dump(kept, handle, sort_keys=True)
         os.replace(mine + ".tmp", mine)
+
+
+def is_test_module(path: str) -> bool:
+    """Whether ``path`` is a test file (``test_*.py``), which pytest imports in every process to collect it.
+
+    >>> is_test_module("/repo/tests/browser/test_crawl.py"), is_test_module("/repo/tests/browser/helpers.py")
+    (True, False)
+    """
+    return os.path.basename(path).startswith("test_") and path.endswith(".py")
+
+
+def modules_borrowed_from(module) -> set[str]:
+    """The modules whose functions or classes ``module``'s globals hold (those a test file imports from, such as
+    another test file's helper), and the module itself.
+
+    >>> import tests.browser_cache as me
+    >>> sorted(n for n in modules_borrowed_from(me) if n.startswith("tests"))
+    ['tests.browser_cache']
+    """
+    if module is None:
+        return set()
+    names = {module.__name__}
+    for value in vars(module).values():
+        owner = getattr(value, "__module__", None)
+        if isinstance(owner, str) and callable(value):
+            names.add(owner)
+    return names
 
 
 FAILED_KEY = pytest.StashKey[bool]()

@@ -32,13 +32,13 @@ def test_not_a_browser_test_is_never_cached():
 CONFTEST = 'pytest_plugins = ["tests.browser_cache"]\n'
 
 
-def run(folder, **env) -> tuple[int, str]:
+def run(folder, *files, **env) -> tuple[int, str]:
     environ = {**os.environ, "CALC_SITE_DIR": str(folder / "site"), "CALC_TEST_CACHE_DIR": str(folder / "cache"),
                "PYTHONPATH": ROOT, **env}
     environ.pop("CI", None) if "CI" not in env else None
     environ.pop("FRESH", None) if "FRESH" not in env else None
     result = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "no:xdist",
-                             "-o", "markers=browser", "test_it.py"], cwd=folder, env=environ,
+                             "-o", "markers=browser", *(files or ("test_it.py",))], cwd=folder, env=environ,
                             capture_output=True, text=True, timeout=120)
     found = re.search(r"browser result cache: (\d+) cached pass", result.stdout)
     return (int(found.group(1)) if found else 0), result.stdout
@@ -64,3 +64,21 @@ def test_a_pass_is_reused_until_a_fetched_file_changes(tmp_path):
     assert run(tmp_path, CI="true")[0] == 0
     (tmp_path / "test_it.py").write_text(TEST_FILE + "\n# edited\n")  # the test file itself is part of the key
     assert run(tmp_path)[0] == 0
+
+
+def test_another_test_file_is_not_part_of_the_key_but_a_helper_is(tmp_path):
+    (tmp_path / "site" / "page").mkdir(parents=True)
+    (tmp_path / "site" / "page" / "index.html").write_text("<p>1</p>")
+    (tmp_path / "conftest.py").write_text(CONFTEST)
+    (tmp_path / "helper.py").write_text("def url():\n    return 'http://127.0.0.1:8741/page/'\n")
+    (tmp_path / "test_it.py").write_text(
+        "import pytest\nfrom tests import browser_cache\nfrom helper import url\n\n"
+        "@pytest.mark.browser\ndef test_reads_a_page():\n    browser_cache.RECORDER.note_url(url())\n")
+    (tmp_path / "test_other.py").write_text("def test_other():\n    pass\n")
+    files = ("test_it.py", "test_other.py")
+    assert run(tmp_path, *files)[0] == 0
+    assert run(tmp_path, *files)[0] == 1
+    (tmp_path / "test_other.py").write_text("def test_other():\n    assert 1\n")  # collected beside it, not read
+    assert run(tmp_path, *files)[0] == 1
+    (tmp_path / "helper.py").write_text("def url():\n    return 'http://127.0.0.1:8741/page/'  # edited\n")
+    assert run(tmp_path, *files)[0] == 0  # what the test imports is part of its key

@@ -14,9 +14,9 @@ import sys
 import zipfile
 
 import pytest
-from bs4 import BeautifulSoup
 
 from calc.widgets import framework
+from tests.site.parsed import parsed
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 SITE = os.environ.get("CALC_SITE_DIR", os.path.join(ROOT, "site"))  # the built site; another folder for a private build
@@ -37,8 +37,7 @@ def pages():
 
 
 def soup(path):
-    with open(path, encoding="utf-8") as handle:
-        return BeautifulSoup(handle.read(), "html.parser")
+    return parsed(path)  # one parse per page per test process (tests/site/parsed.py)
 
 
 def form_values(widget) -> dict:

@@ -11,7 +11,8 @@ import re
 import urllib.parse
 
 import pytest
-from bs4 import BeautifulSoup
+
+from tests.site.parsed import parsed
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 SITE = os.environ.get("CALC_SITE_DIR", os.path.join(ROOT, "site"))  # the built site; another folder for a private build
@@ -39,8 +40,7 @@ _ids: dict[str, set[str]] = {}
 
 def ids_of(path: str) -> set[str]:
     if path not in _ids:
-        with open(path, encoding="utf-8") as handle:
-            page = BeautifulSoup(handle.read(), "html.parser")
+        page = parsed(path)
         _ids[path] = {tag["id"] for tag in page.find_all(id=True)} | {tag["name"] for tag in page.find_all("a", attrs={"name": True})}
     return _ids[path]
 
@@ -57,8 +57,7 @@ def target_file(page_path: str, href: str) -> str | None:
 def test_every_internal_link_and_anchor_resolves():
     broken = []
     for page_path in site_files(".html"):
-        with open(page_path, encoding="utf-8") as handle:
-            page = BeautifulSoup(handle.read(), "html.parser")
+        page = parsed(page_path)
         for link in page.find_all("a", href=True):
             href = link["href"]
             scheme = urllib.parse.urlparse(href).scheme

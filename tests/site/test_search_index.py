@@ -17,9 +17,10 @@ import sys
 import xml.etree.ElementTree as etree
 
 import pytest
-from bs4 import BeautifulSoup
 from markdown.serializers import to_html_string
 from material.plugins.search.plugin import Parser
+
+from tests.site.parsed import parsed
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 SITE = os.environ.get("CALC_SITE_DIR", os.path.join(ROOT, "site"))  # the built site; another folder for a private build
@@ -169,8 +170,7 @@ def built_pages():
         if "index.html" in files:
             url = os.path.relpath(folder, SITE).replace(os.sep, "/")
             url = "" if url == "." else url + "/"
-            with open(os.path.join(folder, "index.html"), encoding="utf-8") as handle:
-                yield url, BeautifulSoup(handle.read(), "html.parser")
+            yield url, parsed(os.path.join(folder, "index.html"))
 
 
 @pytest.fixture(scope="module")
