@@ -191,11 +191,25 @@ class BrowserCache:
         self.new_records: dict = {}
         self.worker = os.environ.get("PYTEST_XDIST_WORKER", "main")
         self.key = None
+        self.deselected: set[str] = set()
+        self.known: set[str] | None = None
 
     def current_key(self) -> str:
         if self.key is None:  # once per process: the versions and site/'s listing do not change during a run
             self.key = static_key({"versions": installed_versions()})
         return self.key
+
+    def pytest_deselected(self, items):
+        self.deselected.update(item.nodeid for item in items)
+
+    @pytest.hookimpl(trylast=True)
+    def pytest_collection_finish(self, session):
+        """Forget the records of tests this collection does not know (renamed, removed, or recorded under another
+        node id, such as without xdist's group suffix): each holds the files of a run long past, and one whose
+        files changed would keep every test of its module from being reused (:meth:`module_files`)."""
+        known = {item.nodeid for item in session.items} | self.deselected
+        self.records = {nodeid: record for nodeid, record in self.records.items() if nodeid in known}
+        self.known = known
 
     def module_files(self, nodeid: str) -> dict | None:
         """The files every recorded test of ``nodeid``'s module read: a module- or session-scoped fixture's reads
@@ -277,6 +291,8 @@ class BrowserCache:
                 kept = json.load(handle)
         except (OSError, ValueError):
             pass
+        if self.known is not None:  # what this collection does not know is stale (pytest_collection_finish)
+            kept = {nodeid: record for nodeid, record in kept.items() if nodeid in self.known}
         kept.update(self.new_records)
         with _original_open(mine + ".tmp", "w", encoding="utf-8") as handle:
             json.dump(kept, handle, sort_keys=True)

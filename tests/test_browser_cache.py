@@ -82,3 +82,22 @@ def test_another_test_file_is_not_part_of_the_key_but_a_helper_is(tmp_path):
     assert run(tmp_path, *files)[0] == 1
     (tmp_path / "helper.py").write_text("def url():\n    return 'http://127.0.0.1:8741/page/'  # edited\n")
     assert run(tmp_path, *files)[0] == 0  # what the test imports is part of its key
+
+
+def test_a_record_of_a_test_that_is_gone_does_not_keep_its_module_from_being_reused(tmp_path):
+    import json
+
+    (tmp_path / "site" / "page").mkdir(parents=True)
+    (tmp_path / "site" / "page" / "index.html").write_text("<p>1</p>")
+    (tmp_path / "conftest.py").write_text(CONFTEST)
+    (tmp_path / "test_it.py").write_text(TEST_FILE)
+    run(tmp_path)
+    assert run(tmp_path)[0] == 1
+    # A record left by a test of the same module that no longer exists, whose file has changed since.
+    record_file = tmp_path / "cache" / "main.json"
+    records = json.loads(record_file.read_text())
+    stale = dict(next(iter(records.values())), files={str(tmp_path / "site" / "page" / "index.html"): "0" * 64})
+    records["test_it.py::test_removed_long_ago"] = stale
+    record_file.write_text(json.dumps(records))
+    assert run(tmp_path)[0] == 1
+    assert "test_it.py::test_removed_long_ago" not in json.loads(record_file.read_text())
