@@ -37,6 +37,7 @@ def run(folder, *files, **env) -> tuple[int, str]:
                "PYTHONPATH": ROOT, **env}
     environ.pop("CI", None) if "CI" not in env else None
     environ.pop("FRESH", None) if "FRESH" not in env else None
+    environ.pop("PYTEST_XDIST_WORKER", None)  # the run is no xdist worker: its records go to main.json
     result = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "no:xdist",
                              "-o", "markers=browser", *(files or ("test_it.py",))], cwd=folder, env=environ,
                             capture_output=True, text=True, timeout=120)
