@@ -7,7 +7,7 @@ from hypothesis import given, strategies as st
 
 from calc.errors import CalcError
 from calc.sim.metrics import LatencySink, TimeSeries, latency_stats, nearest_rank, weighted_nearest_rank
-from calc.units import NS_PER_S
+from calc.units import NS_PER_S, round_sig
 
 
 @given(st.lists(st.integers(-1000, 1000), min_size=1, max_size=200), st.integers(0, 100))
@@ -20,6 +20,17 @@ def test_nearest_rank_is_the_ceil_rank_value(values, q):
 def test_weighted_percentile_equals_the_expanded_list(pairs, q):
     expanded = [v for v, w in pairs for _ in range(w)]
     assert weighted_nearest_rank(pairs, q) == nearest_rank(expanded, q)
+
+
+@given(st.dictionaries(st.integers(1, 10**9), st.integers(1, 40), min_size=1, max_size=80))
+def test_itl_stats_give_weighted_nearest_rank_at_each_percentile(weights):
+    # itl_stats sorts once for all its percentiles: the same answers as weighted_nearest_rank's own sort each time
+    sink = LatencySink(ticks=1)
+    for gap_ns, weight in weights.items():
+        sink.itl(gap_ns, weight)
+    stats = sink.itl_stats()
+    for q in (50, 90, 99):
+        assert stats[f"itl_p{q}_s"] == round_sig(weighted_nearest_rank(list(weights.items()), q) / NS_PER_S)
 
 
 def test_percentiles_of_nothing_are_refused_or_null():
