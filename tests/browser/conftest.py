@@ -211,10 +211,15 @@ def browser():
 class Visit:
     """One browser context: its page, the requests it tried to send off the machine, and console errors."""
 
-    def __init__(self, browser, server, color_scheme="light", viewport=None):
+    def __init__(self, browser, server, color_scheme="light", viewport=None, service_workers="block"):
+        """``service_workers="allow"`` lets the site's service worker run, as readers have it (tests marked
+        ``service_worker`` get that from the fixtures below). Blocked otherwise: once Python is ready and the page
+        idle, its precache downloads the whole site (109 files, 30 MB) through this context's route, which cost
+        1.4 CPU s and 3.6 s a test on widget pages (tests/browser timed both ways, 2026-12-02) and shows nothing
+        on the page (``data-offline`` only)."""
         self.server = server
         self.context = browser.new_context(color_scheme=color_scheme, viewport=viewport or {"width": 1280, "height": 900},
-                                           service_workers="allow")
+                                           service_workers=service_workers)
         self.external_requests: list[str] = []
         self.console_errors: list[str] = []
         self.context.route("**/*", self._route)
@@ -246,22 +251,26 @@ def with_test_widgets(site_server):
     site_server.test_widgets = False
 
 
+def _service_workers(request) -> str:
+    return "allow" if request.node.get_closest_marker("service_worker") else "block"
+
+
 @pytest.fixture
-def visit(browser, site_server):
-    session = Visit(browser, site_server)
+def visit(browser, site_server, request):
+    session = Visit(browser, site_server, service_workers=_service_workers(request))
     yield session
     session.close()
     assert session.external_requests == [], f"requests left 127.0.0.1: {session.external_requests}"
 
 
 @pytest.fixture(scope="module")
-def module_visit(browser, site_server):
+def module_visit(browser, site_server, request):
     """One browser context shared by the tests of a module, for tests that drive one page and leave it as the
     next expects: every fresh context costs about 2 CPU s before its page, and its page's Python boot about 2 s
     more, which on this 2-core machine is most of the browser tier's time. The module's tests run in file order
     on one xdist worker (one group per file, above); a test that needs a page no other test touched takes
     ``visit``. The module's last test fails in teardown if any request left 127.0.0.1."""
-    session = Visit(browser, site_server)
+    session = Visit(browser, site_server, service_workers=_service_workers(request))
     yield session
     session.close()
     assert session.external_requests == [], f"requests left 127.0.0.1: {session.external_requests}"

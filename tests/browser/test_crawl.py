@@ -9,7 +9,8 @@ The crawl does not boot Python: its worker script is answered with an empty modu
 pre-rendered figures, as a reader sees them before Python is ready. A boot per page cost ~5 CPU s (about a sixth
 of the browser tier) and proved nothing page-specific (the crawl moves on before the worker is ready); the boot is
 checked by the runtime's own tests (test_first_visit, test_pyodide_snapshot, test_offline_and_csp) and every
-widget page by its own test, which boots it.
+widget page by its own test, which boots it. Nor does it run the service worker (blocked, as in every test not
+marked ``service_worker``): each page comes from the server, and the offline reading it gives is test_first_visit's.
 """
 
 from __future__ import annotations

@@ -5,7 +5,8 @@ import pytest
 from tests.browser.helpers import open_live, recompute, wait_until_live, wait_until_ready
 from tests.browser.test_first_visit import wait_until_offline_ready
 
-pytestmark = [pytest.mark.browser, pytest.mark.site, pytest.mark.xdist_group("browser")]
+# The service worker runs, as readers have it: its precache and the pages it serves must keep to the policy too.
+pytestmark = [pytest.mark.browser, pytest.mark.site, pytest.mark.xdist_group("browser"), pytest.mark.service_worker]
 
 PAGE = "lesson/02-kv-cache-arithmetic/"
 WIDGET = '[data-widget="kv_cache_arithmetic.kv_per_token"]'
