@@ -5,8 +5,9 @@ At ``on_files`` the site hooks call :func:`start`: it reads every page's Markdow
 extensions, so a block's options are parsed exactly as the build parses them), lists the
 notebooks, and looks each entry up in :mod:`build_cache`. What is missing is computed by
 a pool of worker processes while MkDocs reads the pages; :func:`block`, :func:`facts` and
-:func:`notebook` then hand MkDocs each value, waiting for the worker if it is not done
-yet, or computing it on the spot if no worker was asked (a block the scan missed).
+:func:`notebook` then hand MkDocs each value, waiting for the worker if it has started,
+taking the entry's group back from the pool if no worker has (:func:`_group_results`), or
+computing it on the spot if no worker was asked (a block the scan missed).
 
 A rendered block travels as XML text with a placeholder id: the build gives it the next
 ``w<n>`` id when it lands in the page, so ids follow page order exactly as before.
@@ -34,7 +35,7 @@ BLOCK_START = re.compile(r"^\s*/{3,}\s*(widget|drill|simulation|figure)\s*\|", r
 DEFAULT_SECONDS = {"facts": 5.0, "notebook": 4.0, "simulation": 2.0, "drill": 0.2, "widget": 0.3, "figure": 0.2}
 POOL_THRESHOLD_S = 1.5  # below this much missing work, starting worker processes costs more than it saves
 
-_state: dict = {"values": {}, "valid": {}, "futures": {}, "pool": None, "users": {}}
+_state: dict = {"values": {}, "valid": {}, "futures": {}, "groups": {}, "taken": {}, "pool": None, "users": {}}
 
 
 def run_job(kind: str, request, job=None):
@@ -180,6 +181,8 @@ def start(files, config) -> dict:
     finish()
     _state["values"] = {}
     _state["futures"] = {}
+    _state["groups"] = {}
+    _state["taken"] = {}
     cache_was_empty = _cache_is_empty()
     jobs = scan(files, config)
     missing = []
@@ -209,6 +212,7 @@ def start(files, config) -> dict:
         for group in ordered:
             group_jobs = [(kind, request, job) for _, kind, request, job in group]
             future = pool.submit(run_group, group_jobs)
+            _state["groups"][future] = group_jobs
             for index, (kind, request, _) in enumerate(group_jobs):
                 _state["futures"][(kind, build_cache.request_text(request))] = (future, index)
     stale = set()
@@ -259,6 +263,8 @@ def finish() -> None:
         pool.shutdown(wait=True, cancel_futures=True)
     _state["pool"] = None
     _state["futures"] = {}
+    _state["groups"] = {}
+    _state["taken"] = {}
 
 
 def value(kind: str, request, job=None):
@@ -276,7 +282,7 @@ def value(kind: str, request, job=None):
     elif pending is not None:
         future, index = pending
         try:
-            result, error = future.result()[index]
+            result, error = _group_results(future)[index]
         except Exception as failure:  # the worker died or its answer did not arrive: compute it here
             log.debug("worker failed on %s: %s", marker, failure)
             result, error = None, _Unpicklable(repr(failure))
@@ -290,6 +296,19 @@ def value(kind: str, request, job=None):
         raise error
     _state["values"][marker] = result
     return result
+
+
+def _group_results(future) -> list:
+    """A submitted group's results. A group no worker has started yet is taken back and computed here: the
+    build needs it now and would otherwise wait idle until a worker reached it. MkDocs reads the pages in
+    order, so this process works through the entries it needs in page order while the workers take the longest
+    groups first."""
+    if future in _state["taken"]:
+        return _state["taken"][future]
+    if future.cancel():  # still queued: no worker will start it now
+        results = _state["taken"][future] = run_group(_state["groups"][future])
+        return results
+    return future.result()
 
 
 def block(kind: str, name: str, options: dict, uid: str) -> etree.Element:

@@ -314,3 +314,42 @@ def test_a_cold_build_equals_a_warm_build_byte_for_byte(tmp_path):
         warm_log = _build(warm, tmp_path / "cache", site_url)
     assert ", 0 to compute" in warm_log, warm_log[-2000:]
     assert _differences(cold, warm) == []
+
+
+def _sleep_then_pid(seconds: float) -> int:
+    import time
+
+    time.sleep(seconds)
+    return os.getpid()
+
+
+def test_a_group_no_worker_started_is_computed_in_the_build_and_a_started_one_awaited(monkeypatch):
+    """prefetch._group_results: the build waits for a group a worker has started, and takes back one still
+    queued and computes it itself (here its one worker is busy on the first group, so the second never starts)."""
+    import concurrent.futures
+
+    sys.path.insert(0, os.path.join(ROOT, "hooks"))
+    try:
+        import prefetch
+    finally:
+        sys.path.remove(os.path.join(ROOT, "hooks"))
+    computed_here = []
+    monkeypatch.setattr(prefetch, "run_group", lambda jobs: computed_here.append(jobs) or [(os.getpid(), None)])
+    monkeypatch.setitem(prefetch._state, "groups", {})
+    monkeypatch.setitem(prefetch._state, "taken", {})
+    with concurrent.futures.ProcessPoolExecutor(1) as pool:
+        started = pool.submit(_sleep_then_pid, 1.0)
+        for _ in range(100):  # until the worker holds it (it leaves the queue: cancel() can no longer take it)
+            if started.running():
+                break
+            import time
+            time.sleep(0.05)
+        queued = [pool.submit(_sleep_then_pid, 0.0) for _ in range(3)]  # the last one is past the call queue
+        prefetch._state["groups"][queued[-1]] = [("facts", "a_page", {})]
+        assert prefetch._group_results(queued[-1]) == [(os.getpid(), None)]
+        assert queued[-1].cancelled() and computed_here == [[("facts", "a_page", {})]]
+        assert prefetch._group_results(queued[-1]) == [(os.getpid(), None)] and len(computed_here) == 1  # once
+        worker_pid = started.result()
+        assert worker_pid != os.getpid()
+        prefetch._state["groups"][started] = [("facts", "another_page", {})]
+        assert prefetch._group_results(started) == worker_pid and len(computed_here) == 1  # awaited, not redone
