@@ -139,6 +139,8 @@ def on_env(env, config, files, **kwargs):
 
 
 def on_files(files, config, **kwargs):
+    if os.environ.get(COMMAND_VARIABLE) != "serve":  # serve makes no new snapshot (on_post_build)
+        _modules["vendor"].start_pyodide_snapshot(PROJECT_DIR)
     counts = _modules["prefetch"].start(files, config)
     if os.environ.get(DIRTY_VARIABLE):
         inputs = _page_independent_inputs(files, config)
@@ -181,6 +183,7 @@ def _snapshot_is_cached(vendor) -> bool:
 
 def on_build_error(error, **kwargs):
     _modules["prefetch"].finish()
+    _modules["vendor"].stop_early_snapshots()
 
 
 def on_post_build(config, **kwargs):

@@ -208,21 +208,39 @@ def browser():
         browser.close()
 
 
+@functools.lru_cache(maxsize=1)
+def _search_index_without_documents() -> bytes:
+    """The built search index with its settings and no documents: what Material's search worker gets in a test
+    that does not search (:class:`Visit`)."""
+    with open(os.path.join(SITE, "search", "search_index.json"), encoding="utf-8") as handle:
+        settings = json.load(handle)["config"]
+    return json.dumps({"config": settings, "docs": []}).encode()
+
+
 class Visit:
     """One browser context: its page, the requests it tried to send off the machine, and console errors."""
 
-    def __init__(self, browser, server, color_scheme="light", viewport=None, service_workers="block"):
+    def __init__(self, browser, server, color_scheme="light", viewport=None, service_workers="block",
+                 search: bool = False):
         """``service_workers="allow"`` lets the site's service worker run, as readers have it (tests marked
         ``service_worker`` get that from the fixtures below). Blocked otherwise: once Python is ready and the page
         idle, its precache downloads the whole site (109 files, 30 MB) through this context's route, which cost
         1.4 CPU s and 3.6 s a test on widget pages (tests/browser timed both ways, 2026-12-02) and shows nothing
-        on the page (``data-offline`` only)."""
+        on the page (``data-offline`` only).
+
+        ``search=False`` (tests not marked ``search``, with the service worker blocked): Material's search worker
+        gets the index with no documents. It fetches and indexes the whole site's text (430 kB) on every page
+        load, about 0.3 CPU s of the renderer's each time (measured per process, 2026-12-02), and only a test
+        that searches looks at it."""
         self.server = server
         self.context = browser.new_context(color_scheme=color_scheme, viewport=viewport or {"width": 1280, "height": 900},
                                            service_workers=service_workers)
         self.external_requests: list[str] = []
         self.console_errors: list[str] = []
         self.context.route("**/*", self._route)
+        if not search and service_workers == "block":
+            self.context.route("**/search/search_index.json", lambda route: route.fulfill(
+                status=200, content_type="application/json", body=_search_index_without_documents()))
         self.page = self.context.new_page()
         self.page.set_default_timeout(60_000)  # generous: a loaded 2-core machine is slow, and slowness is the bench's to judge
         self.page.on("console", lambda m: m.type == "error" and self.console_errors.append(m.text))
@@ -255,9 +273,13 @@ def _service_workers(request) -> str:
     return "allow" if request.node.get_closest_marker("service_worker") else "block"
 
 
+def _searches(request) -> bool:
+    return request.node.get_closest_marker("search") is not None
+
+
 @pytest.fixture
 def visit(browser, site_server, request):
-    session = Visit(browser, site_server, service_workers=_service_workers(request))
+    session = Visit(browser, site_server, service_workers=_service_workers(request), search=_searches(request))
     yield session
     session.close()
     assert session.external_requests == [], f"requests left 127.0.0.1: {session.external_requests}"
@@ -270,7 +292,7 @@ def module_visit(browser, site_server, request):
     more, which on this 2-core machine is most of the browser tier's time. The module's tests run in file order
     on one xdist worker (one group per file, above); a test that needs a page no other test touched takes
     ``visit``. The module's last test fails in teardown if any request left 127.0.0.1."""
-    session = Visit(browser, site_server, service_workers=_service_workers(request))
+    session = Visit(browser, site_server, service_workers=_service_workers(request), search=_searches(request))
     yield session
     session.close()
     assert session.external_requests == [], f"requests left 127.0.0.1: {session.external_requests}"

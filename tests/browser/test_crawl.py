@@ -99,6 +99,7 @@ def test_no_serious_accessibility_violations(crawl):
     assert [f"{path}: {v}" for path, page in pages.items() for v in page["violations"]] == []
 
 
+@pytest.mark.search
 def test_search_works_offline(visit):
     page = visit.page
     page.goto(visit.url(""))
