@@ -162,25 +162,6 @@ def on_page_content(html, page, config, files, **kwargs):
     return html
 
 
-def _snapshot_is_cached(vendor) -> bool:
-    """Whether build/pyodide-snapshot/ holds the snapshot of calc's sources as they are now."""
-    import json
-    import tempfile
-
-    pyodide_dir = os.path.join(PROJECT_DIR, "node_modules", "pyodide")
-    try:
-        with open(os.path.join(pyodide_dir, "package.json"), encoding="utf-8") as handle:
-            version = json.load(handle)["version"]
-    except (OSError, ValueError, KeyError):
-        return True  # vendor_runtime reports what is missing
-    with tempfile.TemporaryDirectory() as folder:
-        zip_path = os.path.join(folder, "calc.zip")
-        with open(zip_path, "wb") as handle:
-            handle.write(vendor.calc_zip_bytes(PROJECT_DIR))
-        name = vendor.snapshot_name(pyodide_dir, zip_path, version)
-    return os.path.isfile(os.path.join(PROJECT_DIR, "build", "pyodide-snapshot", name))
-
-
 def on_build_error(error, **kwargs):
     _modules["prefetch"].finish()
     _modules["vendor"].stop_early_snapshots()
@@ -190,7 +171,7 @@ def on_post_build(config, **kwargs):
     _modules["prefetch"].finish()
     vendor, security = _modules["vendor"], _modules["security"]
     serving = os.environ.get(COMMAND_VARIABLE) == "serve"
-    skip_snapshot = serving and not _snapshot_is_cached(vendor)
+    skip_snapshot = serving and not vendor.snapshot_is_cached(PROJECT_DIR)
     saved = os.environ.get("CALC_PYODIDE_SNAPSHOT")
     if skip_snapshot:  # making one takes Node ~15 s: not on every calc edit under `make serve`
         log.info("Pyodide snapshot skipped while serving (calc changed; `make build` makes it): "

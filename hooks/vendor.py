@@ -216,35 +216,56 @@ def snapshot_memory(stored: bytes) -> bytes:
 _early: dict = {}  # snapshots started at the build's start: name -> (Node process, its partial file, the zip's folder)
 
 
-def start_pyodide_snapshot(project_dir: str) -> str | None:
-    """Start Node making the snapshot of ``calc`` as it is now, when ``build/pyodide-snapshot/`` lacks it, and
-    return its name (None when nothing was started). Started as the build starts, Node (~7 s of CPU) works
-    beside the pages instead of after them; :func:`pyodide_snapshot` takes the result at the end of the build,
-    when the calc zip it writes into the site has the same bytes (the same name), and makes it itself otherwise."""
+def _snapshot_of_sources(project_dir: str) -> tuple[str, str] | None:
+    """(a new folder holding ``calc.zip`` of calc's sources as they are now, the name of their snapshot), or None
+    without Pyodide in node_modules (vendor_runtime reports it). The caller removes the folder."""
     import tempfile
 
-    if os.environ.get("CALC_PYODIDE_SNAPSHOT", "1") == "0":
-        return None
     pyodide_dir = os.path.join(project_dir, "node_modules", "pyodide")
     try:
         with open(os.path.join(pyodide_dir, "package.json"), encoding="utf-8") as handle:
             pyodide_version = json.load(handle)["version"]
     except (OSError, ValueError, KeyError):
-        return None  # vendor_runtime reports what is missing
+        return None
     zip_dir = tempfile.mkdtemp(prefix="calc-snapshot-")
     zip_path = os.path.join(zip_dir, "calc.zip")
     with open(zip_path, "wb") as handle:
         handle.write(calc_zip_bytes(project_dir))
-    name = snapshot_name(pyodide_dir, zip_path, pyodide_version)
+    return zip_dir, snapshot_name(pyodide_dir, zip_path, pyodide_version)
+
+
+def snapshot_is_cached(project_dir: str) -> bool:
+    """Whether build/pyodide-snapshot/ holds the snapshot of calc's sources as they are now (True without
+    Pyodide: there is nothing to make)."""
+    found = _snapshot_of_sources(project_dir)
+    if found is None:
+        return True
+    zip_dir, name = found
+    shutil.rmtree(zip_dir, ignore_errors=True)
+    return os.path.isfile(os.path.join(project_dir, "build", "pyodide-snapshot", name))
+
+
+def start_pyodide_snapshot(project_dir: str) -> str | None:
+    """Start Node making the snapshot of ``calc`` as it is now, when ``build/pyodide-snapshot/`` lacks it, and
+    return its name (None when nothing was started). Started as the build starts, Node (~7 s of CPU) works
+    beside the pages instead of after them; :func:`pyodide_snapshot` takes the result at the end of the build,
+    when the calc zip it writes into the site has the same bytes (the same name), and makes it itself otherwise."""
+    if os.environ.get("CALC_PYODIDE_SNAPSHOT", "1") == "0":
+        return None
+    found = _snapshot_of_sources(project_dir)
+    if found is None:
+        return None
+    zip_dir, name = found
     cache_dir = os.path.join(project_dir, "build", "pyodide-snapshot")
     if name in _early or os.path.isfile(os.path.join(cache_dir, name)):
         shutil.rmtree(zip_dir, ignore_errors=True)
         return None
     os.makedirs(cache_dir, exist_ok=True)
     partial = os.path.join(cache_dir, name) + ".part"
+    pyodide_dir = os.path.join(project_dir, "node_modules", "pyodide")
+    command = ["node", SNAPSHOT_SCRIPT, pyodide_dir, os.path.join(zip_dir, "calc.zip"), LIB_DIR, partial]
     try:
-        process = subprocess.Popen(["node", SNAPSHOT_SCRIPT, pyodide_dir, zip_path, LIB_DIR, partial],
-                                   stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     except OSError:  # no Node: pyodide_snapshot says so at the end
         shutil.rmtree(zip_dir, ignore_errors=True)
         return None

@@ -61,6 +61,7 @@ def _runs(project) -> int:
 
 
 def test_a_snapshot_started_early_is_the_one_the_build_ends_with(vendor, tmp_path):
+    assert not vendor.snapshot_is_cached(str(tmp_path))
     name = vendor.start_pyodide_snapshot(str(tmp_path))
     assert name is not None and name in vendor._early
     runtime, zip_name = _runtime_with_zip(vendor, tmp_path)
@@ -68,7 +69,8 @@ def test_a_snapshot_started_early_is_the_one_the_build_ends_with(vendor, tmp_pat
     assert _runs(tmp_path) == 1 and vendor._early == {}  # Node ran once: the early run was taken
     assert os.path.isfile(os.path.join(runtime, name))
     assert os.path.isfile(tmp_path / "build" / "pyodide-snapshot" / name)
-    # Cached now: the next build starts nothing and copies it.
+    # Cached now (`make serve` uses it): the next build starts nothing and copies it.
+    assert vendor.snapshot_is_cached(str(tmp_path))
     assert vendor.start_pyodide_snapshot(str(tmp_path)) is None
     assert vendor.pyodide_snapshot(str(tmp_path), runtime, zip_name, "0.0.1") == name and _runs(tmp_path) == 1
 
