@@ -11,10 +11,16 @@ export NO_MKDOCS_2_WARNING := 1
 # every process of a build or a test run (pytest's workers, the build's, each notebook's kernel, each CLI test)
 # would compile calc and the tests again: 0.4 s for calc alone, 5 s more for pytest's collection.
 unexport PYTHONDONTWRITEBYTECODE
+# Two browsers, both Debian's. `make bench` measures what readers get in the desktop browser (chromium); the tests
+# drive chromium-headless-shell, the same Blink and V8 without the desktop browser's UI layers (what Playwright runs
+# for headless by default), at half the CPU of a page load (tests/browser/conftest.py: CHROMIUM_CANDIDATES).
+# CHROMIUM_PATH, when set, is the browser of both.
 CHROMIUM ?= $(or $(shell command -v chromium 2>/dev/null),$(shell command -v chromium-browser 2>/dev/null),/usr/bin/chromium)
-export CHROMIUM_PATH ?= $(CHROMIUM)
+HEADLESS_SHELL ?= $(or $(shell command -v chromium-headless-shell 2>/dev/null),/usr/bin/chromium-headless-shell)
+BENCH_CHROMIUM := $(or $(CHROMIUM_PATH),$(CHROMIUM))
+TEST_CHROMIUM := $(or $(CHROMIUM_PATH),$(HEADLESS_SHELL))
 
-.PHONY: help setup serve build test test-fresh test-clock test-fast test-browser bench lock chromium clean
+.PHONY: help setup serve build test test-fresh test-clock test-fast test-browser bench lock chromium headless-shell clean
 
 help:
 	@echo "make serve   build the site and serve it at $(SITE_URL) (rebuilds on every edit)"
@@ -49,21 +55,30 @@ serve: setup
 build: setup
 	$(BIN)/mkdocs build --strict --site-dir site
 
-# Chromium for the browser tests: Debian's package, installed when we run as root, else the command to run.
-chromium:
-	@if [ -x "$(CHROMIUM_PATH)" ]; then exit 0; fi; \
+# A browser from Debian's package of the same name (chromium, chromium-headless-shell), installed when we run as
+# root, else the command to run.
+define install_browser
+	@if [ -x "$(1)" ]; then exit 0; fi; \
+	package="$$(basename "$(1)")"; \
+	case "$$package" in chromium|chromium-headless-shell) ;; *) echo "No browser at $(1)"; exit 1;; esac; \
 	if [ "$$(id -u)" = 0 ]; then \
-	  echo "Installing Debian's chromium for the browser tests"; \
-	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; \
+	  echo "Installing Debian's $$package"; \
+	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$$package" >/dev/null; \
 	else \
-	  echo "No Chromium found. Install it with: sudo apt-get install -y chromium"; exit 1; \
+	  echo "No $$package found. Install it with: sudo apt-get install -y $$package"; exit 1; \
 	fi
+endef
+chromium:
+	$(call install_browser,$(BENCH_CHROMIUM))
+headless-shell:
+	$(call install_browser,$(TEST_CHROMIUM))
 
 # Tests serve the built site on their own port, so a `make serve` running beside them is left alone.
 # It builds through the build cache (build/calc-cache), like `make build`; its duration, build included, goes to
 # bench-results/test-time.json for `make bench`.
 test: export SITE_URL := http://127.0.0.1:8765/
-test: test-clock build chromium
+test: export CHROMIUM_PATH := $(TEST_CHROMIUM)
+test: test-clock build headless-shell
 	@status=0; $(BIN)/python -m pytest -n 2 --dist loadgroup -q $(PYTEST_ARGS) || status=$$?; \
 	$(BIN)/python bench/bench_loop.py record-test "$$(cat build/test-started)" $$status; exit $$status
 
@@ -79,6 +94,7 @@ test-fast: setup
 
 # Benchmarks print figures and write bench-results/*.json; they measure, they do not assert.
 bench: export SITE_URL := http://127.0.0.1:8766/
+bench: export CHROMIUM_PATH := $(BENCH_CHROMIUM)
 # Each runs even if one before it failed (a failed measurement prints FAILED and its reason); the exit status
 # says whether any failed.
 BENCH_STEPS := bench/bench_sim.py bench/bench_site.py bench/bench_loop.py "scripts/reading_time.py --site site"

@@ -177,13 +177,17 @@ def fit_term(profile, term: str, row: dict) -> float:
     low, high = 0.0, _HIGH_S[term]
     if _predict(row, profile.with_terms(**{term: low})) >= measured:
         return 0.0
+    unit = _ROUND_S[term]
     for _ in range(_STEPS):
+        if round(low / unit) == round(high / unit):
+            # Settled: every later midpoint lies in [low, high] and rounds to the same unit, so the full
+            # bisection would return the same value (a third fewer simulations).
+            break
         mid = (low + high) / 2
         if _predict(row, profile.with_terms(**{term: mid})) < measured:
             low = mid
         else:
             high = mid
-    unit = _ROUND_S[term]
     return round(round((low + high) / 2 / unit) * unit, 9)
 
 

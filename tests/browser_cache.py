@@ -339,7 +339,9 @@ def installed_versions() -> dict:
     import subprocess
     from importlib.metadata import version
 
-    executable = os.environ.get("CHROMIUM_PATH", "/usr/bin/chromium")
+    from tests.browser.conftest import chromium_path
+
+    executable = chromium_path()
     try:
         chromium = subprocess.run([executable, "--version"], capture_output=True, text=True, timeout=30).stdout.strip()
     except (OSError, subprocess.SubprocessError):

@@ -37,9 +37,14 @@ def all_pages() -> list[str]:
 
 
 # Runs axe in the page (injected by Playwright, so the page's Content-Security-Policy stays on for the crawl)
-# and returns its serious and critical violations.
+# and returns its serious and critical violations. Only the rules axe runs by default that can report one: each
+# rule's violations take that rule's own impact (axe-core's _finalizeRuleResult), so a rule rated minor or
+# moderate never reports serious; leaving those 28 of 96 out takes a fifth off axe's time, with the same findings.
+AXE_RULES = """() => axe._audit.rules.filter(r => r.enabled && r.impact !== 'minor' && r.impact !== 'moderate')
+    .map(r => r.id)"""
 AXE_RUN = """async () => {
-    const result = await axe.run(document, {resultTypes: ['violations']});
+    const rules = (""" + AXE_RULES + """)();
+    const result = await axe.run(document, {runOnly: {type: 'rule', values: rules}, resultTypes: ['violations']});
     return result.violations.filter(v => v.impact === 'serious' || v.impact === 'critical')
         .map(v => v.id + ' (' + v.impact + '): ' + v.nodes.slice(0, 2).map(n => n.target.join(' ')).join(', '));
 }"""
@@ -58,7 +63,7 @@ def crawl(browser, site_server):
     page = visit.page
     page.route("**/assets/runtime/worker.mjs", lambda route: route.fulfill(
         status=200, content_type="text/javascript", body="// the crawl does not boot Python (module docstring)\n"))
-    found = {}
+    found, rules_run = {}, []
     try:
         for path in all_pages():
             visit.console_errors.clear()
@@ -67,6 +72,7 @@ def crawl(browser, site_server):
             page.wait_for_load_state("load")
             errors_on_load = list(visit.console_errors)  # before axe runs: its own work is not the page's
             page.evaluate(axe_source)
+            rules_run = rules_run or page.evaluate(AXE_RULES)
             violations = page.evaluate(AXE_RUN)
             page.set_viewport_size(PHONE)
             page.wait_for_timeout(150)
@@ -75,11 +81,11 @@ def crawl(browser, site_server):
                            "console_errors": errors_on_load + visit.console_errors[len(errors_on_load):]}
     finally:
         visit.close()
-    return found, visit.external_requests
+    return found, visit.external_requests, rules_run
 
 
 def test_every_page_loads_offline_without_console_errors_and_fits_a_phone(crawl):
-    pages, external_requests = crawl
+    pages, external_requests, _ = crawl
     assert len(pages) == len(all_pages()) > 30
     failures = []
     for path, page in pages.items():
@@ -94,8 +100,11 @@ def test_every_page_loads_offline_without_console_errors_and_fits_a_phone(crawl)
 
 
 def test_no_serious_accessibility_violations(crawl):
-    pages, _ = crawl
+    pages, _, rules_run = crawl
     assert len(pages) == len(all_pages()) > 30
+    # Every default rule that can report serious or critical ran (axe-core 4.14: 68), contrast and names among them.
+    assert len(rules_run) >= 60 and {"color-contrast", "image-alt", "button-name", "link-name"} <= set(rules_run)
+    assert "region" not in rules_run  # moderate: it can never report what is looked for here
     assert [f"{path}: {v}" for path, page in pages.items() for v in page["violations"]] == []
 
 

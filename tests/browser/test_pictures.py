@@ -216,7 +216,7 @@ def test_every_picture_fits_the_screen_with_legible_labels(browser, site_server,
 def main(out_dir: str) -> int:
     from playwright.sync_api import sync_playwright
 
-    from tests.browser.conftest import CHROMIUM_FLAGS, SiteServer, Visit, built_site_url
+    from tests.browser.conftest import CHROMIUM_FLAGS, SiteServer, Visit, built_site_url, chromium_path
 
     os.makedirs(out_dir, exist_ok=True)
     server = SiteServer(built_site_url())
@@ -224,8 +224,7 @@ def main(out_dir: str) -> int:
     bad = 0
     try:
         with sync_playwright() as playwright:
-            browser = playwright.chromium.launch(executable_path=os.environ.get("CHROMIUM_PATH", "/usr/bin/chromium"),
-                                                 args=CHROMIUM_FLAGS)
+            browser = playwright.chromium.launch(executable_path=chromium_path(), args=CHROMIUM_FLAGS)
             for viewport in (PHONE, DESKTOP):
                 for scheme in ("light", "dark"):
                     visit = Visit(browser, server, color_scheme=scheme, viewport=viewport)
