@@ -82,14 +82,11 @@ def test_mechanism_pictures_are_on_their_steps(step, names):
 @pytest.mark.site
 def test_no_dollar_amount_renders_as_math():
     """A fact such as "$4.60" shows as text: two on one line, unescaped, would become one formula (step 20's quiz)."""
-    import importlib
+    from tests.site.built_facts import built_facts
 
     shown = 0
     for slug, path in reading_time.step_pages(SITE):
-        try:
-            facts = importlib.import_module(f"calc.widgets.{slug[3:].replace('-', '_')}").facts()
-        except (ImportError, AttributeError):
-            continue
+        facts = built_facts(slug[3:].replace("-", "_"))  # as the build filled them in (the build cache's)
         with open(path, encoding="utf-8") as handle:
             html = handle.read()
         math = " ".join(re.findall(r'<span class="arithmatex">(.*?)</span>', html, re.S))
