@@ -7,6 +7,7 @@
 * ``on_page_markdown``: fills ``{{ fact }}`` numbers in the prose from ``calc`` (:mod:`facts`).
 * ``on_page_content``: marks pages that hold a widget (``page.meta["calc_live"]``), so that
   ``overrides/main.html`` starts the Python worker from the page's head, before the body is parsed.
+* ``on_post_page``: gives each landmark of the page a name of its own (:mod:`landmarks`).
 * ``on_post_build``: vendors the browser runtime (Pyodide, Plotly.js, KaTeX) from
   ``node_modules`` into the built site, packs ``calc`` into a zip for the worker,
   adds the Content-Security-Policy and writes the offline cache's list (:mod:`vendor`,
@@ -27,7 +28,8 @@ COMMAND_VARIABLE = "CALC_MKDOCS_COMMAND"  # survives `mkdocs serve` re-running t
 DIRTY_VARIABLE = "CALC_MKDOCS_DIRTY"
 INPUTS_VARIABLE = "CALC_SERVE_INPUTS"  # what the last dirty rebuild was made from (see _page_independent_inputs)
 DIRTY_WARNING = "A 'dirty' build is being performed"
-HOOK_MODULES = ("blocks", "facts", "vendor", "widget_html", "security", "prefetch", "build_cache", "entries")
+HOOK_MODULES = ("blocks", "facts", "vendor", "widget_html", "security", "prefetch", "build_cache", "entries",
+                "landmarks")
 _modules: dict = {}
 log = logging.getLogger("mkdocs.hooks.site_hooks")
 
@@ -43,7 +45,7 @@ def _fresh_imports() -> None:
     for name in list(sys.modules):
         if name == "calc" or name.startswith("calc.") or name in HOOK_MODULES:
             del sys.modules[name]
-    for name in ("blocks", "facts", "vendor", "security", "prefetch", "build_cache", "entries"):
+    for name in ("blocks", "facts", "vendor", "security", "prefetch", "build_cache", "entries", "landmarks"):
         _modules[name] = importlib.import_module(name)
 
 
@@ -160,6 +162,10 @@ def on_page_markdown(markdown, page, config, files, **kwargs):
 def on_page_content(html, page, config, files, **kwargs):
     page.meta["calc_live"] = "data-widget=" in html
     return html
+
+
+def on_post_page(output, page, config, **kwargs):
+    return _modules["landmarks"].unique_landmarks(output)
 
 
 def on_build_error(error, **kwargs):

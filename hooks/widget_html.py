@@ -174,6 +174,25 @@ def _outputs(root: etree.Element, result: dict) -> None:
                 _sub(tr, "td", cell)
 
 
+def form_title(spec: dict, max_chars: int = 90) -> str:
+    """What a widget's form is about, for its landmark name: the first line of its docstring, without the
+    full stop, cut at a word within ``max_chars`` (the function's name if it has no docstring).
+
+    >>> form_title({"name": "kv.fit", "doc": "Requests that fit.\\n\\nMore."})
+    'Requests that fit'
+    >>> form_title({"name": "kv.fit", "doc": ""})
+    'kv.fit'
+    >>> form_title({"name": "x", "doc": "one two three four"}, max_chars=10)
+    'one two…'
+    """
+    line = (spec.get("doc") or "").strip().split("\n", 1)[0].strip().rstrip(".")
+    if not line:
+        return spec["name"]
+    if len(line) > max_chars:
+        line = line[:max_chars].rsplit(" ", 1)[0].rstrip(",;:") + "…"
+    return line
+
+
 def render_widget(name: str, overrides: dict | None = None, hide: list[str] | tuple = ()) -> etree.Element:
     """The contract's HTML for widget ``name`` with its outputs computed for the defaults and ``overrides``."""
     spec = framework.describe(name)
@@ -186,7 +205,8 @@ def render_widget(name: str, overrides: dict | None = None, hide: list[str] | tu
         "class": "calc-widget", "id": uid, "data-widget": name, "data-kind": "widget", "data-state": "static",
         "data-budget-ms": str(int(spec["budget_s"] * 1000)),
     })
-    form = _sub(root, "form", class_="calc-controls", novalidate="novalidate", aria_label=f"Controls of {name}",
+    form = _sub(root, "form", class_="calc-controls", novalidate="novalidate",
+                aria_label=f"Controls: {form_title(spec)}",
                 **NOT_SEARCHED)
     for control in spec["controls"]:
         _control(form, uid, control, args[control["name"]], control["name"] in hide)
@@ -248,7 +268,8 @@ def render_simulation(name: str, overrides: dict | None = None, hide: list[str] 
         "class": "calc-widget calc-sim", "id": uid, "data-widget": name, "data-kind": "simulation",
         "data-state": "static", "data-budget-ms": str(int(spec["budget_s"] * 1000)),
     })
-    form = _sub(root, "form", class_="calc-controls", novalidate="novalidate", aria_label=f"Scenario of {name}",
+    form = _sub(root, "form", class_="calc-controls", novalidate="novalidate",
+                aria_label=f"Scenario: {form_title(spec)}",
                 **NOT_SEARCHED)
     for control in spec["controls"]:
         _control(form, uid, control, args[control["name"]], control["name"] in hide)
