@@ -48,11 +48,26 @@ def _lengths(prompt_tokens: int, answer_tokens: int) -> tuple[int, int]:
     return prompt, answer
 
 
+def _stay_pricer(coef, prompt: int, answer: int):
+    """Seconds one request stays in the replica, as a function of the number in flight decoding beside it.
+
+    The prefill is priced once and each decode batch once: the fixed point below revisits the same few.
+    """
+    ttft = ttft_s(coef, prompt_tokens=prompt)
+    stays: dict[int, float] = {}
+
+    def stay_s(in_flight: float) -> float:
+        batch = max(1, round(in_flight))
+        if batch not in stays:
+            stays[batch] = ttft + (answer - 1) * itl_s(coef, batch=batch, context_tokens=prompt + answer // 2)
+        return stays[batch]
+
+    return stay_s
+
+
 def _stay_s(coef, prompt: int, answer: int, in_flight: float) -> float:
     """Seconds one request stays in the replica with ``in_flight`` others decoding beside it."""
-    batch = max(1, round(in_flight))
-    return ttft_s(coef, prompt_tokens=prompt) + (answer - 1) * itl_s(coef, batch=batch,
-                                                                      context_tokens=prompt + answer // 2)
+    return _stay_pricer(coef, prompt, answer)(in_flight)
 
 
 @functools.lru_cache(maxsize=256)
@@ -102,7 +117,7 @@ def gpu_util_at_rate(rate_per_s: float, *, prompt_tokens: int = PROMPT_TOKENS,
     period during which one or more kernels was executing"); Little's law
     (Little, Operations Research 1961); the M/G/infinity queue (Kleinrock,
     *Queueing Systems* vol. 1, 1975); step times from :mod:`calc.roofline`. The
-    simulator agrees within a few points (tests/test_gpu_util.py).
+    simulator agrees within a few points (tests/widgets/test_scaling_on_gpu_util.py).
 
     >>> r = gpu_util_at_rate(0.1)
     >>> round(r["gpu_util"], 2), round(r["stay_s"], 2)
@@ -120,10 +135,11 @@ def gpu_util_at_rate(rate_per_s: float, *, prompt_tokens: int = PROMPT_TOKENS,
     capacity = replica_capacity_rps(prompt, answer)
     saturated = rate >= capacity
     served = min(rate, capacity)
+    stay_s = _stay_pricer(coef, prompt, answer)
     in_flight = 0.0
-    stay = _stay_s(coef, prompt, answer, 1)
+    stay = stay_s(1)
     for _ in range(_ITERATIONS):
-        stay = _stay_s(coef, prompt, answer, in_flight)
+        stay = stay_s(in_flight)
         updated = served * stay
         if abs(updated - in_flight) < 1e-9:
             break
