@@ -17,9 +17,9 @@ from __future__ import annotations
 
 import math
 
-from calc.errors import check_positive, check_range
+from calc.errors import CalcError, check_positive, check_range
 
-__all__ = ["scale_up_delay_s", "warm_headroom", "load_after_s", "replicas_needed"]
+__all__ = ["scale_up_delay_s", "warm_headroom", "load_after_s", "replicas_needed", "ramp_headroom", "steepest_ramp"]
 
 MAX_S = 30 * 24 * 3600
 
@@ -105,3 +105,62 @@ def warm_headroom(*, load_rps: float, growth_per_min: float, delay_s: float, rep
         "headroom_replicas": end - now,
         "headroom_fraction": end_load / load_rps - 1.0 if load_rps > 0 else 0.0,
     }
+
+
+def ramp_headroom(*, start_rps: float, slope_rps_per_s: float, window_s: float, replica_capacity_rps: float) -> dict:
+    """Warm headroom for a linear ramp: the replicas the traffic added during one scale-up window needs.
+
+    A signal that rises only when a replica is full (the queue) asks for a replica
+    once the fleet is full, and that replica serves one window later (an autoscaler
+    interval plus the scale-up delay). Meanwhile a ramp of ``slope_rps_per_s`` adds
+    ``slope x window`` requests/s that the replicas already serving must carry, so
+    the fleet must keep ``ceil(slope x window / capacity)`` replicas beyond what the
+    load needs: the warm headroom. ``warm_floor`` is the replicas the ramp's start
+    needs plus that headroom, the ``min_replicas`` that covers the first window.
+    Source: the lesson's step 15 ("keep enough warm headroom to cover that
+    window"); :func:`replicas_needed` for the division.
+
+    >>> r = ramp_headroom(start_rps=2, slope_rps_per_s=0.12, window_s=62.6, replica_capacity_rps=6.75)
+    >>> round(r["growth_rps"], 2), round(r["growth_replicas"], 2), r["headroom_replicas"], r["warm_floor"]
+    (7.51, 1.11, 2, 3)
+    >>> ramp_headroom(start_rps=2, slope_rps_per_s=0, window_s=62.6, replica_capacity_rps=6.75)["headroom_replicas"]
+    0
+    """
+    start = check_positive("start_rps", start_rps, allow_zero=True)
+    slope = check_range("slope_rps_per_s", slope_rps_per_s, 0.0, 1e6)
+    window = check_range("window_s", window_s, 0, MAX_S)
+    capacity = check_positive("replica_capacity_rps", replica_capacity_rps)
+    growth = slope * window
+    # Round away float noise before the ceiling, as replicas_needed does.
+    headroom = math.ceil(round(growth / capacity, 9))
+    return {
+        "slope_rps_per_s": slope,
+        "window_s": window,
+        "growth_rps": growth,
+        "growth_replicas": growth / capacity,
+        "headroom_replicas": headroom,
+        "replicas_at_start": replicas_needed(start, capacity),
+        "warm_floor": replicas_needed(start, capacity) + headroom,
+    }
+
+
+def steepest_ramp(phases: list) -> dict:
+    """The steepest rising phase of a traffic profile (``duration_s``, ``rate_per_s``, optional ``end_rate_per_s``).
+
+    Returns its start rate, end rate and slope in requests/s per second (slope 0
+    and the first phase's rate when nothing rises). Source: the fleet scenario's
+    traffic format (:mod:`calc.sim.fleet`).
+
+    >>> steepest_ramp([{"duration_s": 30, "rate_per_s": 2},
+    ...                {"duration_s": 150, "rate_per_s": 2, "end_rate_per_s": 20}])
+    {'start_rps': 2, 'end_rps': 20, 'slope_rps_per_s': 0.12}
+    """
+    if not phases:
+        raise CalcError("traffic must have at least one phase; got none", "traffic")
+    best = {"start_rps": phases[0]["rate_per_s"], "end_rps": phases[0]["rate_per_s"], "slope_rps_per_s": 0.0}
+    for phase in phases:
+        start, end = phase["rate_per_s"], phase.get("end_rate_per_s", phase["rate_per_s"])
+        slope = (end - start) / check_positive("traffic.duration_s", phase["duration_s"])
+        if slope > best["slope_rps_per_s"]:
+            best = {"start_rps": start, "end_rps": end, "slope_rps_per_s": slope}
+    return best

@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from calc.autoscale import load_after_s, replicas_needed, scale_up_delay_s, warm_headroom
+from calc.autoscale import load_after_s, ramp_headroom, replicas_needed, scale_up_delay_s, steepest_ramp, warm_headroom
 from calc.errors import CalcError
 from calc.memory import weight_bytes
 from calc.catalog import get_model
@@ -59,3 +59,21 @@ def test_bad_input_names_the_field(call, field):
     with pytest.raises(CalcError) as err:
         call()
     assert err.value.field == field
+
+
+@given(start=st.floats(0, 1e3), slope=st.floats(0, 10), window=st.floats(0, 3600), cap=st.floats(0.01, 100))
+def test_ramp_headroom_carries_the_growth_of_one_window(start, slope, window, cap):
+    r = ramp_headroom(start_rps=start, slope_rps_per_s=slope, window_s=window, replica_capacity_rps=cap)
+    # The headroom carries the window's growth, and one replica fewer would not.
+    assert r["headroom_replicas"] * cap >= slope * window - 1e-8 * cap  # (float noise is rounded away)
+    assert (r["headroom_replicas"] - 1) * cap < slope * window or r["headroom_replicas"] == 0
+    assert r["warm_floor"] == replicas_needed(start, cap) + r["headroom_replicas"]
+
+
+def test_steepest_ramp_picks_the_fastest_rise():
+    phases = [{"duration_s": 60, "rate_per_s": 1, "end_rate_per_s": 4}, {"duration_s": 10, "rate_per_s": 4,
+              "end_rate_per_s": 9}, {"duration_s": 30, "rate_per_s": 9, "end_rate_per_s": 1}]
+    assert steepest_ramp(phases) == {"start_rps": 4, "end_rps": 9, "slope_rps_per_s": 0.5}
+    assert steepest_ramp([{"duration_s": 5, "rate_per_s": 3}])["slope_rps_per_s"] == 0
+    with pytest.raises(CalcError):
+        steepest_ramp([])

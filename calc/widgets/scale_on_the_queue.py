@@ -24,7 +24,7 @@ import math
 from typing import Annotated
 
 from calc import lesson
-from calc.autoscale import scale_up_delay_s, warm_headroom
+from calc.autoscale import ramp_headroom, scale_up_delay_s, steepest_ramp, warm_headroom
 from calc.catalog import MODELS, get_gpu, get_model
 from calc.cost import replica_usd_per_hour
 from calc.errors import CalcError
@@ -35,7 +35,7 @@ from calc.sim.fleet import FleetScenario, simulate_fleet
 from calc.units import GB, format_number
 from calc.widgets.charts import bar_chart, line_chart
 from calc.widgets.framework import REGISTRY, Choice, FloatRange, IntRange, output, stream, view, widget
-from calc.sim_views import fleet_time_series, fleet_scale_up_delay_s, fleet_scenario, preset_summary, warm_fleet_scenario, warm_fleet_summary
+from calc.sim_views import fleet_time_series, fleet_scale_up_delay_s, fleet_scenario, preset_summary, warm_fleet_scenario
 from calc.widgets.views import fleet_views
 from calc.gpu_util import replica_capacity_rps as _capacity_rps
 
@@ -48,8 +48,6 @@ SCENARIOS = (QUEUE, KV, HEADROOM, GPU_UTIL)
 #: Load bandwidths drawn in the scale-up chart (GB/s): what-if values from a slow network volume to a fast
 #: local NVMe array, not measurements; the reader's own value is added to them.
 BANDWIDTHS_GB_PER_S = (0.5, 1, 2, 5, 10, 25)
-#: The "warm floor" variant of the queue autoscaler the page quotes (minimum replicas kept running).
-WARM_FLOOR_REPLICAS = 3
 
 _QUEUE_AUTO = presets.load_data(QUEUE)["fleet"]["autoscaler"]
 _GPU = get_gpu(lesson.REPLICA["gpu"])
@@ -63,7 +61,7 @@ def autoscaler_choice(name: str) -> str:
     """A short name of a fleet preset's autoscaler, for the simulation's menu.
 
     >>> autoscaler_choice("step15-warm-headroom")
-    'queue depth, at least 2 warm'
+    'queue depth, at least 3 warm'
     """
     cfg = _config(name)
     if cfg.signal == "queue_depth":
@@ -77,7 +75,7 @@ def autoscaler_label(name: str) -> str:
     >>> autoscaler_label("step15-scale-on-queue")
     'queue depth: up above 4 waiting per replica, down below 0.5'
     >>> autoscaler_label("step15-warm-headroom")
-    'queue depth with warm headroom: at least 2 replicas, up above 0.5 waiting per replica'
+    'queue depth with warm headroom: at least 3 replicas, up above 4 waiting per replica'
     """
     cfg = _config(name)
     up, down = format_number(cfg.scale_up_above), format_number(cfg.scale_down_below)
@@ -236,7 +234,7 @@ def three_arms():
     >>> [t["name"] for t in v["figures"]["replicas"]["data"]]
     ['GPU-Util (step 14)', 'queue depth', 'queue depth + warm headroom']
     >>> v["outputs"]["headroom_ttft_p99_s"]["text"], v["outputs"]["queue_replica_hours"]["text"]
-    ('24.1 s', '0.321')
+    ('0.559 s', '0.321')
     """
     summaries = {name: preset_summary(name) for name, _ in ARMS}
     figures = {}
@@ -320,10 +318,11 @@ def facts() -> dict[str, str]:
 
     >>> f = {key: value.replace("&#36;", "$") for key, value in facts().items()}
     >>> f["delay_s"], f["first_up_s"], f["first_ready_s"], f["queue_ttft_p99"], f["headroom_ttft_p99"]
-    ('47.6 s', '105 s', '153 s', '52.7 s', '24.1 s')
+    ('47.6 s', '105 s', '153 s', '52.7 s', '0.559 s')
+    >>> f["ramp_growth_rps"], f["ramp_growth_replicas"], f["ramp_headroom"], f["ramp_floor"]
+    ('7.51 requests/s', '1.11', '2 replicas', '3')
     """
     queue, kv, warm, gpu = (preset_summary(n) for n in SCENARIOS)
-    floor = warm_fleet_summary(QUEUE, WARM_FLOOR_REPLICAS)
     data = presets.load_data(QUEUE)
     phases = data["fleet"]["traffic"]
     cfg = _config(QUEUE)
@@ -332,6 +331,10 @@ def facts() -> dict[str, str]:
     model = get_model(lesson.REPLICA["model"])
     per_gpu = weights_bytes_per_gpu(model, lesson.REPLICA["tp"], lesson.REPLICA["weights"])
     widget_defaults = warm_headroom_view()["outputs"]
+    ramp = steepest_ramp(phases)
+    sizing = ramp_headroom(start_rps=ramp["start_rps"], slope_rps_per_s=ramp["slope_rps_per_s"],
+                           window_s=_DEFAULT_WINDOW_S, replica_capacity_rps=_DEFAULT_CAPACITY_RPS)
+    headroom = sizing["headroom_replicas"]
     out = {
         "delay_s": _s(delay),
         "delay_60_s": _s(fleet_scale_up_delay_s(60, 2)),
@@ -367,10 +370,16 @@ def facts() -> dict[str, str]:
         "headroom_extra_pct": f"{format_number((warm['replica_hours'] / queue['replica_hours'] - 1) * 100)}%",
         "gpu_ttft_p99": _s(gpu["ttft_p99_s"]),
         "gpu_replica_hours": format_number(gpu["replica_hours"]),
-        "floor_replicas": str(WARM_FLOOR_REPLICAS),
-        "floor_ttft_p99": _s(floor["ttft_p99_s"]),
-        "floor_replica_hours": format_number(floor["replica_hours"]),
-        "floor_saving_pct": f"{format_number((1 - floor['replica_hours'] / gpu['replica_hours']) * 100)}%",
+        "ramp_start_rps": f"{format_number(ramp['start_rps'])} requests/s",
+        "ramp_end_rps": f"{format_number(ramp['end_rps'])} requests/s",
+        "ramp_slope_per_min": f"{format_number(ramp['slope_rps_per_s'] * 60)} requests/s",
+        "ramp_growth_rps": f"{format_number(sizing['growth_rps'])} requests/s",
+        "ramp_growth_replicas": format_number(sizing["growth_replicas"], 3),
+        "ramp_headroom": f"{headroom} replica" + ("" if headroom == 1 else "s"),
+        "ramp_start_replicas": str(sizing["replicas_at_start"]),
+        "ramp_floor": str(sizing["warm_floor"]),
+        "headroom_saving_pct": f"{format_number((1 - warm['replica_hours'] / gpu['replica_hours']) * 100)}%",
+        "headroom_p99_ratio": f"{format_number(gpu['ttft_p99_s'] / warm['ttft_p99_s'], 2)} times",
         "widget_headroom": widget_defaults["headroom_replicas"]["text"],
         "widget_load": f"{format_number(_WIDGET_DEFAULTS['load_rps'])} requests/s",
         "widget_growth": f"{format_number(_WIDGET_DEFAULTS['growth_pct_per_min'])}%",

@@ -121,8 +121,30 @@ def test_step14_15_gpu_util_only_scales_up_queue_depth_comes_back_down():
 
 def test_step15_warm_headroom_buys_latency_with_replica_hours():
     base, warm = result("step15-scale-on-queue").summary, result("step15-warm-headroom").summary
+    gpu = result("step14-scale-on-gpu-util").summary
     assert warm["ttft_p99_s"] < 0.6 * base["ttft_p99_s"]
     assert warm["replica_hours"] > base["replica_hours"]
+    # Right-sized headroom on the right signal beats GPU-Util on both latency and cost.
+    assert warm["ttft_p99_s"] < gpu["ttft_p99_s"] and warm["replica_hours"] < gpu["replica_hours"]
+
+
+def test_step15_warm_floor_is_the_ramps_headroom_over_one_scale_up_window():
+    from calc.autoscale import ramp_headroom, steepest_ramp
+    from calc.gpu_util import replica_capacity_rps
+    from calc.sim_views import fleet_scale_up_delay_s
+
+    data = presets.load_data("step15-warm-headroom")
+    auto = data["fleet"]["autoscaler"]
+    ramp = steepest_ramp(data["fleet"]["traffic"])
+    sizing = ramp_headroom(start_rps=ramp["start_rps"], slope_rps_per_s=ramp["slope_rps_per_s"],
+                           window_s=auto["interval_s"] + fleet_scale_up_delay_s(preset="step15-warm-headroom"),
+                           replica_capacity_rps=replica_capacity_rps())
+    assert auto["min_replicas"] == data["fleet"]["replicas"] == sizing["warm_floor"]
+    assert sizing["headroom_replicas"] >= 1
+    queue = presets.load_data("step15-scale-on-queue")["fleet"]
+    assert data["fleet"]["traffic"] == queue["traffic"]  # the same day, the same queue thresholds
+    assert {k: v for k, v in auto.items() if k != "min_replicas"} == {
+        k: v for k, v in queue["autoscaler"].items() if k != "min_replicas"}
 
 
 def test_step19_incident_p99_near_36_s_while_rate_and_gpu_util_look_normal():
