@@ -29,7 +29,7 @@ from calc.units import NS_PER_S, round_sig
 __all__ = [
     "PRESET", "SURGE_PHASE", "SWEEP_SEEDS", "LOW_SHARE", "HIGH_SHARE", "TTFT_ALERT_S", "DOCUMENT_SHARE_MAX", "incident_scenario",
     "prompt_tokens_per_sample", "incident_run", "phase_windows", "seed_sweep", "prefill_tokens_per_s",
-    "prompt_statistics", "request_class", "values_in_phase",
+    "prompt_statistics", "request_class", "values_in_phase", "alert_page",
 ]
 
 PRESET = "step19-incident-p99"
@@ -162,6 +162,27 @@ def seed_sweep(seeds=SWEEP_SEEDS) -> list[float]:
     [26.5908]
     """
     return [incident_run(seed=s).summary["ttft_p99_s"] for s in seeds]
+
+
+def alert_page(seed: int | None = None, threshold_s: float = TTFT_ALERT_S) -> dict:
+    """What the on-call's TTFT alert shows for the incident: when the panel crossed the threshold, and its peak.
+
+    The alert watches the dashboard's TTFT p99 over the trailing 10 s window (the
+    fleet's ``ttft_p99_s`` series) and fires at the first sample at or above
+    ``threshold_s``; the page it sends reads the panel's peak, the figure the
+    step's title quotes. ``crossed_s`` is None when the panel never crosses.
+    Source: the incident run (:func:`incident_run`); TTFT p99 over a window as
+    vLLM's ``vllm:time_to_first_token_seconds`` histogram gives it to a dashboard.
+
+    >>> page = alert_page()
+    >>> page["threshold_s"], page["crossed_s"], page["peak_s"], page["peak_at_s"]
+    (5.0, 80.0, 28.248, 145.0)
+    """
+    series = incident_run(seed=seed).time_series
+    points = [(t, v) for t, v in zip(series["t_s"], series["ttft_p99_s"]) if v is not None]
+    crossed = next((t for t, v in points if v >= threshold_s), None)
+    peak_at, peak = max(points, key=lambda p: (p[1], -p[0]))
+    return {"threshold_s": threshold_s, "crossed_s": crossed, "peak_s": peak, "peak_at_s": peak_at}
 
 
 # --------------------------------------------------------------------------------------- prefill capacity

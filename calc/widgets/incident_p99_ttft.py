@@ -1,4 +1,4 @@
-"""Widgets, drills and facts of step 19, "Incident: TTFT p99 at 36 seconds" (docs/lesson/19-incident-p99-ttft.md).
+"""Widgets, drills and facts of step 19, "Incident: TTFT p99" (docs/lesson/19-incident-p99-ttft.md).
 
 The incident is the simulator's preset ``step19-incident-p99``: three replicas of
 the running example behind a least-outstanding router, 15 requests/s of chat
@@ -27,7 +27,7 @@ from typing import Annotated
 
 from calc import lesson
 from calc.incident import (
-    HIGH_SHARE, LOW_SHARE, PRESET, TTFT_ALERT_S, SURGE_PHASE, incident_run, incident_scenario, phase_windows, prefill_tokens_per_s,
+    HIGH_SHARE, LOW_SHARE, PRESET, TTFT_ALERT_S, SURGE_PHASE, alert_page, incident_run, incident_scenario, phase_windows, prefill_tokens_per_s,
     prompt_statistics, request_class, seed_sweep, values_in_phase,
 )
 from calc.units import format_number, round_sig
@@ -63,10 +63,25 @@ def dashboard(
     replicas: Annotated[int, IntRange(1, 8, label="Replicas", help="each the running example: 4 GPUs")] = 3,
     frame_interval_s: Annotated[float, FRAME] = 5.0,
 ):
-    """The incident as an on-call dashboard: rate, GPU-Util, TTFT, tokens per request, queue, KV, preemptions."""
+    """The incident as an on-call dashboard: rate, GPU-Util, TTFT, tokens per request, queue, KV, preemptions.
+
+    The TTFT panel draws the alert's threshold (:data:`calc.incident.TTFT_ALERT_S`) the p99 crosses.
+    """
     share = SCENARIOS[scenario][1]
-    yield from dashboard_views(incident_scenario(seed=seed, document_share=share, replicas=replicas),
-                               frame_interval_s)
+    views = dashboard_views(incident_scenario(seed=seed, document_share=share, replicas=replicas), frame_interval_s)
+    for v in views:
+        if "ttft" in (v.get("figures") or {}):
+            _draw_alert(v["figures"]["ttft"]["layout"])
+        yield v
+
+
+def _draw_alert(layout: dict) -> None:
+    """The alert's threshold as a dashed line across the TTFT panel, labelled with its rule."""
+    layout["shapes"] = [{"type": "line", "xref": "paper", "x0": 0, "x1": 1, "y0": TTFT_ALERT_S, "y1": TTFT_ALERT_S,
+                         "line": {"dash": "dash", "width": 1.5, "color": "#c62828"}}]
+    layout["annotations"] = [{"xref": "paper", "x": 1, "xanchor": "right", "y": TTFT_ALERT_S, "yanchor": "bottom",
+                              "showarrow": False, "text": f"alert: p99 ≥ {seconds_text(TTFT_ALERT_S)}",
+                              "font": {"size": 11, "color": "#c62828"}}]
 
 
 # --------------------------------------------------------------------------------------- drills
@@ -192,6 +207,8 @@ def facts() -> dict[str, str]:
     >>> f = facts()
     >>> f["replicas"], f["rate"], f["ttft_p99"], f["gpu_util_before"], f["kv_peak"]
     ('3', '15', '26.6 s', '100%', '100%')
+    >>> f["alert_peak_title"], f["ttft_alert"], f["ttft_alert_s"], f["alert_peak_at_s"]
+    ('28 seconds', '5 s', '80', '145')
     """
     data = incident_scenario()
     result = incident_run()
@@ -214,8 +231,8 @@ def facts() -> dict[str, str]:
     chat_tokens = chat["prompt_tokens"] + chat["output_tokens"]
     queue_alert = next(t for t, q in zip(ts["t_s"], ts["queue_depth"]) if q >= QUEUE_ALERT)
     kv_alert = next(t for t, k in zip(ts["t_s"], ts["kv_use_fraction"]) if k >= KV_ALERT)
-    ttft_alert = next(t for t, v in zip(ts["t_s"], ts["ttft_p99_s"]) if v is not None and v >= TTFT_ALERT_S)
     quiet, low, high = (incident_run(document_share=x).summary for x in (0.0, LOW_SHARE, HIGH_SHARE))
+    page = alert_page()
     more = incident_run(replicas=replicas + 1).summary
     return {
         "low_share": format_number(LOW_SHARE),
@@ -239,7 +256,10 @@ def facts() -> dict[str, str]:
         "kv_alert_pct": share_text(KV_ALERT),
         "kv_alert_s": format_number(kv_alert),
         "ttft_alert": seconds_text(TTFT_ALERT_S),
-        "ttft_alert_s": format_number(ttft_alert),
+        "ttft_alert_s": format_number(page["crossed_s"]),
+        "alert_peak_title": f"{round(page['peak_s'])} seconds",
+        "alert_peak": seconds_text(page["peak_s"]),
+        "alert_peak_at_s": format_number(page["peak_at_s"]),
         "replicas": str(replicas),
         "gpus": str(replicas * 4),
         "rate": format_number(rate),

@@ -151,3 +151,19 @@ def test_the_dashboards_controls_do_not_name_the_cause():
     # Scenario A is the incident (the preset's own mix); B, C and D differ from it by the share of documents only.
     shares = {key: share for key, (_, share) in step.SCENARIOS.items()}
     assert shares["a"] is None and shares["b"] == 0 < shares["c"] < shares["d"]
+
+
+def test_the_dashboard_crosses_the_alert_it_draws_and_the_title_quotes_its_peak(facts):
+    page = incident.alert_page()
+    ts = presets.run(step.PRESET).time_series
+    p99 = [v for v in ts["ttft_p99_s"] if v is not None]
+    # The panel's p99 crosses the alert's threshold, and the title's figure is the panel's own peak.
+    assert max(p99) == page["peak_s"] > 2 * page["threshold_s"]
+    assert page["crossed_s"] < page["peak_at_s"]
+    assert facts["alert_peak_title"] == f"{round(max(p99))} seconds"
+    assert facts["ttft_alert"] == f"{page['threshold_s']:g} s"
+    # The alert's threshold is drawn on the TTFT panel the stream's first view sets up.
+    entry, bound = framework.bind(DASHBOARD, {"frame_interval_s": "60"})
+    first = next(iter(entry.function(**bound)))
+    shapes = first["figures"]["ttft"]["layout"]["shapes"]
+    assert [s["y0"] for s in shapes] == [page["threshold_s"]]
