@@ -158,9 +158,10 @@ def replica_capacity(model: str = MODEL, gpu: str = GPU, *, tp: int = TP, weight
                      max_model_len: int | None = None) -> KVCapacity:
     """The replica's KV sizing from :func:`kv_capacity`, with the parameter count chosen.
 
-    ``parameter_count="lesson"`` weighs the weights as the lesson does: the
-    parameter count rounded to 3 significant digits x bits per weight / TP
-    (70.6e9 x 2 B / 4 = 35.3 GB; no quantization scales). ``"exact"`` takes
+    ``parameter_count="lesson"`` weighs the weights as the lesson does (:func:`weighs_rounded`): 16-bit
+    weights with the parameter count rounded to 3 significant digits x bits per weight / TP
+    (70.6e9 x 2 B / 4 = 35.3 GB), formats with scales tensor by tensor, as every page
+    quotes them (fp8: 18.2 GB per GPU, 608,266 tokens, step 7's figure). ``"exact"`` takes
     every tensor of the model's shape, with scales and 16-bit embeddings
     (:func:`calc.memory.weight_bytes`). For the running example the two
     differ by 0.07% in tokens (399,169 against 399,452).
@@ -171,6 +172,8 @@ def replica_capacity(model: str = MODEL, gpu: str = GPU, *, tp: int = TP, weight
     >>> cap = replica_capacity()
     >>> round(cap.weights_bytes / 1e9, 1), round(cap.kv_cache_bytes / 1e9, 1), cap.kv_cache_tokens_raw
     (35.3, 32.7, 399169)
+    >>> replica_capacity(weights="fp8").kv_cache_tokens_raw == kv_capacity(weights="fp8").kv_cache_tokens_raw
+    True
     >>> round(replica_capacity(max_model_len=8192).max_concurrency, 2)
     48.73
     >>> replica_capacity(tp=3)
@@ -185,7 +188,7 @@ def replica_capacity(model: str = MODEL, gpu: str = GPU, *, tp: int = TP, weight
                 gpu_memory_utilization=gpu_memory_utilization, memory_basis=memory_basis,
                 max_model_len=max_model_len)
     exact = kv_capacity(rounded_params=False, **args)
-    if parameter_count == "exact":
+    if not weighs_rounded(weights, parameter_count):  # formats with scales are weighed tensor by tensor, as on step 7
         return exact
     return kv_capacity(rounded_params=True, **args)
 

@@ -228,6 +228,6 @@ def routing_into_pools(preset: str = "step20-pools", *, width: float | None = No
         drawn_w, bottom, shapes,
         "The router sends each kind of request to its own pool, and each pool has its own limits and its own "
         "scaling: a surge of long documents queues in the documents pool and no longer delays the chat answers. "
-        f"The pools drawn are those of the simulation on this page ({preset}).",
+        "The pools drawn are those of the simulation on this page.",
         layout=layout,
     )

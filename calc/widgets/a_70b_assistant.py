@@ -83,7 +83,7 @@ def memory_view(
 
     >>> out = memory_view(weights="fp8")["outputs"]
     >>> out["weights_bytes_per_gpu"]["text"], out["kv_cache_tokens"]["text"], out["max_requests"]["value"]
-    ('17.6 GB', '614,624 tokens', 480)
+    ('18.2 GB', '608,266 tokens', 475)
     """
     return replica_memory_view(model, gpu, tp=tp, weights=weights, kv_dtype=kv_dtype,
                                gpu_memory_utilization=gpu_memory_utilization, memory_basis=memory_basis,

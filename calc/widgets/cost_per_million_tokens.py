@@ -142,12 +142,13 @@ def cost_by_batch(
                text=f"{_usd(usd_hour)} per hour ({tp} × {_usd(usd_per_gpu_hour)})"),
         output("price_note", "Price per GPU-hour", usd_per_gpu_hour, "USD",
                text=f"{_usd(usd_per_gpu_hour)}, {price_note(gpu, usd_per_gpu_hour)}"),
-        output("itl_s", f"Step time at batch {batch:,}", yours["step_s"], "s",
-               text=f"{_ms(yours['step_s'])} ({bound})"),
-        output("tokens_per_s", f"Output tokens/s at batch {batch:,}", yours["tokens_per_s"], "tokens/s",
-               text=f"{format_number(yours['tokens_per_s'])} tokens/s"),
-        output("usd_per_million_tokens", f"Cost at batch {batch:,}", yours["usd_per_million_tokens"], "USD",
-               text=f"{_usd(yours['usd_per_million_tokens'])} per million output tokens"
+        # Labels are fixed (the page rewrites only an output's text): the batch a number is for is in its text.
+        output("itl_s", "Step time at your batch", yours["step_s"], "s",
+               text=f"{_ms(yours['step_s'])} at batch {batch:,} ({bound})"),
+        output("tokens_per_s", "Output tokens/s at your batch", yours["tokens_per_s"], "tokens/s",
+               text=f"{format_number(yours['tokens_per_s'])} tokens/s at batch {batch:,}"),
+        output("usd_per_million_tokens", "Cost at your batch", yours["usd_per_million_tokens"], "USD",
+               text=f"{_usd(yours['usd_per_million_tokens'])} per million output tokens at batch {batch:,}"
                     + ("" if batch <= kv_limit else f" (but only {kv_limit:,} requests fit in the KV cache)")),
         output("discount_1_to_10", "Batch 10 against batch 1", one["usd_per_million_tokens"] /
                ten["usd_per_million_tokens"], "x",
@@ -156,10 +157,10 @@ def cost_by_batch(
                "sequences", text=f"batch {limit:,}"),
         output("compute_bound_from", "Compute-bound from", compute_from or 0, "sequences",
                text=f"not up to batch {top:,}" if compute_from is None else f"batch {compute_from:,}"),
-        output("kv_limit", f"Requests of {prompt_tokens + answer_tokens:,} tokens that fit", kv_limit, "requests",
-               text=f"{kv_limit:,}"),
-        output("floor_usd", f"Cost at batch {floor['batch']:,}", floor["usd_per_million_tokens"], "USD",
-               text=f"{_usd(floor['usd_per_million_tokens'])} per million output tokens"),
+        output("kv_limit", "Requests that fit in the KV cache", kv_limit, "requests",
+               text=f"{kv_limit:,} of {prompt_tokens + answer_tokens:,} tokens"),
+        output("floor_usd", "Cost with the KV cache full", floor["usd_per_million_tokens"], "USD",
+               text=f"{_usd(floor['usd_per_million_tokens'])} per million output tokens at batch {floor['batch']:,}"),
     ]
     shown = [b for b in batches if b in {1, 2, 4, 16, 32, 64, 128, 256, 1024, 4096} | marks]
     rows_table = table(

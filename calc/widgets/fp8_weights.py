@@ -78,7 +78,7 @@ def memory_before_after(
 
     >>> out = memory_before_after()["outputs"]
     >>> out["weights_after"]["text"], out["kv_tokens_after"]["text"], out["kv_gain"]["text"]
-    ('18.2 GB', '608,266 tokens', '+52%')
+    ('18.2 GB (fp8)', '608,266 tokens (fp8)', '+52%')
     """
     before, after = lesson.kv_capacity(weights=BEFORE), lesson.kv_capacity(weights=weights)
     requests_before = before.kv_cache_tokens_raw // REQUEST_TOKENS
@@ -108,22 +108,24 @@ def memory_before_after(
         outputs=[
             output("weights_before", f"Weights per GPU, {BEFORE}", round(before.weights_bytes), "B",
                    text=_gb(before.weights_bytes)),
-            output("weights_after", f"Weights per GPU, {weights}", round(after.weights_bytes), "B",
-                   text=_gb(after.weights_bytes)),
+            # "after" labels name no format: the page rewrites only an output's text, so the format is in it.
+            output("weights_after", "Weights per GPU, after", round(after.weights_bytes), "B",
+                   text=f"{_gb(after.weights_bytes)} ({weights})"),
             output("freed", "Freed per GPU", round(freed), "B", text=_gb(freed)),
             output("kv_tokens_before", f"KV cache, {BEFORE}", before.kv_cache_tokens_raw, "tokens",
                    text=f"{before.kv_cache_tokens_raw:,} tokens"),
-            output("kv_tokens_after", f"KV cache, {weights}", after.kv_cache_tokens_raw, "tokens",
-                   text=f"{after.kv_cache_tokens_raw:,} tokens"),
+            output("kv_tokens_after", "KV cache, after", after.kv_cache_tokens_raw, "tokens",
+                   text=f"{after.kv_cache_tokens_raw:,} tokens ({weights})"),
             output("kv_gain", "More KV cache", after.kv_cache_tokens_raw / before.kv_cache_tokens_raw, "",
                    text=_pct(after.kv_cache_tokens_raw / before.kv_cache_tokens_raw)),
             output("requests_before", f"{REQUEST_TOKENS:,}-token requests at once, {BEFORE}", requests_before,
                    "requests", text=f"{requests_before:,}"),
-            output("requests_after", f"{REQUEST_TOKENS:,}-token requests at once, {weights}", requests_after,
-                   "requests", text=f"{requests_after:,}"),
+            output("requests_after", f"{REQUEST_TOKENS:,}-token requests at once, after", requests_after,
+                   "requests", text=f"{requests_after:,} ({weights})"),
         ],
         figures={"memory": figure},
-        tables={"terms": table(["Per GPU", BEFORE, weights, "Change"], rows, caption="Every term, before and after")},
+        tables={"terms": table(["Per GPU", f"before ({BEFORE})", "after", "Change"], rows,
+                               caption=f"Every term, {BEFORE} before and {weights} after")},
     )
 
 
@@ -146,7 +148,7 @@ def step_before_after(
 
     >>> out = step_before_after()["outputs"]
     >>> out["step_before"]["text"], out["step_after"]["text"], out["speedup"]["text"]
-    ('15.3 ms', '8.58 ms', '1.78x')
+    ('15.3 ms', '8.58 ms (fp8)', '1.78x')
     """
     b = decode_step(lesson.coefficients(BEFORE), batch=batch, context_tokens=context_tokens)
     a = decode_step(lesson.coefficients(weights), batch=batch, context_tokens=context_tokens)
@@ -184,12 +186,12 @@ def step_before_after(
     return view(
         outputs=[
             output("step_before", f"Decode step, {BEFORE}", b["time_s"], "s", text=_ms(b["time_s"])),
-            output("step_after", f"Decode step, {weights}", a["time_s"], "s", text=_ms(a["time_s"])),
+            output("step_after", "Decode step, after", a["time_s"], "s", text=f"{_ms(a['time_s'])} ({weights})"),
             output("speedup", "Step time, before / after", speedup, "", text=f"{format_number(speedup)}x"),
             output("tokens_per_s_before", f"Output tokens/s, {BEFORE}", batch / b["time_s"], "tokens/s",
                    text=f"{format_number(batch / b['time_s'])} tokens/s"),
-            output("tokens_per_s_after", f"Output tokens/s, {weights}", batch / a["time_s"], "tokens/s",
-                   text=f"{format_number(batch / a['time_s'])} tokens/s"),
+            output("tokens_per_s_after", "Output tokens/s, after", batch / a["time_s"], "tokens/s",
+                   text=f"{format_number(batch / a['time_s'])} tokens/s ({weights})"),
             output("bound", "Bound by", f"{b['bound']} → {a['bound']}", ""),
             output("weights_read", "Weights read per step, each GPU", round(read_a), "B",
                    text=f"{_gb(read_b)} → {_gb(read_a)}"),

@@ -164,7 +164,7 @@ SHORT = {"c": "reserve max", "p": "paged"}
 _CHARTS = (
     ("queue", "Requests waiting in the queue", "requests", None, [("queue_depth", "")]),
     ("running", "Requests running (the batch)", "requests", None, [("running", "")]),
-    ("kv", "KV cache: reserved and holding tokens", "share of the KV cache", ".0%",
+    ("kv", "KV cache: reserved and holding tokens", "share of the whole KV cache", ".0%",
      [("kv_use_fraction", "reserved"), ("kv_token_fraction", "holding")]),
     ("ttft", "TTFT p99 (trailing window)", "seconds", None, [("ttft_p99_s", "")]),
 )
@@ -173,7 +173,7 @@ _PANEL = (
     ("running_max", "Largest batch"),
     ("queue_depth_max", "Longest queue"),
     ("ttft_p99_s", "TTFT p99"),
-    ("kv_token_share", "KV memory holding tokens"),
+    ("kv_token_share", "Reserved KV memory holding tokens"),  # of the reserved blocks, not of the whole cache
     ("throughput_output_tokens_per_s", "Output tokens/s"),
     ("compute_utilization", "Compute utilization"),
 )
@@ -393,6 +393,7 @@ def facts() -> dict[str, str]:
         "paged_requests": f"{paged:,}",
         "contiguous_requests": f"{contiguous:,}",
         "paged_gain": format_number(paged / contiguous),
+        "sim_gain": format_number(final["outputs"]["p_running_max"]["value"] / final["outputs"]["c_running_max"]["value"], 2),
         "waste_bound_tokens": f"{bound:,}",
         "waste_bound_bytes": format_bytes(bound * per_token),
         "contiguous_promise_bytes": format_bytes((MAX_MODEL_LEN - length) * per_token),

@@ -22,8 +22,8 @@ def test_ten_times_the_batch_is_nearly_ten_times_cheaper():
     out = outputs()
     assert out["discount_1_to_10"]["value"] == pytest.approx(9.74, abs=0.005)
     assert out["discount_1_to_10"]["text"] == "9.74 times cheaper"
-    assert out["usd_per_million_tokens"]["text"] == "$6.60 per million output tokens"
-    assert out["itl_s"]["text"] == "15.7 ms (memory-bound)"
+    assert out["usd_per_million_tokens"]["text"] == "$6.60 per million output tokens at batch 10"
+    assert out["itl_s"]["text"] == "15.7 ms at batch 10 (memory-bound)"
     assert out["replica_usd_per_hour"]["text"] == "$15.12 per hour (4 × $3.78)"
 
 
@@ -32,7 +32,7 @@ def test_where_it_stops():
     assert out["batching_limit"]["value"] == 38
     assert out["compute_bound_from"]["value"] == 199
     assert out["kv_limit"]["value"] == 311  # 399,169 tokens / 1,280
-    assert out["floor_usd"]["text"] == "$0.503 per million output tokens"
+    assert out["floor_usd"]["text"] == "$0.503 per million output tokens at batch 311"
     assert step.facts()["discount_10_100"] == "7.92"  # well short of 10
 
 
@@ -46,7 +46,7 @@ def test_prefill_makes_the_floor_higher_and_the_end_earlier():
     out = outputs(include_prefill=True)
     assert out["discount_1_to_10"]["text"] == "9.55 times cheaper"
     assert out["compute_bound_from"]["value"] == 40
-    assert out["floor_usd"]["text"] == "$1.81 per million output tokens"
+    assert out["floor_usd"]["text"] == "$1.81 per million output tokens at batch 311"
     assert step.facts()["prefill_over_decode"] == "3.6"
 
 
@@ -92,3 +92,11 @@ def test_facts():
     assert (f["price"], f["price_date"], f["price_seller"]) == ("$3.78", "2026-05-07", "Lambda on-demand")
     assert f["price_others"] == "Modal $3.95 and Replicate $5.49"
     assert (f["fp8_usd_1"], f["fp8_usd_10"]) == ("$36.02", "$3.78")
+
+
+def test_labels_name_no_input_and_texts_name_the_batch():
+    """The page rewrites an output's text, never its label: a label that named the batch went stale."""
+    base, other = outputs(), outputs(batch=100, include_prefill=True, prompt_tokens=2048)
+    assert {k: o["label"] for k, o in base.items()} == {k: o["label"] for k, o in other.items()}
+    for key in ("itl_s", "tokens_per_s", "usd_per_million_tokens"):
+        assert "at batch 100" in other[key]["text"] and "at batch 10" in base[key]["text"]

@@ -44,7 +44,7 @@ def test_bf16_replica_is_step_ones_capacity():
 
 def test_memory_view_defaults_and_byte_for_byte_transfer():
     out = outputs(MEMORY)
-    assert out["weights_before"]["text"] == "35.3 GB" and out["weights_after"]["text"] == "18.2 GB"
+    assert out["weights_before"]["text"] == "35.3 GB" and out["weights_after"]["text"] == "18.2 GB (fp8)"
     assert out["kv_tokens_after"]["value"] == 608_266 and out["requests_after"]["value"] == 475
     before, after = lesson.kv_capacity(weights="bf16"), lesson.kv_capacity(weights="fp8")
     freed = before.weights_bytes - after.weights_bytes
@@ -59,11 +59,11 @@ def test_memory_view_defaults_and_byte_for_byte_transfer():
 
 def test_step_view_defaults_and_the_saturated_batch():
     out = outputs(STEP)
-    assert (out["step_before"]["text"], out["step_after"]["text"], out["speedup"]["text"]) == ("15.3 ms", "8.58 ms", "1.78x")
+    assert (out["step_before"]["text"], out["step_after"]["text"], out["speedup"]["text"]) == ("15.3 ms", "8.58 ms (fp8)", "1.78x")
     assert out["bound"]["text"] == "memory → memory"
     full = outputs(STEP, batch="256")
     assert full["bound"]["text"] == "compute → memory"
-    assert full["step_before"]["text"] == "31 ms" and full["step_after"]["text"] == "22.1 ms"
+    assert full["step_before"]["text"] == "31 ms" and full["step_after"]["text"] == "22.1 ms (fp8)"
     # 4-bit weights multiply in 16 bits: at a full batch no faster than bf16.
     four = outputs(STEP, weights="int4", batch="256")
     assert four["step_after"]["value"] == pytest.approx(four["step_before"]["value"])
@@ -103,3 +103,13 @@ def test_bad_input_names_the_field(name, args, field):
 def test_units_are_decimal_gb():
     out = outputs(MEMORY)
     assert out["weights_after"]["value"] / GB == pytest.approx(18.17, abs=0.01)
+
+
+def test_the_after_side_names_the_format_chosen_in_its_text_not_its_label():
+    """The page rewrites an output's text, never its label: a label naming fp8 stayed when int4 was chosen."""
+    for name in ("fp8_weights.memory_before_after", "fp8_weights.step_before_after"):
+        fp8, int4 = (framework.call(name, {"weights": w})["outputs"] for w in ("fp8", "int4"))
+        assert {k: o["label"] for k, o in fp8.items()} == {k: o["label"] for k, o in int4.items()}
+        after = [k for k in int4 if k.endswith("_after")]
+        assert after and all("(int4)" in int4[k]["text"] and "(fp8)" in fp8[k]["text"] for k in after)
+        assert not any("fp8" in o["label"] or "int4" in o["label"] for o in int4.values())
