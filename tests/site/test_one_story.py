@@ -43,9 +43,10 @@ LABELLED = {
     "running example's KV capacity": [r"\b(399,\d{3}) tokens\b", rf"KV cache of the replica:? (?:is )?({_N})"],
     "requests of 1,280 tokens at once (bf16)": [r"(?<!→ )\b(\d{3}) (?:average )?(?:requests|conversations) of 1,280 tokens",
                                                 r"Requests of 1,280 tokens at once (\d+)"],
-    "fp8 weights per GPU": [rf"fp8 weights(?: \[\d+\])?:{_S}{{0,80}}?({_N} GB) per GPU", rf"Weights per GPU, fp8 ({_N} GB)"],
+    "fp8 weights per GPU": [rf"fp8 weights(?: \[\d+\])?:{_S}{{0,80}}?({_N} GB) per GPU", rf"Weights per GPU, fp8 ({_N} GB)",
+                            rf"Weights per GPU, after ({_N} GB) \(fp8\)"],
     "KV tokens with fp8 weights": [rf"fp8 weights(?: \[\d+\])?:{_S}{{0,100}}?({_N}) tokens", rf"KV cache, fp8 weights ({_N})",
-                                   rf"KV cache, fp8 ({_N}) tokens"],
+                                   rf"KV cache, fp8 ({_N}) tokens", rf"KV cache, after ({_N}) tokens \(fp8\)"],
     "scale-up delay of step 15": [rf"[Ss]cale-up delay\b{_S}*?= ({_N} s)\b(?!{_S}*?=)"],
     "FlashAttention score matrix per layer on each GPU": [rf"({_N} [GT]B) per layer on each GPU",
                                                           rf"one layer's scores for the \d+ heads on one GPU would take ({_N} [GT]B)",
@@ -171,3 +172,178 @@ def test_a_contradiction_is_caught(pages, tmp_path, page, old, new):
     broken.write_text(text.replace(old, new, 1), encoding="utf-8")
     problems = contradictions(built_pages(copy))
     assert problems and any(new.split()[0] in p for p in problems), problems
+
+
+# --- the story's claims, each read off the built page and checked against calc (issue 32) -------------------------
+
+STEP = {n: f"lesson/{slug}/" for n, slug in {
+    1: "01-a-70b-assistant", 3: "03-drill-kv-bytes", 5: "05-paged-attention", 6: "06-twice-the-traffic",
+    7: "07-fp8-weights", 11: "11-system-prompt", 13: "13-long-context", 15: "15-scale-on-the-queue",
+    16: "16-cost-per-million-tokens", 18: "18-disaggregation", 19: "19-incident-p99-ttft", 20: "20-the-fix"}.items()}
+
+
+def _number(text: str) -> float:
+    return float(text.replace(",", "").rstrip("%"))
+
+
+def _seconds(value: float) -> str:
+    from calc.units import format_number
+
+    return f"{format_number(value)} s"
+
+
+def test_step15_right_signal_with_right_sized_headroom_beats_gpu_util_on_both(pages):
+    """The page's own sentence: the headroom it computes, and a p99 and a bill both below GPU-Util's."""
+    from calc.autoscale import ramp_headroom, steepest_ramp
+    from calc.gpu_util import replica_capacity_rps
+    from calc.sim import presets
+    from calc.sim_views import fleet_scale_up_delay_s, preset_summary
+
+    text = pages[STEP[15]]
+    m = re.search(rf"this ramp adds ({_N}) requests/s in that window, ({_N}) replicas' worth\. So keep (\d+) "
+                  rf"replicas? of warm headroom above the (\d+) the quiet hours need, a floor of (\d+): TTFT p99 "
+                  rf"({_N}) s, {_N} times lower than GPU-Util ?'s ({_N}) s, for ({_N}) replica-hours, {_N}% fewer than "
+                  rf"GPU-Util ?'s", text)
+    assert m, "step 15's headroom sentence"
+    growth, growth_replicas, headroom, start, floor, warm_p99, gpu_p99, warm_hours = (
+        _number(m.group(i)) for i in range(1, 9))
+    # The headroom is computed from the ramp's growth over one window (interval + scale-up delay) ...
+    queue = presets.load_data("step15-scale-on-queue")
+    window = queue["fleet"]["autoscaler"]["interval_s"] + fleet_scale_up_delay_s()
+    ramp = steepest_ramp(queue["fleet"]["traffic"])
+    sizing = ramp_headroom(start_rps=ramp["start_rps"], slope_rps_per_s=ramp["slope_rps_per_s"], window_s=window,
+                           replica_capacity_rps=replica_capacity_rps())
+    assert growth == pytest.approx(sizing["growth_rps"], rel=0.01)
+    assert growth_replicas == pytest.approx(sizing["growth_replicas"], rel=0.01)
+    assert (headroom, start, floor) == (sizing["headroom_replicas"], sizing["replicas_at_start"], sizing["warm_floor"])
+    assert headroom * replica_capacity_rps() >= sizing["growth_rps"] > (headroom - 1) * replica_capacity_rps()
+    # ... the arm the page runs keeps that floor, and beats GPU-Util on both latency and cost.
+    warm, gpu, alone = (preset_summary(n) for n in ("step15-warm-headroom", "step14-scale-on-gpu-util",
+                                                    "step15-scale-on-queue"))
+    assert warm["replicas_initial"] == floor
+    assert warm_p99 < gpu_p99 and warm["ttft_p99_s"] < gpu["ttft_p99_s"]
+    assert warm["replica_hours"] < gpu["replica_hours"]
+    assert (_seconds(warm["ttft_p99_s"]), _seconds(gpu["ttft_p99_s"])) == (f"{m.group(6)} s", f"{m.group(7)} s")
+    assert warm_hours == pytest.approx(warm["replica_hours"], rel=0.01)
+    # Without the headroom the right signal alone is the cheapest and the slowest: the window costs latency.
+    assert alone["ttft_p99_s"] > gpu["ttft_p99_s"] > warm["ttft_p99_s"]
+    assert alone["replica_hours"] < warm["replica_hours"] < gpu["replica_hours"]
+
+
+def test_step19_title_quotes_the_dashboards_peak_which_crosses_the_drawn_alert(pages):
+    from calc.incident import TTFT_ALERT_S, alert_page
+
+    text = pages[STEP[19]]
+    page = alert_page()
+    title = re.search(r"19\. Incident: TTFT p99 at (\d+) seconds", text)
+    assert title and int(title.group(1)) == round(page["peak_s"])
+    assert page["peak_s"] > TTFT_ALERT_S and page["crossed_s"] < page["peak_at_s"]
+    assert f"at or above {_seconds(TTFT_ALERT_S)}" in text and "36 seconds" not in text
+    # The TTFT panel of the built page draws the alert's threshold.
+    built = (SITE / STEP[19] / "index.html").read_text(encoding="utf-8")
+    figures = [html.unescape(f) for f in re.findall(r'data-figure="([^"]*)"', built)]
+    ttft = [f for f in figures if "TTFT, 10 s window" in f]
+    assert ttft and all(f'"y0": {TTFT_ALERT_S}' in f or f'"y0":{TTFT_ALERT_S}' in f for f in ttft)
+
+
+def test_tiles_name_no_input_their_text_does_not_carry(pages):
+    """Step 16's tiles and step 7's "after" tiles: the label stays when the input changes, so it names none."""
+    assert "Cost at batch 10" not in pages[STEP[16]] and "Cost at your batch" in pages[STEP[16]]
+    assert re.search(rf"Cost at your batch \${_N} per million output tokens at batch 10\b", pages[STEP[16]])
+    assert "KV cache, fp8 " not in pages[STEP[7]] and "Weights per GPU, fp8" not in pages[STEP[7]]
+    assert re.search(rf"KV cache, after {_N} tokens \(fp8\)", pages[STEP[7]])
+
+
+def test_fp8_weights_give_one_count_on_steps_1_and_7():
+    from calc.widgets import a_70b_assistant, fp8_weights
+
+    step1 = a_70b_assistant.memory_view(weights="fp8")["outputs"]
+    step7 = fp8_weights.memory_before_after()["outputs"]
+    assert step1["kv_cache_tokens"]["value"] == step7["kv_tokens_after"]["value"]
+    assert step1["weights_bytes_per_gpu"]["text"] == step7["weights_after"]["text"].split(" (")[0]
+
+
+def test_step5_separates_room_from_what_the_traffic_fills(pages):
+    from calc.widgets import paged_attention
+
+    text = pages[STEP[5]]
+    final = paged_attention._side_by_side_final()["outputs"]
+    m = re.search(rf"has room for ({_N}) times as many requests\. This step's traffic fills ({_N}) times step 4's "
+                  rf"batch \((\d+) against (\d+)\)", text)
+    assert m
+    room, fills, paged_max, contiguous_max = (_number(m.group(i)) for i in range(1, 5))
+    assert (paged_max, contiguous_max) == (final["p_running_max"]["value"], final["c_running_max"]["value"])
+    assert fills == pytest.approx(paged_max / contiguous_max, abs=0.05) and fills < room
+    # The tile's share is of the reserved memory; the chart's "holding" line is a share of the whole cache.
+    share = final["p_kv_token_share"]["text"]
+    assert f"Reserved KV memory holding tokens, paged blocks {share}" in text
+    peak = paged_attention.preset_summary(paged_attention.FIX_PRESET)["kv_use_peak"]
+    assert peak * 100 < _number(share)
+
+
+def test_tips_ask_for_what_the_widgets_show(pages):
+    from calc.errors import CalcError
+    from calc.widgets import a_70b_assistant, drill_kv_bytes, twice_the_traffic
+
+    # Step 1: with fp8 two GPUs still hold the model, in bf16 they do not; the tip switches back first.
+    assert a_70b_assistant.memory_view(weights="fp8", tp=2)["outputs"]["kv_cache_tokens"]["value"] > 0
+    with pytest.raises(CalcError):
+        a_70b_assistant.memory_view(weights="bf16", tp=2)
+    tip = re.search(r"Try this (.*?) Takeaway", pages[STEP[1]]).group(1)
+    assert tip.index("back to bf16") < tip.index("Tensor parallel to 2")
+    # Step 6: the weights cost the same at the batches the tip names together, and more at the one it sets apart.
+    tip = re.search(r"Try this (.*?)Quiz", pages[STEP[6]]).group(1)
+    same = re.search(r"Set the batch to ([\d, then]+): the weights cost the same", tip).group(1)
+    batches = [int(b) for b in re.findall(r"\d+", same)]
+    weights_ms = {b: twice_the_traffic.step_cost(batch=b)["outputs"]["weights_ms"]["value"] for b in batches + [256]}
+    assert len({round(weights_ms[b], 9) for b in batches}) == 1
+    assert "At 256 the weights term grows too" in tip and weights_ms[256] > weights_ms[batches[-1]]
+    # Step 3: the tip teaches the method, not the drill's answer.
+    tip = re.search(r"Try this (.*?) Takeaway", pages[STEP[3]]).group(1)
+    answer = drill_kv_bytes.bytes_per_token_drill(0)
+    assert answer["answer_text"] not in tip and "KiB" not in tip
+
+
+def test_terms_are_taught_where_they_are_first_used(pages):
+    from tests.site.built_facts import built_facts
+
+    # Continuous batching is defined on step 5, before step 6 uses it.
+    assert "that is continuous batching" in pages[STEP[5]]
+    assert "continuous batching" not in " ".join(pages[STEP[n]] for n in (1, 3)).lower()
+    # The roofline and its ridge point are said in a sentence before step 6 uses them.
+    six = pages[STEP[6]]
+    assert six.index("ridge point (peak FLOP/s ÷ bandwidth)") <= six.index("ridge point")
+    # Step 16's "compute-bound from batch N" is read against the derated ridge step 6 computes, and step 18 says so.
+    ridge, achieved = (built_facts("twice_the_traffic")[k] for k in ("ridge", "achieved_ridge"))
+    assert _number(achieved) < _number(ridge)
+    for n in (16, 18):
+        assert f"{achieved} " in pages[STEP[n]] and "derated" in pages[STEP[16]]
+
+
+def test_smaller_words_that_contradicted_their_page(pages):
+    from calc.widgets.framework import REGISTRY
+
+    # 256 is vLLM's V0 default max_num_seqs; V1 defaults to 1,024 on H100-class GPUs: no page says it plainly.
+    for page, text in pages.items():
+        for m in re.finditer(r"vLLM's default `?max_num_seqs`?", text):
+            assert "V0" in text[m.start():m.end() + 120], page
+    assert "1,024" in pages["lesson/17-drill-price-a-replica/"]
+    # Step 13's takeaway is about what a long context costs, not about FlashAttention.
+    takeaway = re.search(r"Takeaway (.*?) Deeper:", pages[STEP[13]]).group(1)
+    assert "FlashAttention" not in takeaway
+    # Step 11's dashboards are not called healthy beside its full KV cache and long queue.
+    assert "look healthy" not in pages[STEP[11]]
+    # Step 18's "the two layouts need the same GPUs at 40 requests/s" holds in its own widget.
+    sizing = REGISTRY["disaggregation.pool_sizing"].function
+    at_40, default = sizing(rate_per_s=40)["outputs"], sizing()["outputs"]
+    assert "40 requests/s in the widget and the two layouts need the same GPUs" in pages[STEP[18]]
+    colocated = lambda out: int(re.match(r"(\d+) replica", out["colocated_replicas"]["text"]).group(1)) * 4  # noqa: E731
+    gpus = lambda out: int(out["gpus_split"]["text"].split()[0])  # noqa: E731
+    assert gpus(at_40) == colocated(at_40) and gpus(default) > colocated(default)
+    # No internal preset name outside a page's Sources.
+    for page, text in pages.items():
+        if page.startswith("lesson/"):
+            body = text.split(" Sources ")[0]
+            assert "step20-pools" not in body, page
+    # The accuracy page's two phrases.
+    assert "the target is every target" not in pages["accuracy/"] and "the issue's targets" not in pages["accuracy/"]
