@@ -394,7 +394,9 @@ def _price(gpu: str, usd_per_gpu_hour: float | None) -> float:
 # ------------------------------------------------------------ the cheat sheet's replica (step 21)
 #: Step 17's latency target (an assumption: about 20 tokens/s for each reader of a streamed answer).
 ITL_TARGET_S = 0.05
-#: vLLM's default cap on running requests (``max_num_seqs``), as step 17 prices with it.
+#: The cap on running requests (``max_num_seqs``) step 17 prices with: 256, vLLM's V0 default (the V1 engine
+#: defaults to 1,024 on GPUs of 70 GiB or more other than the A100, such as the H100: vLLM's
+#: vllm/engine/arg_utils.py, https://github.com/vllm-project/vllm, the batch defaults by device).
 MAX_NUM_SEQS = 256
 #: Batching counts as "nearly linear" while a step of b sequences takes at most 1/0.9 of a step of one.
 BATCHING_FLOOR = 0.9

@@ -37,7 +37,7 @@ from calc.roofline import itl_s, max_throughput, prefill_attention_pairs, ttft_s
 
 __all__ = ["gpu_util_at_rate", "rate_for_gpu_util", "replica_capacity_rps", "MAX_NUM_SEQS"]
 
-#: The engine's running-request cap (vLLM's ``max_num_seqs`` default, as in the simulator).
+#: The engine's running-request cap, as in the simulator: vLLM's V0 default ``max_num_seqs`` (V1: 1,024 on H100-class GPUs).
 MAX_NUM_SEQS = 256
 _ITERATIONS = 60  # the fixed point in-flight <-> ITL settles in a handful; this is a hard stop
 
