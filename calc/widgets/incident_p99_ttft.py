@@ -80,7 +80,7 @@ def _draw_alert(layout: dict) -> None:
     layout["shapes"] = [{"type": "line", "xref": "paper", "x0": 0, "x1": 1, "y0": TTFT_ALERT_S, "y1": TTFT_ALERT_S,
                          "line": {"dash": "dash", "width": 1.5, "color": "#c62828"}}]
     layout["annotations"] = [{"xref": "paper", "x": 1, "xanchor": "right", "y": TTFT_ALERT_S, "yanchor": "bottom",
-                              "showarrow": False, "text": f"alert: p99 ≥ {seconds_text(TTFT_ALERT_S)}",
+                              "showarrow": False, "text": f"alert {seconds_text(TTFT_ALERT_S)}",
                               "font": {"size": 11, "color": "#c62828"}}]
 
 
