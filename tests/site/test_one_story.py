@@ -351,3 +351,21 @@ def test_smaller_words_that_contradicted_their_page(pages):
             assert "step20-pools" not in body, page
     # The accuracy page's two phrases.
     assert "the target is every target" not in pages["accuracy/"] and "the issue's targets" not in pages["accuracy/"]
+
+
+@pytest.mark.parametrize("check, step, old, new", [
+    (test_step19_title_quotes_the_dashboards_peak_which_crosses_the_drawn_alert, 19,
+     "Incident: TTFT p99 at 26.6 seconds", "Incident: TTFT p99 at 36 seconds"),      # the issue's typed title
+    (test_step15_right_signal_with_right_sized_headroom_beats_gpu_util_on_both, 15,
+     "So keep 2 replicas of warm headroom", "So keep 1 replica of warm headroom"),  # headroom not the computed one
+    (test_tiles_name_no_input_their_text_does_not_carry, 16, "Cost at your batch", "Cost at batch 10"),
+    (test_step5_separates_room_from_what_the_traffic_fills, 5, "fills 2.5 times", "fills 6.48 times"),
+    (test_tips_ask_for_what_the_widgets_show, 6, "Set the batch to 1, then 64:", "Set the batch to 1, then 64, then 256:"),
+    (test_smaller_words_that_contradicted_their_page, 13, "¶ A long context costs", "¶ FlashAttention: a long context costs"),
+])
+def test_a_story_claim_that_breaks_is_caught(pages, check, step, old, new):
+    """Each claim check fails on the page text the issue found (or a like break), in a copy of the pages."""
+    page = STEP[step]
+    assert old in pages[page], (page, old)
+    with pytest.raises(AssertionError):
+        check({**pages, page: pages[page].replace(old, new, 1)})
