@@ -1,0 +1,9 @@
+"""Plan a deployment: the cheapest configuration that meets latency targets, and why (issue 34).
+
+:func:`calc.plan.search.plan` is the whole planner; its modules, one idea each: :mod:`~calc.plan.inputs`
+(the request), :mod:`~calc.plan.prices` (a GPU-hour's price), :mod:`~calc.plan.space` (the search
+dimensions), :mod:`~calc.plan.screen` (the analytic screen), :mod:`~calc.plan.confirm` (the simulator on the
+finalists), :mod:`~calc.plan.bands` (error bands from the accuracy page's held-out residuals),
+:mod:`~calc.plan.commands` (the commands that verify a plan on real GPUs), :mod:`~calc.plan.explain` (the
+answer in numbers and words) and :mod:`~calc.plan.presets` (the lesson's running example and three services).
+"""
