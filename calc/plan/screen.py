@@ -139,11 +139,30 @@ def _tail_wait_s(rate: float, service_rate: float, quantile: float) -> float:
     return math.log(rho / (1 - quantile)) / (service_rate - rate)
 
 
+_CACHE: dict = {"request": None, "values": {}}
+
+
+def _cached(request, key, make):
+    """A value shared by the candidates of one request (KV sizings, step prices): kept while the request is the same object."""
+    if _CACHE["request"] is not request:
+        _CACHE["request"], _CACHE["values"] = request, {}
+    values = _CACHE["values"]
+    if key not in values:
+        values[key] = make()
+    return values[key]
+
+
+def _replica_key(c: dict, prefill: int, decode_only: bool) -> tuple:
+    """What a replica's step prices depend on (not its running cap: the same steps, a different limit)."""
+    return ("replica", c["gpu"], c["tp"], c["weights"], c["kv_dtype"], c["max_num_batched_tokens"],
+            c.get("speculation", "off"), prefill, decode_only)
+
+
 class _Replica:
     """The step prices of one replica of a candidate at the traffic's mean lengths (memoised by batch)."""
 
     def __init__(self, request, c: dict, coef, prompt: float, answer: float, prefill: int, decode_only: bool):
-        self.coef, self.c = coef, c
+        self.coef = coef
         self.prompt, self.answer, self.prefill = prompt, answer, prefill
         self.decode_only = decode_only
         self.context = max(1, round(prompt + answer / 2))
@@ -324,7 +343,7 @@ def screen(request, candidate) -> ScreenResult:
                                 f"simulator runs (it runs tensor-parallel replicas, calc.sim)", "interconnect")
     try:
         scenario = scenario_of(request, candidate)
-        kv = kv_sizing(scenario)
+        kv = _cached(request, ("kv", c["gpu"], c["tp"], c["weights"], c["kv_dtype"]), lambda: kv_sizing(scenario))
     except CalcError as error:
         text = str(error)
         binding = "memory" if "fit" in text or "memory" in text else "queueing"
@@ -347,8 +366,10 @@ def screen(request, candidate) -> ScreenResult:
     ttft_targets = {k: v for k, v in targets.items() if k.startswith("ttft")}
 
     if layout == "aggregated":
-        replica = _Replica(request, c, coef, prompt, answer, prefill, decode_only=False)
-        result = _aggregated(request, candidate, replica, cap, kv_cap, tpot_target, ttft_targets, targets, overhead_s)
+        replica = _cached(request, _replica_key(c, prefill, False),
+                          lambda: _Replica(request, c, coef, prompt, answer, prefill, decode_only=False))
+        result = _aggregated(request, candidate, c, replica, cap, kv_cap, tpot_target, ttft_targets, targets,
+                             overhead_s)
     else:
         p, d = (int(x) for x in layout.split()[1].split(":"))
         result = _disaggregated(request, candidate, c, coef, prompt, answer, prefill, cap, kv_cap, tpot_target,
@@ -367,9 +388,10 @@ def screen(request, candidate) -> ScreenResult:
                         limits=result["limits"])
 
 
-def _aggregated_binding(replica: _Replica, point: dict | None, targets: dict, cap: int, kv_cap: int) -> str:
+def _aggregated_binding(replica: _Replica, point: dict | None, targets: dict, cap: int, kv_cap: int,
+                        max_num_seqs: int) -> str:
     """What fails first just past the largest rate: the constraint the replica count is set by."""
-    memory_capped = kv_cap < replica.c["max_num_seqs"] and cap == kv_cap
+    memory_capped = kv_cap < max_num_seqs and cap == kv_cap
     if point is None:  # the replica cannot keep up at all: its running slots (KV room or the cap) are full
         return "memory" if memory_capped else "queueing"
     missed = [k for k, v in targets.items() if point[k] > v]
@@ -383,8 +405,7 @@ def _aggregated_binding(replica: _Replica, point: dict | None, targets: dict, ca
     return "queueing"
 
 
-def _aggregated(request, candidate, replica, cap, kv_cap, tpot_target, ttft_targets, targets, overhead_s):
-    c = replica.c
+def _aggregated(request, candidate, c, replica, cap, kv_cap, tpot_target, ttft_targets, targets, overhead_s):
     best = _largest_batch(replica, cap, tpot_target)
     if best == 0:
         return _fail(candidate, f"{_step_binding(replica.coef, replica, 1)}: one sequence alone takes "
@@ -401,14 +422,15 @@ def _aggregated(request, candidate, replica, cap, kv_cap, tpot_target, ttft_targ
     if rate_max <= 0:
         return _fail(candidate, "queueing: no arrival rate meets every target", "queueing")
     binding = _aggregated_binding(replica, operating_point(replica, rate_max * 1.02, cap, overhead_s), targets,
-                                  cap, kv_cap)
+                                  cap, kv_cap, c["max_num_seqs"])
     units = min(_MAX_REPLICAS, math.ceil(request.peak_rate_per_s / rate_max - 1e-9))
     point = operating_point(replica, request.peak_rate_per_s / units, cap, overhead_s)
     b = max(1, math.ceil(point["running"]))
-    mixed = replica.step_s(b)
-    alone = decode_step(replica.coef, batch=b, context_tokens=replica.context)["time_s"]
+    # Each phase's GPU time alone: a prompt's prefill on an idle replica, an answer's share of decode steps.
+    prefill_alone = replica.prefill_s(0)
+    decode_alone = (replica.answer - 1) * decode_step(replica.coef, batch=b, context_tokens=replica.context)["time_s"] / b
     return {"units": units, "gpus_per_unit": c["tp"], "rate_max": rate_max, "binding": binding, "point": point,
-            "prefill_share": max(0.0, min(1.0, (mixed - alone) / mixed)),
+            "prefill_share": prefill_alone / (prefill_alone + decode_alone),
             "limits": {"running_batch_at_target": best, "kv_running_max": kv_cap, "max_num_seqs": c["max_num_seqs"],
                        "rate_at_tpot_target_per_s": rate_tpot}}
 
@@ -416,8 +438,8 @@ def _aggregated(request, candidate, replica, cap, kv_cap, tpot_target, ttft_targ
 def _disaggregated(request, candidate, c, coef, prompt, answer, prefill, cap, kv_cap, tpot_target, ttft_targets,
                    targets, overhead_s, p, d):
     """A unit of ``p`` prefill replicas and ``d`` decode replicas: the prefill pool for TTFT, the decode pool for TPOT."""
-    pre = _Replica(request, c, coef, prompt, answer, prefill, decode_only=True)
-    dec = _Replica(request, c, coef, prompt, answer, prefill, decode_only=True)
+    pre = dec = _cached(request, _replica_key(c, prefill, True),
+                        lambda: _Replica(request, c, coef, prompt, answer, prefill, decode_only=True))
     model = get_model(request.model)
     # The prompt's KV goes from the prefill replica to the decode replica, each GPU's share over its own NIC.
     transfer_s = kv_bytes_per_token(model, c["kv_dtype"]) * prompt / (c["tp"] * NIC_BYTES_PER_S)
@@ -470,8 +492,10 @@ def _disaggregated(request, candidate, c, coef, prompt, answer, prefill, cap, kv
 def usd_per_million(result: ScreenResult, request) -> dict:
     """USD per million input and output tokens at the peak and at the mean rate, and per million of both.
 
-    The fleet's hourly cost is split between prompt and answer tokens by the share of a step's time the
-    prompts' prefill takes (:func:`calc.roofline.cost_split`'s split; for pools, their GPU shares). Source:
+    The fleet's hourly cost is split between prompt and answer tokens by the GPU time each phase of a request
+    takes alone: its prompt's prefill on an idle replica against its answer's share of the decode steps at the
+    running batch (for pools, the pools' GPUs). Mixed into decode steps a prefill costs less than alone
+    (:func:`calc.roofline.cost_split`), so this split does not make prompts look free while decode is memory-bound. Source:
     :func:`calc.cost.usd_per_million_tokens` (hourly cost / (tokens/s x 3,600) x 10^6).
 
     >>> from calc.plan.inputs import PlanRequest
