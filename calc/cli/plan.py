@@ -182,7 +182,7 @@ def run(args) -> dict:
         request = request_from_dict(data)
     except CalcError as error:
         flag = FLAGS.get(error.field or "", None)
-        if flag is None:
+        if flag is None or str(error).startswith("--"):
             raise
         raise CalcError(f"{flag}: {error}", error.field) from None
     return plan(request, baseline=presets.baseline(data.get("name", "")) if not getattr(args, "model", None) else None,

@@ -32,14 +32,16 @@ LESSON_STEPS = {
     "memory": "lesson/01-a-70b-assistant.md", "prefill compute": "lesson/06-twice-the-traffic.md",
     "decode bandwidth": "lesson/07-fp8-weights.md", "queueing": "lesson/19-incident-p99-ttft.md",
     "interconnect": "lesson/18-disaggregation.md", "budget": "lesson/16-cost-per-million-tokens.md",
+    "engine": "lesson/05-paged-attention.md",
 }
 _BINDING_WORDS = {
-    "memory": "the KV cache: the replica runs out of room for more requests",
+    "memory": "memory: the KV cache runs out of room for more requests, or the weights set the smallest replica",
     "prefill compute": "prefill compute: the prompts' matrix multiplications fill the steps",
     "decode bandwidth": "decode bandwidth: every step reads the weights and the batch's KV cache from HBM",
     "queueing": "queueing: requests wait for a running slot or for the prefill ahead of them",
     "interconnect": "the interconnect: tensor-parallel all-reduces (or the KV transfer) take a large share",
     "budget": "the GPU budget or a missing price",
+    "engine": "an engine rule: vLLM refuses these settings",
 }
 
 
@@ -107,6 +109,24 @@ def _pools(row: ScreenResult, replicas: int) -> dict | None:
             "ratio": f"{p}:{d}"}
 
 
+def _confirmed_binding(row: ScreenResult, outcome: dict) -> str:
+    """The binding constraint as the simulator shows it: what one replica fewer misses, priced by the screen.
+
+    A miss of TPOT names what the steps spend their time on (HBM, compute, the interconnect: the screen's
+    ``step_binding``), a miss of TTFT alone what the first token waits for (``ttft_binding``); with no smaller
+    fleet to try, the screen's reading stands.
+    """
+    fewer = outcome.get("cheaper")
+    if fewer is None:
+        return row.binding
+    misses = fewer["misses"]
+    if any(k.startswith("tpot") for k in misses):
+        return row.limits.get("step_binding", row.binding)
+    if any(k.startswith("ttft") for k in misses):
+        return row.limits.get("ttft_binding", row.binding)
+    return "queueing"  # requests left unserved: the fleet cannot keep up
+
+
 def entry(request, row: ScreenResult, outcome: dict | None = None, table: dict | None = None) -> dict:
     """One deployment as the answer shows it: the simulator's numbers where it ran (``outcome``), else the screen's.
 
@@ -130,8 +150,9 @@ def entry(request, row: ScreenResult, outcome: dict | None = None, table: dict |
     else:
         summary = None
         predicted = {k: row.predicted.get(k) for k in keys}
-    binding = {"constraint": row.binding, "words": _BINDING_WORDS.get(row.binding, row.binding),
-               "lesson_step": LESSON_STEPS.get(row.binding)}
+    constraint = _confirmed_binding(row, outcome) if confirmed else row.binding
+    binding = {"constraint": constraint, "words": _BINDING_WORDS.get(constraint, constraint),
+               "lesson_step": LESSON_STEPS.get(constraint), "screen": row.binding}
     if confirmed and outcome.get("cheaper") is not None:
         fewer = outcome["cheaper"]
         binding["one_replica_fewer"] = {"replicas": fewer["replicas"], "misses": fewer["misses"],
@@ -191,8 +212,8 @@ def _words(request, best: dict | None, cheaper: list, sensitivity: dict | None, 
         return [f"No configuration in the search space serves {model} at {request.peak_rate_per_s:g} requests/s "
                 f"within every target.", verdict]
     um = best["usd_per_million"]
-    lines = [f"Serve {model} at {request.peak_rate_per_s:g} requests/s on {best['replicas']} "
-             f"{'units' if best['pools'] else 'replicas'} of {best['label']}: {best['gpus']} GPUs, "
+    noun = ("unit" if best["pools"] else "replica") + ("s" if best["replicas"] != 1 else "")
+    lines = [f"Serve {model} at {request.peak_rate_per_s:g} requests/s on {best['replicas']} {noun} of {best['label']}: {best['gpus']} GPU{'s' if best['gpus'] != 1 else ''}, "
              f"{_usd(best['usd_per_hour'])} an hour, {_usd(um['input_at_peak'])} per million input and "
              f"{_usd(um['output_at_peak'])} per million output tokens at the peak "
              f"({_usd(um['all_at_mean'])} per million tokens at the mean rate of {request.mean_rate_per_s:g}/s)."]

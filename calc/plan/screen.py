@@ -55,8 +55,9 @@ from calc.speculative import speedup_at_batch
 __all__ = ["ScreenResult", "screen", "scenario_of", "coefficients_of", "max_model_len_of", "BINDINGS",
            "INTERCONNECT_SHARE", "operating_point", "usd_per_million"]
 
-#: The constraints a plan can bind on, as the answer names them (each links to the lesson step teaching it).
-BINDINGS = ("memory", "prefill compute", "decode bandwidth", "queueing", "interconnect", "budget")
+#: The constraints a plan can bind on, as the answer names them (each links to the lesson step teaching it);
+#: "engine" marks only refusals: settings vLLM itself rejects (its token budget must hold the running decodes).
+BINDINGS = ("memory", "prefill compute", "decode bandwidth", "queueing", "interconnect", "budget", "engine")
 #: A step whose tensor-parallel all-reduces take at least this share of it is said to bind on the interconnect
 #: (over PCIe a 70B model's TP4 all-reduces take about half its decode step; over NVLink under a tenth).
 INTERCONNECT_SHARE = 0.3
@@ -346,7 +347,7 @@ def screen(request, candidate) -> ScreenResult:
         kv = _cached(request, ("kv", c["gpu"], c["tp"], c["weights"], c["kv_dtype"]), lambda: kv_sizing(scenario))
     except CalcError as error:
         text = str(error)
-        binding = "memory" if "fit" in text or "memory" in text else "queueing"
+        binding = "memory" if "fit" in text or "memory" in text else "engine"
         return _fail(candidate, text, binding)
     max_len = scenario.max_model_len
     if kv.kv_cache_tokens < max_len:
@@ -429,9 +430,17 @@ def _aggregated(request, candidate, c, replica, cap, kv_cap, tpot_target, ttft_t
     # Each phase's GPU time alone: a prompt's prefill on an idle replica, an answer's share of decode steps.
     prefill_alone = replica.prefill_s(0)
     decode_alone = (replica.answer - 1) * decode_step(replica.coef, batch=b, context_tokens=replica.context)["time_s"] / b
+    if units == 1 and request.peak_rate_per_s < rate_max:
+        binding = "memory"  # one replica carries the peak: the smallest replica that holds the weights sets the cost
+    ttft = min(ttft_targets.values(), default=math.inf)
+    memory_capped = kv_cap < c["max_num_seqs"] and cap == kv_cap
+    ttft_binding = ("prefill compute" if point["prefill_s"] > 0.5 * ttft else
+                    "memory" if memory_capped and point["slot_wait_p99_s"] >= point["prefill_wait_p99_s"] else "queueing")
     return {"units": units, "gpus_per_unit": c["tp"], "rate_max": rate_max, "binding": binding, "point": point,
             "prefill_share": prefill_alone / (prefill_alone + decode_alone),
-            "limits": {"running_batch_at_target": best, "kv_running_max": kv_cap, "max_num_seqs": c["max_num_seqs"],
+            "limits": {"step_binding": _step_binding(replica.coef, replica, point["running_p99"]),
+                       "ttft_binding": ttft_binding, "peak_share_of_capacity": request.peak_rate_per_s / units / rate_max,
+                       "running_batch_at_target": best, "kv_running_max": kv_cap, "max_num_seqs": c["max_num_seqs"],
                        "rate_at_tpot_target_per_s": rate_tpot}}
 
 
@@ -481,10 +490,16 @@ def _disaggregated(request, candidate, c, coef, prompt, answer, prefill, cap, kv
     running = (rate / d) * (answer - 1) * dec.tpot_s(best)
     b = max(1, min(cap, math.ceil(running)))
     point.update(tpot_p50_s=dec.tpot_s(b), tpot_p99_s=dec.tpot_s(b), running=running, step_s=dec.step_s(b))
-    gpu_seconds_prefill = p * 1.0
+    if units == 1 and request.peak_rate_per_s < unit_rate:
+        binding = "memory"  # one unit carries the peak: the smallest replicas that hold the weights set the cost
+    ttft = min(ttft_targets.values(), default=math.inf)
+    ttft_binding = ("interconnect" if transfer_s > 0.5 * prefill_s else
+                    "prefill compute" if prefill_s > 0.5 * ttft else "queueing")
     return {"units": units, "gpus_per_unit": (p + d) * c["tp"], "rate_max": unit_rate, "binding": binding,
-            "point": point, "prefill_share": gpu_seconds_prefill / (p + d),
-            "limits": {"running_batch_at_target": best, "kv_running_max": kv_cap, "max_num_seqs": c["max_num_seqs"],
+            "point": point, "prefill_share": p / (p + d),
+            "limits": {"step_binding": _step_binding(coef, dec, b), "ttft_binding": ttft_binding,
+                       "peak_share_of_capacity": request.peak_rate_per_s / units / unit_rate,
+                       "running_batch_at_target": best, "kv_running_max": kv_cap, "max_num_seqs": c["max_num_seqs"],
                        "rate_per_prefill_replica_per_s": rate_prefill, "rate_per_decode_replica_per_s": rate_decode,
                        "kv_transfer_s": transfer_s, "prefill_replicas": p * units, "decode_replicas": d * units}}
 
