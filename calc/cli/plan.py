@@ -88,7 +88,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     a("--acceptance", type=float, help="speculative decoding's acceptance rate per drafted token "
                                        "(default: the calibrated EAGLE drafter's, calc.speculative.EAGLE_LIKE)")
     a("--max-model-len", type=int, help="longest request the server admits (default 8192 or the longest request)")
-    a("--requests", type=int, help="requests per simulated run (default: 150 s of the peak, 1,000 to 5,000)")
+    a("--requests", type=int, help="requests per simulated run (default: 120 s of the peak, 1,000 to 5,000)")
     a("--seed", type=int, help="seed of every simulated draw (default 0)")
     a("--screen-only", action="store_true", help="stop after the analytic screen (the first answer)")
     a("--serial", action="store_true", help="run the simulations in this process only")

@@ -21,6 +21,7 @@ import re
 import shlex
 
 from calc.catalog import get_model
+from calc.plan.confirm import SIMULATED_S
 from calc.plan.space import BY_NAME
 
 __all__ = ["hf_repo", "serve_command", "bench_command", "commands"]
@@ -58,13 +59,13 @@ def bench_command(request, replicas: int, *, num_prompts: int | None = None) -> 
 
     >>> from calc.plan.inputs import PlanRequest
     >>> bench_command(PlanRequest(peak_rate_per_s=20), 4)
-    'vllm bench serve --backend vllm --model meta-llama/Llama-3.1-70B --dataset-name random --random-input-len 1024 --random-output-len 256 --random-range-ratio 0 --request-rate 5 --num-prompts 750 --ignore-eos --percentile-metrics ttft,tpot,itl --metric-percentiles 50,99 --seed 0'
+    'vllm bench serve --backend vllm --model meta-llama/Llama-3.1-70B --dataset-name random --random-input-len 1024 --random-output-len 256 --random-range-ratio 0 --request-rate 5 --num-prompts 600 --ignore-eos --percentile-metrics ttft,tpot,itl --metric-percentiles 50,99 --seed 0'
     """
     prompt, answer = request.prompt_answer_means()
     prefix = round(request.shared_prefix_tokens())
     fixed = not request.trace and all(c.lengths == "fixed" for c in request.classes)
     rate = request.peak_rate_per_s / max(1, replicas)
-    prompts = num_prompts or max(200, math.ceil(rate * 150))
+    prompts = num_prompts or max(200, math.ceil(rate * SIMULATED_S))  # as long as the simulated run
     args = ["vllm", "bench", "serve", "--backend", "vllm", "--model", hf_repo(request.model),
             "--dataset-name", "random", "--random-input-len", str(max(1, round(prompt) - prefix)),
             "--random-output-len", str(round(answer)), "--random-range-ratio", "0" if fixed else "0.5"]
@@ -89,6 +90,8 @@ def commands(request, candidate, replicas: int) -> dict:
     if layout != "aggregated":
         note += (" The pools run as vLLM's disaggregated prefill (--kv-transfer-config with a KV connector, "
                  "one instance per pool); the serve command gives each pool's engine flags.")
+    if not request.engine.startswith("vllm"):
+        note += f" The commands are vLLM's; the plan's engine profile is {request.engine}, whose server takes its own flags."
     if request.trace:
         note += (" The trace's own arrival times are replayed only by a trace-replay client; the bench command "
                  "sends its mean lengths at its busiest minute's rate.")

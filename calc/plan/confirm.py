@@ -49,7 +49,7 @@ __all__ = ["ROUTER", "requests_for", "simulate_candidate", "confirm", "confirm_a
 ROUTER = "least-outstanding"
 #: Simulated seconds of traffic at the peak rate per run (and its bounds in requests): long enough for a p99
 #: over thousands of requests, short enough for the planner's ten-second budget.
-SIMULATED_S = 150.0
+SIMULATED_S = 120.0
 MIN_REQUESTS, MAX_REQUESTS = 1_000, 5_000
 #: What a run reports of the simulator's summary.
 SUMMARY_KEYS = ("ttft_p50_s", "ttft_p99_s", "tpot_p50_s", "tpot_p99_s", "requests_completed", "requests_rejected",
