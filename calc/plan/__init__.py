@@ -5,5 +5,6 @@
 dimensions), :mod:`~calc.plan.screen` (the analytic screen), :mod:`~calc.plan.confirm` (the simulator on the
 finalists), :mod:`~calc.plan.bands` (error bands from the accuracy page's held-out residuals),
 :mod:`~calc.plan.commands` (the commands that verify a plan on real GPUs), :mod:`~calc.plan.explain` (the
-answer in numbers and words) and :mod:`~calc.plan.presets` (the lesson's running example and three services).
+answer in numbers and words), :mod:`~calc.plan.presets` (the lesson's running example and three services) and
+:mod:`~calc.plan.decisions` (grading the planner's picks on measured configurations).
 """

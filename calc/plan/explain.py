@@ -209,14 +209,14 @@ def _words(request, best: dict | None, cheaper: list, sensitivity: dict | None, 
            verdict: str) -> list[str]:
     model = get_model(request.model).name
     if best is None:
-        return [f"No configuration in the search space serves {model} at {request.peak_rate_per_s:g} requests/s "
+        return [f"No configuration in the search space serves {model} at {request.peak_rate_per_s:.3g} requests/s "
                 f"within every target.", verdict]
     um = best["usd_per_million"]
     noun = ("unit" if best["pools"] else "replica") + ("s" if best["replicas"] != 1 else "")
-    lines = [f"Serve {model} at {request.peak_rate_per_s:g} requests/s on {best['replicas']} {noun} of {best['label']}: {best['gpus']} GPU{'s' if best['gpus'] != 1 else ''}, "
+    lines = [f"Serve {model} at {request.peak_rate_per_s:.3g} requests/s on {best['replicas']} {noun} of {best['label']}: {best['gpus']} GPU{'s' if best['gpus'] != 1 else ''}, "
              f"{_usd(best['usd_per_hour'])} an hour, {_usd(um['input_at_peak'])} per million input and "
              f"{_usd(um['output_at_peak'])} per million output tokens at the peak "
-             f"({_usd(um['all_at_mean'])} per million tokens at the mean rate of {request.mean_rate_per_s:g}/s)."]
+             f"({_usd(um['all_at_mean'])} per million tokens at the mean rate of {request.mean_rate_per_s:.3g}/s)."]
     p = best["predicted"]
     targets = dict(request.targets.items())
     parts = []
