@@ -146,6 +146,14 @@ def simulate_candidate(request, candidate, replicas: int, *, rate_factor: float 
     """One simulated run of ``candidate`` on ``replicas`` replicas (units, for pools) at the peak x ``rate_factor``.
 
     Returns ``{"replicas", "meets", "misses" (metric -> relative excess), "summary"}``.
+
+    >>> from calc.plan.inputs import PlanRequest, Targets
+    >>> from calc.plan.space import candidates
+    >>> req = PlanRequest(model="llama-3.1-8b", gpus=("h100-sxm-80gb",), peak_rate_per_s=8, requests=200,
+    ...                   targets=Targets(tpot_p99_s=0.001))
+    >>> run = simulate_candidate(req, next(c for c in candidates(req) if dict(c)["tp"] == 1), 1)
+    >>> run["meets"], run["misses"]["tpot_p99_s"] > 1   # a 1 ms TPOT: missed by more than twice
+    (False, True)
     """
     targets = dict((targets or request.targets).items())
     c = as_dict(candidate)

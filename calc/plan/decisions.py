@@ -192,7 +192,7 @@ def score(group: DecisionGroup, pick_key: str | None) -> dict:
 
 
 #: What a measured configuration leaves unsaid takes vLLM's default (the planner's dimension values).
-CONFIG_DEFAULTS = {"pp": 1, "kv_dtype": "bf16", "max_num_seqs": 256, "max_num_batched_tokens": 8192,
+CONFIG_DEFAULTS = {"pp": 1, "weights": "bf16", "kv_dtype": "bf16", "max_num_seqs": 256, "max_num_batched_tokens": 8192,
                    "speculation": "off", "prefix_caching": False, "layout": "aggregated"}
 
 
@@ -216,6 +216,14 @@ def plan_pick(group: DecisionGroup, *, engine: str = "vllm", parallel: bool = Fa
     """The planner's pick among the group's measured configurations: each one's own GPU count simulated
     (:func:`calc.plan.confirm.simulate_candidate`), the cheapest (by the group's price basis) the simulator says
     meets every target; None when it says none does.
+
+    >>> cfg = lambda key, tp, seqs: {"key": key, "config": {"gpu": "h100-sxm-80gb", "tp": tp, "max_num_seqs": seqs},
+    ...                              "gpus": tp, "usd_per_million_tokens": tp * 0.1, "measured": {}, "source": "x"}
+    >>> g = DecisionGroup.from_dict({**EXAMPLE, "model": "llama-3.1-8b", "targets": {"tpot_p99_s": 0.02},
+    ...     "workload": {"prompt_tokens": 500, "answer_tokens": 100, "rate_per_s": 2, "requests": 100},
+    ...     "configurations": [cfg("one", 1, 256), cfg("two", 2, 256)]})
+    >>> plan_pick(g)
+    'one'
     """
     from calc.plan.confirm import simulate_candidate
     from calc.plan.space import DIMENSIONS
@@ -224,6 +232,9 @@ def plan_pick(group: DecisionGroup, *, engine: str = "vllm", parallel: bool = Fa
     best = None
     for c in sorted(group.configurations, key=lambda c: (c.usd_per_million_tokens, c.key)):
         config = {**CONFIG_DEFAULTS, **dict(c.config)}
+        for needed in ("gpu", "tp"):
+            if needed not in config:
+                raise CalcError(f"decision group {group.id}: {c.key} must say its {needed}", needed)
         candidate = tuple((d.name, config[d.name]) for d in DIMENSIONS if d.name in config)
         per_replica = config["tp"] * config["pp"]
         if c.gpus % per_replica:

@@ -276,6 +276,11 @@ def answer(request, screened, picked, confirmed, base_screen, base_confirmed, ta
     """The whole answer (see the module docstring), tidied: what ``python -m calc plan --json`` prints.
 
     ``confirmed`` None means the screen's answer (the first stage alone).
+
+    >>> from calc.plan.inputs import PlanRequest
+    >>> out = answer(PlanRequest(), [], [], None, None, None, None, None)
+    >>> out["status"], out["best"], out["verdict"]
+    ('screened', None, 'No configuration meets every target: relax a target, allow more GPUs or other formats.')
     """
     status = "screened" if confirmed is None else "confirmed"
     best_entry, runners, cheaper, points = None, [], [], []

@@ -13,8 +13,9 @@ Every figure comes from calc's own models; the screen only composes them:
   :func:`calc.speculative.speedup_at_batch`; prefix caching skips :func:`calc.prefix.cached_prefix_tokens`;
 * queueing: Little's law for the running batch (in flight = rate x time in system), and the prompts'
   prefill as a single FCFS server whose waiting-time tail is M/M/1's, ``P(W > t) = rho exp(-(mu - lambda) t)``
-  (Kleinrock, *Queueing Systems* vol. 1, 1975, section 3.2): its exponential tail is an upper bound for
-  the near-deterministic service of equal prompts (Kingman's bound), which the simulator then corrects.
+  (Kleinrock, *Queueing Systems* vol. 1, 1975, section 3.2): exponential service is the pessimistic end for
+  the near-deterministic prefill of equal prompts (M/G/1's mean wait grows with the service's squared
+  coefficient of variation, 1 for M/M/1, 0 for M/D/1), and the simulator then corrects it.
 
 The largest rate one replica sustains within every target, ``rate_max``, sets the replicas:
 ``ceil(peak / rate_max)``; which limit set ``rate_max`` is the binding constraint. Disaggregated layouts
@@ -71,6 +72,9 @@ class ScreenResult:
 
     ``predicted`` holds the screen's p50/p99 TTFT and TPOT at the peak rate on ``replicas`` replicas (or
     units of a disaggregated layout: ``gpus`` counts them all); ``usd_per_hour`` the fleet's cost.
+
+    >>> ScreenResult(candidate=(), ok=False, reason="memory: ...", binding="memory").replicas
+    0
     """
 
     candidate: tuple
@@ -255,6 +259,17 @@ def operating_point(replica: _Replica, rate: float, cap: int, overhead_s: float)
     the batch of its time: TPOT p50 at the mean batch, p99 at the batch's p99 (at most the running cap).
     TTFT adds three waits: the request overhead, a running slot when all ``cap`` are taken (Erlang C with a
     request's stay as the service time) and the prefill queue (M/M/1's tail), then the prompt's own prefill.
+
+    >>> from calc.plan.inputs import PlanRequest
+    >>> from calc.plan.presets import baseline
+    >>> c = baseline("lesson")
+    >>> r = _Replica(PlanRequest(), c, coefficients_of("llama-3.1-70b", "h100-sxm-80gb", 4, "bf16", "bf16", "vllm"),
+    ...              1024.0, 256.0, 1024, decode_only=False)
+    >>> low, high = operating_point(r, 2.0, 256, 0.01), operating_point(r, 6.0, 256, 0.01)
+    >>> low["running"] < high["running"], low["tpot_p99_s"] < high["tpot_p99_s"], low["ttft_p99_s"] < high["ttft_p99_s"]
+    (True, True, True)
+    >>> operating_point(r, 50.0, 256, 0.01) is None  # far past what one replica sustains
+    True
     """
     ttft0 = overhead_s + replica.prefill_s(1)
     batch = _batch_at(replica, rate, ttft0, cap)

@@ -108,6 +108,13 @@ def plan(request, *, baseline: dict | None = None, confirm: bool = True, paralle
     that the answer compares with; ``confirm`` False gives the screen's answer alone; ``parallel`` runs the
     simulations across processes where there are any; ``bands`` False leaves the error bands out (they cost
     a second of simulation).
+
+    >>> from calc.plan.inputs import PlanRequest, Targets
+    >>> req = PlanRequest(model="llama-3.1-8b", gpus=("h100-sxm-80gb",), peak_rate_per_s=2, weights=("fp8",),
+    ...                   kv_dtypes=("fp8",), targets=Targets(tpot_p99_s=0.0005))
+    >>> out = plan(req, confirm=False)
+    >>> out["status"], out["best"], out["space"]["refusals"]["decode bandwidth"]["example"][:40]
+    ('screened', None, 'decode bandwidth: one sequence alone tak')
     """
     screened = screen_all(request)
     picked = finalists(screened, finalist_count)

@@ -56,6 +56,9 @@ class Dimension:
     ``values(request, chosen)`` gives the values to try given the choices of the dimensions before it
     (``chosen``, a dict); ``scenario(value)`` the simulator scenario keys it sets; ``vllm(value)`` the
     ``vllm serve`` arguments; ``text(value)`` a few words for a table ("" when it is the default).
+
+    >>> BY_NAME["max_num_seqs"].vllm(128), BY_NAME["max_num_seqs"].scenario(128)
+    (['--max-num-seqs', '128'], {'max_num_seqs': 128})
     """
 
     name: str
