@@ -20,7 +20,7 @@ from calc.catalog import get_model
 from calc.plan.bands import bands_for
 from calc.plan.commands import commands
 from calc.plan.screen import BINDINGS, ScreenResult, usd_per_million
-from calc.plan.space import DIMENSIONS, as_dict, key, label, unpriced_gpus
+from calc.plan.space import DIMENSIONS, as_dict, complexity, key, label, unpriced_gpus
 from calc.units import round_sig
 
 __all__ = ["DIGITS", "LESSON_STEPS", "tidy", "cheapest_confirmed", "entry", "pareto_front", "answer"]
@@ -32,7 +32,7 @@ LESSON_STEPS = {
     "memory": "lesson/01-a-70b-assistant.md", "prefill compute": "lesson/06-twice-the-traffic.md",
     "decode bandwidth": "lesson/07-fp8-weights.md", "queueing": "lesson/19-incident-p99-ttft.md",
     "interconnect": "lesson/18-disaggregation.md", "budget": "lesson/16-cost-per-million-tokens.md",
-    "engine": "lesson/05-paged-attention.md",
+    "engine": "lesson/05-paged-attention.md", "topology": "lesson/18-disaggregation.md",
 }
 _BINDING_WORDS = {
     "memory": "memory: the KV cache runs out of room for more requests, or the weights set the smallest replica",
@@ -42,6 +42,7 @@ _BINDING_WORDS = {
     "interconnect": "the interconnect: tensor-parallel all-reduces (or the KV transfer) take a large share",
     "budget": "the GPU budget or a missing price",
     "engine": "an engine rule: vLLM refuses these settings",
+    "topology": "a layout calc's simulator cannot run (pipeline stages across servers)",
 }
 
 
@@ -93,10 +94,7 @@ def cheapest_confirmed(request, confirmed) -> tuple | None:
     return ok[0][4], ok[0][5]
 
 
-def _complexity(candidate) -> int:
-    """How many moving parts beyond one engine per replica: separate pools, a drafter (at equal cost, fewer wins)."""
-    c = as_dict(candidate)
-    return (c.get("layout", "aggregated") != "aggregated") + (c.get("speculation", "off") != "off")
+_complexity = complexity
 
 
 def _pools(row: ScreenResult, replicas: int) -> dict | None:
@@ -206,11 +204,13 @@ def _usd(x) -> str:
 
 
 def _words(request, best: dict | None, cheaper: list, sensitivity: dict | None, baseline: dict | None,
-           verdict: str) -> list[str]:
+           verdict: str, refusals: dict | None = None) -> list[str]:
     model = get_model(request.model).name
     if best is None:
+        why = [f"{name} ({r['count']:,}), e.g. {r['example_label']}: {r['example']}"
+               for name, r in sorted((refusals or {}).items(), key=lambda kv: (-kv[1]["count"], kv[0]))[:3]]
         return [f"No configuration in the search space serves {model} at {request.peak_rate_per_s:.3g} requests/s "
-                f"within every target.", verdict]
+                f"within every target."] + (["Refused most for " + "; ".join(why) + "."] if why else []) + [verdict]
     um = best["usd_per_million"]
     noun = ("unit" if best["pools"] else "replica") + ("s" if best["replicas"] != 1 else "")
     lines = [f"Serve {model} at {request.peak_rate_per_s:.3g} requests/s on {best['replicas']} {noun} of {best['label']}: {best['gpus']} GPU{'s' if best['gpus'] != 1 else ''}, "
@@ -359,7 +359,7 @@ def answer(request, screened, picked, confirmed, base_screen, base_confirmed, ta
             "Error bands are the accuracy page's held-out relative errors for the engine, not a confidence interval.",
         ],
     }
-    out["explanation"] = _words(request, best_entry, cheaper, sens_out, base, verdict)
+    out["explanation"] = _words(request, best_entry, cheaper, sens_out, base, verdict, out["space"]["refusals"])
     return tidy(out)
 
 

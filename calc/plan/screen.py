@@ -57,8 +57,10 @@ __all__ = ["ScreenResult", "screen", "scenario_of", "coefficients_of", "max_mode
            "INTERCONNECT_SHARE", "operating_point", "usd_per_million"]
 
 #: The constraints a plan can bind on, as the answer names them (each links to the lesson step teaching it);
-#: "engine" marks only refusals: settings vLLM itself rejects (its token budget must hold the running decodes).
-BINDINGS = ("memory", "prefill compute", "decode bandwidth", "queueing", "interconnect", "budget", "engine")
+#: "engine" and "topology" mark only refusals: settings vLLM itself rejects (its token budget must hold the running
+#: decodes), and layouts calc's simulator cannot run (pipeline stages across servers).
+BINDINGS = ("memory", "prefill compute", "decode bandwidth", "queueing", "interconnect", "budget", "engine",
+            "topology")
 #: A step whose tensor-parallel all-reduces take at least this share of it is said to bind on the interconnect
 #: (over PCIe a 70B model's TP4 all-reduces take about half its decode step; over NVLink under a tenth).
 INTERCONNECT_SHARE = 0.3
@@ -356,7 +358,7 @@ def screen(request, candidate) -> ScreenResult:
         return _fail(candidate, f"{c['gpu']}: no price (no dated listing in the catalog): give one", "budget")
     if c.get("pp", 1) > 1:
         return _fail(candidate, f"topology: pipeline parallelism across {c['pp']} servers is not something calc's "
-                                f"simulator runs (it runs tensor-parallel replicas, calc.sim)", "interconnect")
+                                f"simulator runs (it runs tensor-parallel replicas, calc.sim)", "topology")
     try:
         scenario = scenario_of(request, candidate)
         kv = _cached(request, ("kv", c["gpu"], c["tp"], c["weights"], c["kv_dtype"]), lambda: kv_sizing(scenario))

@@ -34,17 +34,17 @@ SENSITIVITY = (("rate_plus_20_percent", 1.2, 1.0), ("targets_minus_20_percent", 
 
 
 def screen_all(request) -> list:
-    """Every candidate screened, cheapest first (ties: fewer GPUs, then the candidate's key), refusals last.
+    """Every candidate screened, cheapest first (ties: fewer GPUs, fewer moving parts, the key), refusals last.
 
     >>> from calc.plan.inputs import PlanRequest
     >>> rows = screen_all(PlanRequest(gpus=("h100-sxm-80gb",), peak_rate_per_s=20))
     >>> rows[0].ok, rows[-1].ok
     (True, False)
     """
-    from calc.plan.space import key
+    from calc.plan.space import complexity, key
 
     rows = [screen(request, c) for c in candidates(request)]
-    return sorted(rows, key=lambda r: (not r.ok, r.usd_per_hour, r.gpus, key(r.candidate)))
+    return sorted(rows, key=lambda r: (not r.ok, r.usd_per_hour, r.gpus, complexity(r.candidate), key(r.candidate)))
 
 
 def _distance_to_defaults(candidate) -> int:

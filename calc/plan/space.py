@@ -34,7 +34,7 @@ from calc.speculative import EAGLE_LIKE
 
 __all__ = ["Dimension", "DIMENSIONS", "BY_NAME", "GPUS_PER_SERVER", "RUNNING_CAPS", "TOKEN_BUDGETS",
            "PD_RATIOS", "candidates", "label", "key", "as_dict", "gpus_per_replica", "unpriced_gpus",
-           "speculation_config"]
+           "speculation_config", "complexity"]
 
 #: GPUs in one server: an HGX/DGX H100 board holds eight SXM GPUs on one NVLink switch (NVIDIA DGX H100 user
 #: guide); tensor parallelism stays inside it, pipeline parallelism crosses servers (vLLM's distributed
@@ -227,6 +227,16 @@ def label(candidate) -> str:
     if parts and parts[0].startswith("TP"):
         head += " " + parts.pop(0)
     return ", ".join([head] + parts)
+
+
+def complexity(candidate) -> int:
+    """Moving parts beyond one engine per replica: separate pools, a drafter (at equal cost, fewer wins).
+
+    >>> complexity((("speculation", "eagle"), ("layout", "disaggregated 1:2"))), complexity((("tp", 2),))
+    (2, 0)
+    """
+    c = dict(candidate)
+    return (c.get("layout", "aggregated") != "aggregated") + (c.get("speculation", "off") != "off")
 
 
 def key(candidate) -> str:
