@@ -202,7 +202,7 @@ def _usd(x) -> str:
 def render(result: dict) -> str:
     """The answer as text: the explanation, the top five and the baseline as a table, the commands.
 
-    >>> out = render(run(argparse.Namespace(preset="lesson", screen_only=True)))
+    >>> out = render(run(argparse.Namespace(preset="lesson", screen_only=True, weights="fp8", kv_dtypes="fp8")))
     >>> print(out.splitlines()[0])  # doctest: +ELLIPSIS
     Plan (screened): Serve Llama 3.1 70B at 20 requests/s on ...
     """

@@ -37,7 +37,7 @@ def screen_all(request) -> list:
     """Every candidate screened, cheapest first (ties: fewer GPUs, fewer moving parts, the key), refusals last.
 
     >>> from calc.plan.inputs import PlanRequest
-    >>> rows = screen_all(PlanRequest(gpus=("h100-sxm-80gb",), peak_rate_per_s=20))
+    >>> rows = screen_all(PlanRequest(model="llama-3.1-8b", gpus=("h100-sxm-80gb",), peak_rate_per_s=20, weights=("fp8",), kv_dtypes=("fp8",)))
     >>> rows[0].ok, rows[-1].ok
     (True, False)
     """
@@ -56,7 +56,7 @@ def finalists(screened, count: int = FINALISTS) -> list:
     """The cheapest ``count`` distinct screen answers, one candidate each (the nearest to vLLM's defaults).
 
     >>> from calc.plan.inputs import PlanRequest
-    >>> picked = finalists(screen_all(PlanRequest(gpus=("h100-sxm-80gb",), peak_rate_per_s=20)), 3)
+    >>> picked = finalists(screen_all(PlanRequest(model="llama-3.1-8b", gpus=("h100-sxm-80gb",), peak_rate_per_s=20, weights=("fp8",), kv_dtypes=("fp8",))), 3)
     >>> len(picked), picked[0].usd_per_hour <= picked[-1].usd_per_hour
     (3, True)
     """
