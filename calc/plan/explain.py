@@ -291,8 +291,6 @@ def answer(request, screened, picked, confirmed, base_screen, base_confirmed, ta
             best_entry = entry(request, rows[0][0])
             runners = [entry(request, r) for r, _ in rows[1:4]]
     else:
-        from calc.plan.search import SENSITIVITY  # noqa: F401 (names the runs below)
-
         best = cheapest_confirmed(request, confirmed)
         ranked = []
         for row, outcome in confirmed:
