@@ -29,7 +29,7 @@ size a prefill pool for TTFT (prefill alone, then the KV cache sent over the net
 ...                    and dict(c)["max_num_batched_tokens"] == 8192 and dict(c)["kv_dtype"] == "bf16")
 >>> s = screen(req, lesson_like)
 >>> s.ok, s.replicas, s.gpus, s.binding
-(True, 4, 16, 'prefill compute')
+(True, 5, 20, 'prefill compute')
 """
 
 from __future__ import annotations
@@ -178,10 +178,30 @@ class _Replica:
         self._tpot: dict[int, float] = {}
 
     def step_s(self, batch: int) -> float:
+        """The mean step at ``batch`` running: decode-only steps and steps that also carry a prompt's chunk.
+
+        Chunked prefill puts a prompt into ``k = ceil(prefill / (budget - batch))`` steps beside the decodes;
+        by Little's law ``batch / (answer - 1)`` prompts arrive per step, so a share
+        ``f = batch x k / (answer - 1)`` of the steps carry a chunk (:func:`calc.roofline.mixed_step_s`) and
+        the rest decode only (:func:`calc.roofline.decode_step`). Averaging the two kinds of step, not the
+        tokens, keeps the roofline's ``max(compute, memory)`` of each: a chunk makes its step compute-bound,
+        which an even spread of prefill tokens over every step would hide. Past ``f = 1`` every step carries
+        the prompts' tokens together (up to the budget).
+        """
+        decode = decode_step(self.coef, batch=batch, context_tokens=self.context)["time_s"]
         if self.decode_only:
-            return decode_step(self.coef, batch=batch, context_tokens=self.context)["time_s"]
-        return steady_state_step(self.coef, batch=batch, input_tokens=max(1, self.prefill),
-                                 output_tokens=max(1, round(self.answer)))["time_s"]
+            return decode
+        room = self.budget - batch
+        if room < 1:
+            return math.inf
+        chunks = math.ceil(self.prefill / room)
+        share = batch * chunks / max(1.0, self.answer - 1)
+        if share <= 1:
+            mixed = mixed_step_s(self.coef, batch=batch, context_tokens=self.context,
+                                 chunk_tokens=math.ceil(self.prefill / chunks))
+            return decode + share * (mixed - decode)
+        per_step = min(room, math.ceil(batch * self.prefill / max(1.0, self.answer - 1)))
+        return mixed_step_s(self.coef, batch=batch, context_tokens=self.context, chunk_tokens=per_step)
 
     def tpot_s(self, batch: int) -> float:
         """Mean time per output token at ``batch`` running (speculation: the step over its speed-up)."""
@@ -479,7 +499,11 @@ def _disaggregated(request, candidate, c, coef, prompt, answer, prefill, cap, kv
         if ttft_floor > v:
             return _fail(candidate, f"prefill compute: a prompt takes {ttft_floor:.3g} s to the first token (prefill "
                                     f"plus the KV transfer), over the {k} target {v:g} s", "prefill compute")
-    rate_decode = best / ((answer - 1) * dec.tpot_s(best))  # per decode replica
+    # per decode replica: the largest rate whose running count's p99 (Poisson about Little's mean) meets TPOT
+    def decode_ok(rate):
+        mean = rate * (answer - 1) * dec.tpot_s(best)
+        return min(cap, math.ceil(mean + _Z99 * math.sqrt(mean))) <= best and mean <= cap
+    rate_decode = _largest_rate(decode_ok, best / ((answer - 1) * dec.tpot_s(best)))
     mu = 1.0 / prefill_s  # prompts per second one prefill replica serves
 
     def prefill_point(rate):
@@ -506,7 +530,9 @@ def _disaggregated(request, candidate, c, coef, prompt, answer, prefill, cap, kv
     point = prefill_point(rate / p)
     running = (rate / d) * (answer - 1) * dec.tpot_s(best)
     b = max(1, min(cap, math.ceil(running)))
-    point.update(tpot_p50_s=dec.tpot_s(b), tpot_p99_s=dec.tpot_s(b), running=running, step_s=dec.step_s(b))
+    b99 = min(cap, max(1, math.ceil(running + _Z99 * math.sqrt(running))))  # the running count's Poisson tail
+    point.update(tpot_p50_s=dec.tpot_s(b), tpot_p99_s=dec.tpot_s(b99), running=running, running_p99=b99,
+                 step_s=dec.step_s(b))
     if units == 1 and request.peak_rate_per_s < unit_rate:
         binding = "memory"  # one unit carries the peak: the smallest replicas that hold the weights set the cost
     ttft = min(ttft_targets.values(), default=math.inf)

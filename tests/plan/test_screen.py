@@ -3,13 +3,15 @@ default space, values that follow calc's roofline, and bindings that name the re
 
 from __future__ import annotations
 
+import math
+
 import pytest
 
 from calc.plan import presets
 from calc.plan.inputs import PlanRequest, Targets
 from calc.plan.screen import BINDINGS, coefficients_of, max_model_len_of, scenario_of, screen
 from calc.plan.search import screen_all
-from calc.roofline import steady_state_step
+from calc.roofline import decode_step, mixed_step_s
 from calc.sim.hardware import replica_hardware
 from calc.sim.scenario import Scenario
 
@@ -47,15 +49,18 @@ def test_screen_refuses_what_does_not_fit_and_what_the_simulator_cannot_run():
     assert any("does not fit" in r.reason for r in small)
 
 
-def test_screen_tpot_is_the_roofline_steady_state_at_the_running_batch():
+def test_screen_tpot_averages_decode_steps_and_steps_carrying_a_prompt():
     request = presets.request("lesson")
     base = tuple(presets.baseline("lesson").items())
     r = screen(request, base)
     coef = coefficients_of(request.model, "h100-sxm-80gb", 4, "bf16", "bf16", request.engine)
-    running = r.predicted["running"]
-    step = steady_state_step(coef, batch=max(1, -(-int(running * 100) // 100)), input_tokens=1024,
-                             output_tokens=256)["time_s"]
-    assert r.predicted["tpot_p50_s"] == pytest.approx(step, rel=0.02)
+    batch = math.ceil(r.predicted["running"])
+    context = 1024 + 256 // 2
+    decode = decode_step(coef, batch=batch, context_tokens=context)["time_s"]
+    mixed = mixed_step_s(coef, batch=batch, context_tokens=context, chunk_tokens=1024)  # one prompt per chunk step
+    share = batch / 255  # prompts per step by Little's law: batch / (answer - 1)
+    assert r.predicted["tpot_p50_s"] == pytest.approx(decode + share * (mixed - decode), rel=1e-9)
+    assert decode < r.predicted["tpot_p50_s"] < mixed
     assert r.predicted["tpot_p99_s"] > r.predicted["tpot_p50_s"]  # the running count's Poisson tail
     assert r.predicted["tpot_p99_s"] <= request.targets.tpot_p99_s
     # one replica fewer would overload it: the count is the fewest that meets the targets on the screen
