@@ -33,7 +33,7 @@ from calc.memory import KV_DTYPES, WEIGHT_FORMATS
 from calc.sim.workload import LENGTH_KINDS, RequestClass
 
 __all__ = ["Targets", "OwnedGPU", "TraceRow", "PlanRequest", "request_from_dict", "read_trace", "MAX_RATE_PER_S",
-           "DEFAULT_WEIGHTS", "MAX_TRACE_ROWS", "trace_rates", "allowed_gpus", "gpu_name"]
+           "DEFAULT_WEIGHTS", "DEFAULT_KV_DTYPES", "MAX_TRACE_ROWS", "trace_rates", "allowed_gpus", "gpu_name"]
 
 MAX_RATE_PER_S = 100_000
 MAX_TRACE_ROWS = 200_000
@@ -41,6 +41,8 @@ MAX_TRACE_ROWS = 200_000
 #: about a point on the usual benchmarks (the lesson's step 8 shows the published deltas); 4-bit and int8
 #: weights cost more accuracy, so they are searched only when asked for (``weights``).
 DEFAULT_WEIGHTS = ("bf16", "fp8")
+#: KV formats searched unless the request names others: fp16 KV takes the bytes of bf16, so it is left out.
+DEFAULT_KV_DTYPES = ("bf16", "fp8")
 _MAX_TOKENS = 10_000_000
 _MAX_S = 3_600.0
 
@@ -143,7 +145,7 @@ class PlanRequest:
     prices_usd_per_gpu_hour: tuple = ()
     owned: tuple = ()
     weights: tuple = DEFAULT_WEIGHTS
-    kv_dtypes: tuple = KV_DTYPES[::2]
+    kv_dtypes: tuple = DEFAULT_KV_DTYPES
     speculation_acceptance: float | None = None
     max_model_len: int | None = None
     seed: int = 0

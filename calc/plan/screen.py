@@ -46,7 +46,7 @@ from calc.lesson import MAX_MODEL_LEN
 from calc.memory import kv_bytes_per_token
 from calc.plan.prices import gpu_hour_price
 from calc.plan.space import as_dict, speculation_config
-from calc.prefix import cached_prefix_tokens
+from calc.prefix import BLOCK_TOKENS, cached_prefix_tokens
 from calc.roofline import decode_step, mixed_step_s, steady_state_step
 from calc.server_layouts import NIC_BYTES_PER_S
 from calc.sim.hardware import kv_sizing
@@ -356,7 +356,7 @@ def _traffic(request, c: dict) -> tuple[float, float, int, int]:
     shared = request.shared_prefix_tokens()
     cached = 0
     if c.get("prefix_caching") and shared >= 1:
-        cached = cached_prefix_tokens(int(shared), max(1, round(prompt)), 16)
+        cached = cached_prefix_tokens(int(shared), max(1, round(prompt)), BLOCK_TOKENS)
     return prompt, answer, max(1, round(prompt) - cached), cached
 
 
