@@ -28,7 +28,7 @@ from calc.errors import CalcError
 SUBCOMMANDS = (
     "lesson", "model", "kv", "memory",
     "step", "spec", "prefix", "context", "scale", "cost", "gpu-util",
-    "simulate",
+    "simulate", "plan",
 )
 
 

@@ -1,0 +1,287 @@
+"""The simulator's word on the finalists: each runs in calc's discrete-event simulator at the peak rate.
+
+The same engine the lesson runs (:mod:`calc.sim`: vLLM-like scheduler, paged KV, roofline step prices plus
+the engine profile's), seeded, so a rerun gives the same numbers. A finalist's fleet is its replicas behind a
+least-outstanding router (:mod:`calc.sim.router`), fed Poisson arrivals at the peak rate with the request's
+lengths (or the trace, replayed). Starting from the screen's replica count, :func:`confirm` walks down while
+the fleet still meets every target and up while it does not, so the count it returns is the simulator's.
+
+A disaggregated unit runs as two fleets on the same requests: the prefill pool serves every prompt with a
+one-token answer (its TTFT is the prompt's), and the decode pool serves the answers with each prompt's KV
+arriving over the network instead of being computed (:func:`decode_pool_pricer`); TTFT adds the prefill
+pool's, the KV transfer and the decode pool's wait for a slot, TPOT is the decode pool's. That is an
+approximation of a disaggregated engine (vLLM's ``--kv-transfer-config``, DistServe), said in the answer.
+
+:func:`confirm_all` runs the finalists in parallel across processes where the platform has them
+(``concurrent.futures.ProcessPoolExecutor``), serially where it does not (Pyodide): the same numbers either way.
+
+>>> from calc.plan.inputs import PlanRequest, Targets
+>>> from calc.plan.space import candidates
+>>> req = PlanRequest(model="llama-3.1-8b", gpus=("h100-sxm-80gb",), peak_rate_per_s=4, requests=200,
+...                   targets=Targets(ttft_p99_s=1, tpot_p99_s=0.05))
+>>> c = next(c for c in candidates(req) if dict(c)["tp"] == 1 and dict(c)["max_num_seqs"] == 256)
+>>> run = simulate_candidate(req, c, 1)
+>>> run["meets"], run["replicas"], run["summary"]["requests_completed"]
+(True, 1, 200)
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import os
+import sys
+
+from calc.plan.screen import scenario_of
+from calc.plan.space import as_dict
+from calc.server_layouts import NIC_BYTES_PER_S
+from calc.sim.fleet import Fleet
+from calc.sim.fleet_scenario import FleetScenario, fleet_requests
+from calc.sim.hardware import replica_hardware
+from calc.sim.workload import Request
+from calc.units import NS_PER_S, round_sig
+
+__all__ = ["ROUTER", "requests_for", "simulate_candidate", "confirm", "confirm_all", "decode_pool_pricer",
+           "SUMMARY_KEYS", "parallel_available"]
+
+#: The fleet's router: each request to the replica with the fewest outstanding (vLLM production stacks'
+#: default, e.g. llm-d's and the vLLM router's least-loaded policy; :mod:`calc.sim.router`).
+ROUTER = "least-outstanding"
+#: Simulated seconds of traffic at the peak rate per run (and its bounds in requests): long enough for a p99
+#: over thousands of requests, short enough for the planner's ten-second budget.
+SIMULATED_S = 120.0
+MIN_REQUESTS, MAX_REQUESTS = 1_000, 5_000
+#: What a run reports of the simulator's summary.
+SUMMARY_KEYS = ("ttft_p50_s", "ttft_p99_s", "tpot_p50_s", "tpot_p99_s", "requests_completed", "requests_rejected",
+                "requests_unfinished", "preemptions", "running_mean", "queue_depth_max", "kv_use_peak",
+                "throughput_output_tokens_per_s", "prefix_cache_hit_rate", "speculation_tokens_per_step")
+_MAX_STEPS = 8
+
+
+def _requests(request, rate_factor: float = 1.0) -> int:
+    if request.trace:
+        return len(request.trace)
+    if request.requests:
+        return request.requests
+    return max(MIN_REQUESTS, min(MAX_REQUESTS, round(request.peak_rate_per_s * rate_factor * SIMULATED_S)))
+
+
+def _fleet_scenario(request, candidate, replicas: int, rate_factor: float = 1.0, **changes) -> FleetScenario:
+    base = scenario_of(request, candidate, **changes).to_dict()
+    base["workload"] = {"arrival": "poisson", "rate_per_s": request.peak_rate_per_s * rate_factor,
+                        "requests": _requests(request, rate_factor),
+                        "classes": [dataclasses.asdict(c) for c in request.classes]}
+    base["fleet"] = {"replicas": replicas, "router": ROUTER}
+    return FleetScenario.from_dict(base)
+
+
+def requests_for(request, fs: FleetScenario, rate_factor: float = 1.0) -> list:
+    """The run's requests: the trace's (arrival times divided by ``rate_factor``), else the scenario's draw.
+
+    >>> from calc.plan.inputs import PlanRequest, TraceRow
+    >>> req = PlanRequest(trace=(TraceRow(0.0, 100, 10, "a", 64), TraceRow(2.0, 120, 10, "", 0)))
+    >>> [(r.arrival_ns, r.prefix_key, r.prefix_tokens) for r in requests_for(req, None, rate_factor=2.0)]
+    [(0, 0, 64), (1000000000, -1, 0)]
+    """
+    if not request.trace:
+        return fleet_requests(fs)
+    groups = {g: i for i, g in enumerate(sorted({r.prefix_group for r in request.trace if r.prefix_group}))}
+    start = request.trace[0].arrival_s
+    out = []
+    for i, r in enumerate(request.trace):
+        key = groups[r.prefix_group] if r.prefix_group else -1
+        out.append(Request(i, round((r.arrival_s - start) / rate_factor * NS_PER_S), r.prompt_tokens, r.answer_tokens,
+                           0, key, r.prefix_tokens if r.prefix_group else 0))
+    return out
+
+
+def decode_pool_pricer(price):
+    """A decode pool's step price: the step's sequences each compute one token; a new sequence's prompt KV
+    arrives from the prefill pool instead of being computed (its transfer is charged to TTFT).
+
+    ``price`` is a replica's :func:`calc.sim.hardware.step_pricer`. A step that takes a prompt in (more new
+    tokens than sequences) is priced as the decode of its sequences, reading the KV it holds.
+
+    >>> from calc.sim.hardware import step_pricer
+    >>> from calc.roofline import step_coefficients
+    >>> base = step_pricer(step_coefficients("llama-3.1-8b", "h100-sxm-80gb"))
+    >>> pool = decode_pool_pricer(base)
+    >>> pool(new_tokens=1024 + 8, kv_tokens_read=8000, attention_token_pairs=600000, sequences=9) == \\
+    ...     base(new_tokens=9, kv_tokens_read=8000, attention_token_pairs=8009, sequences=9)
+    True
+    """
+    positional = price.positional
+
+    def pool_positional(new_tokens, kv_tokens_read, attention_token_pairs, sequences=0):
+        if sequences and new_tokens > sequences:
+            new_tokens = sequences
+            attention_token_pairs = min(attention_token_pairs, kv_tokens_read + sequences)
+        return positional(new_tokens, kv_tokens_read, attention_token_pairs, sequences)
+
+    def step_time_s(*, new_tokens, kv_tokens_read, attention_token_pairs, sequences=0):
+        return pool_positional(new_tokens, kv_tokens_read, attention_token_pairs, sequences)
+
+    step_time_s.positional = pool_positional
+    step_time_s.decode = price.decode
+    step_time_s.takes_sequences = True
+    return step_time_s
+
+
+def _summary(result) -> dict:
+    s = result.summary
+    return {k: s.get(k) for k in SUMMARY_KEYS}
+
+
+def _meets(summary: dict, targets) -> tuple[bool, dict]:
+    misses = {}
+    for k, v in targets.items():
+        got = summary.get(k)
+        if got is None or got > v:
+            misses[k] = None if got is None else round_sig(got / v - 1, 4)
+    ok = not misses and not summary.get("requests_rejected") and not summary.get("requests_unfinished")
+    return ok, misses
+
+
+def simulate_candidate(request, candidate, replicas: int, *, rate_factor: float = 1.0, targets=None) -> dict:
+    """One simulated run of ``candidate`` on ``replicas`` replicas (units, for pools) at the peak x ``rate_factor``.
+
+    Returns ``{"replicas", "meets", "misses" (metric -> relative excess), "summary"}``.
+
+    >>> from calc.plan.inputs import PlanRequest, Targets
+    >>> from calc.plan.space import candidates
+    >>> req = PlanRequest(model="llama-3.1-8b", gpus=("h100-sxm-80gb",), peak_rate_per_s=8, requests=200,
+    ...                   targets=Targets(tpot_p99_s=0.001))
+    >>> run = simulate_candidate(req, next(c for c in candidates(req) if dict(c)["tp"] == 1), 1)
+    >>> run["meets"], run["misses"]["tpot_p99_s"] > 1   # a 1 ms TPOT: missed by more than twice
+    (False, True)
+    """
+    targets = dict((targets or request.targets).items())
+    c = as_dict(candidate)
+    layout = c.get("layout", "aggregated")
+    if layout == "aggregated":
+        fs = _fleet_scenario(request, candidate, replicas, rate_factor)
+        summary = _summary(Fleet(fs, time_series=False, requests=requests_for(request, fs, rate_factor)).run())
+    else:
+        summary = _simulate_pools(request, candidate, replicas, rate_factor, layout)
+    ok, misses = _meets(summary, targets)
+    return {"replicas": replicas, "meets": ok, "misses": misses,
+            "summary": {k: (round_sig(v) if isinstance(v, float) else v) for k, v in summary.items()}}
+
+
+def _simulate_pools(request, candidate, units: int, rate_factor: float, layout: str) -> dict:
+    p, d = (int(x) for x in layout.split()[1].split(":"))
+    fs_prefill = _fleet_scenario(request, candidate, units * p, rate_factor)
+    reqs = requests_for(request, fs_prefill, rate_factor)
+    prompts = [Request(r.rid, r.arrival_ns, r.prompt_tokens, 1, r.class_index, r.prefix_key, r.prefix_tokens)
+               for r in reqs]
+    pre = Fleet(fs_prefill, time_series=False, requests=prompts).run().summary
+    # The decode pool takes whole prompts in one step (their KV arrives), so its budget holds the longest.
+    longest = max(r.prompt_tokens for r in reqs) + as_dict(candidate)["max_num_seqs"]
+    fs_decode = _fleet_scenario(request, candidate, units * d, rate_factor,
+                                max_num_batched_tokens=max(longest, as_dict(candidate)["max_num_batched_tokens"]))
+    hardware = replica_hardware(fs_decode.scenario)
+    pricer = decode_pool_pricer(hardware.price_step)
+    dec = Fleet(fs_decode, time_series=False, step_time_s=pricer, hardware=hardware,
+                requests=[Request(r.rid, r.arrival_ns, r.prompt_tokens, r.output_tokens, r.class_index, r.prefix_key,
+                                  r.prefix_tokens) for r in reqs]).run().summary
+    from calc.catalog import get_model
+    from calc.memory import kv_bytes_per_token
+    c = as_dict(candidate)
+    prompt_mean = math.fsum(r.prompt_tokens for r in reqs) / len(reqs)
+    transfer_s = kv_bytes_per_token(get_model(request.model), c["kv_dtype"]) * prompt_mean / (c["tp"] * NIC_BYTES_PER_S)
+    overhead_s = hardware.request_overhead_s
+    out = {k: dec.get(k) for k in SUMMARY_KEYS}
+    for q in ("p50", "p99"):
+        wait = max(0.0, (dec.get(f"ttft_{q}_s") or 0.0) - overhead_s)  # the decode pool's queue for a slot
+        out[f"ttft_{q}_s"] = (pre.get(f"ttft_{q}_s") or math.inf) + transfer_s + wait
+    out["requests_rejected"] = (pre.get("requests_rejected") or 0) + (dec.get("requests_rejected") or 0)
+    out["requests_unfinished"] = (pre.get("requests_unfinished") or 0) + (dec.get("requests_unfinished") or 0)
+    out["preemptions"] = (pre.get("preemptions") or 0) + (dec.get("preemptions") or 0)
+    return out
+
+
+def confirm(request, candidate, start_replicas: int, *, rate_factor: float = 1.0, targets=None,
+            max_replicas: int | None = None) -> dict:
+    """The fewest replicas (from ``start_replicas``, walking down or up) with which the simulator meets every target.
+
+    Returns ``{"replicas" (None: none within the walk), "run" (the meeting run), "cheaper" (the run with one
+    replica fewer, which failed: how far each metric missed), "runs" (every count tried)}``.
+
+    >>> from calc.plan.inputs import PlanRequest, Targets
+    >>> from calc.plan.space import candidates
+    >>> req = PlanRequest(model="llama-3.1-8b", gpus=("h100-sxm-80gb",), peak_rate_per_s=4, requests=200,
+    ...                   targets=Targets(ttft_p99_s=1, tpot_p99_s=0.05))
+    >>> c = next(c for c in candidates(req) if dict(c)["tp"] == 1 and dict(c)["max_num_seqs"] == 256)
+    >>> out = confirm(req, c, 2)
+    >>> out["replicas"], sorted(out["runs"])
+    (1, [1, 2])
+    """
+    runs = {}
+
+    def run(n):
+        if n not in runs:
+            runs[n] = simulate_candidate(request, candidate, n, rate_factor=rate_factor, targets=targets)
+        return runs[n]
+
+    n = max(1, start_replicas)
+    limit = max_replicas or (2 * n + _MAX_STEPS)
+    if run(n)["meets"]:
+        while n > 1 and run(n - 1)["meets"]:
+            n -= 1
+        found = n
+    else:
+        found = None
+        for _ in range(_MAX_STEPS):
+            n += 1
+            if n > limit:
+                break
+            if run(n)["meets"]:
+                found = n
+                break
+    return {"replicas": found, "run": runs.get(found), "cheaper": runs.get(found - 1) if found else None,
+            "runs": runs}
+
+
+def _task(args):
+    request, candidate, start, rate_factor, targets = args
+    return confirm(request, candidate, start, rate_factor=rate_factor, targets=targets)
+
+
+def parallel_available() -> bool:
+    """Whether this platform can run the finalists in other processes (not in Pyodide's WebAssembly).
+
+    >>> isinstance(parallel_available(), bool)
+    True
+    """
+    return sys.platform not in ("emscripten", "wasi") and (os.cpu_count() or 1) > 1
+
+
+def confirm_all(request, jobs, *, parallel: bool = True, extra=None) -> tuple[list, object]:
+    """:func:`confirm` on every ``(candidate, start_replicas, rate_factor, targets)`` job, in order.
+
+    With ``parallel`` (and :func:`parallel_available`), the jobs run across a process pool of the machine's
+    cores; ``extra`` (a zero-argument picklable callable, e.g. the error bands) runs beside them and its result
+    is returned second. Any failure to start processes falls back to running serially: the same results.
+
+    >>> from calc.plan.inputs import PlanRequest, Targets
+    >>> from calc.plan.space import candidates
+    >>> req = PlanRequest(model="llama-3.1-8b", gpus=("h100-sxm-80gb",), peak_rate_per_s=2, requests=100,
+    ...                   targets=Targets(tpot_p99_s=0.05))
+    >>> c = next(candidates(req))
+    >>> results, _ = confirm_all(req, [(c, 1, 1.0, None)], parallel=False)
+    >>> results[0]["replicas"]
+    1
+    """
+    tasks = [(request, cand, start, factor, targets) for cand, start, factor, targets in jobs]
+    if parallel and parallel_available() and len(tasks) + (extra is not None) > 1:
+        try:
+            from concurrent.futures import ProcessPoolExecutor
+
+            with ProcessPoolExecutor(max_workers=min(os.cpu_count() or 1, len(tasks) + 1)) as pool:
+                pending = pool.submit(extra) if extra is not None else None
+                results = list(pool.map(_task, tasks, chunksize=1))
+                return results, (pending.result() if pending is not None else None)
+        except (ImportError, NotImplementedError, OSError, RuntimeError, PermissionError):
+            pass  # no processes here: the same work, serially
+    results = [_task(t) for t in tasks]
+    return results, (extra() if extra is not None else None)
