@@ -269,20 +269,27 @@ def efficiency_for(profile: EngineProfile, base=None, *, frontend: str = DEFAULT
                              + ("" if served else "; offline: no per-sequence serving cost"))
 
 
-def allreduce_latency_s(profile: EngineProfile, tp: int) -> float:
-    """The all-reduce latency the engine pays on ``tp`` GPUs: the measured small-message figure.
+def allreduce_latency_s(profile: EngineProfile, tp: int, gpu=None) -> float:
+    """The all-reduce latency the engine pays on ``tp`` GPUs: the measured small-message figure for its link.
 
-    Every profile takes vLLM's custom all-reduce on H100 (SGLang v0.3 runs vLLM's kernel; TensorRT-LLM's
-    own one-shot all-reduce is assumed as fast). Source: :data:`calc.parallel.ALLREDUCE_LATENCY_SOURCE`.
+    Every profile takes vLLM's custom all-reduce on a fully meshed link (measured on H100: SGLang runs
+    vLLM's kernel; TensorRT-LLM's own one-shot all-reduce is assumed as fast); over PCIe (``gpu`` a PCIe
+    card) NCCL's ring runs beyond two GPUs, each of its 2 (n - 1) steps a PCIe hop
+    (:func:`calc.parallel.interconnect_allreduce_latency_s`). Without ``gpu``: the full-mesh figure.
+    Source: :data:`calc.parallel.ALLREDUCE_LATENCY_SOURCE`, :data:`calc.parallel.PCIE_RING_STEP_SOURCE`.
 
-    >>> allreduce_latency_s(get_profile("vllm"), 4)
-    9.2e-06
+    >>> allreduce_latency_s(get_profile("vllm"), 4), round(allreduce_latency_s(get_profile("vllm"), 4, "l40s") * 1e6, 1)
+    (9.2e-06, 22.2)
     """
-    from calc.parallel import allreduce_latency_s as measured
+    from calc.parallel import allreduce_latency_s as measured, interconnect_allreduce_latency_s
 
     if not isinstance(profile, EngineProfile):
         raise CalcError(f"profile must be an EngineProfile; got {profile!r}", "engine")
-    return measured(tp)
+    if gpu is None:
+        return measured(tp)
+    from calc.catalog import get_gpu
+
+    return interconnect_allreduce_latency_s(get_gpu(gpu).interconnect, tp)
 
 
 def prefill_allreduce_terms(gpu: str, tp: int) -> tuple[float, float, float]:
@@ -336,7 +343,7 @@ def engine_coefficients(model, gpu, *, tp: int = 1, weights: str = "bf16", kv_dt
     prefill_min_bytes, prefill_max_bytes, prefill_share = prefill_allreduce_terms(gpu, tp)
     return step_coefficients(model, gpu, tp=tp, weights=weights, kv_dtype=kv_dtype,
                              efficiency=efficiency_for(profile, frontend=frontend),
-                             allreduce_latency_s=allreduce_latency_s(profile, tp),
+                             allreduce_latency_s=allreduce_latency_s(profile, tp, gpu),
                              prefill_allreduce_min_bytes=prefill_min_bytes, prefill_allreduce_max_bytes=prefill_max_bytes,
                              prefill_allreduce_bus_efficiency=prefill_share)
 

@@ -40,7 +40,7 @@ from calc import memory
 from calc.catalog import GPU, Model, get_gpu, get_model
 from calc.errors import CalcError, check_choice, check_range
 from calc.memory import check_tp, kv_capacity, kv_tokens_per_request
-from calc.parallel import ALLREDUCE_LATENCY_S, allreduce_time_s
+from calc.parallel import ALLREDUCE_LATENCY_S, allreduce_time_s, interconnect_allreduce_latency_s
 from calc.units import round_sig
 
 __all__ = [
@@ -383,8 +383,17 @@ def _attention_flops_per_pair(model: Model) -> float:
     return float(model.layers * per_layer)
 
 
+def _default_allreduce_latency_s(gpu: GPU, tp: int) -> float:
+    """The lesson's round 10 us on a full mesh; the PCIe ring's measured-step latency on PCIe."""
+    from calc.catalog.interconnect import INTERCONNECTS
+
+    if INTERCONNECTS[gpu.interconnect].full_mesh:
+        return ALLREDUCE_LATENCY_S
+    return interconnect_allreduce_latency_s(gpu.interconnect, tp)
+
+
 def step_coefficients(model, gpu, *, tp: int = 1, weights: str = "bf16", kv_dtype: str = "bf16",
-                      efficiency: Efficiency = CALIBRATED, allreduce_latency_s: float = ALLREDUCE_LATENCY_S,
+                      efficiency: Efficiency = CALIBRATED, allreduce_latency_s: float | None = None,
                       prefill_allreduce_min_bytes: float = 0.0, prefill_allreduce_max_bytes: float = 0.0,
                       prefill_allreduce_bus_efficiency: float = 1.0) -> StepCoefficients:
     """Precompute the per-GPU roofline of a replica: ``model`` on ``tp`` GPUs of type ``gpu``.
@@ -400,7 +409,9 @@ def step_coefficients(model, gpu, *, tp: int = 1, weights: str = "bf16", kv_dtyp
 
     The weight format sets the compute dtype (:func:`compute_dtype`); attention
     computes in 16 bits. ``allreduce_latency_s`` defaults to the lesson's round 10 us
-    (:data:`calc.parallel.ALLREDUCE_LATENCY_S`); the simulator passes the measured figure for
+    (:data:`calc.parallel.ALLREDUCE_LATENCY_S`) on a fully meshed link (NVLink, Infinity Fabric) and to
+    the PCIe ring's latency on a PCIe GPU (:func:`calc.parallel.interconnect_allreduce_latency_s`: NCCL's
+    ring, 2 (n - 1) hops, since no one-shot kernel runs on more than two PCIe GPUs); the simulator passes the measured figure for
     ``tp`` GPUs (:func:`calc.parallel.allreduce_latency_s`). All-reduces of more than
     ``prefill_allreduce_min_bytes`` and at most ``prefill_allreduce_max_bytes`` move their bytes at ``prefill_allreduce_bus_efficiency`` of the link
     (an engine's custom all-reduce kernel, measured: :data:`calc.engine_profiles.ALLREDUCE_BUS_EFFICIENCY`);
@@ -418,6 +429,8 @@ def step_coefficients(model, gpu, *, tp: int = 1, weights: str = "bf16", kv_dtyp
     check_choice("kv_dtype", kv_dtype, memory.KV_DTYPES)
     if not isinstance(efficiency, Efficiency):
         raise CalcError(f"efficiency must be an Efficiency; got {efficiency!r}", "efficiency")
+    if allreduce_latency_s is None:
+        allreduce_latency_s = _default_allreduce_latency_s(gpu, tp)
     latency = check_range("allreduce_latency_s", allreduce_latency_s, 0.0, 0.01)
     prefill_min = check_range("prefill_allreduce_min_bytes", prefill_allreduce_min_bytes, 0.0, 1e12)
     prefill_max = check_range("prefill_allreduce_max_bytes", prefill_allreduce_max_bytes, 0.0, 1e12)

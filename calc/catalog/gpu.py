@@ -50,6 +50,9 @@ class GPU:
     price_date: str | None
     price_source: str | None
     source: str
+    #: The link tensor parallelism uses: a key of :data:`calc.catalog.interconnect.INTERCONNECTS` (its
+    #: bandwidth is ``interconnect_bytes_per_s``; whether it is a full mesh sets the all-reduce algorithm).
+    interconnect: str = "pcie4-x16"
 
     def memory_bytes(self, basis: str = "marketed") -> int:
         """Capacity in bytes on the chosen basis: ``marketed`` (datasheet, decimal) or ``runtime``.
