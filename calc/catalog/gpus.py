@@ -69,6 +69,9 @@ GPUS: dict[str, GPU] = {
                      "Modal $3.95 at modal.com/pricing and Replicate $5.49 at replicate.com/pricing the same day)",
         source=f"{_NV_H100}; NVLink 4: 900 GB/s per GPU both ways, 450 GB/s one way",
         interconnect="nvlink4",
+        memory_bytes_engine_reading=round(79.19 * 2**30),
+        memory_engine_source="vLLM start-up logs on an H100 80GB: total 79.19 GiB (llm-d-incubation/llm-d-planner "
+                             "accuracy/accuracy_report.md, vLLM v0.19.0 runs)",
     ),
     "h200": GPU(
         key="h200",
@@ -204,6 +207,9 @@ GPUS: dict[str, GPU] = {
         source=f"{_NV_GA102}; {_PCIE4} (an optional NVLink bridge joins two cards at 56.25 GB/s each way); no "
                "dated hourly listing from a provider was found, so no price: the reader enters theirs",
         interconnect="pcie4-x16",
+        memory_bytes_engine_reading=round(23.58 * 2**30),
+        memory_engine_source="vLLM start-up log on an RTX 3090: 'Memory profiling results: total_gpu_memory=23.58GiB' "
+                             "(github.com/vllm-project/vllm issue #10517)",
     ),
     "b200": GPU(
         key="b200",
