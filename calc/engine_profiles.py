@@ -62,7 +62,7 @@ from dataclasses import dataclass, replace
 
 from calc.errors import CalcError, check_choice, check_range
 
-__all__ = ["ENGINES", "DEFAULT_ENGINE", "MULTI_STEP_SOURCE", "FRONTENDS", "DEFAULT_FRONTEND", "TERMS", "EngineProfile", "PROFILES_PATH", "load_profiles", "get_profile",
+__all__ = ["ENGINES", "FITTED_ENGINES", "DEFAULT_ENGINE", "MULTI_STEP_SOURCE", "FRONTENDS", "DEFAULT_FRONTEND", "TERMS", "EngineProfile", "PROFILES_PATH", "load_profiles", "get_profile",
            "efficiency_for", "allreduce_latency_s", "engine_coefficients", "request_overhead_s",
            "ALLREDUCE_PREFILL_MEASURED_S", "ALLREDUCE_BUS_EFFICIENCY_SOURCE", "ALLREDUCE_BUS_EFFICIENCY", "CUSTOM_ALLREDUCE_MAX_BYTES", "TWO_STAGE_ALLREDUCE_MIN_BYTES",
            "ALLREDUCE_BUS_EFFICIENCY_GPUS", "ALLREDUCE_BUS_EFFICIENCY_MIN_GPUS", "prefill_allreduce_terms",
@@ -169,6 +169,8 @@ class EngineProfile:
     capacity_policy: str = "preempt"  # or "guaranteed-no-evict": how admission books KV (calc.sim.scheduler)
     capacity_policy_source: str = "vLLM: admit on the prompt's blocks, preempt when short (calc.sim.scheduler)"
     seq_overhead_s: float = 0.0  # per sequence scheduled in a step (a keyword: the positional order stays as it was)
+    memory_model: str = "vllm-v1"  # how the engine sizes its KV cache (calc.engine_memory, calc.engine_versions)
+    inherits: str = ""  # a current engine's profile: the fitted profile whose step terms it takes (calc.engine_versions)
 
     def __post_init__(self):
         check_range("scheduler_steps", self.scheduler_steps, 1, 64, integer=True)
@@ -199,7 +201,10 @@ class EngineProfile:
 def load_profiles(path: str | None = None) -> dict:
     """Every profile of ``calc/data/engine_profiles.json``, by key.
 
-    >>> sorted(load_profiles()) == sorted(ENGINES)
+    The current engines' profiles (:data:`calc.engine_versions.CURRENT_PROFILES`) are not stored: they
+    take a fitted profile's terms (:func:`get_profile`).
+
+    >>> sorted(load_profiles()) == sorted(FITTED_ENGINES)
     True
     """
     with open(path or PROFILES_PATH, encoding="utf-8") as handle:
@@ -216,12 +221,40 @@ def load_profiles(path: str | None = None) -> dict:
             roles=tuple((t, p["terms"][t]["role"]) for t in TERMS),
             sources=tuple((t, p["terms"][t]["source"]) for t in TERMS),
             context_chunking=chunking["value"], context_chunking_source=chunking["source"],
-            capacity_policy=capacity["value"], capacity_policy_source=capacity["source"])
+            capacity_policy=capacity["value"], capacity_policy_source=capacity["source"],
+            memory_model=_memory_model(key))
     return out
 
 
+def _memory_model(key: str) -> str:
+    from calc.engine_versions import VERSIONS
+
+    return VERSIONS[key][3] if key in VERSIONS else "vllm-v1"
+
+
+def _current_profile(key: str, parent: EngineProfile) -> EngineProfile:
+    """A current engine's profile: its label and memory model, the fitted ``parent``'s step terms (assumptions)."""
+    from calc.engine_versions import CURRENT_PROFILES
+
+    label, _, _ = CURRENT_PROFILES[key]
+    note = f"inherited from engine profile '{parent.key}' (no calibration rows of this version yet)"
+    return replace(parent, key=key, label=label, roles=tuple((t, "assumption") for t in TERMS),
+                   sources=tuple((t, note) for t in TERMS), memory_model=_memory_model(key), inherits=parent.key)
+
+
 _PROFILES = load_profiles()
-ENGINES = tuple(_PROFILES)
+#: The profiles fitted on calibration rows (calc/data/engine_profiles.json)...
+FITTED_ENGINES = tuple(_PROFILES)
+
+
+def _current_keys() -> tuple:
+    from calc.engine_versions import CURRENT_PROFILES
+
+    return tuple(CURRENT_PROFILES)
+
+
+#: ...and every profile a scenario may name: those plus the current engines' (calc.engine_versions).
+ENGINES = FITTED_ENGINES + _current_keys()
 # The fit swaps a trial profile in here while it simulates; nothing else writes it.
 _TRIAL: dict = {}
 
@@ -232,10 +265,16 @@ def get_profile(engine: str = DEFAULT_ENGINE) -> EngineProfile:
     >>> get_profile("nope")
     Traceback (most recent call last):
     ...
-    calc.errors.CalcError: engine must be one of vllm, vllm-0.6-multistep, sglang-0.3, nim-trtllm; got 'nope'
+    calc.errors.CalcError: engine must be one of vllm, vllm-0.6-multistep, sglang-0.3, nim-trtllm, vllm-v1, sglang-0.4, trtllm-serve; got 'nope'
+    >>> p = get_profile("vllm-v1"); p.inherits, p.step_overhead_s == get_profile("vllm").step_overhead_s, p.roles[0]
+    ('vllm', True, ('step_overhead_s', 'assumption'))
     """
     check_choice("engine", engine, ENGINES)
-    return _TRIAL.get(engine) or _PROFILES[engine]
+    if engine in FITTED_ENGINES:
+        return _TRIAL.get(engine) or _PROFILES[engine]
+    from calc.engine_versions import CURRENT_PROFILES
+
+    return _TRIAL.get(engine) or _current_profile(engine, get_profile(CURRENT_PROFILES[engine][1]))
 
 
 def efficiency_for(profile: EngineProfile, base=None, *, frontend: str = DEFAULT_FRONTEND):
