@@ -60,6 +60,7 @@ import json
 import os
 from dataclasses import dataclass, replace
 
+from calc import parallel
 from calc.errors import CalcError, check_choice, check_range
 
 __all__ = ["ENGINES", "FITTED_ENGINES", "DEFAULT_ENGINE", "MULTI_STEP_SOURCE", "FRONTENDS", "DEFAULT_FRONTEND", "TERMS", "EngineProfile", "PROFILES_PATH", "load_profiles", "get_profile",
@@ -100,10 +101,10 @@ ALLREDUCE_PREFILL_MEASURED_LINK_BYTES_PER_S = 450e9  # H100 SXM NVLink 4, one di
 #: GPUs, by GPU count (csrc/custom_all_reduce.cuh): one-stage below 512 KiB on up to 4 GPUs, 256 KiB on up
 #: to 8. Below it the measured small-message latency (:func:`calc.parallel.allreduce_latency_s`) prices
 #: the message, its bytes at the link's figure, as before.
-TWO_STAGE_ALLREDUCE_MIN_BYTES = {4: 512 << 10, 8: 256 << 10}
+TWO_STAGE_ALLREDUCE_MIN_BYTES = parallel.TWO_STAGE_ALLREDUCE_MIN_BYTES
 #: The custom all-reduce's size limit (vLLM's CustomAllreduce max_size, 8 MiB): larger messages go to NCCL,
 #: whose large-message bus bandwidth stays at the link's figure here (as on the lesson's roofline).
-CUSTOM_ALLREDUCE_MAX_BYTES = 8 << 20
+CUSTOM_ALLREDUCE_MAX_BYTES = parallel.CUSTOM_ALLREDUCE_MAX_BYTES
 #: Where the measured share applies: the GPUs with the measured NVLink 4 (H100 SXM and H200, 450 GB/s one
 #: way), on 3 GPUs or more (vLLM's two-stage kernel; on 2 GPUs it always takes the one-stage kernel, not
 #: measured here). Elsewhere (A100's NVLink 3, PCIe, two GPUs) the link's figure stays: no measurement.

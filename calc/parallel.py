@@ -25,7 +25,7 @@ __all__ = [
     "ALLREDUCE_LATENCY_SOURCE",
     "allreduce_latency_s",
     "PCIE_RING_STEP_S", "PCIE_RING_STEP_SOURCE", "ALLREDUCE_ALGORITHMS", "allreduce_algorithm",
-    "interconnect_allreduce_latency_s",
+    "interconnect_allreduce_latency_s", "TWO_STAGE_ALLREDUCE_MIN_BYTES", "CUSTOM_ALLREDUCE_MAX_BYTES",
     "allreduce_bytes_on_wire",
     "allreduce_time_s",
     "pipeline_bubble_fraction",
@@ -52,6 +52,13 @@ ALLREDUCE_LATENCY_SOURCE = ("vLLM custom all-reduce on H100, 128 KiB: 8.7 / 9.2 
 ALLREDUCE_LATENCY_S = 10e-6
 
 MAX_GPUS = 100_000
+
+#: Where vLLM's custom all-reduce switches from its one-stage to its two-stage kernel on fully NVLinked
+#: GPUs, by GPU count (csrc/custom_all_reduce.cuh): one-stage below 512 KiB on up to 4 GPUs, 256 KiB on up
+#: to 8 (also :data:`calc.engine_profiles.TWO_STAGE_ALLREDUCE_MIN_BYTES`).
+TWO_STAGE_ALLREDUCE_MIN_BYTES = {4: 512 << 10, 8: 256 << 10}
+#: The custom all-reduce's size limit (vLLM's CustomAllreduce max_size, 8 MiB): larger messages go to NCCL.
+CUSTOM_ALLREDUCE_MAX_BYTES = 8 << 20
 
 
 def allreduce_latency_s(gpus: int) -> float:
@@ -97,7 +104,7 @@ def allreduce_algorithm(message_bytes: float, gpus: int, interconnect: str) -> s
     on up to 8) and two-stage above; two GPUs always one-shot. Everything else, and every PCIe set of more
     than two GPUs, goes to NCCL's ring. Source: vllm/distributed/device_communicators/custom_all_reduce.py
     (``should_custom_ar``; "not supported on more than two PCIe-only GPUs") and csrc/custom_all_reduce.cuh
-    (the 1-stage/2-stage switch); the thresholds: :data:`calc.engine_profiles.TWO_STAGE_ALLREDUCE_MIN_BYTES`.
+    (the 1-stage/2-stage switch); the thresholds: :data:`TWO_STAGE_ALLREDUCE_MIN_BYTES`.
 
     >>> allreduce_algorithm(16_384, 4, "nvlink4"), allreduce_algorithm(16_384, 4, "pcie4-x16")
     ('one-shot', 'ring')
@@ -105,7 +112,6 @@ def allreduce_algorithm(message_bytes: float, gpus: int, interconnect: str) -> s
     ('two-stage', 'one-shot')
     """
     from calc.catalog.interconnect import INTERCONNECTS
-    from calc.engine_profiles import CUSTOM_ALLREDUCE_MAX_BYTES, TWO_STAGE_ALLREDUCE_MIN_BYTES
     from calc.errors import check_choice
 
     check_choice("interconnect", interconnect, tuple(INTERCONNECTS))
