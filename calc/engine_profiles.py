@@ -60,9 +60,10 @@ import json
 import os
 from dataclasses import dataclass, replace
 
+from calc import parallel
 from calc.errors import CalcError, check_choice, check_range
 
-__all__ = ["ENGINES", "DEFAULT_ENGINE", "MULTI_STEP_SOURCE", "FRONTENDS", "DEFAULT_FRONTEND", "TERMS", "EngineProfile", "PROFILES_PATH", "load_profiles", "get_profile",
+__all__ = ["ENGINES", "FITTED_ENGINES", "DEFAULT_ENGINE", "MULTI_STEP_SOURCE", "FRONTENDS", "DEFAULT_FRONTEND", "TERMS", "EngineProfile", "PROFILES_PATH", "load_profiles", "get_profile",
            "efficiency_for", "allreduce_latency_s", "engine_coefficients", "request_overhead_s",
            "ALLREDUCE_PREFILL_MEASURED_S", "ALLREDUCE_BUS_EFFICIENCY_SOURCE", "ALLREDUCE_BUS_EFFICIENCY", "CUSTOM_ALLREDUCE_MAX_BYTES", "TWO_STAGE_ALLREDUCE_MIN_BYTES",
            "ALLREDUCE_BUS_EFFICIENCY_GPUS", "ALLREDUCE_BUS_EFFICIENCY_MIN_GPUS", "prefill_allreduce_terms",
@@ -100,10 +101,10 @@ ALLREDUCE_PREFILL_MEASURED_LINK_BYTES_PER_S = 450e9  # H100 SXM NVLink 4, one di
 #: GPUs, by GPU count (csrc/custom_all_reduce.cuh): one-stage below 512 KiB on up to 4 GPUs, 256 KiB on up
 #: to 8. Below it the measured small-message latency (:func:`calc.parallel.allreduce_latency_s`) prices
 #: the message, its bytes at the link's figure, as before.
-TWO_STAGE_ALLREDUCE_MIN_BYTES = {4: 512 << 10, 8: 256 << 10}
+TWO_STAGE_ALLREDUCE_MIN_BYTES = parallel.TWO_STAGE_ALLREDUCE_MIN_BYTES
 #: The custom all-reduce's size limit (vLLM's CustomAllreduce max_size, 8 MiB): larger messages go to NCCL,
 #: whose large-message bus bandwidth stays at the link's figure here (as on the lesson's roofline).
-CUSTOM_ALLREDUCE_MAX_BYTES = 8 << 20
+CUSTOM_ALLREDUCE_MAX_BYTES = parallel.CUSTOM_ALLREDUCE_MAX_BYTES
 #: Where the measured share applies: the GPUs with the measured NVLink 4 (H100 SXM and H200, 450 GB/s one
 #: way), on 3 GPUs or more (vLLM's two-stage kernel; on 2 GPUs it always takes the one-stage kernel, not
 #: measured here). Elsewhere (A100's NVLink 3, PCIe, two GPUs) the link's figure stays: no measurement.
@@ -169,6 +170,8 @@ class EngineProfile:
     capacity_policy: str = "preempt"  # or "guaranteed-no-evict": how admission books KV (calc.sim.scheduler)
     capacity_policy_source: str = "vLLM: admit on the prompt's blocks, preempt when short (calc.sim.scheduler)"
     seq_overhead_s: float = 0.0  # per sequence scheduled in a step (a keyword: the positional order stays as it was)
+    memory_model: str = "vllm-v1"  # how the engine sizes its KV cache (calc.engine_memory, calc.engine_versions)
+    inherits: str = ""  # a current engine's profile: the fitted profile whose step terms it takes (calc.engine_versions)
 
     def __post_init__(self):
         check_range("scheduler_steps", self.scheduler_steps, 1, 64, integer=True)
@@ -199,7 +202,10 @@ class EngineProfile:
 def load_profiles(path: str | None = None) -> dict:
     """Every profile of ``calc/data/engine_profiles.json``, by key.
 
-    >>> sorted(load_profiles()) == sorted(ENGINES)
+    The current engines' profiles (:data:`calc.engine_versions.CURRENT_PROFILES`) are not stored: they
+    take a fitted profile's terms (:func:`get_profile`).
+
+    >>> sorted(load_profiles()) == sorted(FITTED_ENGINES)
     True
     """
     with open(path or PROFILES_PATH, encoding="utf-8") as handle:
@@ -216,12 +222,40 @@ def load_profiles(path: str | None = None) -> dict:
             roles=tuple((t, p["terms"][t]["role"]) for t in TERMS),
             sources=tuple((t, p["terms"][t]["source"]) for t in TERMS),
             context_chunking=chunking["value"], context_chunking_source=chunking["source"],
-            capacity_policy=capacity["value"], capacity_policy_source=capacity["source"])
+            capacity_policy=capacity["value"], capacity_policy_source=capacity["source"],
+            memory_model=_memory_model(key))
     return out
 
 
+def _memory_model(key: str) -> str:
+    from calc.engine_versions import VERSIONS
+
+    return VERSIONS[key][3] if key in VERSIONS else "vllm-v1"
+
+
+def _current_profile(key: str, parent: EngineProfile) -> EngineProfile:
+    """A current engine's profile: its label and memory model, the fitted ``parent``'s step terms (assumptions)."""
+    from calc.engine_versions import CURRENT_PROFILES
+
+    label, _, _ = CURRENT_PROFILES[key]
+    note = f"inherited from engine profile '{parent.key}' (no calibration rows of this version yet)"
+    return replace(parent, key=key, label=label, roles=tuple((t, "assumption") for t in TERMS),
+                   sources=tuple((t, note) for t in TERMS), memory_model=_memory_model(key), inherits=parent.key)
+
+
 _PROFILES = load_profiles()
-ENGINES = tuple(_PROFILES)
+#: The profiles fitted on calibration rows (calc/data/engine_profiles.json)...
+FITTED_ENGINES = tuple(_PROFILES)
+
+
+def _current_keys() -> tuple:
+    from calc.engine_versions import CURRENT_PROFILES
+
+    return tuple(CURRENT_PROFILES)
+
+
+#: ...and every profile a scenario may name: those plus the current engines' (calc.engine_versions).
+ENGINES = FITTED_ENGINES + _current_keys()
 # The fit swaps a trial profile in here while it simulates; nothing else writes it.
 _TRIAL: dict = {}
 
@@ -232,10 +266,16 @@ def get_profile(engine: str = DEFAULT_ENGINE) -> EngineProfile:
     >>> get_profile("nope")
     Traceback (most recent call last):
     ...
-    calc.errors.CalcError: engine must be one of vllm, vllm-0.6-multistep, sglang-0.3, nim-trtllm; got 'nope'
+    calc.errors.CalcError: engine must be one of vllm, vllm-0.6-multistep, sglang-0.3, nim-trtllm, vllm-v1, sglang-0.4, trtllm-serve; got 'nope'
+    >>> p = get_profile("vllm-v1"); p.inherits, p.step_overhead_s == get_profile("vllm").step_overhead_s, p.roles[0]
+    ('vllm', True, ('step_overhead_s', 'assumption'))
     """
     check_choice("engine", engine, ENGINES)
-    return _TRIAL.get(engine) or _PROFILES[engine]
+    if engine in FITTED_ENGINES:
+        return _TRIAL.get(engine) or _PROFILES[engine]
+    from calc.engine_versions import CURRENT_PROFILES
+
+    return _TRIAL.get(engine) or _current_profile(engine, get_profile(CURRENT_PROFILES[engine][1]))
 
 
 def efficiency_for(profile: EngineProfile, base=None, *, frontend: str = DEFAULT_FRONTEND):
@@ -269,20 +309,27 @@ def efficiency_for(profile: EngineProfile, base=None, *, frontend: str = DEFAULT
                              + ("" if served else "; offline: no per-sequence serving cost"))
 
 
-def allreduce_latency_s(profile: EngineProfile, tp: int) -> float:
-    """The all-reduce latency the engine pays on ``tp`` GPUs: the measured small-message figure.
+def allreduce_latency_s(profile: EngineProfile, tp: int, gpu=None) -> float:
+    """The all-reduce latency the engine pays on ``tp`` GPUs: the measured small-message figure for its link.
 
-    Every profile takes vLLM's custom all-reduce on H100 (SGLang v0.3 runs vLLM's kernel; TensorRT-LLM's
-    own one-shot all-reduce is assumed as fast). Source: :data:`calc.parallel.ALLREDUCE_LATENCY_SOURCE`.
+    Every profile takes vLLM's custom all-reduce on a fully meshed link (measured on H100: SGLang runs
+    vLLM's kernel; TensorRT-LLM's own one-shot all-reduce is assumed as fast); over PCIe (``gpu`` a PCIe
+    card) NCCL's ring runs beyond two GPUs, each of its 2 (n - 1) steps a PCIe hop
+    (:func:`calc.parallel.interconnect_allreduce_latency_s`). Without ``gpu``: the full-mesh figure.
+    Source: :data:`calc.parallel.ALLREDUCE_LATENCY_SOURCE`, :data:`calc.parallel.PCIE_RING_STEP_SOURCE`.
 
-    >>> allreduce_latency_s(get_profile("vllm"), 4)
-    9.2e-06
+    >>> allreduce_latency_s(get_profile("vllm"), 4), round(allreduce_latency_s(get_profile("vllm"), 4, "l40s") * 1e6, 1)
+    (9.2e-06, 22.2)
     """
-    from calc.parallel import allreduce_latency_s as measured
+    from calc.parallel import allreduce_latency_s as measured, interconnect_allreduce_latency_s
 
     if not isinstance(profile, EngineProfile):
         raise CalcError(f"profile must be an EngineProfile; got {profile!r}", "engine")
-    return measured(tp)
+    if gpu is None:
+        return measured(tp)
+    from calc.catalog import get_gpu
+
+    return interconnect_allreduce_latency_s(get_gpu(gpu).interconnect, tp)
 
 
 def prefill_allreduce_terms(gpu: str, tp: int) -> tuple[float, float, float]:
@@ -336,7 +383,7 @@ def engine_coefficients(model, gpu, *, tp: int = 1, weights: str = "bf16", kv_dt
     prefill_min_bytes, prefill_max_bytes, prefill_share = prefill_allreduce_terms(gpu, tp)
     return step_coefficients(model, gpu, tp=tp, weights=weights, kv_dtype=kv_dtype,
                              efficiency=efficiency_for(profile, frontend=frontend),
-                             allreduce_latency_s=allreduce_latency_s(profile, tp),
+                             allreduce_latency_s=allreduce_latency_s(profile, tp, gpu),
                              prefill_allreduce_min_bytes=prefill_min_bytes, prefill_allreduce_max_bytes=prefill_max_bytes,
                              prefill_allreduce_bus_efficiency=prefill_share)
 

@@ -424,7 +424,8 @@ def kv_capacity(model, gpu, *, tp: int = 1, weights: str = "bf16", kv_dtype: str
                 memory_basis: str = "marketed", gpu_memory_bytes: float | None = None,
                 weights_bytes: float | None = None, activation_bytes: float | None = None,
                 non_torch_bytes: float | None = None, cuda_graph_bytes: float = 0,
-                kv_cache_bytes: float | None = None) -> KVCapacity:
+                kv_cache_bytes: float | None = None, memory_model: str = "vllm-v1",
+                max_num_batched_tokens: int | None = None, max_num_seqs: int | None = None) -> KVCapacity:
     """How many tokens of KV cache a replica of ``tp`` GPUs holds, the vLLM way.
 
     ``gpu`` is a catalog key or :class:`GPU`, or None when ``gpu_memory_bytes``
@@ -435,7 +436,15 @@ def kv_capacity(model, gpu, *, tp: int = 1, weights: str = "bf16", kv_dtype: str
     ``cuda_graph_bytes`` (0 by default; newer vLLM counts the graph pool),
     ``kv_cache_bytes`` (skip the subtraction: the KV memory itself).
     ``memory_basis`` picks the GPU's marketed capacity (80e9 for an H100, as the
-    lesson counts) or the runtime reading (81,559 MiB, about 15% more KV).
+    lesson counts: the lesson's basis, with its round workspace) or the runtime reading
+    (81,559 MiB, about 15% more KV), both with the fixed workspace above; or ``engine``: memory
+    as the engine sees it (:mod:`calc.engine_memory`): the capacity CUDA reports (79.19 GiB on an
+    H100), the activation peak the engine's profiling run measures for a step of
+    ``max_num_batched_tokens`` with ``max_num_seqs`` sequences (vLLM V1's defaults for the GPU when
+    not given: :func:`calc.engine_memory.vllm_v1_batch_defaults`), its non-PyTorch memory, and its
+    own sizing rule, ``memory_model`` (``vllm-v1``, ``vllm-v0``, ``sglang`` with
+    ``gpu_memory_utilization`` as ``mem_fraction_static``, ``trtllm`` with it as
+    ``free_gpu_memory_fraction``). Given terms still override the engine's.
 
     The vLLM log of issue #10517 (RTX 3090, Llama 3.1 8B): 3.81 GiB of KV cache,
     1,952 blocks, 1.56x concurrency at 20,000 tokens.
@@ -445,6 +454,14 @@ def kv_capacity(model, gpu, *, tp: int = 1, weights: str = "bf16", kv_dtype: str
     ...                   activation_bytes=2.07 * GiB, non_torch_bytes=0.35 * GiB, max_model_len=20_000)
     >>> round(cap.kv_cache_bytes / GiB, 2), cap.kv_cache_blocks, round(cap.max_concurrency, 2)
     (3.81, 1952, 1.56)
+
+    The same card and model from calc's own figures, as the V0 engine profiled it (the lesson's basis
+    would count the card as 24e9 bytes and leave about half the cache):
+
+    >>> eng = kv_capacity("llama-3.1-8b", "rtx-3090", memory_basis="engine", memory_model="vllm-v0",
+    ...                   max_model_len=20_000, max_num_batched_tokens=2048, max_num_seqs=256)
+    >>> eng.kv_cache_blocks, kv_capacity("llama-3.1-8b", "rtx-3090", max_model_len=20_000).kv_cache_blocks
+    (1973, 1210)
     """
     model = get_model(model)
     tp = check_tp(model, tp)
@@ -472,6 +489,9 @@ def kv_capacity(model, gpu, *, tp: int = 1, weights: str = "bf16", kv_dtype: str
                         "gpu")
     requested = total * utilization
     w = weights_given if weights_given is not None else weights_bytes_per_gpu(model, tp, weights)
+    if memory_basis == "engine":
+        activation, non_torch = _engine_terms(model, gpu_obj, tp, activation, non_torch, memory_model,
+                                              max_num_batched_tokens, max_num_seqs, max_model_len)
     activation = default_activation_bytes(model, tp) if activation is None else activation
     non_torch = default_non_torch_bytes(tp) if non_torch is None else non_torch
 
@@ -487,7 +507,16 @@ def kv_capacity(model, gpu, *, tp: int = 1, weights: str = "bf16", kv_dtype: str
                 f"{model.name} does not fit: {w / GB:.1f} GB of {weights} weights per GPU at tp={tp} exceed the "
                 f"{requested / GB:.1f} GB vLLM may use ({utilization:g} x {total / GB:.1f} GB); allowed: {hint}, "
                 f"a higher gpu_memory_utilization (at most 1.0), or fewer bits per weight", "tp")
-        kv = math.fsum([requested, -w, -activation, -non_torch, -cuda_graph])
+        if memory_basis == "engine" and memory_model == "sglang":
+            # SGLang: free after the weights, less total x (1 - mem_fraction_static); activations come
+            # out of that unclaimed share (calc.engine_memory).
+            kv = math.fsum([requested, -w, -non_torch, -cuda_graph])
+        elif memory_basis == "engine" and memory_model == "trtllm":
+            # TensorRT-LLM: free_gpu_memory_fraction of what is free after weights and a profiling pass.
+            requested = total
+            kv = utilization * math.fsum([total, -w, -activation, -non_torch, -cuda_graph])
+        else:
+            kv = math.fsum([requested, -w, -activation, -non_torch, -cuda_graph])
     block_bytes = block_size * per_token_gpu
     if kv < block_bytes:
         raise CalcError(
@@ -509,6 +538,28 @@ def kv_capacity(model, gpu, *, tp: int = 1, weights: str = "bf16", kv_dtype: str
         kv_cache_tokens_raw=int(kv // per_token_gpu),
         max_concurrency=None if max_model_len is None else tokens / max_model_len,
     )
+
+
+def _engine_terms(model, gpu_obj, tp, activation, non_torch, memory_model, max_num_batched_tokens, max_num_seqs,
+                  max_model_len):
+    """(activation, non-torch) bytes per GPU as the engine profiles them, unless given (calc.engine_memory)."""
+    from calc import engine_memory
+
+    check_choice("memory_model", memory_model, engine_memory.MEMORY_MODELS)
+    if max_num_batched_tokens is None or max_num_seqs is None:
+        if gpu_obj is None:
+            raise CalcError("memory_basis 'engine' without a catalog gpu needs max_num_batched_tokens and "
+                            "max_num_seqs (the engine's step budget); got neither", "max_num_batched_tokens")
+        tokens, seqs = engine_memory.vllm_v1_batch_defaults(gpu_obj)
+        max_num_batched_tokens = tokens if max_num_batched_tokens is None else max_num_batched_tokens
+        max_num_seqs = seqs if max_num_seqs is None else max_num_seqs
+    if activation is None:
+        activation = engine_memory.activation_peak_bytes(
+            model, tp, memory_model=memory_model, max_num_batched_tokens=max_num_batched_tokens,
+            max_num_seqs=max_num_seqs, max_model_len=max_model_len)
+    if non_torch is None:
+        non_torch = engine_memory.non_torch_bytes(memory_model, tp)
+    return activation, non_torch
 
 
 #: Overhead on one GPU when none is measured: :data:`calc.memory.ACTIVATION_WORKSPACE_BYTES` (vLLM's profiled

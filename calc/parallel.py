@@ -24,6 +24,8 @@ __all__ = [
     "ALLREDUCE_SMALL_MESSAGE_S",
     "ALLREDUCE_LATENCY_SOURCE",
     "allreduce_latency_s",
+    "PCIE_RING_STEP_S", "PCIE_RING_STEP_SOURCE", "ALLREDUCE_ALGORITHMS", "allreduce_algorithm",
+    "interconnect_allreduce_latency_s", "TWO_STAGE_ALLREDUCE_MIN_BYTES", "CUSTOM_ALLREDUCE_MAX_BYTES",
     "allreduce_bytes_on_wire",
     "allreduce_time_s",
     "pipeline_bubble_fraction",
@@ -51,6 +53,13 @@ ALLREDUCE_LATENCY_S = 10e-6
 
 MAX_GPUS = 100_000
 
+#: Where vLLM's custom all-reduce switches from its one-stage to its two-stage kernel on fully NVLinked
+#: GPUs, by GPU count (csrc/custom_all_reduce.cuh): one-stage below 512 KiB on up to 4 GPUs, 256 KiB on up
+#: to 8 (also :data:`calc.engine_profiles.TWO_STAGE_ALLREDUCE_MIN_BYTES`).
+TWO_STAGE_ALLREDUCE_MIN_BYTES = {4: 512 << 10, 8: 256 << 10}
+#: The custom all-reduce's size limit (vLLM's CustomAllreduce max_size, 8 MiB): larger messages go to NCCL.
+CUSTOM_ALLREDUCE_MAX_BYTES = 8 << 20
+
 
 def allreduce_latency_s(gpus: int) -> float:
     """Fixed time of one all-reduce over ``gpus`` GPUs: :data:`ALLREDUCE_SMALL_MESSAGE_S`.
@@ -68,6 +77,80 @@ def allreduce_latency_s(gpus: int) -> float:
         if n <= measured:
             return ALLREDUCE_SMALL_MESSAGE_S[measured]
     return ALLREDUCE_SMALL_MESSAGE_S[max(ALLREDUCE_SMALL_MESSAGE_S)]
+
+
+#: One hop of NCCL's ring over PCIe: an 8-byte all-reduce takes 42.14 us on 8 GeForce RTX 4090s over PCIe
+#: Gen4 (ring algorithm, out-of-place; NVIDIA/nccl issue #1530, "Ring all-reduce shows poor bandwidth
+#: utilization on PCIe-connected GPUs", ``all_reduce_perf -g 8 -b 8 -e 128M -f 2``). Of that, the fixed
+#: cost of launching and synchronising an all-reduce on 8 GPUs is taken as the NVLink one-shot figure
+#: (11.8 us, :data:`ALLREDUCE_SMALL_MESSAGE_S`), the rest spread over the ring's 2 (n - 1) = 14 steps
+#: (reduce-scatter then all-gather, each step a hop to the next GPU over PCIe). Role: assumption (sourced,
+#: not fitted): a small all-reduce over PCIe costs the one-shot figure plus ``2 (n - 1)`` such hops.
+PCIE_RING_STEP_S = (42.14e-6 - 11.8e-6) / 14
+PCIE_RING_STEP_SOURCE = ("NCCL ring all-reduce of 8 bytes on 8 RTX 4090s over PCIe Gen4: 42.14 us (NVIDIA/nccl "
+                         "issue #1530, all_reduce_perf -g 8), less the 11.8 us fixed cost measured on 8 NVLinked "
+                         "H100s, over 14 ring steps: 2.17 us a hop")
+#: How an all-reduce runs: ``one-shot`` (each GPU reads every peer's buffer and reduces: one round trip,
+#: vLLM's custom all-reduce 1-stage kernel), ``two-stage`` (reduce-scatter then all-gather inside the custom
+#: kernel) and ``ring`` (NCCL: 2 (n - 1) steps around the GPUs).
+ALLREDUCE_ALGORITHMS = ("one-shot", "two-stage", "ring")
+
+
+def allreduce_algorithm(message_bytes: float, gpus: int, interconnect: str) -> str:
+    """Which all-reduce an engine runs for ``message_bytes`` on ``gpus`` GPUs joined by ``interconnect``.
+
+    vLLM's custom all-reduce (also SGLang's) takes messages up to 8 MiB when the GPUs are two, or fully
+    meshed (NVLink through NVSwitch); on a full mesh it runs one-shot below 512 KiB on up to 4 GPUs (256 KiB
+    on up to 8) and two-stage above; two GPUs always one-shot. Everything else, and every PCIe set of more
+    than two GPUs, goes to NCCL's ring. Source: vllm/distributed/device_communicators/custom_all_reduce.py
+    (``should_custom_ar``; "not supported on more than two PCIe-only GPUs") and csrc/custom_all_reduce.cuh
+    (the 1-stage/2-stage switch); the thresholds: :data:`TWO_STAGE_ALLREDUCE_MIN_BYTES`.
+
+    >>> allreduce_algorithm(16_384, 4, "nvlink4"), allreduce_algorithm(16_384, 4, "pcie4-x16")
+    ('one-shot', 'ring')
+    >>> allreduce_algorithm(2 << 20, 8, "nvlink4"), allreduce_algorithm(2 << 20, 2, "pcie4-x16")
+    ('two-stage', 'one-shot')
+    """
+    from calc.catalog.interconnect import INTERCONNECTS
+    from calc.errors import check_choice
+
+    check_choice("interconnect", interconnect, tuple(INTERCONNECTS))
+    message = check_positive("message_bytes", message_bytes, allow_zero=True)
+    n = check_range("gpus", gpus, 1, MAX_GPUS, integer=True)
+    link = INTERCONNECTS[interconnect]
+    if message > CUSTOM_ALLREDUCE_MAX_BYTES or not (n == 2 or link.full_mesh):
+        return "ring"
+    if n == 2:
+        return "one-shot"
+    threshold = next((TWO_STAGE_ALLREDUCE_MIN_BYTES[k] for k in sorted(TWO_STAGE_ALLREDUCE_MIN_BYTES) if n <= k),
+                     TWO_STAGE_ALLREDUCE_MIN_BYTES[max(TWO_STAGE_ALLREDUCE_MIN_BYTES)])
+    return "one-shot" if message < threshold else "two-stage"
+
+
+def interconnect_allreduce_latency_s(interconnect: str, gpus: int) -> float:
+    """Fixed time of one small all-reduce over ``gpus`` GPUs on ``interconnect``, as an engine runs it.
+
+    A full mesh (NVLink, Infinity Fabric) runs the custom one-shot kernel: the measured H100 figure
+    (:func:`allreduce_latency_s`). PCIe runs NCCL's ring beyond two GPUs and the custom kernel's P2P reads on
+    two; both pay the same fixed cost as the one-shot kernel plus a hop per ring step across the PCIe
+    fabric: ``allreduce_latency_s(n) + 2 (n - 1)`` x :data:`PCIE_RING_STEP_S`.
+    Source: :data:`ALLREDUCE_LATENCY_SOURCE`, :data:`PCIE_RING_STEP_SOURCE`.
+
+    >>> [round(interconnect_allreduce_latency_s("pcie4-x16", n) * 1e6, 1) for n in (1, 2, 4, 8)]
+    [0.0, 13.0, 22.2, 42.1]
+    >>> interconnect_allreduce_latency_s("nvlink4", 4)
+    9.2e-06
+    """
+    from calc.catalog.interconnect import INTERCONNECTS
+    from calc.errors import check_choice
+
+    check_choice("interconnect", interconnect, tuple(INTERCONNECTS))
+    n = check_range("gpus", gpus, 1, MAX_GPUS, integer=True)
+    if n == 1:
+        return 0.0
+    if INTERCONNECTS[interconnect].full_mesh:
+        return allreduce_latency_s(n)
+    return allreduce_latency_s(n) + 2 * (n - 1) * PCIE_RING_STEP_S
 
 
 def allreduce_bytes_on_wire(message_bytes: float, gpus: int) -> float:

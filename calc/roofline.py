@@ -40,7 +40,7 @@ from calc import memory
 from calc.catalog import GPU, Model, get_gpu, get_model
 from calc.errors import CalcError, check_choice, check_range
 from calc.memory import check_tp, kv_capacity, kv_tokens_per_request
-from calc.parallel import ALLREDUCE_LATENCY_S, allreduce_time_s
+from calc.parallel import ALLREDUCE_LATENCY_S, allreduce_time_s, interconnect_allreduce_latency_s
 from calc.units import round_sig
 
 __all__ = [
@@ -200,6 +200,8 @@ class StepCoefficients:
     prefill_allreduce_min_bytes: float = 0.0
     prefill_allreduce_max_bytes: float = 0.0
     prefill_allreduce_bus_efficiency: float = 1.0
+    # Expert parallelism (each GPU holds experts/tp whole experts; calc.moe): False on tensor-parallel experts.
+    expert_parallel: bool = False
 
     def weight_bytes_read(self, new_tokens: int) -> float:
         """Weight bytes one GPU reads in a step of ``new_tokens`` tokens.
@@ -208,18 +210,33 @@ class StepCoefficients:
         mixture-of-experts layer reads only the experts its tokens were routed
         to: with ``k`` of ``E`` experts chosen per token, uniformly, ``n`` tokens
         touch ``E (1 - (1 - k/E)**n)`` experts on average, rising to all of them as
-        the batch grows. Source: expected distinct draws under uniform routing (an
-        assumption; real routers are skewed, which touches fewer experts).
+        the batch grows (:func:`calc.moe.expected_distinct_experts`); each GPU reads its ``1/tp``
+        of them. Under expert parallelism a GPU holds whole experts and the step waits for the GPU
+        whose tokens touched most of its own (:func:`calc.moe.expected_max_local_experts`).
+        Source: expected distinct draws under uniform routing (an assumption; real routers are
+        skewed, which touches fewer experts); :mod:`calc.moe`.
 
         >>> from calc.catalog import get_model, get_gpu
         >>> c = step_coefficients(get_model("mixtral-8x7b"), get_gpu("h100-sxm-80gb"), tp=2)
         >>> round(c.weight_bytes_read(1) / 1e9, 1), round(c.weight_bytes_read(64) / 1e9, 1)
         (12.7, 46.6)
+        >>> ds = dict(model=get_model("deepseek-v3"), gpu=get_gpu("h200"), tp=8, weights="fp8")
+        >>> tp8, ep8 = step_coefficients(**ds), step_coefficients(**ds, expert_parallel=True)
+        >>> round(tp8.weight_bytes_read(1) / 1e9, 1), round(ep8.weight_bytes_read(1) / 1e9, 1)
+        (4.7, 8.7)
+        >>> ep8.weight_bytes_read(8192) == tp8.weight_bytes_read(8192)
+        True
         """
         if new_tokens <= 0:
             return 0.0
         if not self.experts:
             return self.dense_weight_bytes
+        if self.expert_parallel:  # the busiest GPU's own touched experts (calc.moe.expected_max_local_experts)
+            from calc.moe import expected_max_local_experts
+
+            local = self.experts // self.tp
+            busiest = expected_max_local_experts(new_tokens, self.experts, self.experts_per_token, self.tp)
+            return self.dense_weight_bytes + self.expert_weight_bytes * busiest / local
         untouched = (1.0 - self.experts_per_token / self.experts) ** new_tokens
         return self.dense_weight_bytes + self.expert_weight_bytes * (1.0 - untouched)
 
@@ -364,6 +381,8 @@ class StepCoefficients:
             value = getattr(self, name)
             if name.startswith("prefill_allreduce_") and not self.prefill_allreduce_max_bytes:
                 continue  # the lesson's roofline has no small-message kernel: its dict stays as it was
+            if name == "expert_parallel" and not value:
+                continue  # tensor-parallel experts (every dense model): the dict stays as it was
             if isinstance(value, Efficiency):
                 value = {"compute": value.compute, "memory": value.memory, "step_overhead_s": value.step_overhead_s}
             elif isinstance(value, float):
@@ -383,10 +402,20 @@ def _attention_flops_per_pair(model: Model) -> float:
     return float(model.layers * per_layer)
 
 
+def _default_allreduce_latency_s(gpu: GPU, tp: int) -> float:
+    """The lesson's round 10 us on a full mesh; the PCIe ring's measured-step latency on PCIe."""
+    from calc.catalog.interconnect import INTERCONNECTS
+
+    if INTERCONNECTS[gpu.interconnect].full_mesh:
+        return ALLREDUCE_LATENCY_S
+    return interconnect_allreduce_latency_s(gpu.interconnect, tp)
+
+
 def step_coefficients(model, gpu, *, tp: int = 1, weights: str = "bf16", kv_dtype: str = "bf16",
-                      efficiency: Efficiency = CALIBRATED, allreduce_latency_s: float = ALLREDUCE_LATENCY_S,
+                      efficiency: Efficiency = CALIBRATED, allreduce_latency_s: float | None = None,
                       prefill_allreduce_min_bytes: float = 0.0, prefill_allreduce_max_bytes: float = 0.0,
-                      prefill_allreduce_bus_efficiency: float = 1.0) -> StepCoefficients:
+                      prefill_allreduce_bus_efficiency: float = 1.0, expert_parallel: bool = False,
+                      dp_attention: bool = False) -> StepCoefficients:
     """Precompute the per-GPU roofline of a replica: ``model`` on ``tp`` GPUs of type ``gpu``.
 
     * FLOPs per new token: 2 x (active linear weights + the LM head), over ``tp``
@@ -400,11 +429,16 @@ def step_coefficients(model, gpu, *, tp: int = 1, weights: str = "bf16", kv_dtyp
 
     The weight format sets the compute dtype (:func:`compute_dtype`); attention
     computes in 16 bits. ``allreduce_latency_s`` defaults to the lesson's round 10 us
-    (:data:`calc.parallel.ALLREDUCE_LATENCY_S`); the simulator passes the measured figure for
+    (:data:`calc.parallel.ALLREDUCE_LATENCY_S`) on a fully meshed link (NVLink, Infinity Fabric) and to
+    the PCIe ring's latency on a PCIe GPU (:func:`calc.parallel.interconnect_allreduce_latency_s`: NCCL's
+    ring, 2 (n - 1) hops, since no one-shot kernel runs on more than two PCIe GPUs); the simulator passes the measured figure for
     ``tp`` GPUs (:func:`calc.parallel.allreduce_latency_s`). All-reduces of more than
     ``prefill_allreduce_min_bytes`` and at most ``prefill_allreduce_max_bytes`` move their bytes at ``prefill_allreduce_bus_efficiency`` of the link
     (an engine's custom all-reduce kernel, measured: :data:`calc.engine_profiles.ALLREDUCE_BUS_EFFICIENCY`);
     the lesson's roofline has none (0 bytes) and every message at the link's figure.
+    ``expert_parallel``: the routed experts split whole across the ``tp`` GPUs instead of each sliced
+    (:mod:`calc.moe`; the same all-reduce combines them); ``dp_attention`` is refused by name (not
+    modelled: :func:`calc.moe.check_moe_parallelism`).
 
     >>> from calc.catalog import get_model, get_gpu
     >>> c = step_coefficients(get_model("llama-3.1-8b"), get_gpu("h100-sxm-80gb"), weights="fp8", kv_dtype="fp8")
@@ -418,11 +452,16 @@ def step_coefficients(model, gpu, *, tp: int = 1, weights: str = "bf16", kv_dtyp
     check_choice("kv_dtype", kv_dtype, memory.KV_DTYPES)
     if not isinstance(efficiency, Efficiency):
         raise CalcError(f"efficiency must be an Efficiency; got {efficiency!r}", "efficiency")
+    if allreduce_latency_s is None:
+        allreduce_latency_s = _default_allreduce_latency_s(gpu, tp)
     latency = check_range("allreduce_latency_s", allreduce_latency_s, 0.0, 0.01)
     prefill_min = check_range("prefill_allreduce_min_bytes", prefill_allreduce_min_bytes, 0.0, 1e12)
     prefill_max = check_range("prefill_allreduce_max_bytes", prefill_allreduce_max_bytes, 0.0, 1e12)
     prefill_share = check_range("prefill_allreduce_bus_efficiency", prefill_allreduce_bus_efficiency, 0.01, 1.0)
     dtype = compute_dtype(weights, gpu)
+    from calc.moe import check_moe_parallelism
+
+    check_moe_parallelism(model, tp=tp, expert_parallel=expert_parallel, dp_attention=dp_attention)
 
     wb = memory.weight_bytes(model, weights)
     other = model.other_params()
@@ -464,6 +503,7 @@ def step_coefficients(model, gpu, *, tp: int = 1, weights: str = "bf16", kv_dtyp
         prefill_allreduce_min_bytes=float(prefill_min),
         prefill_allreduce_max_bytes=float(prefill_max),
         prefill_allreduce_bus_efficiency=float(prefill_share),
+        expert_parallel=expert_parallel,
     )
 
 

@@ -68,6 +68,10 @@ GPUS: dict[str, GPU] = {
         price_source="Lambda on-demand H100 SXM per GPU-hour, listed 2026-05-07 (lambda.ai/service/gpu-cloud; "
                      "Modal $3.95 at modal.com/pricing and Replicate $5.49 at replicate.com/pricing the same day)",
         source=f"{_NV_H100}; NVLink 4: 900 GB/s per GPU both ways, 450 GB/s one way",
+        interconnect="nvlink4",
+        memory_bytes_engine_reading=round(79.19 * 2**30),
+        memory_engine_source="vLLM start-up logs on an H100 80GB: total 79.19 GiB (llm-d-incubation/llm-d-planner "
+                             "accuracy/accuracy_report.md, vLLM v0.19.0 runs)",
     ),
     "h200": GPU(
         key="h200",
@@ -82,6 +86,7 @@ GPUS: dict[str, GPU] = {
         price_date=None,
         price_source=None,
         source=f"{_NV_H200}; NVLink 4: 900 GB/s per GPU both ways, 450 GB/s one way",
+        interconnect="nvlink4",
     ),
     "a100-80gb": GPU(
         key="a100-80gb",
@@ -96,6 +101,7 @@ GPUS: dict[str, GPU] = {
         price_date=None,
         price_source=None,
         source=f"{_NV_A100}; NVLink 3: 600 GB/s per GPU both ways, 300 GB/s one way; no FP8 tensor cores",
+        interconnect="nvlink3",
     ),
     "a100-40gb": GPU(
         key="a100-40gb",
@@ -110,6 +116,7 @@ GPUS: dict[str, GPU] = {
         price_date=None,
         price_source=None,
         source=f"{_NV_A100}; NVLink 3: 600 GB/s per GPU both ways, 300 GB/s one way; no FP8 tensor cores",
+        interconnect="nvlink3",
     ),
     "h100-pcie-80gb": GPU(
         key="h100-pcie-80gb",
@@ -129,6 +136,7 @@ GPUS: dict[str, GPU] = {
         price_source=None,
         source=f"{_NV_H100_PCIE}; PCIe Gen5 x16: 128 GB/s both directions together, 64 GB/s one way; "
                f"{_PCIE_NO_PRICE}",
+        interconnect="pcie5-x16",
     ),
     "a100-pcie-80gb": GPU(
         key="a100-pcie-80gb",
@@ -147,6 +155,7 @@ GPUS: dict[str, GPU] = {
         price_source=None,
         source=f"{_NV_A100_PCIE}; {_PCIE4.replace(' (no NVLink on this card)', '')}; no FP8 tensor cores; "
                "no dated hourly listing from a provider was found, so no price: the reader enters theirs",
+        interconnect="pcie4-x16",
     ),
     "l40s": GPU(
         key="l40s",
@@ -162,6 +171,7 @@ GPUS: dict[str, GPU] = {
         price_date=None,
         price_source=None,
         source=f"{_NV_L40S}; {_PCIE4}",
+        interconnect="pcie4-x16",
     ),
     "l4": GPU(
         key="l4",
@@ -177,6 +187,7 @@ GPUS: dict[str, GPU] = {
         price_date=None,
         price_source=None,
         source=f"{_NV_L4}; {_PCIE4}",
+        interconnect="pcie4-x16",
     ),
     "rtx-3090": GPU(
         key="rtx-3090",
@@ -195,6 +206,10 @@ GPUS: dict[str, GPU] = {
         price_source=None,
         source=f"{_NV_GA102}; {_PCIE4} (an optional NVLink bridge joins two cards at 56.25 GB/s each way); no "
                "dated hourly listing from a provider was found, so no price: the reader enters theirs",
+        interconnect="pcie4-x16",
+        memory_bytes_engine_reading=round(23.58 * 2**30),
+        memory_engine_source="vLLM start-up log on an RTX 3090: 'Memory profiling results: total_gpu_memory=23.58GiB' "
+                             "(github.com/vllm-project/vllm issue #10517)",
     ),
     "b200": GPU(
         key="b200",
@@ -211,6 +226,7 @@ GPUS: dict[str, GPU] = {
         price_date=None,
         price_source=None,
         source=f"{_NV_B200}; NVLink 5: 1.8 TB/s per GPU both ways, 900 GB/s one way",
+        interconnect="nvlink5",
     ),
     "mi300x": GPU(
         key="mi300x",
@@ -226,5 +242,6 @@ GPUS: dict[str, GPU] = {
         price_date=None,
         price_source=None,
         source=f"{_AMD_MI300X}; Infinity Fabric: 7 links, 896 GB/s per GPU both ways, 448 GB/s one way",
+        interconnect="infinity-fabric-mi300x",
     ),
 }

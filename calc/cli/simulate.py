@@ -21,6 +21,8 @@ import math
 
 import os
 
+from calc import engine_profiles, engine_versions
+from calc.catalog import MEMORY_BASES, get_model
 from calc.cli.table import format_table
 from calc.errors import CalcError
 from calc.sim import presets
@@ -28,7 +30,7 @@ from calc.sim.fleet import FleetScenario, as_fleet_scenario, simulate_fleet
 from calc.sim.kv_blocks import ALLOCATIONS
 from calc.sim.run import simulate
 from calc.sim.scenario import BATCHING, SPECULATION_PRESETS, Scenario, load_scenario
-from calc.sim.workload import ARRIVALS, LENGTH_KINDS
+from calc.sim.workload import ARRIVALS, LENGTH_KINDS, sharegpt_bench_means
 from calc.units import format_number
 
 HELP = "simulate one serving replica (vLLM-like scheduler, paged KV, roofline step times): latency, throughput, cost"
@@ -97,6 +99,17 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     a("--gpu-price-usd-per-hour", type=float, help="price per GPU-hour (default: the catalog's dated price)")
     a("--sample-interval-s", type=float, help="time-series spacing in simulated seconds (default 1)")
     a("--seed", type=int, help="seed of every random draw (default 0)")
+    a("--engine", metavar="NAME", help="engine profile (calc.engine_profiles) or engine family vllm / sglang / trtllm "
+                                       "(with --engine-version); 'list' lists the profiles (default vllm, the "
+                                       "lesson's); a named engine brings its version's defaults (running cap, token "
+                                       "budget, memory fraction) unless those flags are given")
+    a("--engine-version", metavar="X.Y", help="the engine's version: maps to the profile covering it, else the "
+                                              "nearest (the result says which)")
+    a("--frontend", choices=engine_profiles.FRONTENDS, help="api-server (served, every token streamed; default) or "
+                                                             "offline (LLM.generate: no per-sequence serving cost)")
+    a("--memory-basis", choices=MEMORY_BASES, help="marketed (the lesson's: datasheet GB, a round workspace), "
+                                                   "runtime, or engine (memory as the engine profiles it); default: "
+                                                   "marketed for the lesson's replica, engine for any other")
     a("--series", action="store_true", help="with --json, include the time series")
 
 
@@ -146,6 +159,7 @@ def scenario_from_args(args):
         value = getattr(args, key, None)
         if value is not None:
             data[key] = value
+    _apply_engine(args, data, name)
     if getattr(args, "no_chunked_prefill", False):
         data["chunked_prefill"] = False
     if getattr(args, "prefix_caching", False):
@@ -191,7 +205,81 @@ def scenario_from_args(args):
             raise CalcError(f"--{next(iter(given)).replace('_', '-')} applies to a single request class; {source} "
                             f"has {len(wl['classes'])}{hint}", next(iter(given)))
         wl["classes"][0].update(given)
+    if len(wl["classes"]) == 1 and wl["classes"][0].get("lengths") == "sharegpt":
+        _sharegpt_means(wl["classes"][0], given, data)
+    chosen = data.pop("_cli")
+    try:
+        setattr(args, "_cli", chosen)  # what_ran reports how the engine and basis were chosen
+    except AttributeError:
+        pass
     return FleetScenario.from_dict(data) if name else Scenario.from_dict(data)
+
+
+#: The lesson's replica: the only configuration the lesson basis is the default for.
+LESSON_REPLICA = {"model": "llama-3.1-70b", "gpu": "h100-sxm-80gb", "engine": engine_profiles.DEFAULT_ENGINE}
+
+
+def _apply_engine(args, data: dict, preset: str | None) -> None:
+    """Put the engine, frontend and memory basis the flags name into ``data`` (the scenario's dict).
+
+    ``--engine`` resolves through :func:`calc.engine_versions.resolve_engine`; a named engine brings its
+    version's defaults (:func:`calc.engine_versions.engine_defaults`) for the running cap, the token budget
+    and the memory fraction the command line does not give. The memory basis is ``--memory-basis``, else
+    the scenario's own for the lesson's replica and for presets, else ``engine``. What was chosen is
+    recorded under ``data["_cli"]`` for the result (not part of the scenario).
+
+    >>> d = Scenario().to_dict(); _apply_engine(argparse.Namespace(), d, None); d["memory_basis"], d["_cli"]["engine"]
+    ('marketed', 'vllm')
+    >>> d = Scenario().to_dict(); _apply_engine(argparse.Namespace(engine="sglang", engine_version="0.4.6"), d, None)
+    >>> d["engine"], d["memory_basis"], d["gpu_memory_utilization"], d["_cli"]["defaults_applied"]
+    ('sglang-0.4', 'engine', 0.85, ['max_num_batched_tokens', 'gpu_memory_utilization', 'max_num_seqs'])
+    >>> d["max_num_seqs"]   # SGLang's running cap follows its KV pool (calc.engine_versions.sglang_running_cap)
+    4096
+    """
+    engine = getattr(args, "engine", None)
+    version = getattr(args, "engine_version", None)
+    applied = []
+    if engine is None and version is not None:
+        raise CalcError("--engine-version needs --engine (vllm, sglang or trtllm)", "engine_version")
+    if engine is not None:
+        key, note = engine_versions.resolve_engine(engine, version)
+        data["engine"] = key
+        defaults = engine_versions.engine_defaults(key, data["gpu"], tp=data["tp"],
+                                                   offline=getattr(args, "frontend", None) == "offline")
+        for field in ("max_num_seqs", "max_num_batched_tokens", "gpu_memory_utilization"):
+            if getattr(args, field, None) is None and defaults[field] is not None:
+                data[field] = defaults[field]
+                applied.append(field)
+        if defaults["max_num_seqs"] is None and getattr(args, "max_num_seqs", None) is None:
+            from calc.sim.hardware import kv_sizing
+
+            probe = {k: v for k, v in data.items() if k in Scenario.__dataclass_fields__ and k != "workload"}
+            probe["memory_basis"] = getattr(args, "memory_basis", None) or "engine"
+            kv_tokens = kv_sizing(Scenario.from_dict(probe)).kv_cache_tokens
+            data["max_num_seqs"] = engine_versions.sglang_running_cap(kv_tokens, data["max_model_len"])
+            applied.append("max_num_seqs")
+    else:
+        note = f"{data.get('engine', engine_profiles.DEFAULT_ENGINE)}: the scenario's engine profile"
+    if getattr(args, "frontend", None) is not None:
+        data["frontend"] = args.frontend
+    basis = getattr(args, "memory_basis", None)
+    if basis is None:
+        lesson = all(data.get(k, engine_profiles.DEFAULT_ENGINE if k == "engine" else None) == v
+                     for k, v in LESSON_REPLICA.items())
+        basis = data.get("memory_basis", "marketed") if (lesson or preset) else "engine"
+    data["memory_basis"] = basis
+    data["_cli"] = {"engine": data.get("engine", engine_profiles.DEFAULT_ENGINE), "engine_resolution": note,
+                    "defaults_applied": applied}
+
+
+def _sharegpt_means(cls: dict, given: dict, data: dict) -> None:
+    """ShareGPT lengths without --prompt-tokens / --output-tokens: the dataset's own sample means, in the model's
+    tokens (:func:`calc.sim.workload.sharegpt_bench_means`), instead of the 1,024 / 256 defaults."""
+    prompt, output = sharegpt_bench_means(get_model(data["model"]).tokenizer or "llama3")
+    if "prompt_tokens" not in given:
+        cls["prompt_tokens"] = round(prompt)
+    if "output_tokens" not in given:
+        cls["output_tokens"] = round(output)
 
 
 def run(args) -> dict:
@@ -213,6 +301,8 @@ def run(args) -> dict:
     name = getattr(args, "preset", None)
     if name == "list":
         return {"presets": [presets.info(n) for n in presets.names()]}
+    if getattr(args, "engine", None) == "list":
+        return {"engines": engine_list()}
     scenario = scenario_from_args(args)
     if name:
         result = simulate_fleet(scenario)
@@ -221,9 +311,42 @@ def run(args) -> dict:
     else:
         result = simulate(scenario)
         out = dict(result.summary)
+    out.update(what_ran(scenario.scenario if name else scenario, args))
     if getattr(args, "series", False):
         out["time_series"] = result.time_series
     return out
+
+
+def engine_list() -> list[dict]:
+    """Every engine profile: key, label, versions, memory model, and whether its step terms are fitted.
+
+    >>> [e["engine"] for e in engine_list()][:2], engine_list()[-1]["terms"]
+    (['vllm', 'vllm-0.6-multistep'], "assumption: inherited from 'nim-trtllm'")
+    """
+    out = []
+    for key in engine_profiles.ENGINES:
+        p = engine_profiles.get_profile(key)
+        family, low, high, memory_model, versions = engine_versions.VERSIONS[key]
+        out.append({"engine": key, "label": p.label, "family": family, "versions": versions,
+                    "memory_model": memory_model,
+                    "terms": f"assumption: inherited from '{p.inherits}'" if p.inherits else "fitted (calc.latency_fit)"})
+    return out
+
+
+def what_ran(scenario, args=None) -> dict:
+    """The engine profile, frontend and memory basis a run used, and how they were chosen.
+
+    >>> w = what_ran(Scenario()); w["engine"], w["memory_basis"], w["frontend"]
+    ('vllm', 'marketed', 'api-server')
+    """
+    profile = engine_profiles.get_profile(scenario.engine)
+    cli = getattr(args, "_cli", None) or {}
+    return {"engine": profile.key, "engine_label": profile.label,
+            "engine_resolution": cli.get("engine_resolution", f"{profile.key}: the scenario's engine profile"),
+            "engine_defaults_applied": cli.get("defaults_applied", []), "frontend": scenario.frontend,
+            "memory_basis": scenario.memory_basis, "memory_model": profile.memory_model,
+            "max_num_seqs": scenario.max_num_seqs, "max_num_batched_tokens": scenario.max_num_batched_tokens,
+            "gpu_memory_utilization": scenario.gpu_memory_utilization}
 
 
 def _s(value) -> str:
@@ -239,6 +362,7 @@ def render(result: dict) -> str:
 
     >>> print(render(run(argparse.Namespace(scenario=None, requests=5, rate=float("inf")))))  # doctest: +ELLIPSIS
     Llama 3.1 70B on 4 x H100 SXM 80GB, continuous batching, paged KV
+    engine vllm (vllm: the scenario's engine profile), frontend api-server, memory basis marketed (KV sized by vllm-v1); ...
     ...
     TTFT p50 / p90 / p99 ...
     ITL p50 / p90 / p99 ...
@@ -278,7 +402,14 @@ def render(result: dict) -> str:
     else:
         rows.append(("cost per million output tokens", "- (no GPU price: pass --gpu-price-usd-per-hour)"))
     head = f"{r['model']} on {r['gpus']} x {r['gpu']}, {r['batching']} batching, {r['allocation']} KV"
-    lines = [head, format_table(rows, headers=("metric", "value"))]
+    lines = [head]
+    if "engine" in r:  # what ran: the engine profile, its frontend and the memory basis of the KV cache
+        applied = r.get("engine_defaults_applied") or []
+        lines.append(f"engine {r['engine']} ({r['engine_resolution']}), frontend {r['frontend']}, memory basis "
+                     f"{r['memory_basis']} (KV sized by {r['memory_model']}); running cap {r['max_num_seqs']:,}, "
+                     f"token budget {r['max_num_batched_tokens']:,}, memory fraction {r['gpu_memory_utilization']:g}"
+                     + (f" (the engine's defaults: {', '.join(applied)})" if applied else ""))
+    lines.append(format_table(rows, headers=("metric", "value")))
     if len(r.get("classes", [])) > 1:
         lines.append("")
         lines.append(format_table(

@@ -27,9 +27,12 @@ from calc.roofline import (
     CALIBRATED, CALIBRATION_SETUP, calibration_report, decode_step, prefill_chunk, ridge_point_flops_per_byte,
     step_coefficients, ttft_s,
 )
-from calc.engine_profiles import (ALLREDUCE_BUS_EFFICIENCY_SOURCE, DEFAULT_ENGINE, ENGINES,
+from calc import engine_versions, memory
+from calc.catalog import MEMORY_BASES
+from calc.engine_profiles import (ALLREDUCE_BUS_EFFICIENCY_SOURCE, DEFAULT_ENGINE, DEFAULT_FRONTEND, ENGINES, FRONTENDS,
                                   engine_coefficients, get_profile, request_overhead_s, MULTI_STEP_SOURCE)
 from calc.parallel import ALLREDUCE_LATENCY_SOURCE
+from calc.errors import CalcError
 from calc.units import format_bytes, format_number, round_sig
 
 HELP = "roofline of a decode step and a prefill chunk: FLOPs, bytes, intensity, ridge point, TTFT, ITL, tokens/s"
@@ -93,9 +96,17 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="prefill chunk size (default: the whole prompt in one step)")
     parser.add_argument("--calibration", action="store_true",
                         help="show the efficiency fit: the calibration row and the validation rows")
-    parser.add_argument("--engine", default=DEFAULT_ENGINE, choices=ENGINES,
-                        help=f"engine profile whose step and request terms are listed (default {DEFAULT_ENGINE}; "
-                             "the simulator adds them to this roofline)")
+    parser.add_argument("--engine", default=DEFAULT_ENGINE, metavar="NAME",
+                        help=f"engine profile whose step and request terms are listed ({', '.join(ENGINES)}; "
+                             f"default {DEFAULT_ENGINE}; the simulator adds them to this roofline), or a family "
+                             "(vllm, sglang, trtllm) with --engine-version; 'list' lists the profiles")
+    parser.add_argument("--engine-version", metavar="X.Y", help="the engine's version: the profile covering it, "
+                                                                 "else the nearest (the result says which)")
+    parser.add_argument("--frontend", default=DEFAULT_FRONTEND, choices=FRONTENDS,
+                        help="api-server (served: the per-sequence streaming cost; default) or offline")
+    parser.add_argument("--memory-basis", choices=MEMORY_BASES,
+                        help="basis of the KV capacity shown: marketed (the lesson's), runtime or engine (memory "
+                             "as the engine profiles it); default marketed for the lesson's replica, else engine")
 
 
 def _work(d: dict) -> dict:
@@ -122,16 +133,28 @@ def run(args) -> dict:
             "calibration": calibration_report(),
             "validation": calibration_report(validation=True),
         })
+    if getattr(args, "engine", None) == "list":
+        from calc.cli.simulate import engine_list
+
+        return {"mode": "engines", "engines": engine_list()}
+    engine, resolution = engine_versions.resolve_engine(getattr(args, "engine", DEFAULT_ENGINE) or DEFAULT_ENGINE,
+                                                        getattr(args, "engine_version", None))
+    frontend = getattr(args, "frontend", DEFAULT_FRONTEND) or DEFAULT_FRONTEND
     coef = coefficients_from(args)
     gpu = get_gpu(args.gpu)
+    capacity = kv_capacity_for(coef, engine, getattr(args, "memory_basis", None), frontend)
     decode = decode_step(coef, batch=args.batch, context_tokens=args.context_tokens)
     chunk = args.chunk_tokens or args.prompt_tokens
     prefill = prefill_chunk(coef, chunk_tokens=min(chunk, args.prompt_tokens))
     ttft = ttft_s(coef, prompt_tokens=args.prompt_tokens, chunk_tokens=args.chunk_tokens)
     return json_ready({
         "mode": "step",
-        "engine_terms": engine_terms(coef, getattr(args, "engine", DEFAULT_ENGINE), batch=args.batch,
-                                     context_tokens=args.context_tokens),
+        "engine": engine,
+        "engine_resolution": resolution,
+        "frontend": frontend,
+        **capacity,
+        "engine_terms": engine_terms(coef, engine, batch=args.batch, context_tokens=args.context_tokens,
+                                     frontend=frontend),
         "model": coef.model_key,
         "gpu": coef.gpu_key,
         "tp": coef.tp,
@@ -151,7 +174,39 @@ def run(args) -> dict:
     })
 
 
-def engine_terms(coef, engine: str, *, batch: int, context_tokens: int) -> dict:
+def kv_capacity_for(coef, engine: str, basis: str | None, frontend: str = DEFAULT_FRONTEND) -> dict:
+    """The replica's KV capacity on ``basis`` (default: the lesson's for its replica, else ``engine``).
+
+    On the engine basis the engine's version defaults set the token budget, running cap and memory
+    fraction (:func:`calc.engine_versions.engine_defaults`), and its memory model the sizing
+    (:mod:`calc.engine_memory`). Source: :func:`calc.memory.kv_capacity`.
+
+    >>> from calc.roofline import step_coefficients
+    >>> kv_capacity_for(step_coefficients("llama-3.1-70b", "h100-sxm-80gb", tp=4), "vllm", None)["memory_basis"]
+    'marketed'
+    >>> k = kv_capacity_for(step_coefficients("llama-3.1-8b", "rtx-3090"), "vllm-v1", None)
+    >>> k["memory_basis"], k["kv_cache_tokens"], k["kv_sizing"]["max_num_batched_tokens"]
+    ('engine', 45024, 2048)
+    """
+    lesson = (coef.model_key, coef.gpu_key, engine) == ("llama-3.1-70b", "h100-sxm-80gb", DEFAULT_ENGINE)
+    basis = basis or ("marketed" if lesson else "engine")
+    args = dict(tp=coef.tp, weights=coef.weights, kv_dtype=coef.kv_dtype, memory_basis=basis)
+    sizing = {}
+    if basis == "engine":
+        defaults = engine_versions.engine_defaults(engine, coef.gpu_key, tp=coef.tp, offline=frontend == "offline")
+        tokens = defaults["max_num_batched_tokens"] or 2048
+        sizing = dict(memory_model=defaults["memory_model"], max_num_batched_tokens=tokens,
+                      max_num_seqs=defaults["max_num_seqs"] or 256,
+                      gpu_memory_utilization=defaults["gpu_memory_utilization"])
+        args.update(sizing)
+    try:
+        cap = memory.kv_capacity(coef.model_key, coef.gpu_key, **args)
+    except CalcError as error:  # the weights do not fit: say so instead of a number
+        return {"memory_basis": basis, "kv_cache_tokens": None, "kv_sizing": {**sizing, "error": str(error)}}
+    return {"memory_basis": basis, "kv_cache_tokens": cap.kv_cache_tokens, "kv_sizing": sizing}
+
+
+def engine_terms(coef, engine: str, *, batch: int, context_tokens: int, frontend: str = DEFAULT_FRONTEND) -> dict:
     """The step's cost beyond the pure roofline, term by term, as the simulator prices it for ``engine``.
 
     Each term: its value in seconds, its role (calibration: fitted by ``python -m calc.latency_fit``;
@@ -170,7 +225,7 @@ def engine_terms(coef, engine: str, *, batch: int, context_tokens: int) -> dict:
     """
     profile = get_profile(engine)
     priced = engine_coefficients(coef.model_key, coef.gpu_key, tp=coef.tp, weights=coef.weights,
-                                 kv_dtype=coef.kv_dtype, engine=profile.key)
+                                 kv_dtype=coef.kv_dtype, engine=profile.key, frontend=frontend)
     roles, sources = dict(profile.roles), dict(profile.sources)
     terms = [{"term": "allreduce_latency_s", "value_s": priced.allreduce_latency_s,
               "per": f"all-reduce ({coef.allreduces_per_step} per step)" if coef.allreduces_per_step else "all-reduce (none on one GPU)",
@@ -199,7 +254,7 @@ def engine_terms(coef, engine: str, *, batch: int, context_tokens: int) -> dict:
                       "per": ("decode window: a new request waits for the running window to end, and an answer "
                               "that ends inside one completes at its end (each step priced at its batch)"),
                       "role": "setting", "source": MULTI_STEP_SOURCE})
-    return {"engine": profile.key, "label": profile.label, "terms": terms,
+    return {"engine": profile.key, "label": profile.label, "frontend": frontend, "terms": terms,
             "roofline_decode_step_s": decode_step(coef, batch=batch, context_tokens=context_tokens)["time_s"],
             "decode_step_s": decode_step(priced, batch=batch, context_tokens=context_tokens)["time_s"],
             "request_overhead_s": request_overhead_s(profile, priced)}
@@ -242,11 +297,15 @@ def render(result: dict) -> str:
     >>> p = argparse.ArgumentParser(); add_arguments(p)
     >>> print(render(run(p.parse_args([]))))  # doctest: +ELLIPSIS
     Llama 3.1 70B on 4 x h100-sxm-80gb (bf16 weights, bf16 KV, computing in bf16)
+    engine vllm (vllm: vLLM nightly (the lesson's engine)), frontend api-server; KV cache on the marketed basis: 399,440 tokens
     ...
     ITL (decode step)  ...
     """
     if result["mode"] == "calibration":
         return _render_calibration(result)
+    if result["mode"] == "engines":
+        return format_table([(e["engine"], e["versions"], e["memory_model"], e["terms"]) for e in result["engines"]],
+                            headers=("engine", "versions", "KV sizing", "step terms"))
     d, p = result["decode"], result["prefill"]
     model = get_model(result["model"])
     head = (f"{model.name} on {result['tp']} x {result['gpu']} ({result['weights']} weights, {result['kv_dtype']} KV, "
@@ -276,7 +335,11 @@ def render(result: dict) -> str:
     eff = result["efficiency"]
     note = (f"efficiency: compute {eff['compute']}, memory {eff['memory']}, overhead {_ms(eff['step_overhead_s'])} "
             f"(fitted on the TensorRT-LLM Llama 3.1 8B FP8 H100 row only; see --calibration)")
-    return f"{head}\n{table}\n\n{summary}\n{note}\n\n{_render_engine(result['engine_terms'])}"
+    kv = result.get("kv_cache_tokens")
+    basis = (f"engine {result['engine']} ({result['engine_resolution']}), frontend {result['frontend']}; KV cache on "
+             f"the {result['memory_basis']} basis: " + (f"{kv:,} tokens" if kv is not None else
+                                                      result["kv_sizing"].get("error", "-")))
+    return f"{head}\n{basis}\n{table}\n\n{summary}\n{note}\n\n{_render_engine(result['engine_terms'])}"
 
 
 def _render_engine(t: dict) -> str:

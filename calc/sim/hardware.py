@@ -224,15 +224,30 @@ def kv_sizing(scenario) -> memory.KVCapacity:
     (399169, 24948, 399168)
     >>> kv_sizing(Scenario()).kv_cache_tokens_raw, kv_sizing(Scenario(parameter_count="lesson", weights="fp8")).kv_cache_tokens_raw
     (399452, 608266)
+
+    ``memory_basis`` "engine" sizes the cache as the scenario's engine does (:mod:`calc.engine_memory`:
+    CUDA's total, the activation peak of a step of ``max_num_batched_tokens`` with ``max_num_seqs``
+    sequences, the engine's sizing rule):
+
+    >>> eng = kv_sizing(Scenario(model="llama-3.1-8b", tp=1, gpu="rtx-3090", memory_basis="engine",
+    ...                          max_num_batched_tokens=2048, max_model_len=8192))
+    >>> eng.memory_basis, eng.kv_cache_tokens, kv_sizing(Scenario(model="llama-3.1-8b", tp=1, gpu="rtx-3090",
+    ...                                                   max_model_len=8192)).kv_cache_tokens
+    ('engine', 45024, 19360)
     """
     model = get_model(scenario.model)
     weights_bytes = None  # calc.memory weighs every tensor
     if lesson.weighs_rounded(scenario.weights, scenario.parameter_count):
         weights_bytes = lesson.rounded_weights_bytes_per_gpu(model, scenario.tp, scenario.weights)
+    engine_terms = {}
+    if scenario.memory_basis == "engine":  # memory as the scenario's engine profiles it (calc.engine_memory)
+        profile = engine_profiles.get_profile(getattr(scenario, "engine", engine_profiles.DEFAULT_ENGINE))
+        engine_terms = dict(memory_model=profile.memory_model, max_num_batched_tokens=scenario.max_num_batched_tokens,
+                            max_num_seqs=scenario.max_num_seqs)
     return memory.kv_capacity(model, scenario.gpu, tp=scenario.tp, weights=scenario.weights,
                               kv_dtype=scenario.kv_dtype, gpu_memory_utilization=scenario.gpu_memory_utilization,
                               block_size=scenario.block_size, memory_basis=scenario.memory_basis,
-                              max_model_len=scenario.max_model_len, weights_bytes=weights_bytes)
+                              max_model_len=scenario.max_model_len, weights_bytes=weights_bytes, **engine_terms)
 
 
 def replica_hardware(scenario) -> ReplicaHardware:

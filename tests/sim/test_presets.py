@@ -190,7 +190,10 @@ def test_cli_runs_a_preset_as_a_new_user_would():
     out = subprocess.run([sys.executable, "-m", "calc", "simulate", "--preset", "step20-pools", "--json"],
                          capture_output=True, text=True, cwd=ROOT, timeout=120)
     data = json.loads(out.stdout)
-    assert data["preset"] == "step20-pools" and data == {"preset": "step20-pools", **result("step20-pools").summary}
+    expected = {"preset": "step20-pools", **result("step20-pools").summary}
+    # the CLI adds what ran (engine profile, frontend, memory basis: calc.cli.simulate.what_ran)
+    assert data["preset"] == "step20-pools" and {k: data[k] for k in expected} == expected
+    assert (data["engine"], data["memory_basis"]) == ("vllm", "marketed")
     out = subprocess.run([sys.executable, "-m", "calc", "simulate", "--preset", "step99"],
                          capture_output=True, text=True, cwd=ROOT, timeout=120)
     assert out.returncode == 2 and "unknown preset 'step99'" in out.stderr and "Traceback" not in out.stderr
