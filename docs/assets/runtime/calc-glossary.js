@@ -4,9 +4,9 @@
 // mouse, Material's tooltips (content.tooltips) show the definition on hover. A touch screen has no hover,
 // so a tap on a term opens a small popover with its definition; a second tap on the term, a tap anywhere
 // else, or Escape closes it. The first use of each term on a page is focusable (one tab stop per term,
-// not one per use), and focusing it shows the same popover. One component of the runtime per page (the
-// article), mounted from its document$ pass and released, popover and document listeners included, when
-// the page goes.
+// not one per use): keyboard focus then shows Material's tooltip, as a hover does. One component of the
+// runtime per page (the article), mounted from its document$ pass and released (popover and document
+// listeners included) when the page goes.
 (function () {
   "use strict";
 
@@ -37,6 +37,8 @@
     var popover = document.createElement("div");
     popover.className = "calc-glossary-tip";
     popover.id = "calc-glossary-tip-" + (++popoverCount);
+    // Not tied to the term by aria-describedby: Material's tooltip sets and clears that attribute on the mouse
+    // events a tap also fires, and the term's title (which Material gives back) is what a screen reader reads.
     popover.setAttribute("role", "tooltip");
     popover.hidden = true;
     document.body.appendChild(popover);
@@ -52,14 +54,12 @@
       name.textContent = term.textContent.trim();
       popover.append(name, ": " + text);
       popover.hidden = false;
-      term.setAttribute("aria-describedby", popover.id);
       term.dataset.glossaryOpen = "true";
       place(term);
     }
 
     function hide() {
       if (!shownFor) return;
-      if (shownFor.getAttribute("aria-describedby") === popover.id) shownFor.removeAttribute("aria-describedby");
       delete shownFor.dataset.glossaryOpen;
       shownFor = null;
       popover.hidden = true;
@@ -81,6 +81,11 @@
 
     var lastPointer = "mouse";
     lifetime.listen(document, "pointerdown", function (event) { lastPointer = event.pointerType || "mouse"; }, true);
+    // A tap would focus a focusable term, and Material shows its own tooltip on focus: one popover, not two.
+    lifetime.listen(document, "mousedown", function (event) {
+      var term = lastPointer === "touch" && event.target.closest && event.target.closest("abbr");
+      if (term && article.contains(term)) event.preventDefault();
+    }, true);
     // A tap: on the shown term it closes, on another term it moves, anywhere else it closes.
     lifetime.listen(document, "click", function (event) {
       var term = event.target.closest && event.target.closest("abbr");
@@ -90,14 +95,6 @@
         return;
       }
       if (shownFor && !popover.contains(event.target)) hide();
-    });
-    lifetime.listen(article, "focusin", function (event) {
-      var term = event.target.closest && event.target.closest("abbr");
-      // Keyboard focus only (a mouse click focuses the term too, and Material's hover tooltip is showing).
-      if (term && definitionOf(term) && term.matches(":focus-visible")) show(term);
-    });
-    lifetime.listen(article, "focusout", function (event) {
-      if (shownFor && event.target === shownFor && lastPointer !== "touch") hide(); // a tapped one stays
     });
     lifetime.listen(document, "keydown", function (event) { if (event.key === "Escape") hide(); });
     lifetime.listen(window, "resize", function () { if (shownFor) place(shownFor); });

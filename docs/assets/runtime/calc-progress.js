@@ -20,6 +20,7 @@
   var scriptUrl = document.currentScript ? document.currentScript.src : location.href;
   var SITE_ROOT = new URL("../../", scriptUrl); // .../assets/runtime/ -> the site's root
   var STEP_PATH = /^lesson\/(\d\d)-[^/]+\/$/;
+  var DWELL_MS = 1000; // how long the Takeaway stays in view before the step counts as read
 
   // The site-relative path of a URL ("lesson/05-paged-attention/"), or null when it is not on this site.
   function sitePath(url) {
@@ -90,19 +91,41 @@
     if (!progress) return;
     progress.last = step.slug;
     save(progress);
-    var mark = article.querySelector("#takeaway") || article.lastElementChild;
-    if (!mark || typeof IntersectionObserver === "undefined") return;
-    var observer = new IntersectionObserver(function (entries) {
-      if (!entries.some(function (entry) { return entry.isIntersecting; })) return;
+    // Read once the reader, having scrolled or pressed a key on this page, has the Takeaway (or the end of the
+    // article) in view for DWELL_MS. Not when an instant navigation shows the new page at the old one's scroll
+    // position: after the footer's Next, a page can open at its end, Takeaway in view, before a word is read.
+    var engaged = false;
+    ["wheel", "touchmove", "keydown", "pointerdown"].forEach(function (type) {
+      lifetime.listen(window, type, function () {
+        engaged = true;
+        if (!timer && marks.some(inView)) timer = setTimeout(markRead, DWELL_MS);
+      }, { passive: true, capture: true });
+    });
+    var marks = [article.querySelector("#takeaway"), article.lastElementChild].filter(Boolean);
+    if (!marks.length || typeof IntersectionObserver === "undefined") return;
+    var timer = null;
+    function inView(node) {
+      var box = node.getBoundingClientRect();
+      return box.bottom > 0 && box.top < window.innerHeight;
+    }
+    function markRead() {
+      timer = null;
+      if (lifetime.ended || !engaged || !marks.some(inView)) return;
       observer.disconnect();
       var now = load();
-      if (!now || now.done[step.slug]) return;
-      now.done[step.slug] = true;
-      save(now);
+      if (!now) return;
+      if (!now.done[step.slug]) {
+        now.done[step.slug] = true;
+        save(now);
+      }
       article.dataset.stepRead = "true";
+    }
+    var observer = new IntersectionObserver(function () {
+      if (engaged && marks.some(inView)) { if (!timer) timer = setTimeout(markRead, DWELL_MS); }
+      else { clearTimeout(timer); timer = null; }
     });
-    observer.observe(mark);
-    lifetime.add(function () { observer.disconnect(); });
+    marks.forEach(function (node) { observer.observe(node); });
+    lifetime.add(function () { observer.disconnect(); clearTimeout(timer); });
   }
 
   // ---- the navigation: a check mark on each step read -----------------------------------------
