@@ -296,8 +296,12 @@ def test_the_print_view_holds_the_22_steps_with_their_figures_and_no_navigation(
     page = visit.page
     page.add_init_script("window.__printed = 0; window.print = () => { window.__printed += 1; };")
     page.goto(visit.url(PRINT))
-    page.wait_for_selector("[data-print-lesson][data-print-state=ready]", timeout=240_000)
     button = page.locator("[data-print-button]")
+    page.wait_for_selector("[data-print-lesson][data-print-state=idle]")
+    assert page.locator("article.calc-print-step").count() == 0  # light until asked
+    button.click()  # gathers the 22 steps, then opens the print dialog
+    page.wait_for_selector("[data-print-lesson][data-print-state=ready]", timeout=240_000)
+    page.wait_for_function("() => window.__printed === 1")
     assert button.is_enabled()
     page.emulate_media(media="print")
     printed = page.evaluate(PRINTED)
@@ -314,8 +318,9 @@ def test_the_print_view_holds_the_22_steps_with_their_figures_and_no_navigation(
     assert printed["math"] > 50 and printed["rendered"] == printed["math"]
     assert page.evaluate("() => document.documentElement.dataset.pyodide") is None  # no Python on this page
     page.emulate_media(media="screen")
-    button.click()
-    assert page.evaluate("() => window.__printed") == 1
+    button.click()  # a second print: at once, from the steps already on the page
+    assert page.evaluate("() => window.__printed") == 2
+    assert page.locator("article.calc-print-step").count() == 22
     assert visit.console_errors == []
 
 

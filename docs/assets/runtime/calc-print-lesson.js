@@ -7,8 +7,8 @@
 // ones the build computed, the charts drawn by the runtime's chart component from the figures the build
 // wrote. The copies are static: their widgets are not brought to life (no Python on this page). Each copy's
 // ids are prefixed with its step ("s05-takeaway") so the page's ids stay unique and its labels keep pointing
-// at their own elements. Once every step and chart is in, the Print button calls window.print(); the print
-// styles (reader.css) leave out the site's navigation, header and footer.
+// at their own elements. All this when the reader presses Print; once every step and chart is in, it calls
+// window.print(). The print styles (reader.css) leave out the site's navigation, header and footer.
 (function () {
   "use strict";
 
@@ -85,52 +85,72 @@
     return article;
   }
 
+  // The page is light until the reader asks: the Print button assembles the 22 steps (a few seconds: the
+  // fetches, then Plotly drawing every chart), then opens the browser's print dialog; the steps stay on the
+  // page, and a second press prints at once.
   function mountPrintLesson(holder, lifetime) {
     var status = holder.querySelector("[data-print-status]");
     var button = holder.querySelector("[data-print-button]");
+    if (!button) return;
     var steps = document.createElement("div");
     steps.className = "calc-print-lesson__steps";
     holder.appendChild(steps);
     lifetime.add(function () { steps.remove(); });
     var controller = typeof AbortController === "function" ? new AbortController() : null;
     lifetime.add(function () { if (controller) controller.abort(); });
-
-    function say(text) { if (status) status.textContent = text; }
     var urls = stepUrls();
-    holder.dataset.printState = "loading";
-    say("Loading the " + urls.length + " steps…");
-    var done = 0;
-    Promise.all(urls.map(function (step) {
-      return fetch(step.url, { credentials: "same-origin", signal: controller ? controller.signal : undefined })
-        .then(function (response) {
-          if (!response.ok) throw new Error(step.url + ": HTTP " + response.status);
-          return response.text();
-        })
-        .then(function (html) {
-          done += 1;
-          if (!lifetime.ended) say("Loading the steps: " + done + " of " + urls.length + "…");
-          return prepare(html, step.number, step.url);
-        });
-    })).then(function (articles) {
-      if (lifetime.ended) return null;
-      articles.forEach(function (article) { steps.appendChild(article); });
-      if (runtime.mountAdded) runtime.mountAdded(); // formulas and charts of what was just added
-      var charts = steps.querySelectorAll("[data-chart][data-figure]");
-      holder.dataset.printSteps = String(articles.length);
-      say("Drawing " + charts.length + " charts…");
-      return whenDrawn(charts, lifetime);
-    }).then(function (charts) {
-      if (lifetime.ended || charts === null) return;
-      holder.dataset.printState = "ready";
-      say("The " + urls.length + " steps are below, with " + charts + " charts. Print them, or save them as a PDF.");
-      if (button) button.disabled = false;
-    }).catch(function (error) {
-      if (lifetime.ended) return;
-      holder.dataset.printState = "error";
-      say("The steps could not be loaded (" + (error && error.message ? error.message : error) + "). " +
-        "Serve the site (make serve) or open this page once online.");
+    function say(text) { if (status) status.textContent = text; }
+    holder.dataset.printState = "idle";
+    button.disabled = false;
+    say("Press it to gather the " + urls.length + " steps here, then print them or save them as a PDF.");
+
+    function assemble() {
+      holder.dataset.printState = "loading";
+      button.disabled = true;
+      say("Loading the " + urls.length + " steps…");
+      var done = 0;
+      return Promise.all(urls.map(function (step) {
+        return fetch(step.url, { credentials: "same-origin", signal: controller ? controller.signal : undefined })
+          .then(function (response) {
+            if (!response.ok) throw new Error(step.url + ": HTTP " + response.status);
+            return response.text();
+          })
+          .then(function (html) {
+            done += 1;
+            if (!lifetime.ended) say("Loading the steps: " + done + " of " + urls.length + "…");
+            return prepare(html, step.number, step.url);
+          });
+      })).then(function (articles) {
+        if (lifetime.ended) return null;
+        articles.forEach(function (article) { steps.appendChild(article); });
+        if (runtime.mountAdded) runtime.mountAdded(); // formulas and charts of what was just added
+        var charts = steps.querySelectorAll("[data-chart][data-figure]");
+        holder.dataset.printSteps = String(articles.length);
+        say("Drawing " + charts.length + " charts…");
+        return whenDrawn(charts, lifetime);
+      }).then(function (charts) {
+        if (lifetime.ended || charts === null) return false;
+        holder.dataset.printState = "ready";
+        button.disabled = false;
+        say("The " + urls.length + " steps are below, with " + charts + " charts.");
+        return true;
+      }).catch(function (error) {
+        if (lifetime.ended) return false;
+        holder.dataset.printState = "error";
+        button.disabled = false;
+        say("The steps could not be loaded (" + (error && error.message ? error.message : error) + "). " +
+          "Serve the site (make serve), or open this page once online so that it is kept for offline reading.");
+        return false;
+      });
+    }
+
+    lifetime.listen(button, "click", function () {
+      var state = holder.dataset.printState;
+      if (state === "ready") { window.print(); return; }
+      if (state === "loading") return;
+      steps.textContent = ""; // after an error: start again
+      assemble().then(function (ready) { if (ready) window.print(); });
     });
-    if (button) lifetime.listen(button, "click", function () { window.print(); });
   }
 
   // Resolves with the number of charts once none waits to be drawn (the runtime marks each data-drawn).
