@@ -124,6 +124,7 @@ class _ArticleCounter(HTMLParser):
         self.stack: list[dict] = []  # one frame per open element inside the article
         self.in_article = False
         self.core_words = 0
+        self.title_words = 0  # of core_words: the titles of closed folds
         self.fold_words = 0
         self.counts = {"calculators": 0, "simulations": 0, "drills": 0, "fold_widgets": 0, "fold_drills": 0,
                        "folds": 0, "figures": 0}
@@ -224,6 +225,7 @@ class _ArticleCounter(HTMLParser):
         if title_of is not None:  # a top-level fold's title
             title_of["title"] += " " + data
             self.core_words += words
+            self.title_words += words
             return
         if self._inside("fold"):
             self.fold_words += words
@@ -276,6 +278,7 @@ def measure_page(html: str) -> dict:
         MINUTES_PER_BLOCK[kind] * (unfolded[kind] + blocks[kind]) for kind in _BLOCK_KINDS)
     return {
         "core_words": counter.core_words,
+        "fold_title_words": counter.title_words,
         "fold_words": counter.fold_words,
         **counter.counts,
         "widgets": counter.counts["calculators"] + counter.counts["simulations"],  # unfolded, either kind
@@ -315,6 +318,7 @@ def report(site_dir: str) -> dict:
         "limit_minutes": LIMIT_MINUTES,
         "total_minutes": total,
         "total_core_words": sum(step["core_words"] for step in steps),
+        "total_fold_title_words": sum(step["fold_title_words"] for step in steps),
         "total_pointed_words": sum(step["pointed_words"] for step in steps),
         "total_fold_words": sum(step["fold_words"] for step in steps),
         "mean_core_words": round(sum(step["core_words"] for step in steps) / max(len(steps), 1)),
@@ -341,7 +345,11 @@ def print_table(result: dict) -> None:
     for step in result["steps"]:
         if step["pointed_folds"]:
             print(f"  step {step['step']:>2}'s Try this opens: " + "; ".join(step["pointed_folds"])[:110])
-    print(f"Core path: {result['total_minutes']:.1f} min (limit {result['limit_minutes']:g} min); "
+    blocks = sum(MINUTES_PER_BLOCK[kind] * step[key] for step in result["steps"]
+                 for kind, key in (("widget", "calculators"), ("simulation", "simulations"), ("drill", "drills")))
+    print(f"Core path: {result['total_minutes']:.1f} min (limit {result['limit_minutes']:g} min): {blocks:g} min of "
+          f"unfolded blocks, {result['total_core_words'] / WORDS_PER_MINUTE:.1f} of prose (of which fold titles "
+          f"{result['total_fold_title_words'] / WORDS_PER_MINUTE:.1f}), the rest in the folds Try this opens; "
           f"{result['mean_core_words']} prose words a step on average.")
 
 
