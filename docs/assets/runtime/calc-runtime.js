@@ -898,6 +898,7 @@
   // Offline after the first visit: calc-offline.js registers the service worker once Python is ready.
 
   runtime.drawChart = drawChart;
+  runtime.mountAdded = mountPage; // a component that adds content (the print view's steps) mounts what it added
   runtime.renderChartTable = renderChartTable;
   runtime.formatCell = formatCell;
   runtime.chartColours = currentColours;

@@ -15,6 +15,10 @@
     "#1F4E79", "#A65E00", "#00664A", "#8A3E6E", "#2E86C1", "#922B21", "#6E6100", "#4D4D4D"];
   var SPEEDS = { "1": 1, "2": 2, "4": 4, "8": 8 };
   var TICK_MS = 120;
+  // prefers-reduced-motion: each tick shows every frame that has come (the run is not played out frame by
+  // frame) and the charts move at most every REDUCED_CHART_MS instead of CHART_MS.
+  var reducedMotion = window.matchMedia ? window.matchMedia("(prefers-reduced-motion: reduce)") : { matches: false };
+  var REDUCED_CHART_MS = 2000;
 
   function cellColour(code, style) {
     if (code === ".") return style.free;
@@ -201,7 +205,7 @@
 
     function redraw(state, force) {
       var now = performance.now();
-      if (state.dirty && (force || now - (state.chartsAt || 0) >= CHART_MS)) {
+      if (state.dirty && (force || now - (state.chartsAt || 0) >= (reducedMotion.matches ? REDUCED_CHART_MS : CHART_MS))) {
         state.chartsAt = now;
         state.dirty = false;
         Object.keys(state.figures).forEach(function (key) {
@@ -219,7 +223,7 @@
     function tick(state) {
       if (run !== state) return;
       if (widget.dataset.simState === "paused") return;
-      var perTick = SPEEDS[speed ? speed.value : "1"] || 1;
+      var perTick = reducedMotion.matches ? state.queue.length : SPEEDS[speed ? speed.value : "1"] || 1;
       for (var i = 0; i < perTick && state.queue.length; i++) applyFrame(state, state.queue.shift());
       redraw(state, state.done && !state.queue.length);
       if (!state.done && state.queue.length < 8 && !state.waiting) {
