@@ -14,7 +14,8 @@ page's end as a reader does), the footer's Previous and the browser's Back. On e
 - no console error, no failed request (an error status or a network failure) and no request off 127.0.0.1.
 
 It waits for what it checks (formulas typeset, the build's figures drawn), not for Python: the Apply check
-needs only layout. Screenshots of step 6 reached by Next go to build/screenshots/path-*.png.
+needs only layout. Screenshots of step 6 reached by Next go to build/screenshots/path-*.png, and every problem
+found to build/screenshots/path-WIDTH-problems.txt.
 """
 
 from __future__ import annotations
@@ -73,7 +74,8 @@ STYLE_PROBLEMS = """() => {
 
 #: In the page: the controls a reader clicks on this page (visible content buttons, the footer's links), each
 #: scrolled into view as the browser does for a focus or a link to it; those whose centre another element takes.
-COVERED_CONTROLS = """() => {
+COVERED_CONTROLS = """async () => {
+  const frame = () => new Promise((done) => requestAnimationFrame(() => done()));
   const name = (node) => !node ? 'nothing' : node.tagName.toLowerCase() +
     (node.className && typeof node.className === 'string' ? '.' + node.className.trim().split(/\\s+/).join('.') : '') +
     (node.textContent ? ' "' + node.textContent.trim().slice(0, 40) + '"' : '');
@@ -81,7 +83,9 @@ COVERED_CONTROLS = """() => {
     .filter((node) => node.checkVisibility({ visibilityProperty: true }));
   const covered = [];
   for (const control of controls) {
+    const before = scrollY;
     control.scrollIntoView({ block: 'nearest', inline: 'nearest' });
+    if (scrollY !== before) { await frame(); await frame(); } // what follows a scroll (Material's sidebars, the panel) has moved
     const box = control.getBoundingClientRect();
     const x = box.left + box.width / 2, y = box.top + box.height / 2;
     const hit = document.elementFromPoint(x, y);
@@ -115,7 +119,9 @@ class PathVisit:
                      self.failed.append(f"{response.url}: HTTP {response.status}"))
 
     def at(self, slug: str) -> None:
-        self.page.wait_for_function("(slug) => location.pathname.endsWith('/' + slug + '/')", arg=slug)
+        # The page's own head, not only its address (a Back changes the address before the page comes).
+        self.page.wait_for_function("(slug) => location.pathname.endsWith('/' + slug + '/') && "
+                                    "document.querySelector('link[rel=canonical]').href.endsWith('/' + slug + '/')", arg=slug)
         self.page.wait_for_function(PAGE_DRAWN)
         assert self.page.evaluate("() => window.readerPathMarker") == 1, f"{slug} was a full load, not instant navigation"
 
@@ -142,14 +148,21 @@ class PathVisit:
     def click_footer(self, which: str) -> None:
         """Scroll to the page's end, as a reader does, and click the footer's ``which`` link at its centre."""
         link = self.page.locator(f".md-footer__link--{which}")
-        self.page.evaluate("() => window.scrollTo(0, document.documentElement.scrollHeight)")
-        self.page.wait_for_function("() => new Promise((done) => requestAnimationFrame(() => done(true)))")
-        box = link.bounding_box()
-        x, y = box["x"] + box["width"] / 2, box["y"] + box["height"] / 2
-        hit = self.page.evaluate("""([x, y, which]) => {
-            const link = document.querySelector('.md-footer__link--' + which), hit = document.elementFromPoint(x, y);
-            return link.contains(hit) ? '' : (hit ? hit.tagName + '.' + hit.className : 'nothing');
-        }""", [x, y, which])
+        # At the end once the page has stopped growing (its charts draw in turn): the link's centre, and what is there.
+        x, y, hit = self.page.evaluate("""async (which) => {
+            const frame = () => new Promise((done) => requestAnimationFrame(() => done()));
+            const link = document.querySelector('.md-footer__link--' + which);
+            for (let tries = 0; ; tries++) {
+                window.scrollTo(0, document.documentElement.scrollHeight);
+                await frame(); await frame();
+                const box = link.getBoundingClientRect(), x = box.left + box.width / 2, y = box.top + box.height / 2;
+                const header = document.querySelector('.md-header').getBoundingClientRect().bottom;
+                if ((y > header && y < innerHeight) || tries > 30) {
+                    const hit = document.elementFromPoint(x, y);
+                    return [x, y, link.contains(hit) ? '' : (hit ? hit.tagName + '.' + hit.className : 'nothing')];
+                }
+            }
+        }""", which)
         if hit:
             self.problems.append(f"{self.width} px: the footer's {which} link, at the page's end, is covered at its "
                                  f"centre by {hit}")
@@ -189,5 +202,8 @@ def test_a_reader_clicks_next_from_step_1_to_22_and_back_and_every_step_holds(br
             reader.holds(slug, "Back")
     finally:
         reader.close()
+        os.makedirs(SHOTS, exist_ok=True)
+        with open(os.path.join(SHOTS, f"path-{width}-problems.txt"), "w", encoding="utf-8") as handle:
+            handle.write("".join(problem + "\n" for problem in reader.problems))
     assert reader.problems == [], (f"{len(reader.problems)} problems on the walk at {width} px; first 40:\n" +
                                    "\n".join(reader.problems[:40]))
