@@ -7,7 +7,7 @@ page's end as a reader does), the footer's Previous and the browser's Back. On e
 
 - the styles are in force: each KaTeX formula's MathML copy is visually hidden (a 1x1 box), each drawn Plotly
   chart's SVG layers are absolutely positioned inside the chart's box, and its mode bar sits inside that box,
-  clear of the chart's title;
+  clear of the chart's title; no option of a widget's select is cut off when chosen;
 - every visible button of the content (the "Apply to my replica" buttons among them) and the footer's links
   receive a click at their centre (document.elementFromPoint there is the control or inside it), with the
   replica panel closed and, on the steps with an Apply button, open;
@@ -68,6 +68,15 @@ STYLE_PROBLEMS = """() => {
       if (bar_buttons && title && title.textContent.trim() && overlap(bar_buttons.getBoundingClientRect(), title.getBoundingClientRect()))
         problems.push(`${label}: the mode bar lies over the title "${title.textContent.trim()}"`);
     }
+  });
+  const context = document.createElement('canvas').getContext('2d');
+  document.querySelectorAll('article .calc-control select').forEach((select) => {
+    if (!select.checkVisibility()) return;
+    const style = getComputedStyle(select);
+    context.font = `${style.fontWeight} ${style.fontSize} ${style.fontFamily}`;
+    const room = select.clientWidth - parseFloat(style.paddingLeft) - parseFloat(style.paddingRight) - 20; // the arrow
+    const cut = [...select.options].map((option) => option.text).filter((text) => context.measureText(text).width > room);
+    if (cut.length) problems.push(`select ${select.name}: option "${cut[0]}" is cut off when chosen (${Math.round(room)} px of room)`);
   });
   return problems;
 }"""

@@ -641,6 +641,43 @@
     });
   }).observe(document.body, { attributes: true, attributeFilter: ["data-md-color-scheme"] });
 
+  // ---- selects --------------------------------------------------------------------------------
+
+  // A closed select shows its chosen option on one line, cut where the control ends. One whose widest option does
+  // not fit takes its form's whole row (calc-control--wide); where even that is too narrow (a phone), its text is
+  // set smaller, to no less than 12 px, so that any option reads whole once chosen. Fitted once laid out, again
+  // when the window resizes or its fold opens.
+  var SELECT_ARROW_PX = 24, SELECT_MIN_FONT_PX = 12;
+  function fitSelect(select) {
+    if (!select.isConnected || (select.checkVisibility && !select.checkVisibility())) return;
+    select.style.fontSize = "";
+    var style = getComputedStyle(select);
+    measureCanvas = measureCanvas || document.createElement("canvas");
+    var context = measureCanvas.getContext("2d");
+    context.font = style.fontWeight + " " + style.fontSize + " " + style.fontFamily;
+    var widest = 0;
+    for (var i = 0; i < select.options.length; i++) widest = Math.max(widest, context.measureText(select.options[i].text).width);
+    function room() {
+      return select.clientWidth - parseFloat(style.paddingLeft) - parseFloat(style.paddingRight) - SELECT_ARROW_PX;
+    }
+    if (widest <= room()) return;
+    var control = select.closest(".calc-control");
+    if (control) control.classList.add("calc-control--wide");
+    var available = room();
+    if (widest > available) {
+      select.style.fontSize = Math.max(SELECT_MIN_FONT_PX, Math.floor(parseFloat(style.fontSize) * available / widest)) + "px";
+    }
+  }
+  function mountSelectFit(select, lifetime) {
+    var timer = null;
+    var fit = function () { fitSelect(select); };
+    requestAnimationFrame(fit);
+    lifetime.listen(window, "resize", function () { clearTimeout(timer); timer = setTimeout(fit, 150); });
+    lifetime.add(function () { clearTimeout(timer); });
+    var fold = select.closest("details");
+    if (fold) lifetime.listen(fold, "toggle", function () { if (fold.open) fit(); });
+  }
+
   // ---- widgets --------------------------------------------------------------------------------
 
   function formValues(form) {
@@ -944,6 +981,7 @@
   runtime.component("status-badge", ".md-header__inner", mountStatusBadge);
   runtime.component("toc-follow", ".md-nav--secondary > .md-nav__list", mountTocFollow);
   runtime.component("chart", "[data-chart]", mountChart);
+  runtime.component("select-fit", "article .calc-control select", mountSelectFit);
   runtime.component("widget", '[data-widget][data-kind="widget"]', mountWidget);
   runtime.component("drill", '[data-widget][data-kind="drill"]', mountDrill);
 
