@@ -467,11 +467,12 @@
   }
 
   var plotConfig = { displaylogo: false, responsive: true, modeBarButtonsToRemove: ["select2d", "lasso2d"] };
-  // A chart hardly wider than the mode bar (a dashboard's small multiples on a phone) has no room to zoom or pan in:
-  // it goes without the bar, which would cover its title and its plot.
+  // A chart under 400 px wide (every chart on a phone, a dashboard's small multiples) has no room to zoom or pan in,
+  // and the bar (about 200 px) would cover its title or its plot: it goes without.
+  var SMALL_CHART_PX = 400;
   var smallChartConfig = Object.assign({}, plotConfig, { displayModeBar: false });
   function chartConfig(holder) {
-    if (holder.__small === undefined && holder.clientWidth) holder.__small = holder.clientWidth < modeBar.widthPx + 120;
+    if (holder.__small === undefined && holder.clientWidth) holder.__small = holder.clientWidth < SMALL_CHART_PX;
     return holder.__small ? smallChartConfig : plotConfig;
   }
 
