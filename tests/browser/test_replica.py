@@ -111,7 +111,7 @@ def test_the_reader_carries_one_replica_from_step_1_through_steps_4_and_5(visit)
     page.reload()
     assert page.get_attribute(PANEL, "data-applied") == "4,5"
     assert sim_time(page) >= before_reload - 1
-    assert page.get_attribute(PANEL, "data-playing") == "false"
+    assert page.locator(PANEL).get_by_role("button", name="Play", exact=True).is_enabled()
     assert status_text(page).startswith("Paused since you left"), status_text(page)
     assert page.locator('[data-apply-step="5"]').inner_text() == "Applied \u00b7 Undo"  # from the saved replica
     wait_until_ready(page)

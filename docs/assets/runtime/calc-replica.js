@@ -168,7 +168,6 @@
     root.dataset.allocation = state.allocation;
     root.dataset.running = String(state.running);
     var paused = !run.playing && !run.catchingUp && state.t_s > 0;
-    root.dataset.playing = String(run.playing);
     ui.status.textContent = (paused ? (resumedFromSave ? "Paused since you left \u00b7 Play resumes" : "Paused") + " \u00b7 " : "") +
       "t = " + clock(state.t_s) + " \u00b7 queue " + whole(state.queue) + " \u00b7 p99 TTFT " +
       seconds(state.ttft_p99_s) + (run.catchingUp ? " \u00b7 catching up" : "");
@@ -476,7 +475,6 @@
       var now = changeState(step);
       node.textContent = BUTTON_TEXT[now];
       node.disabled = now === "pending" || now === "applied";
-      node.dataset.replicaState = now;
       node.classList.toggle("md-button--primary", now === "");
       node.title = now === "applied" ? "A later step's change is applied on top of this one: undo it first (My replica)" : "";
     }
