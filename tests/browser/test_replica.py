@@ -3,7 +3,12 @@
 Play on step 1; follow a link to step 4 (instant navigation: no reload, the same worker) and apply its
 change: the clock carries on, data-applied reads "4", the allocation is contiguous and at most 48 sequences
 run. Go to step 5 by a full load and apply its change: "4,5", paged, more than 48 run. Reload: the clock does
-not go back and "4,5" stays. Screenshots at 1280 and 390 px go to build/screenshots/replica-*.png.
+not go back, "4,5" stays and the panel says it is paused until Play. Screenshots at 1280 and 390 px go to
+build/screenshots/replica-*.png.
+
+Issue 32: an Apply button reads "Applied · Undo" once its change is in force, a second click never applies it
+twice, and a click on "Applied · Undo" takes it off; the opened panel leaves the footer's links clickable; the
+panel names per-token latency ITL, as the pages do.
 """
 
 import os
@@ -31,6 +36,30 @@ def wait_for_time_past(page, t_s: float) -> None:
 
 def applied_and_running(page, applied: str):
     page.wait_for_function("(want) => document.querySelector('[data-replica]').dataset.applied === want", arg=applied)
+
+
+def button_reads(page, selector: str, text: str) -> None:
+    page.wait_for_function("([sel, text]) => document.querySelector(sel).textContent === text", arg=[selector, text])
+
+
+def saved_history(page) -> list[dict]:
+    return page.evaluate("() => JSON.parse(localStorage.getItem('calc-replica')).history")
+
+
+def status_text(page) -> str:
+    return page.locator(f"{PANEL} .calc-replica__status").inner_text()
+
+
+#: In the page: scrolled to its end, whatever element takes the centre of each footer link ("" when the link does).
+FOOTER_COVERED = """async () => {
+  const frame = () => new Promise((done) => requestAnimationFrame(() => done()));
+  window.scrollTo(0, document.documentElement.scrollHeight);
+  await frame(); await frame();
+  return [...document.querySelectorAll('.md-footer__link')].map((link) => {
+    const box = link.getBoundingClientRect(), hit = document.elementFromPoint(box.left + box.width / 2, box.top + box.height / 2);
+    return link.contains(hit) ? '' : `${link.className} under ${hit ? hit.className : 'nothing'}`;
+  }).filter(Boolean);
+}"""
 
 
 def test_the_reader_carries_one_replica_from_step_1_through_steps_4_and_5(visit):
@@ -72,18 +101,23 @@ def test_the_reader_carries_one_replica_from_step_1_through_steps_4_and_5(visit)
     wait_until_ready(page)
     page.locator('[data-apply-step="5"]').click()
     applied_and_running(page, "4,5")
+    button_reads(page, '[data-apply-step="5"]', "Applied \u00b7 Undo")
     page.wait_for_function("() => Number(document.querySelector('[data-replica]').dataset.running) > 48")
     assert page.get_attribute(PANEL, "data-allocation") == "paged"
     assert sim_time(page) >= left_at - 1
 
-    # Reload: the clock does not go back, and "4,5" stays.
+    # Reload: the clock does not go back, "4,5" stays, and the panel says it waits for Play.
     before_reload = sim_time(page)
     page.reload()
     assert page.get_attribute(PANEL, "data-applied") == "4,5"
     assert sim_time(page) >= before_reload - 1
+    assert page.locator(PANEL).get_by_role("button", name="Play", exact=True).is_enabled()
+    assert status_text(page).startswith("Paused since you left"), status_text(page)
+    assert page.locator('[data-apply-step="5"]').inner_text() == "Applied \u00b7 Undo"  # from the saved replica
     wait_until_ready(page)
     page.locator(PANEL).get_by_role("button", name="Play", exact=True).click()
     wait_for_time_past(page, before_reload)
+    assert "Paused" not in status_text(page)
     assert page.get_attribute(PANEL, "data-applied") == "4,5"
     assert page.get_attribute(PANEL, "data-allocation") == "paged"
     assert visit.console_errors == []
@@ -115,8 +149,16 @@ def test_the_panel_is_out_of_the_way_at_1280_and_a_drawer_at_390_px(browser, sit
             page.locator(PANEL).get_by_role("button", name="Play", exact=True).click()
             wait_for_time_past(page, 3)
             page.screenshot(path=os.path.join(SHOTS, f"replica-{width}-open.png"))
+            # Open, it leaves the footer's links clickable at the page's end, and names per-token latency ITL.
+            assert page.evaluate(FOOTER_COVERED) == []
+            latency = page.locator('[data-replica-view="latency"]')
+            assert latency.locator("figcaption").inner_text() == "TTFT and ITL"
+            assert "ITL p50" in latency.inner_text() and "TPOT" not in page.locator(PANEL).inner_text()
+            page.screenshot(path=os.path.join(SHOTS, f"replica-{width}-open-end.png"))
             page.keyboard.press("Escape")
             assert toggle.get_attribute("aria-expanded") == "false"
+            assert page.evaluate(FOOTER_COVERED) == []
+            page.evaluate("() => window.scrollTo(0, 0)")
             page.screenshot(path=os.path.join(SHOTS, f"replica-{width}.png"))
             # Hidden tab: it pauses.
             page.evaluate("""() => { Object.defineProperty(document, 'hidden', {value: true, configurable: true});
@@ -143,4 +185,24 @@ def test_the_panel_plays_frame_by_frame_and_times_its_own_frames(visit):
     panel = page.evaluate("() => window.calcReplica")
     print(f"replica panel: slowest frame handling {panel['slowestFrameMs']:.1f} ms over {panel['frames']} frames")
     assert panel["frames"] >= 10 and 0 < panel["slowestFrameMs"] < 10_000
+    assert visit.console_errors == []
+
+
+def test_apply_reads_applied_undo_applies_once_and_a_second_click_undoes(visit):
+    page = visit.page
+    page.goto(visit.url(STEP_5))
+    wait_until_ready(page)
+    apply = page.locator('[data-apply-step="5"]')
+    assert apply.inner_text() == "Apply to my replica" and apply.is_enabled()
+    apply.dblclick()  # the second click lands while the first is on its way to the worker
+    applied_and_running(page, "5")
+    button_reads(page, '[data-apply-step="5"]', "Applied \u00b7 Undo")
+    wait_for_time_past(page, sim_time(page) + 2)
+    assert [(e["kind"], e.get("step")) for e in saved_history(page)] == [("apply", 5)]
+    assert page.get_attribute(PANEL, "data-applied") == "5"
+
+    apply.click()  # "Applied · Undo": takes the change off
+    applied_and_running(page, "")
+    button_reads(page, '[data-apply-step="5"]', "Apply to my replica")
+    assert [(e["kind"], e.get("step")) for e in saved_history(page)] == [("apply", 5), ("undo", None)]
     assert visit.console_errors == []

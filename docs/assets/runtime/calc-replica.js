@@ -58,7 +58,7 @@
   // ---- the panel's DOM ---------------------------------------------------------------------------
   var VIEWS = [
     ["memory", "Memory per GPU"], ["blocks", "KV blocks"], ["batch", "Batch and queue"],
-    ["latency", "TTFT and TPOT"], ["util", "GPU-Util and real compute use"], ["cost", "Cost per million tokens"],
+    ["latency", "TTFT and ITL"], ["util", "GPU-Util and real compute use"], ["cost", "Cost per million tokens"],
   ];
   var SVG = "http://www.w3.org/2000/svg";
 
@@ -120,7 +120,7 @@
       figure.dataset.replicaView = spec[0];
       var caption = element("figcaption", "calc-replica__view-title", spec[1]);
       var value = element("p", "calc-replica__value", "–");
-      var lines = { memory: ["weights", "kv"], blocks: ["kv"], batch: ["running", "queue"], latency: ["ttft", "tpot"],
+      var lines = { memory: ["weights", "kv"], blocks: ["kv"], batch: ["running", "queue"], latency: ["ttft", "itl"],
         util: ["gpu", "compute"], cost: ["cost"] }[spec[0]];
       var spark = sparkline(lines);
       figure.appendChild(caption);
@@ -155,8 +155,11 @@
   var ui = null;
   var state = load();
   var run = { controller: null, playing: false, timer: null, resumeOnShow: false, catchingUp: false };
-  var series = { weights: [], kv: [], blocks: [], running: [], queue: [], ttft: [], tpot: [], gpu: [], compute: [], cost: [] };
+  var series = { weights: [], kv: [], blocks: [], running: [], queue: [], ttft: [], itl: [], gpu: [], compute: [], cost: [] };
   var labels = {}; // step -> label, from the buttons seen and the history
+  var applyButtons = []; // the page's "Apply to my replica" buttons' refresh functions (their components' lifetimes)
+  var pending = null; // {step, action} sent to the worker, until a frame shows it done (or an error comes back)
+  var resumedFromSave = state.t_s > 0; // a reload or a new tab: the saved replica waits for Play, and says so
 
   function writeRoot() {
     var root = ui.root;
@@ -164,11 +167,23 @@
     root.dataset.applied = state.applied.join(",");
     root.dataset.allocation = state.allocation;
     root.dataset.running = String(state.running);
-    ui.status.textContent = "t = " + clock(state.t_s) + " \u00b7 queue " + whole(state.queue) + " \u00b7 p99 TTFT " +
+    var paused = !run.playing && !run.catchingUp && state.t_s > 0;
+    ui.status.textContent = (paused ? (resumedFromSave ? "Paused since you left \u00b7 Play resumes" : "Paused") + " \u00b7 " : "") +
+      "t = " + clock(state.t_s) + " \u00b7 queue " + whole(state.queue) + " \u00b7 p99 TTFT " +
       seconds(state.ttft_p99_s) + (run.catchingUp ? " \u00b7 catching up" : "");
     ui.play.disabled = run.playing;
     ui.pause.disabled = !run.playing;
-    ui.undo.disabled = !state.applied.length;
+    ui.undo.disabled = !state.applied.length || !!pending;
+    applyButtons.forEach(function (refresh) { refresh(); });
+  }
+
+  // What a step's change is now: "applied" (in force), "top" (in force and the last applied: Undo takes it off),
+  // "pending" (sent, not yet shown by a frame) or "" (not applied).
+  function changeState(step) {
+    if (pending && pending.step === step) return "pending";
+    var at = state.applied.lastIndexOf(step);
+    if (at < 0) return "";
+    return at === state.applied.length - 1 ? "top" : "applied";
   }
 
   function renderApplied() {
@@ -211,7 +226,7 @@
       percent(frame.kv_blocks_total ? frame.kv_blocks_used / frame.kv_blocks_total : 0) + "), " + frame.allocation;
     v.batch.value.textContent = whole(frame.running) + " running \u00b7 " + whole(frame.queue) + " queued";
     v.latency.value.textContent = "TTFT p50 " + seconds(frame.ttft_p50_s) + ", p99 " + seconds(frame.ttft_p99_s) +
-      " \u00b7 TPOT p50 " + seconds(frame.tpot_p50_s) + ", p99 " + seconds(frame.tpot_p99_s);
+      " \u00b7 ITL p50 " + seconds(frame.tpot_p50_s) + ", p99 " + seconds(frame.tpot_p99_s); // ITL, as the pages name it (calc/replica.py's tpot_* frame keys carry itl_*)
     v.util.value.textContent = "GPU-Util " + percent(frame.gpu_util_reported) + " \u00b7 compute " + percent(frame.compute_utilization);
     v.cost.value.textContent = frame.usd_per_million_tokens === null ? "– (no tokens out yet)"
       : "$" + frame.usd_per_million_tokens.toFixed(2) + " per million output tokens";
@@ -224,7 +239,7 @@
     draw(v.batch.spark.lines[0], series.running, batchTop);
     draw(v.batch.spark.lines[1], series.queue, batchTop);
     draw(v.latency.spark.lines[0], series.ttft);
-    draw(v.latency.spark.lines[1], series.tpot);
+    draw(v.latency.spark.lines[1], series.itl);
     draw(v.util.spark.lines[0], series.gpu, 1);
     draw(v.util.spark.lines[1], series.compute, 1);
     draw(v.cost.spark.lines[0], series.cost);
@@ -238,6 +253,7 @@
       renderApplied();
     }
     state.applied = frame.applied;
+    if (pending && (pending.action === "apply") === (frame.applied.indexOf(pending.step) >= 0)) pending = null;
     state.allocation = frame.allocation;
     state.running = frame.running;
     state.queue = frame.queue;
@@ -249,7 +265,7 @@
       push("running", frame.running);
       push("queue", frame.queue);
       push("ttft", frame.ttft_p99_s);
-      push("tpot", frame.tpot_p99_s);
+      push("itl", frame.tpot_p99_s);
       push("gpu", frame.gpu_util_reported);
       push("compute", frame.compute_utilization);
       push("cost", frame.usd_per_million_tokens);
@@ -285,6 +301,7 @@
         run.controller = null;
         if (error.field === "stream" && run.playing) { startStream(null); return; } // dropped by the runtime
         run.playing = false;
+        pending = null;
         ui.note.textContent = error.message;
         if (/^(state|history)/.test(error.field || "")) { // a saved state this calc cannot read: start afresh
           state = load();
@@ -315,6 +332,7 @@
   function play() {
     if (run.playing) return;
     run.playing = true;
+    resumedFromSave = false;
     ui.note.textContent = "";
     if (run.controller && !run.controller.done && !run.controller.cancelled) run.controller.resume();
     else startStream(null);
@@ -329,6 +347,9 @@
 
   function change(what) {
     run.playing = true; // a change is there to be watched
+    resumedFromSave = false;
+    if (what.action === "apply") pending = { step: what.step, action: "apply" };
+    else if (state.applied.length) pending = { step: state.applied[state.applied.length - 1], action: "undo" };
     ui.note.textContent = "";
     startStream(what);
     writeRoot();
@@ -364,27 +385,42 @@
       });
   }
 
-  // In the right-hand column where there is one (over the table of contents), else at the bottom.
+  // In the right-hand column where there is one (over the table of contents), else at the bottom. The page keeps
+  // room for it, so that it never covers a control or the footer's links: docked, the panel's own height (the bar,
+  // or the opened drawer) below the page's end (body padding) and as the page's scroll padding (a control the
+  // browser scrolls to, for a focus or a link, stops above the panel: --calc-replica-room, replica.css); beside the
+  // text, it rises with the top of the footer as that scrolls into view (rise()).
   function place() {
     if (!ui) return;
     var side = document.querySelector(".md-sidebar--secondary");
     var wide = window.matchMedia("(min-width: 76.25em)").matches;
     var rect = side && wide ? side.getBoundingClientRect() : null;
     var docked = !rect || rect.width < 150;
+    var html = document.documentElement;
     ui.root.classList.toggle("calc-replica--side", !docked);
     ui.root.classList.toggle("calc-replica--docked", docked);
-    document.documentElement.classList.toggle("calc-replica-docked", docked && !ui.root.hidden);
+    html.classList.toggle("calc-replica-docked", docked && !ui.root.hidden);
     if (docked) {
-      ui.root.style.left = "";
-      ui.root.style.width = "";
-      // Room below the page's end for the bar as tall as it is (it wraps to two lines on a phone).
-      var bar = ui.root.querySelector(".calc-replica__bar");
-      document.body.style.paddingBottom = ui.root.hidden ? "" : Math.ceil(bar.getBoundingClientRect().height) + 8 + "px";
+      ui.root.style.left = ui.root.style.width = ui.root.style.bottom = ui.root.style.maxHeight = "";
+      var room = ui.root.hidden ? 0 : Math.ceil(ui.root.getBoundingClientRect().height) + 8;
+      document.body.style.paddingBottom = room ? room + "px" : "";
+      html.style.setProperty("--calc-replica-room", room + "px");
     } else {
       document.body.style.paddingBottom = "";
+      html.style.removeProperty("--calc-replica-room");
       ui.root.style.left = Math.round(rect.left) + "px";
       ui.root.style.width = Math.round(rect.width) + "px";
+      rise();
     }
+  }
+
+  // Beside the text: the panel's bottom at the end of Material's main area (the footer's top) once that is in view.
+  function rise() {
+    if (!ui || ui.root.hidden || !ui.root.classList.contains("calc-replica--side")) return;
+    var main = document.querySelector(".md-main");
+    var lift = main ? Math.max(0, Math.round(window.innerHeight - main.getBoundingClientRect().bottom)) : 0;
+    ui.root.style.bottom = lift + "px";
+    ui.root.style.maxHeight = "calc(100vh - 3.4rem - " + lift + "px)"; // and its top below Material's header
   }
 
   function mountPanel() {
@@ -393,7 +429,7 @@
     ui.play.addEventListener("click", play);
     ui.pause.addEventListener("click", pause);
     ui.toggle.addEventListener("click", function () { setOpen(ui.body.hidden); });
-    ui.undo.addEventListener("click", function () { if (state.applied.length) change({ action: "undo" }); });
+    ui.undo.addEventListener("click", function () { if (state.applied.length && !pending) change({ action: "undo" }); });
     ui.exportButton.addEventListener("click", exportScenario);
     // Escape closes it from anywhere (a disabled button drops the focus out of the panel), unless a dialog of the
     // page (Material's search) has the focus.
@@ -409,6 +445,9 @@
       else if (!document.hidden && run.resumeOnShow) { run.resumeOnShow = false; play(); }
     });
     window.addEventListener("resize", place);
+    window.addEventListener("scroll", rise, { passive: true }); // scroll events come once a frame, before it is drawn
+    // The bar's height changes as its status line wraps, the drawer's as it opens: the room follows.
+    if (typeof ResizeObserver === "function") new ResizeObserver(function () { place(); }).observe(ui.root);
     renderApplied();
     writeRoot();
     setOpen(!!state.open);
@@ -425,16 +464,32 @@
     place();
   }
 
-  // A step's "Apply to my replica" button: a component of its page.
+  // A step's "Apply to my replica" button: a component of its page. It shows what the change is now: "Apply to my
+  // replica"; "Applying..." once sent (disabled: a second click cannot apply it twice); "Applied \u00b7 Undo" while
+  // it is the last change applied (a click undoes it); "Applied" while a later step's change sits on top of it.
+  var BUTTON_TEXT = { "": "Apply to my replica", pending: "Applying\u2026", top: "Applied \u00b7 Undo", applied: "Applied" };
   runtime.component("replica-apply", "[data-apply-step]", function (node, lifetime) {
     var step = Number(node.dataset.applyStep);
     labels[step] = node.dataset.replicaLabel;
-    node.addEventListener("click", function () {
+    function refresh() {
+      var now = changeState(step);
+      node.textContent = BUTTON_TEXT[now];
+      node.disabled = now === "pending" || now === "applied";
+      node.classList.toggle("md-button--primary", now === "");
+      node.title = now === "applied" ? "A later step's change is applied on top of this one: undo it first (My replica)" : "";
+    }
+    applyButtons.push(refresh);
+    lifetime.add(function () { applyButtons.splice(applyButtons.indexOf(refresh), 1); });
+    lifetime.listen(node, "click", function () {
+      var now = changeState(step);
+      if (now === "top") { change({ action: "undo" }); return; }
+      if (now !== "") return; // sent already, or in force under a later change: never applied twice
       var delta;
       try { delta = JSON.parse(node.dataset.replicaDelta); } catch (error) { return; }
       if (!ui) mountPanel();
       change({ action: "apply", step: step, delta: delta, label: node.dataset.replicaLabel || "" });
     });
+    refresh();
   });
 
   if (window.document$ && typeof window.document$.subscribe === "function") {

@@ -313,15 +313,17 @@
     }
     return loaded[path];
   }
-  function loadStyle(path) {
-    if (!loaded[path]) {
-      var link = document.createElement("link");
-      link.rel = "stylesheet";
-      link.href = new URL(path, ASSETS).href;
-      document.head.appendChild(link);
-      loaded[path] = Promise.resolve();
-    }
-    return loaded[path];
+  // A page with formulas names KaTeX's stylesheet in its head (overrides/main.html), where Material's instant
+  // navigation keeps it; this adds it only to a page whose build did not (its link is looked for in the document,
+  // not remembered: a stylesheet appended here is gone after the next navigation).
+  function ensureStyle(path) {
+    var href = new URL(path, ASSETS).href;
+    var links = document.querySelectorAll('link[rel="stylesheet"]');
+    for (var i = 0; i < links.length; i++) if (links[i].href === href) return;
+    var link = document.createElement("link");
+    link.rel = "stylesheet";
+    link.href = href;
+    document.head.appendChild(link);
   }
 
   // Each formula is rendered once, marked as it is (a page's formulas are looked for on each page pass).
@@ -332,7 +334,7 @@
       return true;
     });
     if (!nodes.length) return;
-    loadStyle("vendor/katex/katex.min.css");
+    ensureStyle("vendor/katex/katex.min.css");
     loadScript("vendor/katex/katex.min.js").then(function () {
       nodes.forEach(function (node) {
         var text = node.textContent.replace(/\u00a0/g, " ").trim();
@@ -373,9 +375,10 @@
     return themeColours;
   }
 
-  function chartTheme(layout) {
+  function chartTheme(layout, bandPx) {
     var colours = currentColours(), fg = colours.fg, grid = colours.grid;
     var themed = JSON.parse(JSON.stringify(layout || {}));
+    if (bandPx) withModeBarBand(themed, bandPx);
     themed.paper_bgcolor = "rgba(0,0,0,0)";
     themed.plot_bgcolor = "rgba(0,0,0,0)";
     themed.font = Object.assign({ family: "inherit", size: 13 }, themed.font || {}, { color: fg });
@@ -396,7 +399,82 @@
     return themed;
   }
 
+  // Plotly's mode bar sits at a chart's top right, on top of the plot; a centred title reaches it once the chart is
+  // narrow (a phone, an admonition) or the title long. Such a chart gets a band of its own for the mode bar above
+  // the title: the top margin and the height grow by the band, the title is centred in the margin below it, and the
+  // plot area, its annotations and its legend keep their sizes. Whether a chart needs one is foreseen before its
+  // first draw (the title measured in the chart's font, the bar as wide as the last one drawn) and checked on
+  // the drawn chart, where a miss is corrected by one relayout.
+  var PLOTLY_MARGIN_TOP_PX = 100, PLOTLY_HEIGHT_PX = 450; // Plotly's defaults, for a layout that sets neither
+  var modeBar = { widthPx: 200, heightPx: 28 }; // the bar's size as last measured (7 buttons: 192 x 26 px)
+  var measureCanvas = null;
+
+  function withModeBarBand(layout, bandPx) {
+    var margin = layout.margin = Object.assign({}, layout.margin || {});
+    var top = margin.t === undefined ? PLOTLY_MARGIN_TOP_PX : margin.t;
+    var height = (layout.height || PLOTLY_HEIGHT_PX) + bandPx;
+    margin.t = top + bandPx;
+    layout.height = height;
+    if (layout.title) {
+      var title = typeof layout.title === "object" ? Object.assign({}, layout.title) : { text: String(layout.title) };
+      layout.title = Object.assign(title, { yref: "container", y: 1 - (bandPx + top / 2) / height, yanchor: "middle" });
+    }
+  }
+
+  function titleText(layout) {
+    var title = layout && layout.title;
+    return (title && typeof title === "object" ? title.text : title) || "";
+  }
+
+  function foreseenBand(holder, layout) {
+    var text = titleText(layout).replace(/<[^>]*>/g, "");
+    var width = holder.clientWidth;
+    if (!text || !width) return 0;
+    var titleFont = (layout.title && layout.title.font) || {};
+    var size = titleFont.size || 1.4 * ((layout.font && layout.font.size) || 13);
+    var top = layout.margin && layout.margin.t !== undefined ? layout.margin.t : PLOTLY_MARGIN_TOP_PX;
+    if (top / 2 - 0.6 * size >= modeBar.heightPx) return 0; // the title sits below the bar already
+    measureCanvas = measureCanvas || document.createElement("canvas");
+    var context = measureCanvas.getContext("2d");
+    context.font = size + "px " + getComputedStyle(holder).fontFamily;
+    var titleRight = width / 2 + context.measureText(text).width / 2;
+    return titleRight > width - modeBar.widthPx - 4 ? modeBar.heightPx + 2 : 0;
+  }
+
+  function overlaps(a, b) {
+    return Math.min(a.right, b.right) > Math.max(a.left, b.left) && Math.min(a.bottom, b.bottom) > Math.max(a.top, b.top);
+  }
+
+  // On a drawn chart in view: the band it needs (0 when its bar and title are clear); the bar's size noted.
+  function measuredBand(holder) {
+    var bar = holder.querySelector(".modebar"), title = holder.querySelector(".gtitle");
+    if (!bar || !title || (holder.checkVisibility && !holder.checkVisibility())) return 0;
+    var barBox = bar.getBoundingClientRect(), titleBox = title.getBoundingClientRect();
+    if (!barBox.width) return 0;
+    modeBar.widthPx = Math.ceil(barBox.width);
+    modeBar.heightPx = Math.ceil(barBox.bottom - holder.getBoundingClientRect().top);
+    return overlaps(barBox, titleBox) ? modeBar.heightPx + 2 : 0;
+  }
+
+  // After a draw, a resize, or a fold opening: give the chart the band it turns out to need (a band only grows).
+  function clearModeBar(holder) {
+    if (!window.Plotly || !holder.isConnected || !holder.__figure) return;
+    var band = measuredBand(holder);
+    if (band <= (holder.__modeBarBand || 0)) return;
+    holder.__modeBarBand = band;
+    var banded = chartTheme(holder.__figure.layout, band);
+    window.Plotly.relayout(holder, { "margin.t": banded.margin.t, height: banded.height, title: banded.title });
+  }
+
   var plotConfig = { displaylogo: false, responsive: true, modeBarButtonsToRemove: ["select2d", "lasso2d"] };
+  // A chart under 400 px wide (every chart on a phone, a dashboard's small multiples) has no room to zoom or pan in,
+  // and the bar (about 200 px) would cover its title or its plot: it goes without.
+  var SMALL_CHART_PX = 400;
+  var smallChartConfig = Object.assign({}, plotConfig, { displayModeBar: false });
+  function chartConfig(holder) {
+    if (holder.__small === undefined && holder.clientWidth) holder.__small = holder.clientWidth < SMALL_CHART_PX;
+    return holder.__small ? smallChartConfig : plotConfig;
+  }
 
   // The chart's numbers as a table (its text alternative), rows of (series, x, y) as
   // hooks/widget_html.py renders them at build. The table sits in a closed <details>: it is
@@ -486,9 +564,11 @@
     var first = !holder.dataset.drawn;
     var plot = first ? window.Plotly.newPlot : window.Plotly.react;
     holder.dataset.drawn = "1";
+    var config = chartConfig(holder);
+    if (first && holder.__modeBarBand === undefined) holder.__modeBarBand = config === plotConfig ? foreseenBand(holder, figure.layout) : 0;
     var result;
     try {
-      result = plot(holder, figure.data, chartTheme(figure.layout), plotConfig);
+      result = plot(holder, figure.data, chartTheme(figure.layout, holder.__modeBarBand), config);
     } catch (error) {
       result = Promise.reject(error);
     }
@@ -497,7 +577,10 @@
       // Drawn before the column had its final width (fonts, sidebars): fit it once laid out.
       if (first && !holder.dataset.fitted) {
         holder.dataset.fitted = "1";
-        requestAnimationFrame(function () { if (holder.isConnected && holder.data) window.Plotly.Plots.resize(holder); });
+        requestAnimationFrame(function () {
+          if (!holder.isConnected || !holder.data) return;
+          Promise.resolve(window.Plotly.Plots.resize(holder)).then(function () { clearModeBar(holder); });
+        });
       }
     }, function () { delete holder.dataset.pending; });
   }
@@ -535,6 +618,8 @@
         if (details.open && table.__figure) { fillChartTable(table, table.__figure); table.__figure = null; }
       });
     }
+    var fold = holder.closest("details");
+    if (fold) lifetime.listen(fold, "toggle", function () { if (fold.open && holder.dataset.drawn) clearModeBar(holder); });
     lifetime.add(function () {
       for (var i = drawQueue.length - 1; i >= 0; i--) {
         if (drawQueue[i].holder === holder) drawQueue.splice(i, 1)[0].resolve();
@@ -542,6 +627,7 @@
       if (visibility && holder.__observed) visibility.unobserve(holder);
       if (window.Plotly && holder.dataset.drawn) window.Plotly.purge(holder);
       holder.__figure = null;
+      holder.__modeBarBand = holder.__small = undefined;
       if (table) table.__figure = null;
     });
     if (holder.dataset.figure && !holder.dataset.drawn && !holder.dataset.pending) {
@@ -555,6 +641,43 @@
       if (holder.__figure) drawChart(holder, holder.__figure, { keepTable: true });
     });
   }).observe(document.body, { attributes: true, attributeFilter: ["data-md-color-scheme"] });
+
+  // ---- selects --------------------------------------------------------------------------------
+
+  // A closed select shows its chosen option on one line, cut where the control ends. One whose widest option does
+  // not fit takes its form's whole row (calc-control--wide); where even that is too narrow (a phone), its text is
+  // set smaller, to no less than 12 px, so that any option reads whole once chosen. Fitted once laid out, again
+  // when the window resizes or its fold opens.
+  var SELECT_ARROW_PX = 24, SELECT_MIN_FONT_PX = 12;
+  function fitSelect(select) {
+    if (!select.isConnected || (select.checkVisibility && !select.checkVisibility())) return;
+    select.style.fontSize = "";
+    var style = getComputedStyle(select);
+    measureCanvas = measureCanvas || document.createElement("canvas");
+    var context = measureCanvas.getContext("2d");
+    context.font = style.fontWeight + " " + style.fontSize + " " + style.fontFamily;
+    var widest = 0;
+    for (var i = 0; i < select.options.length; i++) widest = Math.max(widest, context.measureText(select.options[i].text).width);
+    function room() {
+      return select.clientWidth - parseFloat(style.paddingLeft) - parseFloat(style.paddingRight) - SELECT_ARROW_PX;
+    }
+    if (widest <= room()) return;
+    var control = select.closest(".calc-control");
+    if (control) control.classList.add("calc-control--wide");
+    var available = room();
+    if (widest > available) {
+      select.style.fontSize = Math.max(SELECT_MIN_FONT_PX, Math.floor(parseFloat(style.fontSize) * available / widest)) + "px";
+    }
+  }
+  function mountSelectFit(select, lifetime) {
+    var timer = null;
+    var fit = function () { fitSelect(select); };
+    requestAnimationFrame(fit);
+    lifetime.listen(window, "resize", function () { clearTimeout(timer); timer = setTimeout(fit, 150); });
+    lifetime.add(function () { clearTimeout(timer); });
+    var fold = select.closest("details");
+    if (fold) lifetime.listen(fold, "toggle", function () { if (fold.open) fit(); });
+  }
 
   // ---- widgets --------------------------------------------------------------------------------
 
@@ -859,6 +982,7 @@
   runtime.component("status-badge", ".md-header__inner", mountStatusBadge);
   runtime.component("toc-follow", ".md-nav--secondary > .md-nav__list", mountTocFollow);
   runtime.component("chart", "[data-chart]", mountChart);
+  runtime.component("select-fit", "article .calc-control select", mountSelectFit);
   runtime.component("widget", '[data-widget][data-kind="widget"]', mountWidget);
   runtime.component("drill", '[data-widget][data-kind="drill"]', mountDrill);
 
