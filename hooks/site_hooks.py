@@ -125,16 +125,12 @@ def _page_independent_inputs(files, config) -> str:
     return digest.hexdigest()
 
 
-def _redo(files, pages) -> None:
+def _redo(pages) -> None:
     """Have MkDocs' dirty build redo ``pages`` though their sources did not change (their facts, widgets or
-    notebook did, or what every page is made from): it redoes a page whose ``File.is_modified()`` (on_files may
-    replace the files it builds)."""
-    import copy
-
+    notebook did, or what every page is made from): it redoes the pages whose ``File.is_modified()``, and the
+    files are this build's own (on_files may change them; test_build_cache.py holds MkDocs to that rule)."""
     for file in pages:
-        redone = copy.copy(file)
-        redone.__class__ = type(f"Redone{type(file).__name__}", (type(file),), {"is_modified": lambda self: True})
-        files.append(redone)  # in place of the file of the same path
+        file.is_modified = lambda: True
 
 
 def on_config(config, **kwargs):
@@ -183,9 +179,9 @@ def on_files(files, config, **kwargs):
     if _process["dirty"]:
         _build.inputs = _page_independent_inputs(files, config)
         if previous.get("page_independent_inputs") != _build.inputs:  # hooks, theme, nav or snippets: every page
-            _redo(files, files.documentation_pages())
+            _redo(files.documentation_pages())
         else:  # a calc edit: the pages whose facts, widgets or notebooks it changed
-            _redo(files, {file for marker in counts["missing"] for file in users[marker]})
+            _redo({file for marker in counts["missing"] for file in users[marker]})
     return files
 
 
