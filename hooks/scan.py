@@ -11,6 +11,7 @@ the edited page only).
 from __future__ import annotations
 
 import hashlib
+import itertools
 import json
 import logging
 import re
@@ -30,9 +31,15 @@ BLOCK_START = re.compile(rf"^\s*/{{3,}}\s*({'|'.join(map(re.escape, BLOCK_KINDS)
 
 class CalcBlocksExtension(BlocksExtension):
     """Every kind's block (named after its kind) and the replica's change. In the build each block asks
-    ``values(kind, request)`` and numbers widgets with ``next_uid()``; with ``collect`` it records its request."""
+    ``values(kind, request)`` and numbers widgets with ``next_uid()``; with ``collect`` it records its request.
+    Given neither (a test's Markdown), each block is computed on the spot, widgets numbered from ``w1``."""
 
     def __init__(self, *args, values=None, next_uid=None, collect: list | None = None, **kwargs):
+        if values is None and collect is None:
+            values = lambda kind, request: entries.compute(kind, request, {})  # noqa: E731
+        if next_uid is None:
+            numbers = itertools.count(1)
+            next_uid = lambda: f"w{next(numbers)}"  # noqa: E731
         self.block_config = {"values": values, "next_uid": next_uid, "collect": collect}
         super().__init__(*args, **kwargs)
 
