@@ -128,7 +128,8 @@ def _page_independent_inputs(files, config) -> str:
 def _redo(pages) -> None:
     """Have MkDocs' dirty build redo ``pages`` though their sources did not change (their facts, widgets or
     notebook did, or what every page is made from): it redoes the pages whose ``File.is_modified()``, and the
-    files are this build's own (on_files may change them; test_build_cache.py holds MkDocs to that rule)."""
+    files are this build's own (on_files may change them; tests/test_upstream_reliances.py holds MkDocs to that
+    rule)."""
     for file in pages:
         file.is_modified = lambda: True
 
