@@ -25,7 +25,7 @@ TEST_CHROMIUM := $(or $(CHROMIUM_PATH),$(HEADLESS_SHELL))
 help:
 	@echo "make serve   build the site and serve it at $(SITE_URL) (rebuilds on every edit)"
 	@echo "make test    run every test: calc, doctests, the site, Pyodide parity, headless Chromium"
-	@echo "             (a browser test whose inputs are unchanged since it passed is a cached pass: tests/browser_cache.py)"
+	@echo "             (a browser test whose code and site sources are unchanged since it passed is a cached pass: tests/browser_cache.py)"
 	@echo "make test-fresh  the same, rerunning every browser test"
 	@echo "make build   build the site into site/"
 	@echo "make bench   benchmarks: the simulator, the site in Chromium, the edit loop (prints figures, writes bench-results/)"

@@ -1,54 +1,36 @@
-"""The build cache: widget renders, figures, ``facts()`` and notebook executions kept on disk between builds.
+"""The build cache: block renders, figures, ``facts()``, notebook executions and page scans kept between builds.
 
-Every entry lives in ``build/calc-cache/<kind>/<key>.json``. Its *key* hashes what the
-entry was asked for (the block's widget name and options, the facts' module, the
-notebook's text and the plugin options), the Python version and the code that makes it
-(this file and the hook that renders it). Its *dependencies* are the ``calc`` files it
-reads, each with its SHA-256, recorded when it was computed: an entry is reused only
-while every one of them is unchanged. So a prose edit reruns nothing, an edit to
-``calc/widgets/the_fix.py`` reruns the entries of the pages that import it and nothing
-else, and an edit to ``calc/units.py`` (imported nearly everywhere) reruns nearly all.
+An entry lives in ``build/calc-cache/<kind>/<key>.json`` (its value in ``<key>.value.json``). Its key is the
+whole story, computed before the entry is looked up, never from what computing it touched:
 
-The dependencies of an entry are the import closure of the modules it starts from (read
-with :mod:`ast`, function-level imports included), grown by every ``calc`` module the
-computation imported and every file under ``calc/`` it opened, plus the data folders a
-module names in a string (``calc/data``, ``calc/sim/presets``).
+* the request (the block's function and options, the facts' page module, the notebook's path and text digest);
+* the digest of the hook code that makes it (this file and the files its kind names, :mod:`kinds`);
+* the digest of its page module's file (``calc/widgets/<module>.py``, or ``none`` for an entry of no page);
+* one digest of the rest of ``calc`` (every other file under ``calc/``: the science, the data, the shared
+  widget modules).
 
-``make serve``, ``make build`` and the tests' builds share the cache. ``CALC_BUILD_CACHE=0``
-turns it off (every entry computed, nothing written); ``CALC_BUILD_CACHE_DIR`` moves it;
-``CALC_BUILD_JOBS`` sets how many processes compute missing entries before MkDocs needs
-them (default: the number of CPUs, at most 4).
+So a prose edit recomputes nothing, an edit to a page module recomputes that page's entries (page modules
+do not import one another: ``tests/widgets/test_page_imports.py``), and any other edit to ``calc``
+recomputes every entry. A page module is the module of a page of ``docs/`` (:func:`facts.page_modules`).
+
+``make serve``, ``make build`` and the tests' builds share the cache. ``CALC_BUILD_CACHE=0`` turns it off
+(every entry computed, nothing written); ``CALC_BUILD_CACHE_DIR`` moves it.
 """
 
 from __future__ import annotations
 
-import ast
 import hashlib
 import json
 import os
-import re
 import sys
-import time
+
+import facts
 
 HOOKS_DIR = os.path.dirname(os.path.abspath(__file__))
 PROJECT_DIR = os.path.dirname(HOOKS_DIR)
-CALC_DIR = os.path.join(PROJECT_DIR, "calc")
-FORMAT_VERSION = 2  # bump when the layout of an entry changes
-ABSENT = "absent"  # the recorded hash of a file that did not exist (a page with no module of its own)
-
-# The code that makes each kind of entry, beside this file: a change to it changes the entry's key.
-HOOK_SOURCES = {
-    "widget": ("entries.py", "blocks.py", "widget_html.py"),
-    "drill": ("entries.py", "blocks.py", "widget_html.py"),
-    "simulation": ("entries.py", "blocks.py", "widget_html.py"),
-    "figure": ("entries.py", "figures.py"),
-    "facts": ("entries.py", "facts.py"),
-    "notebook": ("entries.py",),
-    "scan": ("prefetch.py", "blocks.py", "figures.py"),  # the blocks a page's text holds (parsed as the build does)
-    "search": ("entries.py",),  # a page's entries in the search index (Material's parser, its version keyed)
-}
-# Entries whose value is a rendered block (an ElementTree element carried as XML text).
-BLOCK_KINDS = ("widget", "drill", "simulation")
+FORMAT_VERSION = 3  # bump when the layout of an entry or the recipe of its key changes
+ABSENT = "absent"  # the digest of a file that does not exist (a page with no module of its own)
+NO_PAGE = "none"  # the page-module digest of an entry that belongs to no page module
 
 
 def enabled() -> bool:
@@ -59,33 +41,17 @@ def cache_dir() -> str:
     return os.environ.get("CALC_BUILD_CACHE_DIR") or os.path.join(PROJECT_DIR, "build", "calc-cache")
 
 
-# --------------------------------------------------------------------------- hashing
-
-_file_hashes: dict[str, tuple[tuple[int, int], str]] = {}
-
-
 def file_sha256(path: str) -> str:
-    """The SHA-256 of a file, or ``ABSENT``; remembered while its size and mtime stay the same.
+    """The SHA-256 of a file, or ``ABSENT``.
 
     >>> file_sha256("/nonexistent/calc.py")
     'absent'
     """
     try:
-        stat = os.stat(path)
+        with open(path, "rb") as handle:
+            return hashlib.sha256(handle.read()).hexdigest()
     except OSError:
         return ABSENT
-    stamp = (stat.st_size, stat.st_mtime_ns)
-    known = _file_hashes.get(path)
-    if known and known[0] == stamp:
-        return known[1]
-    with open(path, "rb") as handle:
-        digest = hashlib.sha256(handle.read()).hexdigest()
-    _file_hashes[path] = (stamp, digest)
-    return digest
-
-
-def relative(path: str) -> str:
-    return os.path.relpath(path, PROJECT_DIR).replace(os.sep, "/")
 
 
 def request_text(request) -> str:
@@ -97,160 +63,59 @@ def request_text(request) -> str:
     return json.dumps(request, sort_keys=True, default=repr)
 
 
-def entry_key(kind: str, request) -> str:
-    """The key of an entry: its kind and request, the Python version and the hook code that makes it.
+class Digests:
+    """What every key of one build is made of besides its request, read once: each page module's file apart and
+    the rest of ``calc`` as one digest, and the hook code by file.
 
-    >>> entry_key("facts", "kv_cache_arithmetic") == entry_key("facts", "kv_cache_arithmetic")
-    True
-    >>> entry_key("facts", "kv_cache_arithmetic") == entry_key("facts", "paged_attention")
+    >>> digests = Digests({"kv_cache_arithmetic", "glossary"})
+    >>> digests.page("glossary"), digests.page("framework")  # a page without a module; not a page's module
+    ('absent', 'none')
+    >>> digests.key("facts", "kv_cache_arithmetic", ("facts.py",), "kv_cache_arithmetic") == \\
+    ...     digests.key("facts", "accuracy", ("facts.py",), "accuracy")
     False
     """
-    code = {name: file_sha256(os.path.join(HOOKS_DIR, name)) for name in ("build_cache.py", *HOOK_SOURCES[kind])}
-    text = json.dumps({"format": FORMAT_VERSION, "kind": kind, "request": request_text(request),
-                       "python": sys.version, "hooks": code}, sort_keys=True)
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+    def __init__(self, page_modules, project_dir: str = PROJECT_DIR):
+        calc_dir = os.path.join(project_dir, "calc")
+        self.hooks_dir = os.path.join(project_dir, "hooks")
+        page_files = {os.path.join(calc_dir, "widgets", f"{name}.py"): name for name in page_modules}
+        self.pages = {name: ABSENT for name in page_files.values()}
+        rest = hashlib.sha256()
+        for folder, dirs, names in os.walk(calc_dir):
+            dirs[:] = sorted(d for d in dirs if d != "__pycache__")
+            for name in sorted(n for n in names if not n.endswith(".pyc")):
+                path = os.path.join(folder, name)
+                if path in page_files:
+                    self.pages[page_files[path]] = file_sha256(path)
+                else:
+                    relative = os.path.relpath(path, calc_dir).replace(os.sep, "/")
+                    rest.update(f"{relative}\0{file_sha256(path)}\n".encode())
+        self.calc = rest.hexdigest()
+        self._code: dict[str, str] = {}
+
+    def page(self, module: str | None) -> str:
+        """The digest of page module ``module``'s file; ``none`` when it is no page's module (its code, if any,
+        is in the rest of calc)."""
+        return self.pages.get(module, NO_PAGE) if module else NO_PAGE
+
+    def code(self, sources) -> dict[str, str]:
+        for name in ("build_cache.py", *sources):
+            if name not in self._code:
+                self._code[name] = file_sha256(os.path.join(self.hooks_dir, name))
+        return {name: self._code[name] for name in ("build_cache.py", *sources)}
+
+    def key(self, kind: str, request, sources, module: str | None) -> str:
+        """The key of an entry: its kind and request, Python's version, its hook code, its page module's file and
+        the rest of calc."""
+        text = json.dumps({"format": FORMAT_VERSION, "kind": kind, "request": request_text(request),
+                           "python": sys.version, "hooks": self.code(sources), "page_module": self.page(module),
+                           "calc": self.calc}, sort_keys=True)
+        return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
-# --------------------------------------------------------------------------- what an entry depends on
-
-def module_path(name: str, calc_dir: str = CALC_DIR) -> str | None:
-    """The source file of module ``calc.…`` (a package's ``__init__.py``), or None if there is none.
-
-    >>> relative(module_path("calc.widgets.framework"))
-    'calc/widgets/framework.py'
-    >>> relative(module_path("calc.widgets")), module_path("calc.no_such_module")
-    ('calc/widgets/__init__.py', None)
-    """
-    parts = name.split(".")
-    if parts[0] != "calc":
-        return None
-    base = os.path.join(os.path.dirname(calc_dir), *parts)
-    for candidate in (base + ".py", os.path.join(base, "__init__.py")):
-        if os.path.isfile(candidate):
-            return candidate
-    return None
-
-
-def _module_name(path: str, calc_dir: str = CALC_DIR) -> str:
-    rel = os.path.relpath(path, os.path.dirname(calc_dir)).replace(os.sep, "/").removesuffix(".py")
-    return rel.removesuffix("/__init__").replace("/", ".")
-
-
-_parsed: dict[str, tuple[str, set[str], set[str]]] = {}
-_PLAIN_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,80}")  # one path component: never "/", "..", "~"
-
-
-def _imports_and_data(path: str, calc_dir: str = CALC_DIR) -> tuple[set[str], set[str]]:
-    """The calc modules a source file imports anywhere in it, and the data files under calc/ it names."""
-    digest = file_sha256(path)
-    known = _parsed.get(path)
-    if known and known[0] == digest:
-        return known[1], known[2]
-    with open(path, encoding="utf-8") as handle:
-        tree = ast.parse(handle.read(), path)
-    name = _module_name(path, calc_dir)
-    package = name if path.endswith("__init__.py") else name.rpartition(".")[0]
-    modules: set[str] = set()
-    data: set[str] = set()
-    here = os.path.dirname(path)
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Import):
-            modules.update(alias.name for alias in node.names)
-        elif isinstance(node, ast.ImportFrom):
-            if node.level:  # relative: from . import x, from ..units import y
-                base_parts = package.split(".")[: len(package.split(".")) - node.level + 1]
-                base = ".".join(base_parts + ([node.module] if node.module else []))
-            else:
-                base = node.module or ""
-            modules.add(base)
-            modules.update(f"{base}.{alias.name}" for alias in node.names)  # kept if it is a module
-        elif isinstance(node, ast.Constant) and isinstance(node.value, str) and _PLAIN_NAME.fullmatch(node.value):
-            # A data file or folder beside the module, named in a string (os.path.join(here, "data", ...)).
-            candidate = os.path.join(here, node.value)
-            if os.path.isdir(candidate) and not os.path.isfile(os.path.join(candidate, "__init__.py")):
-                for folder, dirs, files in os.walk(candidate):
-                    dirs[:] = [d for d in dirs if d != "__pycache__"]
-                    data.update(os.path.join(folder, f) for f in files if not f.endswith((".pyc", ".py")))
-            elif os.path.isfile(candidate) and not candidate.endswith(".py"):
-                data.add(candidate)
-    modules = {m for m in modules if m == "calc" or m.startswith("calc.")}
-    _parsed[path] = (digest, modules, data)
-    return modules, data
-
-
-def import_closure(roots, calc_dir: str = CALC_DIR) -> set[str]:
-    """Every calc source and data file that modules ``roots`` import, transitively (with their packages).
-
-    >>> files = import_closure(["calc.widgets.framework"])
-    >>> sorted(relative(f) for f in files)
-    ['calc/__init__.py', 'calc/errors.py', 'calc/units.py', 'calc/widgets/__init__.py', 'calc/widgets/framework.py']
-    """
-    seen_modules: set[str] = set()
-    files: set[str] = set()
-    todo = list(roots)
-    while todo:
-        name = todo.pop()
-        if name in seen_modules:
-            continue
-        seen_modules.add(name)
-        parts = name.split(".")
-        todo.extend(".".join(parts[:i]) for i in range(1, len(parts)))  # importing a.b.c runs a and a.b
-        path = module_path(name, calc_dir)
-        if path is None:
-            continue
-        files.add(path)
-        modules, data = _imports_and_data(path, calc_dir)
-        files.update(data)
-        todo.extend(modules - seen_modules)
-    return files
-
-
-def fingerprint(paths) -> dict[str, str]:
-    """Each file's project-relative path and its SHA-256 (``absent`` if it does not exist)."""
-    return {relative(p): file_sha256(p) for p in sorted(set(paths))}
-
-
-def still_valid(deps: dict[str, str]) -> bool:
-    return all(file_sha256(os.path.join(PROJECT_DIR, *rel.split("/"))) == digest for rel, digest in deps.items())
-
-
-# --------------------------------------------------------------------------- recording while computing
-
-_recording: list[set[str]] = []
-
-
-def _audit(event: str, args) -> None:
-    # Looked up anew: `mkdocs serve` re-imports this module at every rebuild, and an audit hook is forever.
-    if event == "open":
-        recording = getattr(sys.modules.get("build_cache"), "_recording", None)
-        if recording and isinstance(args[0], str):
-            recording[-1].add(os.path.abspath(args[0]))
-
-
-def _install_audit_hook() -> None:
-    if not getattr(sys, "_calc_build_cache_audit", False):  # once per process, whatever the re-imports
-        sys.addaudithook(_audit)
-        sys._calc_build_cache_audit = True
-
-
-def tracked(compute, roots):
-    """Run ``compute()``; return (its value, the calc files it depends on).
-
-    The files are the import closure of ``roots`` and of every calc module the call
-    imported, and every file under calc/ it opened.
-    """
-    _install_audit_hook()
-    before = {n for n in sys.modules if n == "calc" or n.startswith("calc.")}
-    _recording.append(set())
-    try:
-        value = compute()
-    finally:
-        opened = _recording.pop()
-    imported = {n for n in sys.modules if (n == "calc" or n.startswith("calc.")) and n not in before}
-    files = import_closure(set(roots) | imported)
-    calc_prefix = CALC_DIR + os.sep
-    files.update(p for p in opened if p.startswith(calc_prefix) and os.path.isfile(p) and "__pycache__" not in p)
-    return value, files
+def project_digests(project_dir: str = PROJECT_DIR) -> Digests:
+    """The digests of the project as it is now (its pages' modules read from ``docs/``)."""
+    return Digests(facts.page_modules(os.path.join(project_dir, "docs")), project_dir)
 
 
 # --------------------------------------------------------------------------- the entries on disk
@@ -259,7 +124,7 @@ def _entry_path(kind: str, key: str, part: str = "") -> str:
     return os.path.join(cache_dir(), kind, f"{key}{part}.json")
 
 
-def _read_json(path: str):
+def read_json(path: str):
     try:
         with open(path, encoding="utf-8") as handle:
             return json.load(handle)
@@ -267,52 +132,76 @@ def _read_json(path: str):
         return None
 
 
-def _write_json(path: str, data, sort_keys: bool = True) -> None:
+def write_json(path: str, data, sort_keys: bool = True) -> None:
     partial = f"{path}.{os.getpid()}.part"
     with open(partial, "w", encoding="utf-8") as handle:
         json.dump(data, handle, sort_keys=sort_keys)
     os.replace(partial, path)  # atomic: a build beside this one never reads half a file
 
 
-def check(kind: str, request) -> str | None:
-    """The stamp of the valid entry for ``request`` (the hash of its recorded dependencies), or None when there
-    is none or a file it depends on changed. Reads the entry's small half only (its value is a file apart)."""
+def has(kind: str, key: str) -> bool:
+    """Whether the cache holds the entry (its small half: the value is a file apart, read when needed)."""
+    return enabled() and os.path.isfile(_entry_path(kind, key))
+
+
+def load(kind: str, key: str):
+    """The cached value of the entry with ``key``, or None."""
     if not enabled():
         return None
-    entry = _read_json(_entry_path(kind, entry_key(kind, request)))
-    if not entry or entry.get("request") != request_text(request) or not still_valid(entry.get("deps", {})):
-        return None
-    return entry.get("stamp")
+    value = read_json(_entry_path(kind, key, ".value"))
+    return None if value is None else value["value"]
 
 
-def load_value(kind: str, request, stamp: str):
-    """The value stored with ``stamp`` (see :func:`check`), or None if another build has replaced it since."""
-    value = _read_json(_entry_path(kind, entry_key(kind, request), ".value"))
-    if not value or value.get("stamp") != stamp:
-        return None
-    return value["value"]
+def _seconds_path(kind: str, request) -> str:
+    name = hashlib.sha256(request_text(request).encode("utf-8")).hexdigest()[:32]
+    return os.path.join(cache_dir(), "seconds", f"{kind}-{name}.json")
 
 
-def load(kind: str, request):
-    """The cached value for ``request``, or None when there is none or a file it depends on changed."""
-    stamp = check(kind, request)
-    return None if stamp is None else load_value(kind, request, stamp)
-
-
-def store(kind: str, request, value, files, seconds: float) -> None:
-    """Write an entry: its value, then its request and dependencies (so a valid entry always has its value)."""
+def store(kind: str, key: str, request, value, seconds: float) -> None:
+    """Write an entry: its value, then its request and the time it took (so a listed entry always has its value),
+    and the time apart, by request, for the next build's scheduling whatever the key is then."""
     if not enabled():
         return
-    key = entry_key(kind, request)
-    os.makedirs(os.path.dirname(_entry_path(kind, key)), exist_ok=True)
-    deps = fingerprint(files)
-    stamp = hashlib.sha256(json.dumps(deps, sort_keys=True).encode()).hexdigest()
+    for folder in (kind, "seconds"):
+        os.makedirs(os.path.join(cache_dir(), folder), exist_ok=True)
     # A value keeps its keys' order: the search index is written in the order its entries' keys were made.
-    _write_json(_entry_path(kind, key, ".value"), {"stamp": stamp, "value": value}, sort_keys=False)
-    _write_json(_entry_path(kind, key), {"kind": kind, "request": request_text(request), "deps": deps,
-                                         "stamp": stamp, "seconds": round(seconds, 3)})
+    write_json(_entry_path(kind, key, ".value"), {"value": value}, sort_keys=False)
+    write_json(_entry_path(kind, key), {"kind": kind, "request": request_text(request), "seconds": round(seconds, 3)})
+    write_json(_seconds_path(kind, request), {"seconds": round(seconds, 3)})
 
 
-def read_entry(kind: str, request) -> dict | None:
-    """The entry on disk as it is, valid or not: its request, deps and the seconds it took (tests, scheduling)."""
-    return _read_json(_entry_path(kind, entry_key(kind, request)))
+def seconds_of(kind: str, request) -> float | None:
+    """How long the last entry of this kind and request took to compute, whatever its key was."""
+    record = read_json(_seconds_path(kind, request)) if enabled() else None
+    return None if record is None else record["seconds"]
+
+
+# --------------------------------------------------------------------------- what a build into a site folder used
+
+def build_record_path(site_dir: str) -> str:
+    """Where a build into ``site_dir`` records how it used the cache (tests/site/test_build_cache.py reads it),
+    and what its pages were made from besides their own sources (a dirty rebuild under `make serve` compares)."""
+    name = hashlib.sha256(os.path.realpath(site_dir).encode("utf-8")).hexdigest()[:16]
+    return os.path.join(PROJECT_DIR, "build", "site-builds", f"{name}.json")
+
+
+def cache_is_empty() -> bool:
+    """Whether the cache holds no entry of any kind (a cold build: nothing reused, the page scans included)."""
+    for _, _, names in os.walk(cache_dir()):
+        if any(name.endswith(".json") for name in names):
+            return False
+    return True
+
+
+def update_build_record(folder: str, **fields) -> dict:
+    """Add ``fields`` to the record of the build into site folder ``folder``; return the record as it was (a
+    read-only checkout builds all the same)."""
+    path = build_record_path(folder)
+    previous = read_json(path) or {}
+    record = {**previous, **fields}
+    try:
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        write_json(path, record)
+    except OSError:
+        pass
+    return previous

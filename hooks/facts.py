@@ -3,16 +3,17 @@
 A page writes ``{{ kv_bytes_per_token_8b }}`` and the build replaces it with the
 text that the page's module (``calc.widgets.<page slug>``) returns from its
 ``facts()`` function; ``{{ other_page:name }}`` takes a fact of another page's
-module. An unknown name fails the build, so no page can show a stale figure.
+module. An unknown name fails the build, so no page can show a stale figure. The facts come from the build
+cache (:mod:`prefetch` computes them, :func:`compute_facts` is how).
 """
 
 from __future__ import annotations
 
 import importlib
+import os
 import re
 
 FACT = re.compile(r"\{\{\s*(?:([a-z0-9_]+):)?([a-z0-9_]+)\s*\}\}")
-_cache: dict[str, dict[str, str]] = {}
 
 
 def page_module(src_path: str, meta: dict) -> str:
@@ -25,6 +26,25 @@ def page_module(src_path: str, meta: dict) -> str:
         return meta["calc_module"]
     stem = src_path.replace("\\", "/").rsplit("/", 1)[-1].removesuffix(".md")
     return re.sub(r"^\d+-", "", stem).replace("-", "_")
+
+
+def page_modules(docs_dir: str) -> set[str]:
+    """The module of every Markdown page under ``docs_dir`` (whether the module exists yet or not).
+
+    >>> {"kv_cache_arithmetic", "glossary"} <= page_modules(os.path.join(os.path.dirname(__file__), "..", "docs"))
+    True
+    """
+    from mkdocs.utils.meta import get_data
+
+    modules = set()
+    for folder, dirs, names in os.walk(docs_dir):
+        dirs.sort()
+        for name in sorted(n for n in names if n.endswith(".md")):
+            path = os.path.join(folder, name)
+            with open(path, encoding="utf-8-sig") as handle:
+                _, meta = get_data(handle.read())
+            modules.add(page_module(os.path.relpath(path, docs_dir), meta))
+    return modules
 
 
 def compute_facts(module_name: str) -> dict[str, str]:
@@ -40,17 +60,9 @@ def compute_facts(module_name: str) -> dict[str, str]:
     return {k: str(v) for k, v in module.facts().items()} if hasattr(module, "facts") else {}
 
 
-def facts_of(module_name: str) -> dict[str, str]:
-    """The facts of a page module, through the build cache (:mod:`prefetch` may have computed them already)."""
-    if module_name not in _cache:
-        import prefetch
-
-        _cache[module_name] = prefetch.facts(module_name)
-    return _cache[module_name]
-
-
-def fill(markdown: str, module_name: str, where: str) -> str:
-    """Replace every ``{{ name }}`` with its fact; raise naming the page and the fact when one is unknown."""
+def fill(markdown: str, module_name: str, where: str, facts_of) -> str:
+    """Replace every ``{{ name }}`` with its fact (``facts_of(module)`` gives a module's facts); raise naming the
+    page and the fact when one is unknown."""
 
     def replace(match: re.Match) -> str:
         source = match.group(1) or module_name

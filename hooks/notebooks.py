@@ -15,13 +15,11 @@ megabyte of inline CSS per page. This hook:
 * ``on_post_build``: writes that stylesheet and, next to each notebook's page,
   the notebook as ``.ipynb`` (jupytext conversion of the ``.py`` source, no
   outputs: run it yourself after ``pip install -e .``);
-* ``on_pre_page``: a notebook's execution goes through the build cache
-  (:mod:`build_cache`, shared by ``make serve``, ``make build`` and the tests): it
-  is executed again only when its text, the ``calc`` modules it imports (read with
-  ``ast``), the converter's options or the versions of mkdocs-jupyter, nbconvert
-  and the kernel changed. :mod:`prefetch` executes the missing ones in parallel
-  before MkDocs reaches their pages. (mkdocs-jupyter's own cache stays off: its
-  key is the notebook's text only, blind to a change in ``calc``.)
+* a notebook's execution goes through the build cache (``on_pre_page`` in
+  :mod:`site_hooks`; :mod:`build_cache`): it is executed again only when its text,
+  ``calc``, the converter's options or the versions of mkdocs-jupyter, nbconvert and
+  the kernel changed. (mkdocs-jupyter's own cache stays off: its key is the
+  notebook's text and options, blind to a change in ``calc``.)
 
 Listed before ``site_hooks.py`` in ``mkdocs.yml``, so the files written here
 are in place when the site hooks add the CSP and the offline cache's list.
@@ -183,38 +181,9 @@ def css_name(css: str) -> str:
 _state: dict = {"css": {}, "notebooks": []}
 
 
-def _jupyter_plugin(config):
-    return config.plugins.get("mkdocs-jupyter")
-
-
 def on_pre_build(config, **kwargs):
     _state["css"] = {}
     _state["notebooks"] = []
-
-
-def on_pre_page(page, config, files, **kwargs):
-    # Runs after mkdocs-jupyter's on_pre_page (plugins before hooks): its render executes the notebook; this
-    # one takes the executed notebook from the build cache, or has it executed and stored.
-    plugin = _jupyter_plugin(config)
-    if plugin is None or not is_notebook(page.file.src_uri) or not plugin.should_include(page.file) \
-            or plugin.config["cache"]:
-        return page
-    from mkdocs.structure.pages import Page
-    from mkdocs.structure.toc import get_toc
-
-    import prefetch
-
-    ignore_h1_titles = plugin.config["ignore_h1_titles"]
-
-    def cached_render(self, config, files):
-        executed = prefetch.notebook(self.file.src_uri, self.file.abs_src_path, plugin.config)
-        self.content = executed["content"]
-        self.toc = get_toc(executed["toc_tokens"])
-        if executed.get("title") is not None and not ignore_h1_titles:
-            self.title = executed["title"]
-
-    page.render = cached_render.__get__(page, Page)
-    return page
 
 
 def on_page_content(html, page, config, files, **kwargs):

@@ -12,7 +12,7 @@ scenario delta (``data-replica-delta``, JSON) and its label; the replica panel
 (``docs/assets/runtime/calc-replica.js``) sends it to the worker, which redeploys
 the replica with it (:mod:`calc.replica`). The body is checked at build
 (:func:`calc.replica.parse_change`): a delta that does not make a valid scenario
-of the running example fails the build.
+of the running example fails the build. Registered with the calc blocks (:mod:`scan`).
 """
 
 from __future__ import annotations
@@ -20,7 +20,6 @@ from __future__ import annotations
 import json
 import xml.etree.ElementTree as etree
 
-from pymdownx.blocks import BlocksExtension
 from pymdownx.blocks.block import Block
 
 
@@ -60,7 +59,3 @@ class ReplicaChangeBlock(Block):
         change = parse_change(step, str(text))
         block.append(render_change(change["step"], change["label"], change["delta"]))
 
-
-class ReplicaBlocksExtension(BlocksExtension):
-    def extendMarkdownBlocks(self, md, block_mgr) -> None:
-        block_mgr.register(ReplicaChangeBlock, {})

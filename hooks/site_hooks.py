@@ -1,9 +1,11 @@
 """MkDocs hooks: the build half of the lesson's runtime.
 
-* ``on_config``: puts the project on ``sys.path`` and registers the widget, drill
-  and simulation blocks (:mod:`blocks`).
+* ``on_config``: puts the project on ``sys.path``, imports calc and the hook modules anew, starts this build's
+  :class:`Build` and registers the calc blocks (:mod:`scan`, :mod:`kinds`).
 * ``on_files``: scans the pages for the facts, blocks and notebooks they need and starts
-  computing, in worker processes, those the build cache lacks (:mod:`prefetch`, :mod:`build_cache`).
+  computing, in worker processes, those the build cache lacks (:mod:`scan`, :mod:`prefetch`, :mod:`build_cache`);
+  under ``make serve`` (dirty) has MkDocs redo the pages whose entries changed.
+* ``on_pre_page``: a notebook's execution through the build cache.
 * ``on_page_markdown``: fills ``{{ fact }}`` numbers in the prose from ``calc`` (:mod:`facts`).
 * ``on_page_content``: marks pages that hold a widget (``page.meta["calc_live"]``), so that
   ``overrides/main.html`` starts the Python worker from the page's head, before the body is parsed.
@@ -16,22 +18,44 @@
 
 from __future__ import annotations
 
-import importlib
+import itertools
 import logging
 import os
 import sys
+import time
 
 HOOKS_DIR = os.path.dirname(os.path.abspath(__file__))
 PROJECT_DIR = os.path.dirname(HOOKS_DIR)
 
-COMMAND_VARIABLE = "CALC_MKDOCS_COMMAND"  # survives `mkdocs serve` re-running this file, unlike a global
-DIRTY_VARIABLE = "CALC_MKDOCS_DIRTY"
-INPUTS_VARIABLE = "CALC_SERVE_INPUTS"  # what the last dirty rebuild was made from (see _page_independent_inputs)
 DIRTY_WARNING = "A 'dirty' build is being performed"
-HOOK_MODULES = ("blocks", "facts", "vendor", "widget_html", "security", "prefetch", "build_cache", "entries",
-                "landmarks")
-_modules: dict = {}
+HOOK_MODULES = ("blocks", "build_cache", "entries", "facts", "figures", "kinds", "landmarks", "prefetch", "replica",
+                "scan", "security", "vendor", "widget_html")
 log = logging.getLogger("mkdocs.hooks.site_hooks")
+# What on_startup says of this process: MkDocs calls it once per command and keeps this module for every rebuild
+# of `mkdocs serve` (a hook, like a plugin with on_startup, is loaded once). Nothing else here outlives a build.
+_process = {"command": "build", "dirty": False}
+_build: Build | None = None  # the build under way (on_config makes it)
+
+
+class Build:
+    """One build's own: the digests its cache keys are made of, its entries, its widget numbering."""
+
+    def __init__(self, config):
+        import build_cache
+        import facts
+        import prefetch
+
+        self.digests = build_cache.Digests(facts.page_modules(config.docs_dir), PROJECT_DIR)
+        self.prefetch = prefetch.Prefetch(self.digests)
+        self.uids = itertools.count(1)
+        self.inputs = None  # under `make serve`: what every page is made from (_page_independent_inputs)
+
+    def value(self, kind: str, request, job: dict | None = None):
+        return self.prefetch.value(kind, request, job)
+
+    def next_uid(self) -> str:
+        """The next widget's id: ``w1``, ``w2``, ... in the order MkDocs renders the pages."""
+        return f"w{next(self.uids)}"
 
 
 def _fresh_imports() -> None:
@@ -40,13 +64,9 @@ def _fresh_imports() -> None:
     for path in (PROJECT_DIR, HOOKS_DIR):  # MkDocs restores sys.path after loading this file, so add them here
         if path not in sys.path:
             sys.path.insert(0, path)
-    if "prefetch" in sys.modules:  # a rebuild: its worker processes belong to the last build
-        sys.modules["prefetch"].finish()
     for name in list(sys.modules):
         if name == "calc" or name.startswith("calc.") or name in HOOK_MODULES:
             del sys.modules[name]
-    for name in ("blocks", "facts", "vendor", "security", "prefetch", "build_cache", "entries", "landmarks"):
-        _modules[name] = importlib.import_module(name)
 
 
 def _reproducible_build_date() -> None:
@@ -67,9 +87,8 @@ def _reproducible_build_date() -> None:
 
 
 def on_startup(command, dirty=False, **kwargs):
-    os.environ[COMMAND_VARIABLE] = command
+    _process.update(command=command, dirty=dirty)
     _reproducible_build_date()
-    os.environ[DIRTY_VARIABLE] = "1" if dirty else ""
     if dirty:
         logging.getLogger("mkdocs.commands.build").addFilter(_DirtyNotice())
 
@@ -106,27 +125,30 @@ def _page_independent_inputs(files, config) -> str:
     return digest.hexdigest()
 
 
-def _mark_stale(pages) -> None:
-    # MkDocs' dirty build rebuilds a page whose output is older than its source.
+def _redo(pages) -> None:
+    """Have MkDocs' dirty build redo ``pages`` though their sources did not change (their facts, widgets or
+    notebook did, or what every page is made from): it redoes the pages whose ``File.is_modified()``, and the
+    files are this build's own (on_files may change them; tests/test_upstream_reliances.py holds MkDocs to that
+    rule)."""
     for file in pages:
-        if file is not None and os.path.isfile(file.abs_dest_path):
-            os.utime(file.abs_dest_path, (0, 0))
+        file.is_modified = lambda: True
 
 
 def on_config(config, **kwargs):
+    global _build
     _fresh_imports()
-    config.markdown_extensions.append(_modules["blocks"].CalcBlocksExtension())
-    sys.modules.pop("figures", None)  # explanatory pictures, /// figure | module.function (hooks/figures.py)
-    config.markdown_extensions.append(importlib.import_module("figures").FigureBlocksExtension())
+    import entries
+    import scan
+
+    _build = Build(config)
+    config.markdown_extensions.append(scan.CalcBlocksExtension(values=_build.value, next_uid=_build.next_uid))
     search = config.plugins.get("material/search")
     index = getattr(search, "search_index", None)  # made by the search plugin's on_config, which ran first
-    if index is not None and _modules["build_cache"].enabled():
+    if index is not None and sys.modules["build_cache"].enabled():
         import functools
 
         index.add_entry_from_context = functools.partial(
-            _modules["entries"].cached_search_entries, index, index.add_entry_from_context)
-    sys.modules.pop("replica", None)  # the steps' changes to the reader's replica, /// replica-change | N
-    config.markdown_extensions.append(importlib.import_module("replica").ReplicaBlocksExtension())
+            entries.cached_search_entries, index, index.add_entry_from_context, _build.digests)
     return config
 
 
@@ -141,22 +163,61 @@ def on_env(env, config, files, **kwargs):
 
 
 def on_files(files, config, **kwargs):
-    if os.environ.get(COMMAND_VARIABLE) != "serve":  # serve makes no new snapshot (on_post_build)
-        _modules["vendor"].start_pyodide_snapshot(PROJECT_DIR)
-    counts = _modules["prefetch"].start(files, config)
-    if os.environ.get(DIRTY_VARIABLE):
-        inputs = _page_independent_inputs(files, config)
-        if os.environ.get(INPUTS_VARIABLE) != inputs:  # hooks, theme, nav or snippets changed: every page
-            _mark_stale(files.documentation_pages())
-            os.environ[INPUTS_VARIABLE] = inputs
+    import build_cache
+    import scan
+    import vendor
+
+    if _process["command"] != "serve":  # serve makes no new snapshot (on_post_build)
+        vendor.start_pyodide_snapshot(PROJECT_DIR)
+    cache_was_empty = build_cache.cache_is_empty()
+    jobs, users = scan.scan(files, config, _build.digests)
+    counts = _build.prefetch.start(jobs)
+    previous = build_cache.update_build_record(
+        config.site_dir, site_dir=os.path.realpath(config.site_dir), site_url=config.site_url,
+        cache_dir=os.path.realpath(build_cache.cache_dir()), cache_enabled=build_cache.enabled(),
+        cache_was_empty=cache_was_empty, entries=counts["entries"], reused=counts["cached"],
+        computed=counts["computing"], at=time.time())
+    if _process["dirty"]:
+        _build.inputs = _page_independent_inputs(files, config)
+        if previous.get("page_independent_inputs") != _build.inputs:  # hooks, theme, nav or snippets: every page
+            _redo(files.documentation_pages())
         else:  # a calc edit: the pages whose facts, widgets or notebooks it changed
-            _mark_stale(counts["stale_pages"])
+            _redo({file for marker in counts["missing"] for file in users[marker]})
     return files
 
 
+def on_pre_page(page, config, files, **kwargs):
+    """A notebook's execution through the build cache. Runs after mkdocs-jupyter's on_pre_page (plugins before
+    hooks), whose ``page.render`` executes the notebook: this one takes the executed notebook from the cache, or
+    has it executed and stored (CONTRIBUTING.md, "Where the build reaches into other projects")."""
+    plugin = config.plugins.get("mkdocs-jupyter")
+    if plugin is None or not plugin.should_include(page.file) or plugin.config["cache"]:
+        return page
+    import entries
+    from mkdocs.structure.pages import Page
+    from mkdocs.structure.toc import get_toc
+
+    ignore_h1_titles = plugin.config["ignore_h1_titles"]
+    build = _build
+
+    def cached_render(self, config, files):
+        options = entries.notebook_options(plugin.config, self.file.abs_src_path)
+        request = entries.notebook_request(self.file.src_uri, self.file.abs_src_path, options)
+        executed = build.value("notebook", request, {"abs_src_path": self.file.abs_src_path})
+        self.content = executed["content"]
+        self.toc = get_toc(executed["toc_tokens"])
+        if executed.get("title") is not None and not ignore_h1_titles:
+            self.title = executed["title"]
+
+    page.render = cached_render.__get__(page, Page)
+    return page
+
+
 def on_page_markdown(markdown, page, config, files, **kwargs):
-    facts = _modules["facts"]
-    return facts.fill(markdown, facts.page_module(page.file.src_uri, page.meta), page.file.src_uri)
+    import facts
+
+    return facts.fill(markdown, facts.page_module(page.file.src_uri, page.meta), page.file.src_uri,
+                      lambda module: _build.value("facts", module))
 
 
 def on_page_content(html, page, config, files, **kwargs):
@@ -165,18 +226,26 @@ def on_page_content(html, page, config, files, **kwargs):
 
 
 def on_post_page(output, page, config, **kwargs):
-    return _modules["landmarks"].unique_landmarks(output)
+    import landmarks
+
+    return landmarks.unique_landmarks(output)
 
 
 def on_build_error(error, **kwargs):
-    _modules["prefetch"].finish()
-    _modules["vendor"].stop_early_snapshots()
+    import vendor
+
+    if _build is not None:
+        _build.prefetch.finish()
+    vendor.stop_early_snapshots()
 
 
 def on_post_build(config, **kwargs):
-    _modules["prefetch"].finish()
-    vendor, security = _modules["vendor"], _modules["security"]
-    serving = os.environ.get(COMMAND_VARIABLE) == "serve"
+    import build_cache
+    import security
+    import vendor
+
+    _build.prefetch.finish()
+    serving = _process["command"] == "serve"
     skip_snapshot = serving and not vendor.snapshot_is_cached(PROJECT_DIR)
     saved = os.environ.get("CALC_PYODIDE_SNAPSHOT")
     if skip_snapshot:  # making one takes Node ~15 s: not on every calc edit under `make serve`
@@ -191,6 +260,8 @@ def on_post_build(config, **kwargs):
                 del os.environ["CALC_PYODIDE_SNAPSHOT"]
             else:
                 os.environ["CALC_PYODIDE_SNAPSHOT"] = saved
-    if os.environ.get(COMMAND_VARIABLE) != "serve":  # serve injects a live-reload script into every response
+    if not serving:  # serve injects a live-reload script into every response
         security.protect_site(config.site_dir)
     vendor.write_precache_list(config.site_dir)
+    if _process["dirty"]:  # what this site's pages were made from: the next dirty rebuild compares
+        build_cache.update_build_record(config.site_dir, page_independent_inputs=_build.inputs)

@@ -12,7 +12,6 @@ plugin honours by skipping the element's subtree and then strips from the page.
 
 from __future__ import annotations
 
-import itertools
 import json
 import xml.etree.ElementTree as etree
 
@@ -22,7 +21,7 @@ from calc.units import format_number
 from calc.widgets import framework
 from calc.widgets.contract import check_built_attributes
 
-_ids = itertools.count(1)
+UID_PLACEHOLDER = "w__calc_uid__"  # a render's id in the build cache: the page gives it its next w<n> (blocks.py)
 
 # Material's search parser skips the subtree of an element with this attribute, then removes
 # every ``data-search-*="..."`` (non-empty value) from the page, so the served HTML never carries it.
@@ -193,14 +192,13 @@ def form_title(spec: dict, max_chars: int = 90) -> str:
     return line
 
 
-def render_widget(name: str, overrides: dict | None = None, hide: list[str] | tuple = ()) -> etree.Element:
+def render_widget(name: str, overrides: dict | None = None, hide: list[str] | tuple = (), uid: str = "w1") -> etree.Element:
     """The contract's HTML for widget ``name`` with its outputs computed for the defaults and ``overrides``."""
     spec = framework.describe(name)
     if spec["kind"] != "widget":
         raise ValueError(f"{name} is a {spec['kind']}, not a widget")
     args = {**{c["name"]: c["default"] for c in spec["controls"]}, **(overrides or {})}
     result = framework.call(name, args)
-    uid = f"w{next(_ids)}"
     root = _root({
         "class": "calc-widget", "id": uid, "data-widget": name, "data-kind": "widget", "data-state": "static",
         "data-budget-ms": str(int(spec["budget_s"] * 1000)),
@@ -216,14 +214,13 @@ def render_widget(name: str, overrides: dict | None = None, hide: list[str] | tu
     return root
 
 
-def render_drill(name: str, seed: int = 0) -> etree.Element:
+def render_drill(name: str, seed: int = 0, uid: str = "w1") -> etree.Element:
     """A drill: the question for ``seed`` (seed 0 is the page's worked case), an answer box, and the explanation."""
     spec = framework.describe(name)
     if spec["kind"] != "drill":
         raise ValueError(f"{name} is a {spec['kind']}, not a drill")
     entry, bound = framework.bind(name, {"seed": seed})
     question = framework.check_view(entry.function(**bound))
-    uid = f"w{next(_ids)}"
     root = _root({
         "class": "calc-widget calc-drill", "id": uid, "data-widget": name, "data-kind": "drill",
         "data-state": "static", "data-seed": str(seed), "data-budget-ms": str(int(spec["budget_s"] * 1000)),
@@ -250,7 +247,8 @@ def render_drill(name: str, seed: int = 0) -> etree.Element:
 SPEED_CHOICES = (("1", "1x"), ("2", "2x"), ("4", "4x"), ("8", "8x"))
 
 
-def render_simulation(name: str, overrides: dict | None = None, hide: list[str] | tuple = ()) -> etree.Element:
+def render_simulation(name: str, overrides: dict | None = None, hide: list[str] | tuple = (),
+                      uid: str = "w1") -> etree.Element:
     """A live simulation: controls, play/pause/reset/speed, metrics, charts and the KV block map.
 
     The build runs the whole scenario once (CPython) and shows where it ends: the
@@ -263,7 +261,6 @@ def render_simulation(name: str, overrides: dict | None = None, hide: list[str] 
     args = {**{c["name"]: c["default"] for c in spec["controls"]}, **(overrides or {})}
     entry, bound = framework.bind(name, args)
     result = framework.collect_stream(framework.check_view(frame) for frame in entry.function(**bound))
-    uid = f"w{next(_ids)}"
     root = _root({
         "class": "calc-widget calc-sim", "id": uid, "data-widget": name, "data-kind": "simulation",
         "data-state": "static", "data-budget-ms": str(int(spec["budget_s"] * 1000)),
@@ -301,3 +298,18 @@ def render_simulation(name: str, overrides: dict | None = None, hide: list[str] 
                     "Play to watch it unfold in your browser.", class_="calc-status", data_status="",
          **NOT_SEARCHED)
     return root
+
+
+# The renderers of the block kinds (kinds.py): a block's request in, its HTML as XML text out, id left as a placeholder.
+
+def widget(name: str, options: dict) -> str:
+    return etree.tostring(render_widget(name, options["set"], options["hide"], UID_PLACEHOLDER), encoding="unicode")
+
+
+def drill(name: str, options: dict) -> str:
+    return etree.tostring(render_drill(name, options["seed"], UID_PLACEHOLDER), encoding="unicode")
+
+
+def simulation(name: str, options: dict) -> str:
+    return etree.tostring(render_simulation(name, options["set"], options["hide"], UID_PLACEHOLDER),
+                          encoding="unicode")

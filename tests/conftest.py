@@ -11,7 +11,7 @@ import pytest
 
 # Before the plugin below imports the browser helpers, so their asserts explain themselves like a test's.
 pytest.register_assert_rewrite("tests.browser.helpers")
-# tests.browser_cache: passes of browser tests reused while nothing they read changed; tests.once: a module's
+# tests.browser_cache: passes of browser tests reused while their code and the site's sources are unchanged; tests.once: a module's
 # expensive shared value computed on first use, on one worker.
 pytest_plugins = ["tests.browser_cache", "tests.once"]
 

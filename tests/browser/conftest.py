@@ -27,7 +27,7 @@ import pytest
 
 pytest.register_assert_rewrite("tests.browser.helpers")  # its asserts explain themselves like a test's
 
-from tests import browser_cache, timeline  # noqa: E402
+from tests import timeline  # noqa: E402
 from tests.browser.helpers import SITE  # noqa: E402 (after the rewrite is registered)
 
 #: The test-only widgets (a call that runs past its budget): served inside the calc zip only to tests that take
@@ -76,8 +76,6 @@ class QuietHandler(http.server.SimpleHTTPRequestHandler):
         pass
 
     def do_GET(self):
-        if browser_cache.RECORDER is not None:  # the bytes this test's browser fetched are part of its key
-            browser_cache.RECORDER.note_served(self.path)
         zip_bytes = self.site_server.calc_zip_with_test_widgets(self.path) if self.site_server else None
         sitemap = self.site_server.sitemap_on_this_port(self.path) if self.site_server else None
         if zip_bytes is None and sitemap is None:
@@ -211,10 +209,8 @@ def browser():
         browser = playwright.chromium.launch(executable_path=executable, headless=True, args=CHROMIUM_FLAGS)
         new_context = browser.new_context
 
-        def new_watched_context(*args, **kwargs):  # every URL a context requests goes into its test's key
+        def new_watched_context(*args, **kwargs):
             context = new_context(*args, **kwargs)
-            if browser_cache.RECORDER is not None:
-                browser_cache.RECORDER.watch_context(context)
             timeline.COUNTS["contexts"] += 1  # and each context and Pyodide boot into the timeline's counts
             context.on("page", lambda page: page.on("worker", _count_pyodide_boot))
             return context

@@ -203,9 +203,9 @@ def test_a_page_with_a_figure_block_renders_it_through_markdown():
 
     sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))),
                                     "hooks"))
-    from figures import FigureBlocksExtension
+    from scan import CalcBlocksExtension  # every block kind, computed on the spot
 
     html = markdown.markdown("Text.\n\n/// figure | pools.pipeline_bubble\n///\n\nMore KV text.",
-                             extensions=["abbr", FigureBlocksExtension()])
+                             extensions=["abbr", CalcBlocksExtension()])
     assert '<figure class="calc-figure" id="figure-pipeline-bubble">' in html
     assert html.count("<svg") == 2 and "<p><figure" not in html

@@ -1,14 +1,17 @@
 """The build cache (hooks/build_cache.py, hooks/prefetch.py): what an edit invalidates, and cold = warm.
 
-The invalidation tests work on a copy of ``calc/`` and ``hooks/`` in a temporary folder,
-edit files there and ask, in a fresh Python process (so the copy's ``calc`` is the one
-imported), which entries the cache still serves. The last test compares a build with an empty
-cache and one with the cache the first filled, every file byte for byte (the cold one may be the
-build `.ci/run`'s `make test` made: see the test).
+The rule is coarse and one-directional: an entry's key is its request, its hook code, its page module's file
+and one digest of the rest of calc. So a page-module edit recomputes that page's entries, any other calc edit
+recomputes every entry, and a prose edit recomputes nothing. The invalidation tests work on a copy of
+``calc/``, ``hooks/`` and ``docs/`` in a temporary folder, edit files there and ask, in a fresh Python process
+(so the copy's ``calc`` is the one imported), which entries the cache still serves. The cold = warm test
+compares a build with an empty cache and one with the cache the first filled, every file byte for byte (the
+cold one may be the build `.ci/run`'s `make test` made: see the test).
 """
 
 from __future__ import annotations
 
+import ast
 import filecmp
 import json
 import os
@@ -25,6 +28,10 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 # misses). The cold = warm test has its own group (below, the closest mark wins).
 pytestmark = pytest.mark.xdist_group("build_cache_invalidation")
 NOTEBOOK = "docs/deep-dives/notebooks/memory-equation.py"
+NOTEBOOK_OPTIONS = {"execute": True, "kernel_name": "python3", "theme": "light", "allow_errors": False,
+                    "show_input": True, "no_input": False, "no_prompt": False, "remove_tag_config": {},
+                    "highlight_extra_classes": "", "include_requirejs": False, "custom_mathjax_url": "",
+                    "toc_depth": 6}
 
 # A sample of cheap entries of each kind, on pages that import different parts of calc.
 ENTRIES = {
@@ -36,20 +43,28 @@ ENTRIES = {
     "kv_widget_other_args": ("widget", {"name": "kv_cache_arithmetic.kv_per_token",
                                         "options": {"set": {"model": "llama-3.1-8b"}, "hide": []}}),
     "kv_drill": ("drill", {"name": "kv_cache_arithmetic.kv_bytes_drill", "options": {"seed": 0}}),
-    "kv_figure": ("figure", {"name": "kv.block_table"}),  # /// figure | kv.block_table (step 5)
+    "kv_figure": ("figure", {"name": "kv.block_table", "options": {}}),  # /// figure | kv.block_table (step 5)
 }
+ALL = [*ENTRIES, "notebook"]
+KV_PAGE = {"kv_facts", "kv_widget", "kv_widget_other_args", "kv_drill"}
 
 PROBE = r"""
 import json, sys
-project, mode, entries = sys.argv[1], sys.argv[2], json.loads(sys.argv[3])
+project, mode, entries_json = sys.argv[1], sys.argv[2], json.loads(sys.argv[3])
 sys.path[:0] = [project + "/hooks", project]
-import build_cache, prefetch
+import build_cache, entries, prefetch
 assert build_cache.PROJECT_DIR == project, build_cache.PROJECT_DIR
+digests = build_cache.project_digests(project)
 out = {}
-for label, (kind, request, job) in entries.items():
-    hit = build_cache.load(kind, request) is not None
+for label, (kind, request) in entries_json.items():
+    job = {}
+    if kind == "notebook":
+        job = {"abs_src_path": project + "/" + request["path"]}
+        request = entries.notebook_request(request["path"].removeprefix("docs/"), job["abs_src_path"], request["options"])
+    key = entries.key(kind, request, digests)
+    hit = build_cache.has(kind, key) and build_cache.load(kind, key) is not None
     if not hit and mode == "compute":
-        value, error = prefetch.run_job(kind, request, job)
+        value, error = prefetch.run_job(kind, request, key, job)
         if error is not None:
             raise error
     out[label] = "hit" if hit else "miss"
@@ -61,27 +76,15 @@ print(json.dumps(out))
 def project(tmp_path_factory):
     """A copy of the parts of the project the cache reads, with its own cache folder."""
     folder = tmp_path_factory.mktemp("project")
-    for part in ("calc", "hooks"):
+    for part in ("calc", "hooks", "docs"):
         shutil.copytree(os.path.join(ROOT, part), folder / part, ignore=shutil.ignore_patterns("__pycache__"))
-    (folder / "docs/deep-dives/notebooks").mkdir(parents=True)
-    shutil.copy(os.path.join(ROOT, NOTEBOOK), folder / NOTEBOOK)
     return folder
 
 
-def probe(project, mode: str, labels, with_notebook: bool = False) -> dict[str, str]:
-    entries = {label: (*ENTRIES[label], {}) for label in labels}
-    if with_notebook:
-        sys.path.insert(0, os.path.join(ROOT, "hooks"))
-        try:
-            import entries as entry_code
-            options = {"execute": True, "kernel_name": "python3", "theme": "light", "allow_errors": False,
-                       "show_input": True, "no_input": False, "no_prompt": False, "remove_tag_config": {},
-                       "highlight_extra_classes": "", "include_requirejs": False, "custom_mathjax_url": "",
-                       "toc_depth": 6}
-            request = entry_code.notebook_request("deep-dives/notebooks/memory-equation.py", options)
-        finally:
-            sys.path.remove(os.path.join(ROOT, "hooks"))
-        entries["notebook"] = ("notebook", request, {"abs_src_path": str(project / NOTEBOOK)})
+def probe(project, mode: str, labels=ALL) -> dict[str, str]:
+    entries = {label: ENTRIES[label] for label in labels if label != "notebook"}
+    if "notebook" in labels:
+        entries["notebook"] = ("notebook", {"path": NOTEBOOK, "options": NOTEBOOK_OPTIONS})
     env = {**os.environ, "CALC_BUILD_CACHE_DIR": str(project / "cache"), "CALC_BUILD_CACHE": "1"}
     done = subprocess.run([sys.executable, "-c", PROBE, str(project), mode, json.dumps(entries)],
                           capture_output=True, text=True, env=env, timeout=300, cwd=str(project))
@@ -102,78 +105,136 @@ def restore(path, before: str) -> None:
         handle.write(before)
 
 
-ALL = list(ENTRIES)
+def hits_except(missed) -> dict[str, str]:
+    return {label: "miss" if label in missed else "hit" for label in ALL}
 
 
 def test_a_second_run_reuses_every_entry(project):
-    assert set(probe(project, "compute", ALL, with_notebook=True).values()) == {"miss"}
-    assert probe(project, "load", ALL, with_notebook=True) == {label: "hit" for label in [*ALL, "notebook"]}
+    assert set(probe(project, "compute").values()) == {"miss"}
+    assert probe(project, "load") == hits_except(())
 
 
-def test_an_edit_to_one_page_module_invalidates_that_page_only(project):
+def test_an_edit_to_one_page_module_recomputes_that_page_only(project):
     path = project / "calc/widgets/kv_cache_arithmetic.py"
     before = edit(path)
     try:
-        assert probe(project, "load", ALL, with_notebook=True) == {
-            "kv_facts": "miss", "kv_widget": "miss", "kv_widget_other_args": "miss", "kv_drill": "miss",
-            "accuracy_facts": "hit", "no_module_facts": "hit", "notebook": "hit", "kv_figure": "hit"}
+        assert probe(project, "load") == hits_except(KV_PAGE)
     finally:
         restore(path, before)
-    assert set(probe(project, "load", ALL, with_notebook=True).values()) == {"hit"}  # restored: valid again
+    assert probe(project, "load") == hits_except(())  # restored: the same keys again
 
 
-def test_a_data_file_invalidates_the_pages_that_read_it(project):
-    path = project / "calc/data/measurements.json"
-    before = edit(path, " ")
+@pytest.mark.parametrize("path", ["calc/memory.py", "calc/latency_fit.py", "calc/data/measurements.json",
+                                  "calc/diagrams/kv.py", "calc/widgets/framework.py", "calc/sim/presets"])
+def test_any_other_edit_to_calc_recomputes_every_entry(project, path):
+    """The science, its data, the pictures, the widget layer's shared modules, a preset: one digest."""
+    target = project / path
+    if target.is_dir():  # a new file in a data folder
+        added = target / "an-added-preset.json"
+        added.write_text("{}\n", encoding="utf-8")
+        try:
+            assert probe(project, "load") == hits_except(ALL)
+        finally:
+            added.unlink()
+        return
+    before = edit(target, " " if path.endswith(".json") else "\n# an edit\n")
     try:
-        result = probe(project, "load", ALL, with_notebook=True)
-        # The accuracy page reads it, and so does step 5's block-table figure: it draws calc.sim's BlockPool, and
-        # calc.sim prices speculation with acceptances fitted on this file's calibration rows (calc.speculative).
-        assert result["accuracy_facts"] == result["kv_figure"] == "miss"
-        assert {k: v for k, v in result.items() if k not in ("accuracy_facts", "kv_figure")} == {
-            "kv_facts": "hit", "kv_widget": "hit", "kv_widget_other_args": "hit", "kv_drill": "hit",
-            "no_module_facts": "hit", "notebook": "hit"}
+        assert probe(project, "load") == hits_except(ALL)
     finally:
-        restore(path, before)
+        restore(target, before)
 
 
-def test_a_science_module_invalidates_its_importers_and_the_notebooks_that_import_it(project):
-    memory = project / "calc/memory.py"  # imported by the KV page and the memory-equation notebook
-    before = edit(memory)
+def test_a_prose_edit_recomputes_nothing(project):
+    page = project / "docs/lesson/02-kv-cache-arithmetic.md"
+    before = edit(page, "\nOne more sentence of prose.\n")
     try:
-        result = probe(project, "load", ALL, with_notebook=True)
-        assert result["kv_facts"] == result["kv_widget"] == result["notebook"] == result["kv_figure"] == "miss"
-        assert result["no_module_facts"] == "hit"
+        assert probe(project, "load") == hits_except(())
     finally:
-        restore(memory, before)
-    unused = project / "calc/latency_fit.py"  # imported by none of the sampled entries (the accuracy page
-    before = edit(unused)                      # imports calc.sim and calc.latency_accuracy, so those would not do)
-    try:
-        assert set(probe(project, "load", ALL, with_notebook=True).values()) == {"hit"}
-    finally:
-        restore(unused, before)
+        restore(page, before)
 
 
-def test_an_edit_to_a_diagrams_module_invalidates_its_figures_only(project):
-    kv = project / "calc/diagrams/kv.py"  # draws kv.block_table
-    before = edit(kv)
+def test_a_new_module_for_a_page_without_one_recomputes_its_facts(project):
+    path = project / "calc/widgets/glossary.py"
+    path.write_text("def facts():\n    return {'new': 1}\n", encoding="utf-8")
     try:
-        assert probe(project, "load", ALL, with_notebook=True) == {
-            **{label: "hit" for label in [*ALL, "notebook"]}, "kv_figure": "miss"}
+        assert probe(project, "load", ["no_module_facts", "kv_facts"]) == {"no_module_facts": "miss", "kv_facts": "hit"}
     finally:
-        restore(kv, before)
-    other = project / "calc/diagrams/prefix.py"  # another module's pictures: kv.py does not import it
-    before = edit(other)
+        path.unlink()
+
+
+def test_the_notebook_text_and_the_hook_code_are_part_of_the_key(project):
+    before = edit(project / NOTEBOOK, "\n# %%\nprint('another cell')\n")
     try:
-        assert probe(project, "load", ["kv_figure", "kv_facts"]) == {"kv_figure": "hit", "kv_facts": "hit"}
+        assert probe(project, "load") == hits_except({"notebook"})
     finally:
-        restore(other, before)
-    svg = project / "calc/diagrams/svg.py"  # the drawing primitives every picture uses
-    before = edit(svg)
+        restore(project / NOTEBOOK, before)
+    before = edit(project / "hooks/widget_html.py")
+    try:  # the widgets' and drills' renderer: not the facts, the figure or the notebook
+        assert probe(project, "load") == hits_except({"kv_widget", "kv_widget_other_args", "kv_drill"})
+    finally:
+        restore(project / "hooks/widget_html.py", before)
+    before = edit(project / "hooks/build_cache.py")
     try:
-        assert probe(project, "load", ["kv_figure", "kv_facts"]) == {"kv_figure": "miss", "kv_facts": "hit"}
+        assert probe(project, "load") == hits_except(ALL)
     finally:
-        restore(svg, before)
+        restore(project / "hooks/build_cache.py", before)
+
+
+def test_a_changed_argument_is_another_entry():
+    sys.path.insert(0, os.path.join(ROOT, "hooks"))
+    try:
+        import build_cache
+        import entries
+    finally:
+        sys.path.remove(os.path.join(ROOT, "hooks"))
+    digests = build_cache.project_digests()
+    first, second = ENTRIES["kv_widget"][1], ENTRIES["kv_widget_other_args"][1]
+    assert entries.key("widget", first, digests) != entries.key("widget", second, digests)
+    same = json.loads(json.dumps(first))
+    assert entries.key("widget", same, digests) == entries.key("widget", first, digests)
+    changed = json.loads(json.dumps(first))
+    changed["options"]["hide"] = ["model"]
+    assert entries.key("widget", changed, digests) != entries.key("widget", first, digests)
+
+
+def _calc_imports(path: str) -> set[str]:
+    with open(path, encoding="utf-8") as handle:
+        tree = ast.parse(handle.read())
+    names = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            names.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+            names.add(node.module)
+            names.update(f"{node.module}.{alias.name}" for alias in node.names)
+    return names
+
+
+def test_nothing_but_its_own_entries_reads_a_page_module():
+    """The premise of the page-module digest: no other file of calc (nor a notebook) imports a page module,
+    so an edit to one changes only the entries keyed on it. (calc/widgets/__init__.py and runtime.py load page
+    modules by name, for the browser; the framework loads a widget's own module.)"""
+    sys.path.insert(0, os.path.join(ROOT, "hooks"))
+    try:
+        import facts
+    finally:
+        sys.path.remove(os.path.join(ROOT, "hooks"))
+    modules = {m for m in facts.page_modules(os.path.join(ROOT, "docs"))
+               if os.path.exists(os.path.join(ROOT, "calc", "widgets", f"{m}.py"))}
+    assert {"kv_cache_arithmetic", "accuracy", "deep_roofline"} <= modules
+    page_files = {os.path.join(ROOT, "calc", "widgets", f"{m}.py") for m in modules}
+    readers = {}
+    sources = [os.path.join(folder, name) for folder, _, names in os.walk(os.path.join(ROOT, "calc"))
+               for name in names if name.endswith(".py")]
+    sources += [os.path.join(ROOT, "docs", "deep-dives", "notebooks", n)
+                for n in os.listdir(os.path.join(ROOT, "docs", "deep-dives", "notebooks")) if n.endswith(".py")]
+    for path in sources:
+        if path in page_files:
+            continue
+        imported = {m for m in modules if f"calc.widgets.{m}" in _calc_imports(path)}
+        if imported:
+            readers[os.path.relpath(path, ROOT)] = sorted(imported)
+    assert readers == {}
 
 
 SCAN = r"""
@@ -183,9 +244,9 @@ from mkdocs.structure.files import get_files
 sys.path.insert(0, os.path.join(os.getcwd(), "hooks"))
 import site_hooks
 config = site_hooks.on_config(load_config("mkdocs.yml"))
-prefetch = sys.modules["prefetch"]  # on_config imports the hook modules anew
-jobs = prefetch.scan(get_files(config), config)
-figures = {request["name"]: sorted(f.src_uri for f in prefetch._state["users"][(kind, prefetch.build_cache.request_text(request))])
+scan, build_cache = sys.modules["scan"], sys.modules["build_cache"]  # on_config imports the hook modules anew
+jobs, users = scan.scan(get_files(config), config, site_hooks._build.digests)
+figures = {request["name"]: sorted(f.src_uri for f in users[(kind, build_cache.request_text(request))])
            for kind, request, _ in jobs if kind == "figure"}
 print(json.dumps(figures))
 """
@@ -209,46 +270,6 @@ def test_the_scan_finds_every_figure_and_the_pages_that_show_it():
     assert done.returncode == 0, done.stderr[-3000:]
     scanned = json.loads(done.stdout.strip().splitlines()[-1])
     assert {name: set(pages) for name, pages in scanned.items()} == written
-
-
-def test_a_new_module_for_a_page_without_one_invalidates_its_facts(project):
-    path = project / "calc/widgets/glossary.py"
-    path.write_text("def facts():\n    return {'new': 1}\n", encoding="utf-8")
-    try:
-        result = probe(project, "load", ["no_module_facts", "kv_facts"])
-        assert result == {"no_module_facts": "miss", "kv_facts": "hit"}
-    finally:
-        path.unlink()
-
-
-def test_the_notebook_text_and_the_hook_code_are_part_of_the_key(project):
-    before = edit(project / NOTEBOOK, "\n# %%\nprint('another cell')\n")
-    try:
-        result = probe(project, "load", ["kv_facts"], with_notebook=True)
-        assert result == {"kv_facts": "hit", "notebook": "miss"}
-    finally:
-        restore(project / NOTEBOOK, before)
-    before = edit(project / "hooks/widget_html.py")
-    try:
-        result = probe(project, "load", ["kv_facts", "kv_widget", "kv_drill"], with_notebook=True)
-        assert result == {"kv_facts": "hit", "kv_widget": "miss", "kv_drill": "miss", "notebook": "hit"}
-    finally:
-        restore(project / "hooks/widget_html.py", before)
-
-
-def test_a_changed_argument_is_another_entry(project):
-    sys.path.insert(0, os.path.join(ROOT, "hooks"))
-    try:
-        import build_cache
-    finally:
-        sys.path.remove(os.path.join(ROOT, "hooks"))
-    first, second = ENTRIES["kv_widget"][1], ENTRIES["kv_widget_other_args"][1]
-    assert build_cache.entry_key("widget", first) != build_cache.entry_key("widget", second)
-    same = json.loads(json.dumps(first))
-    assert build_cache.entry_key("widget", same) == build_cache.entry_key("widget", first)
-    changed = json.loads(json.dumps(first))
-    changed["options"]["hide"] = ["model"]
-    assert build_cache.entry_key("widget", changed) != build_cache.entry_key("widget", first)
 
 
 def _build(site_dir, cache_dir, site_url):
@@ -277,8 +298,8 @@ def _differences(left, right) -> list[str]:
 def _last_build_of(site_dir) -> dict | None:
     sys.path.insert(0, os.path.join(ROOT, "hooks"))
     try:
-        import prefetch
-        path = prefetch.build_record_path(str(site_dir))
+        import build_cache
+        path = build_cache.build_record_path(str(site_dir))
     finally:
         sys.path.remove(os.path.join(ROOT, "hooks"))
     try:
@@ -324,9 +345,10 @@ def _sleep_then_pid(seconds: float) -> int:
 
 
 def test_a_group_no_worker_started_is_computed_in_the_build_and_a_started_one_awaited(monkeypatch):
-    """prefetch._group_results: the build waits for a group a worker has started, and takes back one still
+    """Prefetch._group_results: the build waits for a group a worker has started, and takes back one still
     queued and computes it itself (here its one worker is busy on the first group, so the second never starts)."""
     import concurrent.futures
+    import time
 
     sys.path.insert(0, os.path.join(ROOT, "hooks"))
     try:
@@ -335,21 +357,19 @@ def test_a_group_no_worker_started_is_computed_in_the_build_and_a_started_one_aw
         sys.path.remove(os.path.join(ROOT, "hooks"))
     computed_here = []
     monkeypatch.setattr(prefetch, "run_group", lambda jobs: computed_here.append(jobs) or [(os.getpid(), None)])
-    monkeypatch.setitem(prefetch._state, "groups", {})
-    monkeypatch.setitem(prefetch._state, "taken", {})
+    build = prefetch.Prefetch(digests=None)
     with concurrent.futures.ProcessPoolExecutor(1) as pool:
         started = pool.submit(_sleep_then_pid, 1.0)
         for _ in range(100):  # until the worker holds it (it leaves the queue: cancel() can no longer take it)
             if started.running():
                 break
-            import time
             time.sleep(0.05)
         queued = [pool.submit(_sleep_then_pid, 0.0) for _ in range(3)]  # the last one is past the call queue
-        prefetch._state["groups"][queued[-1]] = [("facts", "a_page", {})]
-        assert prefetch._group_results(queued[-1]) == [(os.getpid(), None)]
-        assert queued[-1].cancelled() and computed_here == [[("facts", "a_page", {})]]
-        assert prefetch._group_results(queued[-1]) == [(os.getpid(), None)] and len(computed_here) == 1  # once
+        build.groups[queued[-1]] = [("facts", "a_page", "key", {})]
+        assert build._group_results(queued[-1]) == [(os.getpid(), None)]
+        assert queued[-1].cancelled() and computed_here == [[("facts", "a_page", "key", {})]]
+        assert build._group_results(queued[-1]) == [(os.getpid(), None)] and len(computed_here) == 1  # once
         worker_pid = started.result()
         assert worker_pid != os.getpid()
-        prefetch._state["groups"][started] = [("facts", "another_page", {})]
-        assert prefetch._group_results(started) == worker_pid and len(computed_here) == 1  # awaited, not redone
+        build.groups[started] = [("facts", "another_page", "key", {})]
+        assert build._group_results(started) == worker_pid and len(computed_here) == 1  # awaited, not redone

@@ -1,8 +1,10 @@
-"""CONTRIBUTING.md's "Add a page with a widget" works verbatim: follow it in a copy of the repository, build, look.
+"""CONTRIBUTING.md's "Add a page with a widget" and "Add a block kind" work verbatim: follow each in a copy of the
+repository, build, look.
 
 The recipe's steps are read from CONTRIBUTING.md itself, so that the test breaks when the recipe and the code
 drift: a fenced block after ``<!-- recipe-file: PATH -->`` is written to PATH, the YAML after
-``<!-- recipe-nav -->`` is appended to ``nav:`` in ``mkdocs.yml``, and every line of the console block after
+``<!-- recipe-nav -->`` is appended to ``nav:`` in ``mkdocs.yml``, the line after ``<!-- recipe-row: PATH -->`` is
+added as the last row of the table in PATH (``hooks/kinds.py``'s ``BLOCK_KINDS``), and every line of the console block after
 ``<!-- recipe-run -->`` is run (``.venv/bin/python`` is the interpreter running this test). The copy holds
 the files git tracks (no ``.venv``; ``node_modules`` is linked, Pyodide is vendored from it).
 
@@ -27,7 +29,7 @@ import yaml
 from bs4 import BeautifulSoup
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-MARKER = re.compile(r"^<!-- recipe-(file|nav|run)(?::\s*(\S+))?\s*-->\s*\n```[a-z]*\n(.*?)^```", re.MULTILINE | re.DOTALL)
+MARKER = re.compile(r"^<!-- recipe-(file|nav|run|row)(?::\s*(\S+))?\s*-->\s*\n```[a-z]*\n(.*?)^```", re.MULTILINE | re.DOTALL)
 
 pytestmark = pytest.mark.site
 
@@ -41,10 +43,10 @@ def recipe_steps(text: str) -> list[tuple[str, str | None, str]]:
     return [(kind, path or None, body) for kind, path, body in MARKER.findall(text)]
 
 
-def recipe_section() -> str:
+def recipe_section(title: str = "### Add a page with a widget") -> str:
     with open(os.path.join(ROOT, "CONTRIBUTING.md"), encoding="utf-8") as handle:
         text = handle.read()
-    start = text.index("### Add a page with a widget")
+    start = text.index(title)
     end = text.index("\n### ", start + 1)
     return text[start:end]
 
@@ -69,6 +71,73 @@ def run(command: list[str], cwd: str, env: dict, timeout_s: float = 120) -> subp
 def test_the_recipe_has_its_steps():
     kinds = [kind for kind, _, _ in recipe_steps(recipe_section())]
     assert kinds.count("file") >= 2 and kinds.count("nav") == 1 and kinds.count("run") == 1, kinds
+
+
+def add_row(path: str, row: str) -> None:
+    """Add ``row`` as the last entry of the table in ``path`` (the dict literal assigned to BLOCK_KINDS).
+
+    >>> import tempfile
+    >>> path = os.path.join(tempfile.mkdtemp(), "kinds.py")
+    >>> _ = open(path, "w").write('BLOCK_KINDS = {\\n    "a": 1,\\n}\\n\\n\\nx = {\\n}\\n')
+    >>> add_row(path, '    "b": 2,\\n')
+    >>> open(path).read()
+    'BLOCK_KINDS = {\\n    "a": 1,\\n    "b": 2,\\n}\\n\\n\\nx = {\\n}\\n'
+    """
+    with open(path, encoding="utf-8") as handle:
+        text = handle.read()
+    end = text.index("\n}\n", text.index("BLOCK_KINDS = {"))
+    with open(path, "w", encoding="utf-8") as handle:
+        handle.write(text[:end + 1] + row.rstrip("\n") + "\n" + text[end + 1:])
+
+
+def test_the_block_kind_recipe_is_one_row_and_one_renderer():
+    steps = recipe_steps(recipe_section("### Add a block kind"))
+    kinds = [kind for kind, _, _ in steps]
+    assert kinds.count("row") == 1 and kinds.count("nav") == 1, kinds
+    (row,) = [body for kind, _, body in steps if kind == "row"]
+    assert len(row.strip().splitlines()) == 1, row
+    hook_files = [path for kind, path, _ in steps if kind == "file" and path.startswith("hooks/")]
+    assert len(hook_files) == 1, hook_files  # the renderer
+
+
+def test_the_block_kind_recipe_builds_a_page_with_the_new_block(tmp_path):
+    if not os.path.isdir(os.path.join(ROOT, "node_modules", "pyodide")):
+        pytest.fail("node_modules is missing: run `make setup`")
+    copy = str(tmp_path / "repo")
+    copy_repository(copy)
+    env = {**os.environ, "PYTHONPATH": copy, "CALC_PYODIDE_SNAPSHOT": "0", "NO_MKDOCS_2_WARNING": "1",
+           "SITE_URL": "http://127.0.0.1:8000/"}
+    pages, nav_entries = [], []
+    for kind, path, body in recipe_steps(recipe_section("### Add a block kind")):
+        if kind == "file":
+            assert not os.path.exists(os.path.join(copy, path)), f"the recipe overwrites {path}"
+            os.makedirs(os.path.join(copy, os.path.dirname(path)), exist_ok=True)
+            with open(os.path.join(copy, path), "w", encoding="utf-8") as handle:
+                handle.write(body)
+            pages += [path.removeprefix("docs/")] if path.startswith("docs/") else []
+        elif kind == "row":
+            add_row(os.path.join(copy, path), body)
+        elif kind == "nav":
+            with open(os.path.join(copy, "mkdocs.yml"), "a", encoding="utf-8") as handle:
+                handle.write(body)
+            nav_entries += yaml.safe_load(body)
+    (page_src,) = pages
+    with open(os.path.join(copy, "mkdocs-recipe.yml"), "w", encoding="utf-8") as handle:
+        yaml.safe_dump({"INHERIT": "mkdocs.yml", "nav": nav_entries,
+                        "exclude_docs": f"includes/\n/*\n!/assets/\n!/sw.js\n!/{page_src}\n"}, handle)
+    run([sys.executable, "-m", "mkdocs", "build", "--strict", "-f", "mkdocs-recipe.yml", "--site-dir", "site"],
+        copy, env, timeout_s=300)
+
+    name = "kv_cache_arithmetic.kv_per_token"
+    expected = run([sys.executable, "-c", "import json; from calc.widgets import framework, load_all; load_all(); "
+                    f"print(json.dumps(framework.call({name!r}, {{'model': 'llama-3.1-70b'}})))"], copy, env).stdout
+    outputs = json.loads(expected)["outputs"]
+    with open(os.path.join(copy, "site", page_src.removesuffix(".md"), "index.html"), encoding="utf-8") as handle:
+        soup = BeautifulSoup(handle.read(), "html.parser")
+    listing = soup.select_one("dl.calc-outputs--static")
+    assert listing is not None, "the new block is not on the page"
+    assert [dd.get_text() for dd in listing.select("dd")] == [item["text"] for item in outputs.values()]
+    assert [dt.get_text() for dt in listing.select("dt")] == [item["label"] for item in outputs.values()]
 
 
 def test_the_widget_recipe_builds_a_page_with_a_live_widget(tmp_path):
