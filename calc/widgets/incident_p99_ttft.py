@@ -76,6 +76,10 @@ def dashboard(
     views = dashboard_views(incident_scenario(seed=seed, document_share=share, replicas=replicas), frame_interval_s)
     peak = None
     for v in views:
+        for figure in (v.get("figures") or {}).values():
+            # The dashboard's crosshair hovers the other panels at the reader's time alone (no y): in Plotly's
+            # default "closest" mode a panel answers that only where its line passes mid-height, so hover by x.
+            figure["layout"]["hovermode"] = "x"
         if "ttft" in (v.get("figures") or {}):
             _draw_alert(v["figures"]["ttft"]["layout"])
         window = [x for x in (v.get("series") or {}).get("ttft_p99_s", ()) if x is not None]
