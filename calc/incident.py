@@ -6,6 +6,16 @@ three replicas of the running example behind a least-outstanding router,
 the requests are long documents at the same request rate. Steps 19 and 20 read
 it; ``python -m calc simulate --preset step19-incident-p99`` runs it.
 
+The scenario's tuning knob is one preset value, :data:`TUNING_KNOB`: the long
+documents' mean prompt (``prompt_tokens`` of the ``document`` class). It sets
+how hard the surge hits, and it is set so that the TTFT panel's peak (p99 over
+the trailing 10 s window, what the on-call reads) is the lesson's 36 s on the
+preset's seed. The peak is the worst window of a p99, so it moves by several
+seconds for a change of a few dozen tokens (:func:`peak_scan`); a re-tune after
+a change of the engine's constants is: ``python scripts/tune_incident.py``,
+then one line in ``calc/sim/presets/step19-incident-p99.json`` (the tests name
+the copies that must follow it: step 20's preset and the two pages' replica changes).
+
 >>> scenario = incident_scenario(seed=3)
 >>> scenario["fleet"]["replicas"], scenario["fleet"]["traffic"][1]["shares"]["document"]
 (3, 0.08)
@@ -29,7 +39,8 @@ from calc.units import NS_PER_S, round_sig
 __all__ = [
     "PRESET", "SURGE_PHASE", "SWEEP_SEEDS", "LOW_SHARE", "HIGH_SHARE", "TTFT_ALERT_S", "DOCUMENT_SHARE_MAX", "incident_scenario",
     "prompt_tokens_per_sample", "incident_run", "phase_windows", "seed_sweep", "prefill_tokens_per_s",
-    "prompt_statistics", "request_class", "values_in_phase", "alert_page",
+    "prompt_statistics", "request_class", "values_in_phase", "alert_page", "TTFT_ALERT_FOR_S", "TUNING_KNOB",
+    "TITLE_PEAK_S", "peak_scan",
 ]
 
 PRESET = "step19-incident-p99"
@@ -38,8 +49,16 @@ SWEEP_SEEDS = tuple(range(16))
 #: The pages' "try this": half and twice the incident's share of long documents during the surge.
 _PRESET_SHARE = presets.load_data(PRESET)["fleet"]["traffic"][1]["shares"]["document"]
 LOW_SHARE, HIGH_SHARE = round_sig(_PRESET_SHARE / 2, 9), round_sig(_PRESET_SHARE * 2, 9)
-#: The on-call alert steps 19 and 20 read the runs against: TTFT p99 over the trailing window (illustrative).
+#: The on-call alert steps 19 and 20 read the runs against (illustrative): TTFT p99 over the trailing 10 s
+#: window at or above TTFT_ALERT_S for TTFT_ALERT_FOR_S (a Prometheus rule's ``for:``, so one slow window
+#: does not page anyone).
 TTFT_ALERT_S = 5.0
+TTFT_ALERT_FOR_S = 30.0
+#: The lesson's incident: "TTFT p99 at 36 seconds" (seed 000_783e2c6cc1bfcb77.txt), the panel's peak the
+#: preset is tuned to (rounded to a whole second).
+TITLE_PEAK_S = 36
+#: The preset value that tunes the incident's peak: (request class, field) in the workload.
+TUNING_KNOB = ("document", "prompt_tokens")
 #: The largest share of long documents the scenario takes during the surge.
 DOCUMENT_SHARE_MAX = 0.5
 
@@ -49,18 +68,20 @@ def request_class(data: dict, name: str) -> dict:
     """The request class ``name`` of a scenario dict.
 
     >>> request_class(incident_scenario(), "document")["prompt_tokens"]
-    16000
+    16300
     """
     return next(c for c in data["workload"]["classes"] if c["name"] == name)
 
 
 def incident_scenario(*, seed: int | None = None, document_share: float | None = None,
-                      replicas: int | None = None, preset: str = PRESET) -> dict:
-    """The incident's scenario as a dict: the preset, with another seed, surge mix or replica count.
+                      replicas: int | None = None, document_prompt_tokens: int | None = None,
+                      preset: str = PRESET) -> dict:
+    """The incident's scenario as a dict: the preset, with another seed, surge mix, replica count or tuning knob.
 
     During the surge, ``document_share`` of the requests are long documents and
     chat gives up the same share (batch jobs keep theirs); the request rate does
-    not change. ``None`` keeps the preset's value. Source: the preset
+    not change. ``document_prompt_tokens`` is the tuning knob (:data:`TUNING_KNOB`).
+    ``None`` keeps the preset's value. Source: the preset
     ``calc/sim/presets/step19-incident-p99.json`` (the lesson's step 19).
 
     >>> s = incident_scenario(document_share=0.2, replicas=4)
@@ -84,6 +105,10 @@ def incident_scenario(*, seed: int | None = None, document_share: float | None =
                            "batch": batch}
     if replicas is not None:
         data["fleet"]["replicas"] = check_range("replicas", replicas, 1, 16, integer=True)
+    if document_prompt_tokens is not None:
+        name, field = TUNING_KNOB
+        request_class(data, name)[field] = check_range("document_prompt_tokens", document_prompt_tokens,
+                                                       1000, 30000, integer=True)
     return data
 
 
@@ -117,7 +142,7 @@ def incident_run(seed: int | None = None, document_share: float | None = None, r
     """The incident run to its end: a :class:`~calc.sim.fleet.FleetResult` (cached; ``None`` is the preset's value).
 
     >>> round(incident_run().summary["ttft_p99_s"])
-    27
+    33
     >>> incident_run(seed=3) is incident_run()
     True
     """
@@ -159,30 +184,67 @@ def seed_sweep(seeds=SWEEP_SEEDS) -> list[float]:
     """TTFT p99 (s) of the incident for each seed: the same traffic, other random draws.
 
     >>> seed_sweep((3,))
-    [26.5908]
+    [33.3508]
     """
     return [incident_run(seed=s).summary["ttft_p99_s"] for s in seeds]
 
 
-def alert_page(seed: int | None = None, threshold_s: float = TTFT_ALERT_S) -> dict:
-    """What the on-call's TTFT alert shows for the incident: when the panel crossed the threshold, and its peak.
+def alert_page(seed: int | None = None, threshold_s: float = TTFT_ALERT_S, for_s: float = TTFT_ALERT_FOR_S) -> dict:
+    """What the on-call's TTFT alert shows for the incident: when the panel crossed the threshold, when the
+    alert fired, and the panel's peak.
 
     The alert watches the dashboard's TTFT p99 over the trailing 10 s window (the
-    fleet's ``ttft_p99_s`` series) and fires at the first sample at or above
-    ``threshold_s``; the page it sends reads the panel's peak, the figure the
-    step's title quotes. ``crossed_s`` is None when the panel never crosses.
-    Source: the incident run (:func:`incident_run`); TTFT p99 over a window as
-    vLLM's ``vllm:time_to_first_token_seconds`` histogram gives it to a dashboard.
+    fleet's ``ttft_p99_s`` series). ``crossed_s`` is the first sample at or above
+    ``threshold_s``; the alert fires once the samples have stayed at or above it
+    for ``for_s`` (Prometheus's ``for:``: pending from the first sample of an
+    unbroken run, firing when the run is ``for_s`` old). ``peak_s`` is the panel's
+    highest reading, the figure the step's title quotes; None where the panel
+    never crosses or never holds. Source: the incident run (:func:`incident_run`);
+    TTFT p99 over a window as vLLM's ``vllm:time_to_first_token_seconds``
+    histogram gives it to a dashboard; the ``for`` clause as Prometheus's alerting
+    rules define it (https://prometheus.io/docs/prometheus/latest/configuration/alerting_rules/).
 
     >>> page = alert_page()
-    >>> page["threshold_s"], page["crossed_s"], page["peak_s"], page["peak_at_s"]
-    (5.0, 80.0, 28.248, 145.0)
+    >>> page["threshold_s"], page["for_s"], page["crossed_s"], page["fired_s"], page["peak_s"], page["peak_at_s"]
+    (5.0, 30.0, 80.0, 135.0, 36.3875, 155.0)
     """
+    check_range("for_s", for_s, 0.0, 3600.0)
     series = incident_run(seed=seed).time_series
-    points = [(t, v) for t, v in zip(series["t_s"], series["ttft_p99_s"]) if v is not None]
+    samples = list(zip(series["t_s"], series["ttft_p99_s"]))
+    points = [(t, v) for t, v in samples if v is not None]
     crossed = next((t for t, v in points if v >= threshold_s), None)
+    fired, pending_since = None, None
+    for t, v in samples:
+        if v is None or v < threshold_s:
+            pending_since = None  # the run of samples above the line is broken
+            continue
+        if pending_since is None:
+            pending_since = t
+        if t - pending_since >= for_s:
+            fired = t
+            break
     peak_at, peak = max(points, key=lambda p: (p[1], -p[0]))
-    return {"threshold_s": threshold_s, "crossed_s": crossed, "peak_s": peak, "peak_at_s": peak_at}
+    return {"threshold_s": threshold_s, "for_s": for_s, "crossed_s": crossed, "fired_s": fired,
+            "peak_s": peak, "peak_at_s": peak_at}
+
+
+def peak_scan(document_prompt_tokens, seed: int | None = None) -> list[tuple[int, float]]:
+    """The TTFT panel's peak (s) for each value of the tuning knob, the documents' mean prompt: what a re-tune reads.
+
+    Each value runs the whole incident (about a second of CPython), so the lead
+    can pick the value whose peak rounds to :data:`TITLE_PEAK_S` and write it into
+    the preset. Source: :func:`incident_scenario`, the panel's series as
+    :func:`alert_page` reads it.
+
+    >>> peak_scan([16300])
+    [(16300, 36.3875)]
+    """
+    out = []
+    for tokens in document_prompt_tokens:
+        data = incident_scenario(seed=seed, document_prompt_tokens=tokens)
+        series = simulate_fleet(FleetScenario.from_dict(data)).time_series
+        out.append((tokens, max(v for v in series["ttft_p99_s"] if v is not None)))
+    return out
 
 
 # --------------------------------------------------------------------------------------- prefill capacity
@@ -208,14 +270,14 @@ def prompt_statistics(seed: int | None = None) -> dict:
     """What the request logs of the incident say: mean prompt tokens before and during the surge, per class,
     and how many documents arrived in the surge minute.
 
-    The documents' lengths are drawn from a lognormal of mean 16,000 tokens, but
+    The documents' lengths are drawn from a lognormal of the preset's mean (16,300 tokens), but
     a request longer than ``max_model_len`` (32,768 with its answer) is drawn
     again, so the documents that arrive are shorter on average. Source: the
     preset's request list (:func:`calc.sim.fleet.fleet_requests`).
 
     >>> st = prompt_statistics()
     >>> round(st["before"]), round(st["during"]), round(st["document"]), st["documents_in_surge"]
-    (1029, 1864, 11949, 66)
+    (1029, 1880, 12173, 66)
     """
     data = incident_scenario(seed=seed)
     requests = fleet_requests(FleetScenario.from_dict(data))
