@@ -146,3 +146,21 @@ def test_reset_to_a_step_restores_the_lessons_replica_at_that_step():
     run.reset_to(12)
     run.advance_to(20.0)
     assert run.frame()["applied"] == [4, 5, 6, 7, 9, 10, 11, 12] and run.scenario.prefix_caching
+
+
+def test_step_15_keeps_the_warm_headroom_its_page_runs():
+    """Step 15's change is its page's arm: the queue signal and the floor the page computes (the preset
+    step15-warm-headroom, whose floor tests/site/test_one_story.py ties to calc.autoscale.ramp_headroom)."""
+    from calc.sim import presets
+
+    page_arm = presets.load_data("step15-warm-headroom")["fleet"]
+    change = LESSON_CHANGES[15]["delta"]["fleet"]
+    assert change["autoscaler"]["signal"] == page_arm["autoscaler"]["signal"] == "queue_depth"
+    assert change["autoscaler"]["min_replicas"] == page_arm["autoscaler"]["min_replicas"] == change["replicas"]
+    assert change["replicas"] == page_arm["replicas"]
+
+
+def test_step_15_beats_step_14_on_both_p99_and_replicas(story):
+    by_step = {e["step"]: e for e in story}
+    assert by_step[15]["after"]["ttft_p99_s"] < 0.7 * by_step[15]["before"]["ttft_p99_s"]
+    assert by_step[15]["after"]["replicas"] < by_step[15]["before"]["replicas"]
