@@ -45,7 +45,8 @@ from calc.sim.workload import Request
 from calc.units import NS_PER_S
 
 __all__ = ["BASE_PRESET", "CHUNK_S", "MAX_HISTORY", "ReaderReplica", "ReplicaRun", "merge_delta", "replay",
-           "base_scenario_data", "CLIENT_TIMEOUT_S", "parse_change", "playground_query"]
+           "base_scenario_data", "CLIENT_TIMEOUT_S", "parse_change", "playground_query",
+           "SETTLE_S", "change_effect", "window_figures", "LESSON_CHANGES"]
 
 #: The preset the reader's replica starts from: the running example with the lesson's traffic (8 requests/s).
 BASE_PRESET = "step05-paged"
@@ -60,10 +61,141 @@ MAX_TIME_S = 86_400.0
 #: A request left waiting this long when the replica is redeployed has been given up by its client (a gateway's
 #: timeout); the younger ones are queued again on the new deployment (the engine models no abandonment yet).
 CLIENT_TIMEOUT_S = 30
+#: Simulated seconds after a redeploy that are the restart's transient, not the new steady state: the requests
+#: in flight arrive again at once, and the latency percentiles' trailing window (10 s,
+#: calc.sim.fleet_scenario's percentile_window_s) still holds that burst. The panel marks these seconds as
+#: settling and :func:`change_effect` reads its after-figures from after them.
+SETTLE_S = 20
+#: Simulated seconds of steady state the before and after figures of a change are read over (stationary traffic;
+#: traffic with phases is read over one whole cycle of its phases).
+EFFECT_WINDOW_S = 120
+#: Simulated seconds the "before" run warms up from empty before its window (stationary traffic).
+WARMUP_S = 60
+#: A replica is drowned when its TTFT p99 passes this (a chat user has given up), or its queue keeps growing.
+DROWNED_TTFT_P99_S = 30.0
+#: Growth of the queue over the second half of a window that counts as "growing without bound" (requests).
+DROWNED_QUEUE_GROWTH = 25
 #: The live series are sampled every simulated second, whatever the preset's spacing (its charts are short).
 SAMPLE_INTERVAL_S = 1.0
 
 _META_KEYS = ("lesson_step",)
+
+
+#: The lesson's changes to the reader's replica, by step: what each step's "Apply to my replica" button applies
+#: (a page's ``/// replica-change | N`` block with an empty body takes its step's entry). ``breaks``: the change
+#: drowns the replica on purpose, the step's lesson, and the next change rescues it (tests/test_replica_story.py).
+#: The traffic is the lesson's at that step; where the replica departs from its page, the label says so and why.
+LESSON_CHANGES: dict[int, dict] = {
+    4: {
+        "label": 'Reserve max_model_len (8,192 tokens) for every request: contiguous allocation',
+        "delta": {'allocation': 'contiguous'},
+    },
+    5: {
+        "label": 'Paged attention: KV blocks of 16 tokens, taken as sequences grow',
+        "delta": {'allocation': 'paged'},
+    },
+    6: {
+        "label": ("Busier traffic: 9 requests per second (this page's 12 would drown the fp8 replica of step 7 too; "
+                   'copies come at step 14)'),
+        "breaks": ('in bf16 the replica cannot keep up with 9 requests/s (the batch at its cap, the queue growing); step '
+                    "7's fp8 weights rescue it"),
+        "delta": {'workload': {'rate_per_s': 9}},
+    },
+    7: {
+        "label": 'Weights in fp8: half the bytes, the freed memory becomes KV cache',
+        "delta": {'weights': 'fp8'},
+    },
+    9: {
+        "label": "Speculative decoding with EAGLE-like drafts, at this page's light traffic (2 requests/s)",
+        "delta": {'speculation': 'eagle-like', 'workload': {'rate_per_s': 2}},
+    },
+    10: {
+        "label": ('Busy again (9 requests/s) with speculation off: at a full batch it no longer pays (Undo turns it '
+                   'back on)'),
+        "delta": {'speculation': None, 'workload': {'rate_per_s': 9}},
+    },
+    11: {
+        "label": "A 2,500-token system prompt before every prompt, at this page's 4 requests/s",
+        "delta": {'workload': {'rate_per_s': 4,
+                               'classes': [{'name': 'chat',
+                                            'lengths': 'fixed',
+                                            'prompt_tokens': 1024,
+                                            'output_tokens': 256,
+                                            'prefix_tokens': 2500}]}},
+    },
+    12: {
+        "label": "Prefix caching: the system prompt's KV blocks reused",
+        "delta": {'prefix_caching': True},
+    },
+    14: {
+        "label": "Copies behind a router, autoscaled on GPU-Util, under the day's ramp to 20 requests/s",
+        "delta": {'fleet': {'replicas': 1,
+                            'router': 'least-outstanding',
+                            'autoscaler': {'signal': 'gpu_util',
+                                           'min_replicas': 1,
+                                           'max_replicas': 4,
+                                           'interval_s': 15,
+                                           'cooldown_s': 45,
+                                           'pod_start_s': 30,
+                                           'load_bytes_per_s': 2000000000.0},
+                            'traffic': [{'duration_s': 30, 'rate_per_s': 2},
+                                        {'duration_s': 150, 'rate_per_s': 2, 'end_rate_per_s': 20},
+                                        {'duration_s': 90, 'rate_per_s': 20},
+                                        {'duration_s': 60, 'rate_per_s': 20, 'end_rate_per_s': 2},
+                                        {'duration_s': 200, 'rate_per_s': 2}]}},
+    },
+    15: {
+        "label": ("Autoscale on the queue depth instead of GPU-Util, with this page's warm headroom (a floor of 3 "
+                   'replicas)'),
+        "delta": {'fleet': {'replicas': 3, 'autoscaler': {'signal': 'queue_depth', 'min_replicas': 3}}},
+    },
+    19: {
+        "label": 'The incident: three replicas, long documents join the chat traffic',
+        "delta": {'max_model_len': 32768,
+                  'fleet': {'replicas': 3,
+                            'autoscaler': None}},
+    },
+    20: {
+        "label": ("Pools for chat, documents and batch, each with its own limits (chat's token budget fits "
+                   "speculation's 4,096)"),
+        "delta": {'max_model_len': 32768,
+                  'fleet': {'replicas': None,
+                            'router': None,
+                            'autoscaler': None,
+                            'pools': [{'name': 'chat',
+                                       'classes': ['chat'],
+                                       'replicas': 3,
+                                       'router': 'least-outstanding',
+                                       'max_num_batched_tokens': 4096},
+                                      {'name': 'documents',
+                                       'classes': ['document'],
+                                       'replicas': 2,
+                                       'router': 'least-outstanding',
+                                       'max_num_seqs': 16,
+                                       'max_num_batched_tokens': 16384,
+                                       'autoscaler': {'signal': 'queue_depth',
+                                                      'scale_up_above': 1,
+                                                      'scale_down_below': 0.2,
+                                                      'min_replicas': 2,
+                                                      'max_replicas': 4,
+                                                      'interval_s': 15,
+                                                      'cooldown_s': 45}},
+                                      {'name': 'batch',
+                                       'classes': ['batch'],
+                                       'replicas': 1,
+                                       'router': 'least-outstanding',
+                                       'max_num_seqs': 128}]}},
+    },
+}
+
+# Steps 19 and 20 carry the incident's traffic as its preset has it, not a copy: a re-tune of the incident
+# (calc.incident.TUNING_KNOB, one line of step19-incident-p99.json) reaches the reader's replica too.
+for _step in (19, 20):
+    _incident = presets.load_data("step19-incident-p99")
+    LESSON_CHANGES[_step]["delta"]["workload"] = {key: copy.deepcopy(_incident["workload"][key])
+                                                  for key in ("rate_per_s", "classes")}
+    LESSON_CHANGES[_step]["delta"]["fleet"]["traffic"] = copy.deepcopy(_incident["fleet"]["traffic"])
+del _step, _incident
 
 
 def base_scenario_data() -> dict:
@@ -111,27 +243,38 @@ def merge_delta(scenario: dict, delta: dict, where: str = "delta") -> dict:
 
 
 def parse_change(step, body: str) -> dict:
-    r"""A page's ``/// replica-change | N`` block body: a ``label:`` line and a ``delta:`` line of JSON.
+    r"""A page's ``/// replica-change | N`` block body: a ``label:`` line, a ``delta:`` line of JSON, and
+    optionally a ``breaks:`` line: the change drowns the replica on purpose (the step's lesson), and why.
 
     >>> parse_change(4, 'label: Reserve the maximum\ndelta: {"allocation": "contiguous"}')
-    {'step': 4, 'label': 'Reserve the maximum', 'delta': {'allocation': 'contiguous'}}
+    {'step': 4, 'label': 'Reserve the maximum', 'delta': {'allocation': 'contiguous'}, 'breaks': ''}
+    >>> parse_change(6, "")["delta"]
+    {'workload': {'rate_per_s': 9}}
     >>> parse_change(4, 'label: x\ndelta: {"allocation": "diagonal"}')
     Traceback (most recent call last):
     ...
     calc.errors.CalcError: allocation must be one of paged, contiguous; got 'diagonal'
     """
     step = check_range("step", step, FIRST_STEP, LAST_STEP, integer=True)
+    if not body.strip():  # the lesson's own change for this step
+        if step not in LESSON_CHANGES:
+            raise CalcError(f"replica-change {step}: the lesson declares no change for step {step} "
+                            f"(calc.replica.LESSON_CHANGES has {sorted(LESSON_CHANGES)}); write label: and delta:", "body")
+        change = LESSON_CHANGES[step]
+        return {"step": step, "label": change["label"], "delta": copy.deepcopy(change["delta"]),
+                "breaks": change.get("breaks", "")}
     fields_found: dict[str, str] = {}
     current = None
     for line in body.splitlines():
         key, sep, rest = line.partition(":")
-        if sep and key.strip() in ("label", "delta") and not line[:1].isspace():
+        if sep and key.strip() in ("label", "delta", "breaks") and not line[:1].isspace():
             current = key.strip()
             fields_found[current] = rest.strip()
         elif current == "delta" and line.strip():
             fields_found["delta"] += "\n" + line  # a delta may run over several lines
         elif line.strip():
-            raise CalcError(f"replica-change {step}: lines must start with label: or delta:; got {line!r}", "body")
+            raise CalcError(f"replica-change {step}: lines must start with label:, delta: or breaks:; got {line!r}",
+                            "body")
     for key in ("label", "delta"):
         if not fields_found.get(key):
             raise CalcError(f"replica-change {step}: missing {key}:", key)
@@ -140,7 +283,7 @@ def parse_change(step, body: str) -> dict:
     except ValueError as exc:
         raise CalcError(f"replica-change {step}: delta is not valid JSON: {exc}", "delta") from None
     ReaderReplica().apply(step, delta, 0.0, fields_found["label"])  # validated against the running example
-    return {"step": step, "label": fields_found["label"], "delta": delta}
+    return {"step": step, "label": fields_found["label"], "delta": delta, "breaks": fields_found.get("breaks", "")}
 
 
 def _check_time(at_s, field: str = "at_s") -> float:
@@ -150,8 +293,9 @@ def _check_time(at_s, field: str = "at_s") -> float:
 class ReaderReplica:
     """The reader's replica as data: a base scenario and the history of changes (immutable: methods return new ones).
 
-    History entries are dicts ``{"kind": "apply", "step", "delta", "label", "at_s"}`` or
-    ``{"kind": "undo", "at_s"}``, in time order.
+    History entries are dicts ``{"kind": "apply", "step", "delta", "label", "at_s"}``,
+    ``{"kind": "undo", "at_s"}`` or ``{"kind": "reset", "step", "changes", "at_s"}`` (the lesson's changes up to
+    that step in place of the applied ones), in time order.
 
     >>> r = ReaderReplica().apply(4, {"allocation": "contiguous"}, 12.5).apply(5, {"allocation": "paged"}, 30)
     >>> r.applied_steps(), [c["at_s"] for c in r.applied()]
@@ -168,8 +312,17 @@ class ReaderReplica:
 
     # ------------------------------------------------------------------------------------- changes
     def apply(self, step, delta, at_s, label: str = "") -> "ReaderReplica":
-        """A replica with step ``step``'s ``delta`` applied at ``at_s`` simulated seconds (validated)."""
+        """A replica with step ``step``'s ``delta`` applied at ``at_s`` simulated seconds (validated).
+
+        A step already in force is not applied again: the same replica comes back.
+
+        >>> r = ReaderReplica().apply(7, {"weights": "fp8"}, 5)
+        >>> r.apply(7, {"weights": "fp8"}, 9) is r, len(r.history)
+        (True, 1)
+        """
         step = check_range("step", step, FIRST_STEP, LAST_STEP, integer=True)
+        if step in self.applied_steps():  # applying a step twice is a no-op (a double click, a second tab)
+            return self
         at_s = self._next_time(at_s)
         if not isinstance(label, str) or len(label) > 200:
             raise CalcError(f"label must be a string of at most 200 characters; got {label!r}", "label")
@@ -191,6 +344,26 @@ class ReaderReplica:
             raise CalcError("undo: no change is applied", "undo")
         return ReaderReplica(self.history + ({"kind": "undo", "at_s": self._next_time(at_s)},), self.base)
 
+    def reset_to(self, step, at_s) -> "ReaderReplica":
+        """The replica as the lesson has it at step ``step``, from ``at_s``: every change of
+        :data:`LESSON_CHANGES` up to that step, in order, in place of what was applied (a no-op if already so).
+
+        >>> r = ReaderReplica().apply(9, LESSON_CHANGES[9]["delta"], 3).reset_to(7, 10)
+        >>> r.applied_steps(), r.scenario_data()["weights"], r.scenario_data()["workload"]["rate_per_s"]
+        ([4, 5, 6, 7], 'fp8', 9)
+        >>> r.reset_to(7, 12) is r
+        True
+        """
+        step = check_range("step", step, FIRST_STEP, LAST_STEP, integer=True)
+        changes = [{"step": s, "delta": copy.deepcopy(LESSON_CHANGES[s]["delta"]), "label": LESSON_CHANGES[s]["label"]}
+                   for s in sorted(LESSON_CHANGES) if s <= step]
+        if [(e["step"], e["delta"]) for e in self.applied()] == [(c["step"], c["delta"]) for c in changes]:
+            return self
+        entry = {"kind": "reset", "step": step, "changes": changes, "at_s": self._next_time(at_s)}
+        replica = ReaderReplica(self.history + (entry,), self.base)
+        replica.fleet_scenario()
+        return replica
+
     def _next_time(self, at_s) -> float:
         at_s = _check_time(at_s)
         if len(self.history) >= MAX_HISTORY:
@@ -206,6 +379,8 @@ class ReaderReplica:
         for entry in self.history[:upto]:
             if entry["kind"] == "apply":
                 stack.append(entry)
+            elif entry["kind"] == "reset":
+                stack = [dict(change, kind="apply", at_s=entry["at_s"]) for change in entry["changes"]]
             elif stack:
                 stack.pop()
         return stack
@@ -261,7 +436,7 @@ class ReaderReplica:
         >>> ReaderReplica.from_dict({"history": [{"kind": "redo", "at_s": 2}]})
         Traceback (most recent call last):
         ...
-        calc.errors.CalcError: history[0].kind must be apply or undo; got 'redo'
+        calc.errors.CalcError: history[0].kind must be apply, undo or reset; got 'redo'
         """
         if not isinstance(data, dict) or not isinstance(data.get("history", []), list):
             raise CalcError("replica state must be an object with a list `history`", "history")
@@ -275,8 +450,11 @@ class ReaderReplica:
                                         entry.get("label", ""))
             elif kind == "undo":
                 replica = replica.undo(entry.get("at_s"))
+            elif kind == "reset":
+                replica = replica.reset_to(entry.get("step"), entry.get("at_s"))
             else:
-                raise CalcError(f"history[{index}].kind must be apply or undo; got {kind!r}", f"history[{index}].kind")
+                raise CalcError(f"history[{index}].kind must be apply, undo or reset; got {kind!r}",
+                                f"history[{index}].kind")
         return replica
 
     @classmethod
@@ -485,8 +663,23 @@ class ReplicaRun:
         self.now_ns = target_ns
 
     def apply(self, step, delta, label: str = "") -> None:
-        """Apply step ``step``'s delta now: the history grows and the replica is redeployed at once."""
-        self.replica = self.replica.apply(step, delta, self.t_s, label)
+        """Apply step ``step``'s delta now: the history grows and the replica is redeployed at once.
+
+        A step already in force is left alone (no redeploy).
+        """
+        replica = self.replica.apply(step, delta, self.t_s, label)
+        if replica is self.replica:
+            return
+        self.replica = replica
+        self.deployed = len(self.replica.history)
+        self._redeploy()
+
+    def reset_to(self, step) -> None:
+        """Put the replica as the lesson has it at step ``step`` now (redeployed at once; no-op if already so)."""
+        replica = self.replica.reset_to(step, self.t_s)
+        if replica is self.replica:
+            return
+        self.replica = replica
         self.deployed = len(self.replica.history)
         self._redeploy()
 
@@ -536,8 +729,8 @@ class ReplicaRun:
             "allocation": sc.allocation,
             "ttft_p50_s": last("ttft_p50_s"),
             "ttft_p99_s": last("ttft_p99_s"),
-            "tpot_p50_s": last("itl_p50_s"),
-            "tpot_p99_s": last("itl_p99_s"),
+            "itl_p50_s": last("itl_p50_s"),
+            "itl_p99_s": last("itl_p99_s"),
             "kv_blocks_used": used,
             "kv_blocks_total": total,
             "weights_gb_per_gpu": round(hw.weights_bytes_per_gpu / 1e9, 2),
@@ -550,6 +743,7 @@ class ReplicaRun:
             "applied": self.replica.applied_steps(),
             "history": len(self.replica.history),
             "given_up": self.given_up,
+            "settling_s": round(max(0.0, SETTLE_S - local / NS_PER_S), 3) if self.deployments > 1 else 0.0,
         }
 
 
@@ -563,3 +757,131 @@ def replay(replica: ReaderReplica, until_s: float) -> ReplicaRun:
     run = ReplicaRun(replica)
     run.advance_to(until_s)
     return run
+
+
+# ------------------------------------------------------------------------------------ a change's effect
+#: The figures a change's before -> after reports, in the order the panel lists them: key, name, unit, and the
+#: smallest difference that counts as moving (absolute; relative changes under 10% never count).
+EFFECT_FIGURES = (
+    ("kv_cache_pct", "KV cache", "%", 5.0),
+    ("queue", "queue", "", 5.0),
+    ("running", "running", "", 5.0),
+    ("ttft_p99_s", "TTFT p99", "s", 0.05),
+    ("itl_p99_s", "ITL p99", "s", 0.003),
+    ("output_tokens_per_s", "output", "tok/s", 50.0),
+    ("replicas", "replicas", "", 0.5),
+    ("weights_gb_per_gpu", "weights", "GB/GPU", 1.0),
+)
+_MOVE_RELATIVE = 0.10
+
+
+def _cycle_s(data: dict) -> float:
+    traffic = data.get("fleet", {}).get("traffic")
+    return math.fsum(p["duration_s"] for p in traffic) if traffic else 0.0
+
+
+def window_figures(run: ReplicaRun, seconds: float) -> dict:
+    """Run ``run`` on for ``seconds`` and sum up what the panel showed, second by second.
+
+    KV cache (percent of the blocks, mean), the queue at the window's end and its
+    growth over the second half, running sequences and output tokens/s (means),
+    TTFT and ITL p99 (the trailing percentiles at the window's end; with traffic in
+    phases the worst over the cycle), replicas and weights (the most). ``drowned``:
+    a queue still growing by :data:`DROWNED_QUEUE_GROWTH` over the second half, or
+    TTFT p99 over :data:`DROWNED_TTFT_P99_S` while the queue is not draining.
+
+    >>> run = ReplicaRun(); run.advance_to(30)
+    >>> f = window_figures(run, 30); f["drowned"], f["queue"] < 10, 0 < f["kv_cache_pct"] < 100
+    (False, True, True)
+    """
+    frames = []
+    end_s = run.t_s + seconds
+    while run.t_s + 1e-9 < end_s:
+        run.advance_to(min(end_s, run.t_s + 1.0))
+        frames.append(run.frame())
+    if not frames:
+        raise CalcError(f"seconds must be at least 1; got {seconds}", "seconds")
+
+    def worst(key):
+        values = [f[key] for f in frames if f[key] is not None]
+        return round(max(values), 4) if values else None
+
+    half = frames[len(frames) // 2]
+    phased = bool(_cycle_s(run.data))
+    kv = [f["kv_blocks_used"] / f["kv_blocks_total"] * 100 for f in frames if f["kv_blocks_total"]]
+    figures = {
+        "kv_cache_pct": round(math.fsum(kv) / len(kv), 1) if kv else 0.0,
+        "queue": frames[-1]["queue"],
+        "queue_growth": frames[-1]["queue"] - half["queue"],
+        "running": round(math.fsum(f["running"] for f in frames) / len(frames), 1),
+        # a day of phases at its worst; steady traffic where the window ends (a backlog may still be draining)
+        "ttft_p99_s": worst("ttft_p99_s") if phased else frames[-1]["ttft_p99_s"],
+        "itl_p99_s": worst("itl_p99_s") if phased else frames[-1]["itl_p99_s"],
+        "output_tokens_per_s": round(math.fsum(f["output_tokens_per_s"] for f in frames) / len(frames), 1),
+        "replicas": max(f["replicas"] for f in frames),
+        "weights_gb_per_gpu": frames[-1]["weights_gb_per_gpu"],
+        "from_s": frames[0]["t_s"] - 1.0, "to_s": frames[-1]["t_s"],
+    }
+    # A queue that falls over the second half is a backlog draining, not a drowned replica.
+    draining = figures["queue_growth"] <= -DROWNED_QUEUE_GROWTH
+    figures["drowned"] = bool(figures["queue_growth"] >= DROWNED_QUEUE_GROWTH
+                              or ((figures["ttft_p99_s"] or 0.0) > DROWNED_TTFT_P99_S and not draining))
+    return figures
+
+
+def _format(value, unit: str) -> str:
+    if value is None:
+        return "none"
+    if unit == "s":
+        return f"{value:.2f} s" if value < 1 else f"{value:.1f} s"
+    if unit == "%":
+        return f"{value:.0f}%"
+    text = f"{value:,.0f}" if abs(value) >= 10 or float(value).is_integer() else f"{value:.1f}"
+    return f"{text} {unit}".strip()
+
+
+def change_effect(replica: ReaderReplica, step, delta, label: str = "") -> dict:
+    """What step ``step``'s change does to ``replica``: its figures before and after, and the ones that move.
+
+    One run on one seed: the scenario in force warms up from empty (:data:`WARMUP_S`)
+    and is read over a window; the change is applied, the redeploy's transient
+    (:data:`SETTLE_S`) is skipped, and the same window is read again. The window
+    is :data:`EFFECT_WINDOW_S`, or one whole cycle of traffic with phases (a
+    fleet's day). ``moved`` lists the figures of :data:`EFFECT_FIGURES` that
+    change by more than 10% and their threshold, each with its text; ``text``
+    joins them the way the panel shows it.
+
+    Source: the replica's engine and fleet, :mod:`calc.sim.fleet`; a rolling
+    restart's transient as in Kubernetes, https://kubernetes.io/docs/concepts/workloads/controllers/deployment/#rolling-update-deployment
+
+    >>> e = change_effect(ReaderReplica(), 4, {"allocation": "contiguous"})
+    >>> e["before"]["drowned"], e["after"]["drowned"], e["after"]["running"]
+    (False, True, 48.0)
+    >>> e["text"].split(", ")[:2]
+    ['KV cache 37% -> 98%', 'queue 0 -> 353']
+    """
+    step = check_range("step", step, FIRST_STEP, LAST_STEP, integer=True)
+    before_data = replica.scenario_data()
+    after_data = merge_delta(before_data, delta)
+    run = ReplicaRun(ReaderReplica(base=before_data))
+    before_window = _cycle_s(before_data) or EFFECT_WINDOW_S
+    if not _cycle_s(before_data):
+        run.advance_to(WARMUP_S)
+    before = window_figures(run, before_window)
+    run.apply(step, delta, label)
+    run.advance_to(run.t_s + SETTLE_S)
+    after = window_figures(run, _cycle_s(after_data) or EFFECT_WINDOW_S)
+    moved = []
+    for key, name, unit, threshold in EFFECT_FIGURES:
+        b, a = before[key], after[key]
+        if b is None or a is None:
+            if b != a:
+                moved.append({"key": key, "name": name, "before": b, "after": a,
+                              "text": f"{name} {_format(b, unit)} -> {_format(a, unit)}"})
+            continue
+        if abs(a - b) >= threshold and abs(a - b) > _MOVE_RELATIVE * max(abs(a), abs(b)):
+            moved.append({"key": key, "name": name, "before": b, "after": a,
+                          "text": f"{name} {_format(b, unit)} -> {_format(a, unit)}"})
+    return {"step": step, "label": label, "before": before, "after": after, "moved": moved,
+            "watch": [m["name"] for m in moved], "settle_s": SETTLE_S,
+            "text": ", ".join(m["text"] for m in moved) or "no figure moves by more than 10%"}

@@ -15,8 +15,8 @@ from calc.sim.fleet_scenario import FleetScenario
 from calc.sim.scenario import Scenario
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-BLOCK = re.compile(r"^/// replica-change \| (\d+)\n(.*?)\n///$", re.S | re.M)
-REQUIRED_STEPS = [4, 5, 6, 7, 9, 11, 12, 14, 15, 19, 20]
+BLOCK = re.compile(r"^/// replica-change \| (\d+)\n(?:(.*?)\n)?///$", re.S | re.M)
+REQUIRED_STEPS = [4, 5, 6, 7, 9, 10, 11, 12, 14, 15, 19, 20]
 
 
 def page_changes() -> dict[int, dict]:
@@ -165,3 +165,45 @@ def test_the_playground_query_is_made_of_the_playground_s_knobs_and_gives_the_sa
     mine = Scenario.from_dict(out["scenario"])
     assert (rebuilt.weights, rebuilt.speculation, rebuilt.workload.rate_per_s, rebuilt.allocation) == (
         mine.weights, mine.speculation, mine.workload.rate_per_s, mine.allocation)
+
+
+def test_applying_the_same_step_twice_is_a_no_op():
+    once = ReaderReplica().apply(7, CHANGES[7]["delta"], 5.0, CHANGES[7]["label"])
+    assert once.apply(7, CHANGES[7]["delta"], 9.0) is once and len(once.history) == 1
+    # the same in the live run: no second redeploy, no second history entry, the same frame as one apply
+    twice, single = ReplicaRun(), ReplicaRun()
+    for run, applies in ((twice, 2), (single, 1)):
+        run.advance_to(10)
+        for _ in range(applies):
+            run.apply(7, CHANGES[7]["delta"], CHANGES[7]["label"])
+        run.advance_to(40)
+    assert twice.deployments == single.deployments == 2
+    assert twice.frame() == single.frame() and twice.replica == single.replica
+    # after an undo it may be applied again
+    undone = once.undo(10.0)
+    assert undone.apply(7, CHANGES[7]["delta"], 11.0).applied_steps() == [7]
+
+
+def test_the_frame_names_per_token_latency_itl_and_marks_the_redeploy_transient():
+    from calc.replica import SETTLE_S
+
+    run = ReplicaRun()
+    run.advance_to(30)
+    frame = run.frame()
+    assert not any(key.startswith("tpot") for key in frame)
+    assert frame["itl_p99_s"] > 0 and frame["settling_s"] == 0  # the first deployment has no restart
+    run.apply(6, CHANGES[6]["delta"])
+    run.advance_to(31)
+    assert run.frame()["settling_s"] == SETTLE_S - 1
+    run.advance_to(30 + SETTLE_S)
+    assert run.frame()["settling_s"] == 0
+
+
+def test_every_page_block_takes_the_lessons_change_from_calc():
+    from calc.replica import LESSON_CHANGES
+
+    assert sorted(LESSON_CHANGES) == REQUIRED_STEPS
+    for step, change in CHANGES.items():
+        assert (change["label"], change["delta"]) == (LESSON_CHANGES[step]["label"], LESSON_CHANGES[step]["delta"])
+    with pytest.raises(CalcError, match="declares no change for step 8"):
+        parse_change(8, "")

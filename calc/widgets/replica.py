@@ -9,7 +9,7 @@ old one) picks up the same run where it was; only when the worker has no run for
 the id, or holds another history (another tab applied a change), is the run
 replayed from the state, in slices, so the clock never goes back. Each frame is
 one simulated second: the clock, queue and running sequences (summed over
-replicas), TTFT and TPOT percentiles, memory per GPU, KV blocks, GPU-Util beside
+replicas), TTFT and ITL percentiles, memory per GPU, KV blocks, GPU-Util beside
 real compute use and cost per million tokens.
 
 >>> frames = live(replica_id="doc", state='{"history": [], "t_s": 0}', change="")
@@ -28,10 +28,10 @@ import time
 from typing import Annotated
 
 from calc.errors import CalcError
-from calc.replica import MAX_TIME_S, ReaderReplica, ReplicaRun
+from calc.replica import LAST_STEP, MAX_TIME_S, ReaderReplica, ReplicaRun, change_effect
 from calc.widgets.framework import FloatRange, IntRange, Text, output, stream, view, widget
 
-__all__ = ["live", "export_scenario", "FRAME_S", "SLICE_S", "MAX_RUNS"]
+__all__ = ["live", "export_scenario", "change_effect_view", "FRAME_S", "SLICE_S", "MAX_RUNS"]
 
 #: Simulated seconds per frame.
 FRAME_S = 1.0
@@ -67,9 +67,9 @@ def _change(text: str):
     try:
         change = json.loads(text)
     except ValueError:
-        raise CalcError("change must be JSON: {\"action\": \"apply\"|\"undo\", ...}", "change") from None
-    if not isinstance(change, dict) or change.get("action") not in ("apply", "undo"):
-        raise CalcError("change.action must be apply or undo", "change.action")
+        raise CalcError("change must be JSON: {\"action\": \"apply\"|\"undo\"|\"reset\", ...}", "change") from None
+    if not isinstance(change, dict) or change.get("action") not in ("apply", "undo", "reset"):
+        raise CalcError("change.action must be apply, undo or reset", "change.action")
     return change
 
 
@@ -121,6 +121,8 @@ def live(
     if change is not None:
         if change["action"] == "apply":
             run.apply(change.get("step"), change.get("delta"), change.get("label", ""))
+        elif change["action"] == "reset":
+            run.reset_to(change.get("step"))
         else:
             run.undo()
         send_state = True
@@ -152,4 +154,33 @@ def export_scenario(state: Annotated[str, Text(label="Saved state (JSON)", rows=
         output("command", "Run it", exported["command"], text=exported["command"]),
         output("playground_query", "Playground", "query", text=urlencode(exported["playground_query"])),
         output("file_name", "File name", exported["file_name"], text=exported["file_name"]),
+    ])
+
+
+@widget
+def change_effect_view(
+    state: Annotated[str, Text(label="Saved state before the change (JSON)", rows=4)] = "",
+    step: Annotated[int, IntRange(1, LAST_STEP, 1, "", label="Step")] = 4,
+    delta: Annotated[str, Text(label="The step's delta (JSON)", rows=2)] = '{"allocation": "contiguous"}',
+):
+    """What to watch when a step's change is applied, and before -> after for the figures that move.
+
+    The panel shows it beside the Apply button; the numbers are :func:`calc.replica.change_effect`'s.
+
+    >>> out = change_effect_view("", 4, '{"allocation": "contiguous"}')["outputs"]
+    >>> out["watch"]["text"], out["moved"]["text"].split(", ")[0]
+    ("The replica drowns: the step's point. Watch:", 'KV cache 37% -> 98%')
+    """
+    replica, _ = _state(state)
+    try:
+        delta_data = json.loads(delta)
+    except ValueError:
+        raise CalcError("delta must be JSON: a scenario delta object", "delta") from None
+    effect = change_effect(replica, step, delta_data)
+    # the moved figures are what to watch: the text names each one with its before -> after
+    watch = ("The replica drowns: the step's point. " if effect["after"]["drowned"] else "") + "Watch:"
+    return view(outputs=[
+        output("watch", "Watch", "", text=watch),
+        output("moved", "Before -> after", "", text=effect["text"]),
+        output("drowned", "Drowned after", "", text="yes" if effect["after"]["drowned"] else "no"),
     ])

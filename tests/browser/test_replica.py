@@ -206,3 +206,42 @@ def test_apply_reads_applied_undo_applies_once_and_a_second_click_undoes(visit):
     button_reads(page, '[data-apply-step="5"]', "Apply to my replica")
     assert [(e["kind"], e.get("step")) for e in saved_history(page)] == [("apply", 5), ("undo", None)]
     assert visit.console_errors == []
+
+
+STEP_10 = "lesson/10-speculation-at-saturation/"
+
+
+def test_reset_to_this_step_then_apply_shows_what_moved_and_step_10_switches_speculation_off(visit):
+    """'Reset to step 10' puts the lesson's replica of step 10 (its changes 4 to 10); Undo takes step 10's off
+    (speculation back on, at step 9's light traffic); Apply puts it back and says, beside the button, what to watch
+    and before -> after for the figures that move, as calc.replica.change_effect computes them."""
+    from calc.replica import LESSON_CHANGES, ReaderReplica, change_effect
+
+    page = visit.page
+    page.goto(visit.url(STEP_10))
+    wait_until_ready(page)
+    page.locator(PANEL).get_by_role("button", name="My replica", exact=True).click()
+    reset = page.locator(f"{PANEL} .calc-replica__reset")
+    assert reset.inner_text() == "Reset to step 10"
+    reset.click()
+    applied_and_running(page, "4,5,6,7,9,10")
+    assert saved_history(page)[-1]["kind"] == "reset"
+    button_reads(page, '[data-apply-step="10"]', "Applied \u00b7 Undo")
+    page.locator('[data-apply-step="10"]').click()  # Undo: speculation on again
+    applied_and_running(page, "4,5,6,7,9")
+    button_reads(page, '[data-apply-step="10"]', "Apply to my replica")
+    page.locator('[data-apply-step="10"]').click()  # speculation off, from the page
+    applied_and_running(page, "4,5,6,7,9,10")
+    # Right after the redeploy the latency view says it is settling, not a new steady state.
+    page.wait_for_function("() => /Redeploying/.test(document.querySelector('[data-replica-view=\"latency\"]').textContent)")
+    effect = page.locator(".calc-replica-change .calc-replica-effect")
+    page.wait_for_function("() => /\u2192/.test((document.querySelector('.calc-replica-effect') || {}).textContent || '')",
+                           timeout=90_000)
+    replica = ReaderReplica()
+    for index, step in enumerate(s for s in sorted(LESSON_CHANGES) if s <= 9):
+        replica = replica.apply(step, LESSON_CHANGES[step]["delta"], float(index))
+    expected = change_effect(replica, 10, LESSON_CHANGES[10]["delta"])["text"].replace(" -> ", " \u2192 ")
+    assert effect.inner_text() == f"Watch: {expected}."
+    assert "ITL p99" in effect.inner_text()
+    page.screenshot(path=os.path.join(SHOTS, "replica-1280-step10-effect.png"))
+    assert visit.console_errors == []

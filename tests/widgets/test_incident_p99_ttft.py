@@ -217,17 +217,13 @@ def test_the_dashboard_labels_each_ttft_p99_for_what_it_measures():
 
 def test_the_copies_of_the_incidents_traffic_follow_the_preset():
     """A re-tune is one line in step 19's preset; these copies must follow it, and this names them."""
-    import json
-    import pathlib
-    import re
-
-    root = pathlib.Path(__file__).resolve().parents[2]
     incident_data = presets.load_data(step.PRESET)
     fix = presets.load_data("step20-pools")
     assert fix["workload"] == incident_data["workload"], "calc/sim/presets/step20-pools.json: workload"
     assert fix["fleet"]["traffic"] == incident_data["fleet"]["traffic"], "calc/sim/presets/step20-pools.json: traffic"
-    for page in ("19-incident-p99-ttft.md", "20-the-fix.md"):
-        text = (root / "docs" / "lesson" / page).read_text(encoding="utf-8")
-        delta = json.loads(re.search(r"^delta: (.*)$", text, re.M).group(1))
-        assert delta["workload"]["classes"] == incident_data["workload"]["classes"], page
-        assert delta["fleet"]["traffic"] == incident_data["fleet"]["traffic"], page
+    from calc.replica import LESSON_CHANGES
+
+    for step_number in (19, 20):  # the reader's replica carries the incident's traffic on steps 19 and 20
+        delta = LESSON_CHANGES[step_number]["delta"]
+        assert delta["workload"]["classes"] == incident_data["workload"]["classes"], f"calc.replica step {step_number}"
+        assert delta["fleet"]["traffic"] == incident_data["fleet"]["traffic"], f"calc.replica step {step_number}"

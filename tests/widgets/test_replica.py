@@ -24,7 +24,7 @@ def setup_function():
 
 def test_a_frame_carries_every_view_the_panel_shows():
     frame = frames(1, replica_id="a")[0]
-    for key in ("t_s", "queue", "running", "ttft_p99_s", "tpot_p50_s", "tpot_p99_s", "weights_gb_per_gpu",
+    for key in ("t_s", "queue", "running", "ttft_p99_s", "itl_p50_s", "itl_p99_s", "weights_gb_per_gpu",
                 "kv_used_gb_per_gpu", "kv_blocks_used", "kv_blocks_total", "gpu_util_reported",
                 "compute_utilization", "usd_per_million_tokens", "allocation", "applied", "replicas"):
         assert key in frame, key
@@ -90,3 +90,22 @@ def test_export_gives_the_cli_file_and_the_playground_s_query():
 def test_a_stream_ends_after_its_frames_and_the_next_one_carries_on():
     assert [f["t_s"] for f in panel.live(replica_id="short", frames=3)] == [1.0, 2.0, 3.0]
     assert next(panel.live(replica_id="short", frames=3))["t_s"] == 4.0
+
+
+def test_change_effect_view_says_what_to_watch_and_before_after_from_calc():
+    from calc.replica import ReaderReplica, change_effect
+
+    # called by name, as the page calls it (calc-replica.js's EFFECT_FN), with the page's string arguments
+    out = framework.call("replica.change_effect_view", {"state": "", "step": "4",
+                                                        "delta": '{"allocation": "contiguous"}'})["outputs"]
+    effect = change_effect(ReaderReplica(), 4, {"allocation": "contiguous"})
+    assert out["moved"]["text"] == effect["text"] and "queue 0 -> " in out["moved"]["text"]
+    assert out["watch"]["text"] == "The replica drowns: the step's point. Watch:" and "TTFT p99" in out["moved"]["text"]
+    assert out["drowned"]["text"] == "yes"
+
+
+def test_live_resets_to_a_step():
+    frames = panel.live(replica_id="reset-test", state='{"history": [], "t_s": 0}',
+                          change='{"action": "reset", "step": 7}', frames=2)
+    frame = next(frames)
+    assert frame["applied"] == [4, 5, 6, 7] and frame["state"]["history"][0]["kind"] == "reset"

@@ -19,6 +19,7 @@
   var STORAGE_KEY = "calc-replica";
   var FN = "replica.live";
   var EXPORT_FN = "replica.export_scenario";
+  var EFFECT_FN = "replica.change_effect_view";
   var TICK_MS = 500; // one simulated second per half second of reading: twice real time
   var POINTS = 120; // the sparklines' last two simulated minutes
   var scriptUrl = document.currentScript ? document.currentScript.src : location.href;
@@ -138,7 +139,10 @@
     var exportButton = button("Export scenario JSON", "calc-replica__export");
     var playground = element("a", "md-button calc-replica__button calc-replica__playground", "Open in the playground");
     playground.href = PLAYGROUND;
+    // "Reset to step N" on a step's page: the replica as the lesson has it at that step (calc.replica.LESSON_CHANGES).
+    var reset = button("Reset to this step", "calc-replica__reset");
     actions.appendChild(undo);
+    actions.appendChild(reset);
     actions.appendChild(exportButton);
     actions.appendChild(playground);
     body.appendChild(actions);
@@ -148,7 +152,7 @@
     root.appendChild(bar);
     root.appendChild(body);
     return { root: root, toggle: toggle, chevron: chevron, status: status, play: play, pause: pause, body: body, views: views,
-      applied: applied, undo: undo, exportButton: exportButton, playground: playground, note: note };
+      applied: applied, undo: undo, reset: reset, exportButton: exportButton, playground: playground, note: note };
   }
 
   // ---- the panel ---------------------------------------------------------------------------------
@@ -174,6 +178,10 @@
     ui.play.disabled = run.playing;
     ui.pause.disabled = !run.playing;
     ui.undo.disabled = !state.applied.length || !!pending;
+    var step = pageStep();
+    ui.reset.hidden = !step;
+    ui.reset.textContent = "Reset to step " + step;
+    ui.reset.disabled = !!pending;
     applyButtons.forEach(function (refresh) { refresh(); });
   }
 
@@ -186,13 +194,21 @@
     return at === state.applied.length - 1 ? "top" : "applied";
   }
 
+  // The lesson step of the page shown (its path: lesson/NN-...), or 0 off the lesson's steps.
+  function pageStep() {
+    var match = /\/lesson\/(\d\d)-/.exec(window.location.pathname);
+    return match ? Number(match[1]) : 0;
+  }
+
   function renderApplied() {
     var list = ui.applied;
     while (list.firstChild) list.removeChild(list.firstChild);
     // The changes in force, from the history: an undo takes the last apply off.
     var stack = [];
     state.history.forEach(function (entry) {
-      if (entry.kind === "apply") stack.push(entry); else stack.pop();
+      if (entry.kind === "apply") stack.push(entry);
+      else if (entry.kind === "reset") stack = entry.changes.map(function (c) { return { step: c.step, label: c.label, at_s: entry.at_s }; });
+      else stack.pop();
     });
     if (!stack.length) list.appendChild(element("li", "calc-replica__none", "Nothing yet: the running example as it starts."));
     stack.forEach(function (entry) {
@@ -226,7 +242,9 @@
       percent(frame.kv_blocks_total ? frame.kv_blocks_used / frame.kv_blocks_total : 0) + "), " + frame.allocation;
     v.batch.value.textContent = whole(frame.running) + " running \u00b7 " + whole(frame.queue) + " queued";
     v.latency.value.textContent = "TTFT p50 " + seconds(frame.ttft_p50_s) + ", p99 " + seconds(frame.ttft_p99_s) +
-      " \u00b7 ITL p50 " + seconds(frame.tpot_p50_s) + ", p99 " + seconds(frame.tpot_p99_s); // ITL, as the pages name it (calc/replica.py's tpot_* frame keys carry itl_*)
+      " \u00b7 ITL p50 " + seconds(frame.itl_p50_s) + ", p99 " + seconds(frame.itl_p99_s);
+    // The seconds after a redeploy are the restart's transient (calc.replica.SETTLE_S), not the new steady state.
+    if (frame.settling_s > 0) v.latency.value.textContent = "Redeploying: steady figures in " + Math.ceil(frame.settling_s) + " s";
     v.util.value.textContent = "GPU-Util " + percent(frame.gpu_util_reported) + " \u00b7 compute " + percent(frame.compute_utilization);
     v.cost.value.textContent = frame.usd_per_million_tokens === null ? "– (no tokens out yet)"
       : "$" + frame.usd_per_million_tokens.toFixed(2) + " per million output tokens";
@@ -264,8 +282,10 @@
       push("blocks", frame.kv_blocks_total ? frame.kv_blocks_used / frame.kv_blocks_total : 0);
       push("running", frame.running);
       push("queue", frame.queue);
-      push("ttft", frame.ttft_p99_s);
-      push("itl", frame.tpot_p99_s);
+      if (!(frame.settling_s > 0)) { // the restart's burst is left out of the latency lines
+        push("ttft", frame.ttft_p99_s);
+        push("itl", frame.itl_p99_s);
+      }
       push("gpu", frame.gpu_util_reported);
       push("compute", frame.compute_utilization);
       push("cost", frame.usd_per_million_tokens);
@@ -349,6 +369,7 @@
     run.playing = true; // a change is there to be watched
     resumedFromSave = false;
     if (what.action === "apply") pending = { step: what.step, action: "apply" };
+    else if (what.action === "reset") pending = null; // the next frame's state shows the lesson's changes
     else if (state.applied.length) pending = { step: state.applied[state.applied.length - 1], action: "undo" };
     ui.note.textContent = "";
     startStream(what);
@@ -430,6 +451,7 @@
     ui.pause.addEventListener("click", pause);
     ui.toggle.addEventListener("click", function () { setOpen(ui.body.hidden); });
     ui.undo.addEventListener("click", function () { if (state.applied.length && !pending) change({ action: "undo" }); });
+    ui.reset.addEventListener("click", function () { if (!pending && pageStep()) change({ action: "reset", step: pageStep() }); });
     ui.exportButton.addEventListener("click", exportScenario);
     // Escape closes it from anywhere (a disabled button drops the focus out of the panel), unless a dialog of the
     // page (Material's search) has the focus.
@@ -464,6 +486,25 @@
     place();
   }
 
+  // Beside an Apply button, once applied: what to watch and before -> after for the figures that move, computed in
+  // calc (calc.replica.change_effect: the replica before and after the change, on one seed, the transient skipped).
+  function showEffect(node, step, delta, before) {
+    var holder = node.parentNode;
+    var out = holder.querySelector(".calc-replica-effect");
+    if (!out) {
+      out = element("p", "calc-replica-effect", "");
+      out.setAttribute("aria-live", "polite");
+      holder.appendChild(out);
+    }
+    out.textContent = "Measuring before \u2192 after\u2026";
+    runtime.request("call", { fn: EFFECT_FN, args: { state: JSON.stringify(before), step: step,
+      delta: JSON.stringify(delta) } }, 60000).then(function (answer) {
+      if (!answer.ok) { out.textContent = answer.error.message; return; }
+      var o = answer.result.outputs;
+      out.textContent = o.watch.text + " " + o.moved.text.replace(/ -> /g, " \u2192 ") + ".";
+    }, function () { out.textContent = ""; });
+  }
+
   // A step's "Apply to my replica" button: a component of its page. It shows what the change is now: "Apply to my
   // replica"; "Applying..." once sent (disabled: a second click cannot apply it twice); "Applied \u00b7 Undo" while
   // it is the last change applied (a click undoes it); "Applied" while a later step's change sits on top of it.
@@ -487,6 +528,7 @@
       var delta;
       try { delta = JSON.parse(node.dataset.replicaDelta); } catch (error) { return; }
       if (!ui) mountPanel();
+      showEffect(node, step, delta, { history: state.history, t_s: state.t_s });
       change({ action: "apply", step: step, delta: delta, label: node.dataset.replicaLabel || "" });
     });
     refresh();
