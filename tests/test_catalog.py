@@ -11,7 +11,7 @@ from calc.units import GB, MiB
 MODEL_KEYS = ["llama-3.1-8b", "llama-3.1-70b", "llama-3.1-405b", "llama-3.2-1b", "llama-3.2-3b", "llama-3.3-70b",
               "llama-2-7b", "mistral-7b", "mixtral-8x7b", "qwen2.5-7b", "qwen2.5-72b", "deepseek-v3"]
 GPU_KEYS = ["h100-sxm-80gb", "h200", "a100-80gb", "a100-40gb", "h100-pcie-80gb", "a100-pcie-80gb", "l40s", "l4",
-            "rtx-3090", "b200", "mi300x"]
+            "rtx-3090", "rtx-4090", "rtx-5090", "b200", "mi300x"]
 
 
 def test_catalog_has_the_issue_keys():
@@ -175,7 +175,7 @@ def test_only_h100_has_a_price_and_it_is_dated():
 def test_get_gpu_and_bad_inputs():
     assert get_gpu("H100-SXM-80GB") is GPUS["h100-sxm-80gb"]
     with pytest.raises(CalcError) as err:
-        get_gpu("rtx-4090")
+        get_gpu("rtx-2080")
     assert err.value.field == "gpu" and "h100-sxm-80gb" in str(err.value)
     with pytest.raises(CalcError):
         GPUS["h100-sxm-80gb"].memory_bytes("nominal")

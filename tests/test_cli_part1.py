@@ -116,7 +116,7 @@ def test_model_from_a_config_path(capsys, sub):
 @pytest.mark.parametrize("argv,needle", [
     (["memory", "--tp", "3"], "tp must divide"),
     (["memory", "--model", "llama-3.1-405b"], "does not fit"),
-    (["memory", "--gpu", "rtx-4090"], "gpu must be one of"),
+    (["memory", "--gpu", "rtx-2080"], "gpu must be one of"),
     (["memory", "--gpu-memory-gib", "-1"], "gpu_memory_gib"),
     (["memory", "--gpu-memory-gib", "nan"], "gpu_memory_gib"),
     (["memory", "--weights-gib", "-3"], "weights_gib"),

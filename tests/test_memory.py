@@ -219,7 +219,7 @@ def test_unknown_model_and_gpu():
         kv_capacity("gpt-5", "h100-sxm-80gb")
     assert err.value.field == "model"
     with pytest.raises(CalcError) as err:
-        kv_capacity(L8, "rtx-4090")
+        kv_capacity(L8, "rtx-2080")
     assert err.value.field == "gpu"
     with pytest.raises(CalcError) as err:
         kv_capacity(L8, None)

@@ -197,7 +197,7 @@ def test_step_rejects_bad_counts(kwargs, field):
     (lambda: step_coefficients("llama-3.1-70b", H100, tp=3), "tp"),
     (lambda: step_coefficients("llama-3.1-8b", H100, weights="fp4"), "weights"),
     (lambda: step_coefficients("llama-3.1-8b", H100, kv_dtype="int4"), "kv_dtype"),
-    (lambda: step_coefficients("llama-3.1-8b", "rtx-4090"), "gpu"),
+    (lambda: step_coefficients("llama-3.1-8b", "rtx-2080"), "gpu"),
     (lambda: Efficiency(compute=1.5, memory=0.5, step_overhead_s=0), "compute"),
     (lambda: decode_step(C8, batch=0, context_tokens=10), "batch"),
     (lambda: prefill_chunk(C8, chunk_tokens=0), "chunk_tokens"),

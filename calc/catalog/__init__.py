@@ -66,10 +66,10 @@ def get_gpu(key) -> GPU:
 
     >>> get_gpu("mi300x").hbm_bytes_per_s
     5300000000000.0
-    >>> get_gpu("rtx-4090")
+    >>> get_gpu("rtx-2080")
     Traceback (most recent call last):
     ...
-    calc.errors.CalcError: gpu must be one of a100-40gb, a100-80gb, a100-pcie-80gb, b200, h100-pcie-80gb, h100-sxm-80gb, h200, l4, l40s, mi300x, rtx-3090; got 'rtx-4090'
+    calc.errors.CalcError: gpu must be one of a100-40gb, a100-80gb, a100-pcie-80gb, b200, h100-pcie-80gb, h100-sxm-80gb, h200, l4, l40s, mi300x, rtx-3090, rtx-4090, rtx-5090; got 'rtx-2080'
     """
     if isinstance(key, GPU):
         return key

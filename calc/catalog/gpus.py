@@ -7,7 +7,7 @@ reports on a machine, in MiB; the marketed capacity is the datasheet's GB read
 as 1e9 bytes.
 
 >>> sorted(GPUS)
-['a100-40gb', 'a100-80gb', 'a100-pcie-80gb', 'b200', 'h100-pcie-80gb', 'h100-sxm-80gb', 'h200', 'l4', 'l40s', 'mi300x', 'rtx-3090']
+['a100-40gb', 'a100-80gb', 'a100-pcie-80gb', 'b200', 'h100-pcie-80gb', 'h100-sxm-80gb', 'h200', 'l4', 'l40s', 'mi300x', 'rtx-3090', 'rtx-4090', 'rtx-5090']
 >>> GPUS["h100-sxm-80gb"].price_usd_per_hour, GPUS["l4"].price_usd_per_hour
 (3.78, None)
 """
@@ -33,6 +33,20 @@ _NV_GA102 = ("NVIDIA Ampere GA102 GPU Architecture whitepaper (nvidia.com/conten
              "FP16 and BF16 tensor 71 TFLOPS dense with FP32 accumulate, the mode PyTorch uses, against 142 with "
              "FP16 accumulate; INT8 tensor 284 TOPS dense; the doubled figures in the same table are with 2:4 "
              "sparsity; no FP8 tensor cores)")
+
+_NV_AD102 = ("NVIDIA Ada GPU Architecture whitepaper v2.02 (images.nvidia.com/aem-dam/Solutions/geforce/ada/"
+             "nvidia-ada-gpu-architecture.pdf), Appendix A, GeForce RTX 4090 (24 GB GDDR6X, 1,008 GB/s; FP16 and BF16 "
+             "tensor 165.2 TFLOPS dense with FP32 accumulate, the mode PyTorch's GEMMs and FlashAttention use, against "
+             "330.3 with FP16 accumulate: GeForce cards run FP32 accumulate at half rate; FP8 tensor 330.3 dense with "
+             "FP32 accumulate (the figure v2.02 corrected); INT8 tensor 660.6 TOPS dense; the doubled figures of the "
+             "same table are with 2:4 sparsity)")
+_NV_GB202 = ("NVIDIA RTX Blackwell GPU Architecture whitepaper (images.nvidia.com/aem-dam/Solutions/geforce/blackwell/"
+             "nvidia-rtx-blackwell-gpu-architecture.pdf), GeForce RTX 5090 (32 GB GDDR7, 1,792 GB/s; FP16 and "
+             "BF16 tensor 209.5 TFLOPS dense with FP32 accumulate, 419 with FP16 accumulate or 2:4 sparsity), as "
+             "quoted with the whitepaper's own row in public GPU sizing notes (search tool, find_string 'FP32 "
+             "accumulate 165.2'); its FP8 and FP4 rates with FP32 accumulate were not found in a citable form, so "
+             "the catalog leaves them out (FP8 weights compute in 16 bits here, calc.roofline.compute_dtype)")
+_PCIE5 = "PCIe Gen5 x16: 128 GB/s both directions together, 64 GB/s one way (no NVLink on this card)"
 
 
 def _smi_logs(reading: str, name: str, needle: str) -> str:
@@ -210,6 +224,42 @@ GPUS: dict[str, GPU] = {
         memory_bytes_engine_reading=round(23.58 * 2**30),
         memory_engine_source="vLLM start-up log on an RTX 3090: 'Memory profiling results: total_gpu_memory=23.58GiB' "
                              "(github.com/vllm-project/vllm issue #10517)",
+    ),
+    "rtx-4090": GPU(
+        key="rtx-4090",
+        name="RTX 4090 24GB",
+        memory_bytes_marketed=24 * GB,
+        memory_bytes_runtime=24_564 * MiB,
+        memory_runtime_source=_smi_logs("24,564 MiB", "NVIDIA GeForce RTX 4090", "24564MiB")
+        + " (vLLM issue #7553 quotes the same total for four 4090s)",
+        hbm_bytes_per_s=1.008 * TB,
+        flops_per_s={"bf16": 165.2 * _T, "fp16": 165.2 * _T, "fp8": 330.3 * _T, "int8": 660.6 * _T},
+        interconnect_bytes_per_s=32 * GB,
+        price_usd_per_hour=None,
+        price_date=None,
+        price_source=None,
+        source=f"{_NV_AD102}; {_PCIE4} (the 4090 has no NVLink connector); no dated hourly listing from a provider "
+               "was found, so no price: the reader enters theirs",
+        interconnect="pcie4-x16",
+    ),
+    "rtx-5090": GPU(
+        key="rtx-5090",
+        name="RTX 5090 32GB",
+        memory_bytes_marketed=32 * GB,
+        memory_bytes_runtime=32_607 * MiB,
+        memory_runtime_source=_smi_logs("32,607 MiB", "NVIDIA GeForce RTX 5090", "32607MiB"),
+        hbm_bytes_per_s=1.792 * TB,
+        flops_per_s={"bf16": 209.5 * _T, "fp16": 209.5 * _T},
+        interconnect_bytes_per_s=64 * GB,
+        price_usd_per_hour=None,
+        price_date=None,
+        price_source=None,
+        source=f"{_NV_GB202}; {_PCIE5}; no dated hourly listing from a provider was found, so no price: the "
+               "reader enters theirs",
+        interconnect="pcie5-x16",
+        memory_bytes_engine_reading=round(31.37 * 2**30),
+        memory_engine_source="vLLM start-up log on two RTX 5090s: 'the current vLLM instance can use "
+                             "total_gpu_memory (31.37GiB)' (github.com/vllm-project/vllm issue #14452)",
     ),
     "b200": GPU(
         key="b200",

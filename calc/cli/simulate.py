@@ -110,6 +110,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     a("--memory-basis", choices=MEMORY_BASES, help="marketed (the lesson's: datasheet GB, a round workspace), "
                                                    "runtime, or engine (memory as the engine profiles it); default: "
                                                    "marketed for the lesson's replica, engine for any other")
+    a("--expert-parallel", "--ep", action="store_true", dest="expert_parallel",
+      help="a mixture-of-experts model's routed experts split whole across the --tp GPUs (vLLM "
+           "--enable-expert-parallel): a step waits for the GPU whose tokens touched most of its experts "
+           "(calc.moe); refused on a dense model")
     a("--series", action="store_true", help="with --json, include the time series")
 
 
@@ -140,6 +144,12 @@ def scenario_from_args(args):
     calc.errors.CalcError: preset step14-scale-on-gpu-util sets its traffic over time (fleet.traffic); --rate does not apply: copy ...
     >>> s = scenario_from_args(argparse.Namespace(concurrency=16, requests=64)); s.workload.arrival, s.workload.concurrency
     ('closed-loop', 16)
+    >>> scenario_from_args(argparse.Namespace(model="mixtral-8x7b", tp=2, expert_parallel=True)).expert_parallel
+    True
+    >>> scenario_from_args(argparse.Namespace(expert_parallel=True))
+    Traceback (most recent call last):
+    ...
+    calc.errors.CalcError: expert_parallel needs a mixture-of-experts model; Llama 3.1 70B has no routed experts
     >>> scenario_from_args(argparse.Namespace(concurrency=16, rate=4.0))
     Traceback (most recent call last):
     ...
@@ -166,6 +176,8 @@ def scenario_from_args(args):
         data["prefix_caching"] = True
     if getattr(args, "speculation", None):
         data["speculation"] = args.speculation
+    if getattr(args, "expert_parallel", False):
+        data["expert_parallel"] = True
     wl = data["workload"]
     for key in _WORKLOAD:
         value = getattr(args, key, None)
@@ -345,6 +357,7 @@ def what_ran(scenario, args=None) -> dict:
             "engine_resolution": cli.get("engine_resolution", f"{profile.key}: the scenario's engine profile"),
             "engine_defaults_applied": cli.get("defaults_applied", []), "frontend": scenario.frontend,
             "memory_basis": scenario.memory_basis, "memory_model": profile.memory_model,
+            "expert_parallel": scenario.expert_parallel,
             "max_num_seqs": scenario.max_num_seqs, "max_num_batched_tokens": scenario.max_num_batched_tokens,
             "gpu_memory_utilization": scenario.gpu_memory_utilization}
 
@@ -408,7 +421,8 @@ def render(result: dict) -> str:
         lines.append(f"engine {r['engine']} ({r['engine_resolution']}), frontend {r['frontend']}, memory basis "
                      f"{r['memory_basis']} (KV sized by {r['memory_model']}); running cap {r['max_num_seqs']:,}, "
                      f"token budget {r['max_num_batched_tokens']:,}, memory fraction {r['gpu_memory_utilization']:g}"
-                     + (f" (the engine's defaults: {', '.join(applied)})" if applied else ""))
+                     + (f" (the engine's defaults: {', '.join(applied)})" if applied else "")
+                     + ("; experts split whole across the GPUs (expert parallelism)" if r.get("expert_parallel") else ""))
     lines.append(format_table(rows, headers=("metric", "value")))
     if len(r.get("classes", [])) > 1:
         lines.append("")

@@ -18,6 +18,7 @@ held-out published rows, predicted against published.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 
 from calc.catalog import GPUS, get_gpu, get_model
 from calc.cli.model import add_model_argument
@@ -74,9 +75,19 @@ def coefficients_from(args):
     >>> p = argparse.ArgumentParser(); add_replica_arguments(p)
     >>> coefficients_from(p.parse_args([])).tp
     4
+    >>> p.add_argument("--expert-parallel", action="store_true")  # doctest: +ELLIPSIS
+    _StoreTrueAction(...)
+    >>> ep = coefficients_from(p.parse_args(["--model", "deepseek-v3", "--gpu", "h200", "--tp", "8", "--weights", "fp8",
+    ...                                      "--expert-parallel"]))
+    >>> ep.expert_parallel, round(ep.weight_bytes_read(1) / 1e9, 1)
+    (True, 8.7)
+    >>> coefficients_from(p.parse_args(["--expert-parallel"]))
+    Traceback (most recent call last):
+    ...
+    calc.errors.CalcError: expert_parallel needs a mixture-of-experts model; Llama 3.1 70B has no routed experts
     """
     return step_coefficients(get_model(args.model), get_gpu(args.gpu), tp=args.tp, weights=args.weights,
-                             kv_dtype=args.kv_dtype)
+                             kv_dtype=args.kv_dtype, expert_parallel=bool(getattr(args, "expert_parallel", False)))
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -104,6 +115,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                                                                  "else the nearest (the result says which)")
     parser.add_argument("--frontend", default=DEFAULT_FRONTEND, choices=FRONTENDS,
                         help="api-server (served: the per-sequence streaming cost; default) or offline")
+    parser.add_argument("--expert-parallel", "--ep", action="store_true", dest="expert_parallel",
+                        help="a mixture-of-experts model's routed experts split whole across the --tp GPUs (vLLM "
+                             "--enable-expert-parallel; calc.moe); refused on a dense model")
     parser.add_argument("--memory-basis", choices=MEMORY_BASES,
                         help="basis of the KV capacity shown: marketed (the lesson's), runtime or engine (memory "
                              "as the engine profiles it); default marketed for the lesson's replica, else engine")
@@ -161,6 +175,7 @@ def run(args) -> dict:
         "weights": coef.weights,
         "kv_dtype": coef.kv_dtype,
         "compute_dtype": coef.compute_dtype,
+        "expert_parallel": coef.expert_parallel,
         "efficiency": efficiency,
         "ridge_flops_per_byte": {d: ridge_point_flops_per_byte(gpu, d) for d in sorted(gpu.flops_per_s)},
         "batch": args.batch,
@@ -226,6 +241,8 @@ def engine_terms(coef, engine: str, *, batch: int, context_tokens: int, frontend
     profile = get_profile(engine)
     priced = engine_coefficients(coef.model_key, coef.gpu_key, tp=coef.tp, weights=coef.weights,
                                  kv_dtype=coef.kv_dtype, engine=profile.key, frontend=frontend)
+    if coef.expert_parallel:  # as the simulator prices it (calc.sim.hardware.replica_hardware)
+        priced = dataclasses.replace(priced, expert_parallel=True)
     roles, sources = dict(profile.roles), dict(profile.sources)
     terms = [{"term": "allreduce_latency_s", "value_s": priced.allreduce_latency_s,
               "per": f"all-reduce ({coef.allreduces_per_step} per step)" if coef.allreduces_per_step else "all-reduce (none on one GPU)",
@@ -309,7 +326,8 @@ def render(result: dict) -> str:
     d, p = result["decode"], result["prefill"]
     model = get_model(result["model"])
     head = (f"{model.name} on {result['tp']} x {result['gpu']} ({result['weights']} weights, {result['kv_dtype']} KV, "
-            f"computing in {result['compute_dtype']})")
+            f"computing in {result['compute_dtype']}" + (", experts split whole across the GPUs"
+                                                           if result.get("expert_parallel") else "") + ")")
     rows = [
         ("FLOPs per GPU", flops_text(d["flops"]), flops_text(p["flops"])),
         ("HBM bytes per GPU", format_bytes(d["bytes"]), format_bytes(p["bytes"])),

@@ -351,7 +351,7 @@ def request_from_dict(data: dict) -> PlanRequest:
     >>> request_from_dict({"gpus": ["h100"]})
     Traceback (most recent call last):
     ...
-    calc.errors.CalcError: gpus must name catalog GPUs: one of h100-sxm-80gb, h200, a100-80gb, a100-40gb, h100-pcie-80gb, a100-pcie-80gb, l40s, l4, rtx-3090, b200, mi300x; got 'h100'
+    calc.errors.CalcError: gpus must name catalog GPUs: one of h100-sxm-80gb, h200, a100-80gb, a100-40gb, h100-pcie-80gb, a100-pcie-80gb, l40s, l4, rtx-3090, rtx-4090, rtx-5090, b200, mi300x; got 'h100'
     """
     if not isinstance(data, dict):
         raise CalcError(f"the plan request must be an object; got {type(data).__name__}", "request")

@@ -23,6 +23,7 @@ price: cost is reported as null, never a made-up figure).
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 
 from calc import engine_profiles, lesson, memory, roofline
@@ -268,6 +269,11 @@ def replica_hardware(scenario) -> ReplicaHardware:
     >>> args = dict(new_tokens=64, kv_tokens_read=80000, attention_token_pairs=80064, sequences=64)
     >>> round((served.step_time_s(**args) - offline.step_time_s(**args)) / 64 * 1e6)   # per sequence, us
     138
+    >>> one = dict(new_tokens=1, kv_tokens_read=1000, attention_token_pairs=1000, sequences=1)
+    >>> tp2, ep2 = (replica_hardware(Scenario.from_dict({"model": "mixtral-8x7b", "tp": 2, "expert_parallel": ep}))
+    ...             for ep in (False, True))
+    >>> round(tp2.step_time_s(**one) * 1000, 2), round(ep2.step_time_s(**one) * 1000, 2)  # a decode token waits for the busiest GPU
+    (6.96, 9.0)
     """
     model = get_model(scenario.model)
     gpu = get_gpu(scenario.gpu)
@@ -279,6 +285,8 @@ def replica_hardware(scenario) -> ReplicaHardware:
     frontend = getattr(scenario, "frontend", engine_profiles.DEFAULT_FRONTEND)
     coef = engine_profiles.engine_coefficients(model, gpu, tp=scenario.tp, weights=scenario.weights,
                                                kv_dtype=scenario.kv_dtype, engine=profile.key, frontend=frontend)
+    if getattr(scenario, "expert_parallel", False):  # whole experts per GPU (calc.moe; checked by Scenario.check)
+        coef = dataclasses.replace(coef, expert_parallel=True)
     per_token_gpu = memory.kv_bytes_per_token_per_gpu(model, scenario.tp, scenario.kv_dtype)
     weights_gpu = memory.weights_bytes_per_gpu(model, scenario.tp, scenario.weights)
     if scenario.kv_cache_tokens is not None:

@@ -23,6 +23,9 @@ frontend                    "api-server"        api-server (served: every token 
                                                 profile's per-sequence step cost applies) or offline
                                                 (LLM.generate, benchmark_throughput: no per-sequence cost)
 memory_basis                "marketed"          marketed (80e9 B for an H100, the lesson's count) or runtime
+expert_parallel             false               true: a mixture-of-experts model's routed experts split whole
+                                                across the ``tp`` GPUs (vLLM --enable-expert-parallel;
+                                                calc.moe); refused by name on a dense model
 kv_cache_tokens             null                override the KV capacity (tokens for the replica)
 parameter_count             "exact"             how the KV sizing weighs the weights: exact (every tensor of
                                                 the model's shape) or lesson (16-bit weights with the
@@ -67,7 +70,7 @@ system prompt put before every prompt), ``prefix_variants`` (1).
 >>> Scenario.from_dict({"tp": 8, "colour": "red"})
 Traceback (most recent call last):
 ...
-calc.errors.CalcError: unknown key 'colour' in scenario; allowed: allocation, batching, block_size, chunked_prefill, description, engine, frontend, gpu, gpu_memory_utilization, gpu_price_usd_per_hour, kv_cache_tokens, kv_dtype, max_model_len, max_num_batched_tokens, max_num_seqs, max_time_series_points, memory_basis, model, name, parameter_count, prefix_caching, request_overhead_s, sample_interval_s, seed, speculation, static_batch_size, tp, weights, workload
+calc.errors.CalcError: unknown key 'colour' in scenario; allowed: allocation, batching, block_size, chunked_prefill, description, engine, expert_parallel, frontend, gpu, gpu_memory_utilization, gpu_price_usd_per_hour, kv_cache_tokens, kv_dtype, max_model_len, max_num_batched_tokens, max_num_seqs, max_time_series_points, memory_basis, model, name, parameter_count, prefix_caching, request_overhead_s, sample_interval_s, seed, speculation, static_batch_size, tp, weights, workload
 """
 
 from __future__ import annotations
@@ -113,6 +116,7 @@ class Scenario:
     engine: str = DEFAULT_ENGINE
     frontend: str = DEFAULT_FRONTEND
     memory_basis: str = "marketed"
+    expert_parallel: bool = False
     kv_cache_tokens: int | None = None
     parameter_count: str = "exact"
     block_size: int = 16
@@ -184,6 +188,7 @@ class Scenario:
             engine=choice("engine", ENGINES),
             frontend=choice("frontend", FRONTENDS),
             memory_basis=choice("memory_basis", MEMORY_BASES),
+            expert_parallel=flag("expert_parallel"),
             kv_cache_tokens=kv_tokens,
             parameter_count=choice("parameter_count", PARAMETER_COUNTS),
             block_size=integer("block_size", 1, 1024),
@@ -215,10 +220,21 @@ class Scenario:
         Traceback (most recent call last):
         ...
         calc.errors.CalcError: class 'chat': prefix_tokens + prompt_tokens + output_tokens = 1280 must be at most max_model_len 1000
+        >>> Scenario.from_dict({"expert_parallel": True})
+        Traceback (most recent call last):
+        ...
+        calc.errors.CalcError: expert_parallel needs a mixture-of-experts model; Llama 3.1 70B has no routed experts
+        >>> moe = Scenario.from_dict({"model": "mixtral-8x7b", "tp": 2, "expert_parallel": True})
+        >>> moe.to_dict()["expert_parallel"], "expert_parallel" in Scenario().to_dict()
+        (True, False)
         """
         for c in self.workload.classes:
             check_class_fits(c, self.max_model_len)
         self.scheduler_config()  # raises on vLLM's budget rules
+        if self.expert_parallel:  # a dense model, or experts tp does not divide: refused by name (calc.moe)
+            from calc.moe import check_moe_parallelism
+
+            check_moe_parallelism(self.model, tp=self.tp, expert_parallel=True)
         return self
 
     def scheduler_config(self):
@@ -290,6 +306,8 @@ class Scenario:
                 continue  # the default, left out so that files written before the key read the same
             if f.name == "frontend" and value == DEFAULT_FRONTEND:
                 continue  # likewise: every scenario written before the key was served (api-server)
+            if f.name == "expert_parallel" and not value:
+                continue  # likewise: tensor-parallel experts (every scenario written before the key)
             if f.name == "workload":
                 wl = value
                 value = {

@@ -65,6 +65,8 @@ __all__ = [
     "quantile_at",
     "quantile_mean",
     "quantile_scale_for_kept_mean",
+    "SHAREGPT_CAP_TRIM_MAX",
+    "sharegpt_scale_and_cap",
     "lognormal_params",
     "truncated_lognormal_mu",
     "hyperexponential_params",
@@ -514,11 +516,18 @@ class _LengthSampler:
             # The table is the model's tokenizer's (sharegpt_table): the benchmark counts and filters in its tokens.
             table = table or sharegpt_table(DEFAULT_TOKENIZER)
             self.prompt_quantiles, self.output_quantiles = table.prompt_quantiles, table.output_quantiles
+            # A mean far above the dataset's stretches the benchmark's caps with the lengths (sharegpt_scale_and_cap):
+            # the prompt's cap, the total's by as much, and the answer's room within it.
             least, most_prompt, most_total = SHAREGPT_FILTER
-            self.filter = SHAREGPT_FILTER
-            self.scale_p = _kept_mean_scale(tuple(self.prompt_quantiles), mean_p, least - 0.5, most_prompt + 0.5)
-            self.scale_o = _kept_mean_scale(tuple(self.output_quantiles), mean_o, least - 0.5,
-                                            most_total - mean_p + 0.5)
+            self.scale_p, cap_p = _kept_mean_scale(tuple(self.prompt_quantiles), mean_p, least - 0.5,
+                                                   most_prompt + 0.5)
+            stretch = cap_p / (most_prompt + 0.5)
+            room_o = most_total * stretch - mean_p + 0.5
+            self.scale_o, cap_o = _kept_mean_scale(tuple(self.output_quantiles), mean_o, least - 0.5, room_o)
+            if stretch == 1.0 and cap_o == room_o:
+                self.filter = SHAREGPT_FILTER  # the benchmark's own filter, as it counts
+            else:
+                self.filter = (least, cap_p - 0.5, most_total * stretch + (cap_o - room_o))
 
     def draw(self, rng: random.Random, inv_cdf) -> tuple[int, int]:
         if self.kind == "fixed":
@@ -636,11 +645,101 @@ def quantile_scale_for_kept_mean(quantiles, mean: float, low: float, high: float
     return found
 
 
+#: The largest share of a stretched ShareGPT table the benchmark's cap may drop (:func:`sharegpt_scale_and_cap`).
+#: A re-count of the same pairs in another tokenizer trims a few percent at the 1,024-token cap (Mistral's tokens
+#: of the published Llama 3 run's prompts: 3.2%); a mean that would need the cap to drop more than this is not the
+#: dataset's any more, and the cap stretches with the lengths instead. Role: assumption.
+SHAREGPT_CAP_TRIM_MAX = 0.05
+
+
+def _integral_below(quantiles, level: float) -> float:
+    """The integral of the quantile function :func:`quantile_at` from 0 to ``level`` (exact: trapezoids)."""
+    levels = SHAREGPT_QUANTILE_LEVELS
+    total = 0.0
+    for i in range(len(levels) - 1):
+        u0, u1 = levels[i], min(levels[i + 1], level)
+        if u1 <= u0:
+            break
+        total += (quantiles[i] + quantile_at(quantiles, u1)) / 2 * (u1 - u0)
+    return total
+
+
+def _level_at(quantiles, length: float) -> float:
+    """The level (0 to 1) at which the quantile function :func:`quantile_at` reaches ``length`` (its inverse)."""
+    levels = SHAREGPT_QUANTILE_LEVELS
+    if length <= quantiles[0]:
+        return 0.0
+    for i in range(len(levels) - 1):
+        a, b = quantiles[i], quantiles[i + 1]
+        if length <= b:
+            return levels[i + 1] if b <= a else levels[i] + (levels[i + 1] - levels[i]) * (length - a) / (b - a)
+    return 1.0
+
+
+def _hand_over_scale(quantiles, low: float, high: float) -> float:
+    """The largest factor up to which the benchmark's fixed cap keeps a table stretched by it as ShareGPT.
+
+    From the table as measured (factor 1), the factor grows by 0.2% at a time until the cap drops more than
+    :data:`SHAREGPT_CAP_TRIM_MAX` of the draws or the kept mean stops rising (a table crowded just under the cap, as
+    Llama 3's prompts at 760-773 tokens, loses that crowd at once).
+    """
+    keep = 1.0 - SHAREGPT_CAP_TRIM_MAX
+    scale, share, total = 1.0, *_kept_moments(quantiles, 1.0, low, high)
+    mean = total / share if share > 0 else 0.0
+    while True:
+        nxt = scale * 1.002
+        share_n, total_n = _kept_moments(quantiles, nxt, low, high)
+        if share_n < keep or share_n <= 0 or total_n / share_n < mean:
+            return scale
+        scale, mean = nxt, total_n / share_n
+
+
+def sharegpt_scale_and_cap(quantiles, mean: float, low: float, high: float) -> tuple[float, float]:
+    """(factor on the quantile table, upper cap) that give ShareGPT lengths kept within ``[low, cap]`` a mean ``mean``.
+
+    Near the dataset's own mean the cap is the benchmark's (``high``) and the factor the one
+    :func:`quantile_scale_for_kept_mean` finds: the published runs' means are the dataset's pairs counted in their
+    tokens, filtered as the benchmark filters them. Far above it (a 1,024-token mean under the 1,024-token cap would
+    keep 0.003% of the stretched draws: every draw was redrawn a thousand times and the fallback took the whole
+    context), the class is ShareGPT's *shape* at another scale: beyond the factor where the fixed cap would drop more
+    than :data:`SHAREGPT_CAP_TRIM_MAX` of the draws or stop raising the kept mean (:func:`_hand_over_scale`), the cap
+    stretches with the lengths, dropping the same top share of the table as at the hand-over, so the factor and the
+    cap change continuously with the mean and the kept mean is the one asked for. A
+    class's sampler stretches the prompt + answer cap (2,048) as the prompt's cap and gives the answer's room within
+    it the same rule.
+
+    >>> llama = sharegpt_table("llama3").prompt_quantiles
+    >>> scale, cap = sharegpt_scale_and_cap(llama, 229.711, 3.5, 1024.5)   # the published run's mean: as before
+    >>> round(scale, 4), cap
+    (1.0513, 1024.5)
+    >>> scale, cap = sharegpt_scale_and_cap(llama, 1024, 3.5, 1024.5)     # four times the dataset's: the cap stretches
+    >>> round(scale, 3), round(cap)
+    (4.931, 3811)
+    >>> share, total = _kept_moments(llama, scale, low=3.5, high=cap); round(total / share, 6)
+    1024.0
+    """
+    mean = check_range("mean_tokens", mean, 1e-9, _MAX_TOKENS)
+    hand_over = _hand_over_scale(quantiles, low, high)
+    share, total = _kept_moments(quantiles, hand_over, low, high)
+    if share <= 0 or mean <= total / share:
+        found = quantile_scale_for_kept_mean(quantiles, mean, low, high)
+        if found > hand_over:  # its scan stepped over the narrow top of the rising branch: bisect on that branch
+            def kept_mean(factor):
+                kept, integral = _kept_moments(quantiles, factor, low, high)
+                return integral / kept if kept > 0 else low
+            found = bisect_increasing(kept_mean, mean, 1.0, hand_over, 200)
+        return found, high
+    # Beyond: keep the levels the cap kept at the hand-over, [0, top], and scale them to the mean.
+    top = _level_at(quantiles, high / hand_over)
+    scale = mean * top / _integral_below(quantiles, top)
+    return scale, scale * quantile_at(quantiles, top)
+
+
 @functools.lru_cache(maxsize=256)
-def _kept_mean_scale(quantiles: tuple, mean: float, low: float, high: float) -> float:
-    """:func:`quantile_scale_for_kept_mean`, kept per (table, mean, bounds): a pure function that costs about 0.1 s
+def _kept_mean_scale(quantiles: tuple, mean: float, low: float, high: float) -> tuple[float, float]:
+    """:func:`sharegpt_scale_and_cap`, kept per (table, mean, bounds): a pure function that costs about 0.1 s
     (hundreds of exact integrals), which every ShareGPT run would otherwise pay again (a fit's hundreds of runs)."""
-    return quantile_scale_for_kept_mean(quantiles, mean, low, high)
+    return sharegpt_scale_and_cap(quantiles, mean, low, high)
 
 
 def _open_unit(rng: random.Random) -> float:
