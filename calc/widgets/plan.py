@@ -133,7 +133,7 @@ def _step(constraint: str | None) -> str:
 def top_five_table(result: dict) -> dict:
     """The plan and its runners-up (then the hand-made baseline), as rows of text.
 
-    >>> t = top_five_table(first_answer_result("batch"))
+    >>> t = top_five_table(_answer(["--preset", "batch"], screen_only=True))
     >>> t["columns"][:3], t["rows"][0][0]
     (['', 'Configuration', 'Replicas x GPUs'], 'plan')
     """
@@ -210,15 +210,6 @@ def _binding_text(result: dict) -> str:
         return "-"
     b = best["binding"]
     return f"{b['constraint']}: taught in {_step(b['constraint'])} of the lesson ({b['words']})"
-
-
-def first_answer_result(preset: str = "lesson") -> dict:
-    """The screen's answer for a preset as the CLI gives it (``--screen-only``).
-
-    >>> first_answer_result("batch")["status"]
-    'screened'
-    """
-    return _answer(["--preset", preset], screen_only=True)
 
 
 @widget(budget_s=30.0)
