@@ -225,10 +225,9 @@ def first_answer(preset: Preset = "lesson", rate: Rate = 0.0, ttft_p99_s: TtftTa
                    if space["unpriced_gpus"] else ""))
     return view(outputs=[
         output("status", "Stage", "screened", text="First answer (analytic screen); the simulator's follows below"),
-        output("answer", "The screen's pick", result["explanation"][0], text=result["explanation"][0]),
         output("searched", "Searched", space["candidates"], text=searched),
         output("command", "In a terminal", " ".join(flags), text=command_text(flags, screen_only=True)),
-    ])
+    ], tables={"words": table(["The screen's answer, in words"], [[line] for line in result["explanation"]])})
 
 
 @widget(budget_s=90.0)
@@ -238,17 +237,17 @@ def confirmed(preset: Preset = "lesson", rate: Rate = 0.0, ttft_p99_s: TtftTarge
     """The plan the simulator confirms: why, what binds it, the runners-up and the USD-against-p99 front."""
     flags = _flags(preset, rate, ttft_p99_s, tpot_p99_s, gpus, weights, kv_dtypes, gpu_budget, prices)
     result = _answer(flags, screen_only=False)
-    words = result["explanation"]
-    outputs = [output("headline", "The plan", words[0], text=words[0]),
-               output("binding", "What binds it", _binding_text(result), text=_binding_text(result))]
-    for index, line in enumerate(words[1:], 1):
-        outputs.append(output(f"why_{index}", "Why" if index == 1 else "", line, text=line))
+    outputs = [output("verdict", "The plan", result["verdict"], text=result["verdict"]),
+               output("binding", "What binds it", _binding_text(result), text=_binding_text(result)),
+               output("command", "The same plan in a terminal", " ".join(flags), text=command_text(flags))]
     best = result["best"]
-    if best:
-        outputs += [output("serve", "Check it on real GPUs", best["commands"]["serve"], text=best["commands"]["serve"]),
-                    output("bench", "Replay the traffic", best["commands"]["bench"], text=best["commands"]["bench"])]
-    outputs.append(output("command", "The same plan in a terminal", " ".join(flags), text=command_text(flags)))
-    return view(outputs=outputs, figures={"pareto": pareto_figure(result)}, tables={"top": top_five_table(result)})
+    commands = [["Serve it on real GPUs", best["commands"]["serve"]],
+                ["Replay the traffic against it", best["commands"]["bench"]]] if best else []
+    return view(outputs=outputs, figures={"pareto": pareto_figure(result)}, tables={
+        "words": table(["The plan, in words"], [[line] for line in result["explanation"]]),
+        "top": top_five_table(result),
+        "commands": table(["Check it", "Command"], commands, caption="vLLM commands that verify the plan"),
+    })
 
 
 @widget(budget_s=90.0)

@@ -53,7 +53,7 @@ def _drive(page) -> float:
     assert first_s < confirmed_s
     assert page.locator(f"{CONFIRMED}[data-state='live']").count() == 1
     assert "preset=batch" in page.url  # the address is the permalink
-    assert output_text(page, CONFIRMED, "headline").startswith("Serve ")
+    assert page.locator(f'{CONFIRMED} [data-table="words"] tbody tr').first.inner_text().startswith("Serve ")
     assert page.locator(f'{CONFIRMED} [data-table="top"] tbody tr').first.inner_text().startswith("plan")
     return confirmed_s
 

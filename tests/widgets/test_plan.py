@@ -54,9 +54,10 @@ def test_the_lesson_plan_on_the_page_meets_its_targets_and_names_its_lesson_step
     constraint = best["binding"]["constraint"]
     step = int(LESSON_STEPS[constraint].split("/")[-1][:2])
     assert view["outputs"]["binding"]["text"].startswith(f"{constraint}: taught in step {step} of the lesson")
-    assert view["outputs"]["headline"]["text"] == result["explanation"][0]
-    assert [view["outputs"][f"why_{i}"]["text"] for i in range(1, len(result["explanation"]))] == \
-        result["explanation"][1:]
+    assert view["tables"]["words"]["rows"] == [[line] for line in result["explanation"]]
+    assert view["outputs"]["verdict"]["text"] == result["verdict"] and result["verdict"].startswith("Beats")
+    assert view["tables"]["commands"]["rows"][0][1] == best["commands"]["serve"]
+    assert view["tables"]["commands"]["rows"][0][1].startswith("vllm serve meta-llama/Llama-3.1-70B")
     # the table: the plan first, at most five ranked rows, then the hand-made deployment it beats on $/M
     rows = view["tables"]["top"]["rows"]
     ranked = [r for r in rows if r[0] != "hand-made"]
@@ -87,7 +88,7 @@ def test_the_first_answer_is_the_screens_and_says_the_command_that_prints_it():
     assert command == "python -m calc plan --preset batch --gpus h100-sxm-80gb --screen-only --json"
     screened = json.loads(_cli_stdout(command))
     assert screened["status"] == "screened"
-    assert view["outputs"]["answer"]["text"] == screened["explanation"][0]
+    assert view["tables"]["words"]["rows"] == [[line] for line in screened["explanation"]]
     assert f"{screened['space']['candidates']:,} configurations screened" in view["outputs"]["searched"]["text"]
 
 
