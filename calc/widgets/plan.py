@@ -147,11 +147,11 @@ def top_five_table(result: dict) -> dict:
         um = e["usd_per_million"]
         constraint = e["binding"]["constraint"]
         rows.append([tag, e["label"], f"{e['replicas']} x {e['gpus_per_replica']} = {e['gpus']}",
-                     _usd(e["usd_per_hour"]), _usd(um["input_at_peak"]), _usd(um["output_at_peak"]),
-                     _ms(e["predicted"]["ttft_p99_s"]), _ms(e["predicted"]["tpot_p99_s"]),
-                     f"{constraint} ({_step(constraint)})", e["source"]])
-    return table(["", "Configuration", "Replicas x GPUs", "$/hour", "$/M input", "$/M output", "TTFT p99",
-                  "TPOT p99", "Binds on (lesson step)", "From"], rows,
+                     _usd(e["usd_per_hour"]), f"{_usd(um['input_at_peak'])} / {_usd(um['output_at_peak'])}",
+                     f"{_ms(e['predicted']['ttft_p99_s'])} / {_ms(e['predicted']['tpot_p99_s'])} ({e['source']})",
+                     f"{constraint} ({_step(constraint)})"])
+    return table(["", "Configuration", "Replicas x GPUs", "$/hour", "$/M input / output", "p99 TTFT / TPOT",
+                  "Binds on (lesson step)"], rows,
                  caption=f"The cheapest deployments ({result['status']}), at {format_number(result['request']['peak_rate_per_s'])} "
                          "requests/s")
 
