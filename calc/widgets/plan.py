@@ -135,7 +135,7 @@ def top_five_table(result: dict) -> dict:
 
     >>> t = top_five_table(_answer(["--preset", "batch"], screen_only=True))
     >>> t["columns"][:3], t["rows"][0][0]
-    (['', 'Configuration', 'Replicas x GPUs'], 'plan')
+    (['', 'Configuration', 'Replicas x GPUs, $/hour'], 'plan')
     """
     entries = ([("plan", result["best"])] if result["best"] else []) + \
         [(f"#{i}", e) for i, e in enumerate(result["runners_up"], 2)]
@@ -146,11 +146,12 @@ def top_five_table(result: dict) -> dict:
     for tag, e in entries:
         um = e["usd_per_million"]
         constraint = e["binding"]["constraint"]
-        rows.append([tag, e["label"], f"{e['replicas']} x {e['gpus_per_replica']} = {e['gpus']}",
-                     _usd(e["usd_per_hour"]), f"{_usd(um['input_at_peak'])} / {_usd(um['output_at_peak'])}",
+        rows.append([tag, e["label"], f"{e['replicas']} x {e['gpus_per_replica']} = {e['gpus']}, "
+                                      f"{_usd(e['usd_per_hour'])}/h",
+                     f"{_usd(um['input_at_peak'])} / {_usd(um['output_at_peak'])}",
                      f"{_ms(e['predicted']['ttft_p99_s'])} / {_ms(e['predicted']['tpot_p99_s'])} ({e['source']})",
                      f"{constraint} ({_step(constraint)})"])
-    return table(["", "Configuration", "Replicas x GPUs", "$/hour", "$/M input / output", "p99 TTFT / TPOT",
+    return table(["", "Configuration", "Replicas x GPUs, $/hour", "$/M input / output", "p99 TTFT / TPOT",
                   "Binds on (lesson step)"], rows,
                  caption=f"The cheapest deployments ({result['status']}), at {format_number(result['request']['peak_rate_per_s'])} "
                          "requests/s")

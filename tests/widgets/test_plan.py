@@ -64,7 +64,7 @@ def test_the_lesson_plan_on_the_page_meets_its_targets_and_names_its_lesson_step
     assert ranked[0][0] == "plan" and ranked[0][1] == best["label"] and 2 <= len(ranked) <= 5
     assert rows[-1][0] == "hand-made" and rows[-1][1] == result["baseline"]["label"]
     assert best["usd_per_million"]["all_at_peak"] < result["baseline"]["usd_per_million"]["all_at_peak"]
-    assert rows[0][3] == f"${best['usd_per_hour']:,.2f}"
+    assert rows[0][2].endswith(f"= {best['gpus']}, ${best['usd_per_hour']:,.2f}/h")
 
 
 def test_the_pareto_chart_plots_every_simulated_point_and_joins_each_front():
