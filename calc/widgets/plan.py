@@ -26,6 +26,7 @@ from calc.errors import CalcError
 from calc.plan import presets
 from calc.plan.explain import LESSON_STEPS
 from calc.plan.screen import BINDINGS
+from calc.plan.search import FINALISTS
 from calc.units import format_number
 from calc.widgets.charts import PALETTE
 from calc.widgets.framework import Choice, FloatRange, IntRange, Text, output, table, view, widget
@@ -135,7 +136,7 @@ def top_five_table(result: dict) -> dict:
 
     >>> t = top_five_table(_answer(["--preset", "batch"], screen_only=True))
     >>> t["columns"][:3], t["rows"][0][0]
-    (['', 'Configuration', 'Replicas x GPUs, $/hour'], 'plan')
+    (['Rank', 'Configuration', 'Replicas x GPUs, $/hour'], 'plan')
     """
     entries = ([("plan", result["best"])] if result["best"] else []) + \
         [(f"#{i}", e) for i, e in enumerate(result["runners_up"], 2)]
@@ -151,7 +152,7 @@ def top_five_table(result: dict) -> dict:
                      f"{_usd(um['input_at_peak'])} / {_usd(um['output_at_peak'])}",
                      f"{_ms(e['predicted']['ttft_p99_s'])} / {_ms(e['predicted']['tpot_p99_s'])} ({e['source']})",
                      f"{constraint} ({_step(constraint)})"])
-    return table(["", "Configuration", "Replicas x GPUs, $/hour", "$/M input / output", "p99 TTFT / TPOT",
+    return table(["Rank", "Configuration", "Replicas x GPUs, $/hour", "$/M input / output", "p99 TTFT / TPOT",
                   "Binds on (lesson step)"], rows,
                  caption=f"The cheapest deployments ({result['status']}), at {format_number(result['request']['peak_rate_per_s'])} "
                          "requests/s")
@@ -282,5 +283,6 @@ def facts() -> dict[str, str]:
         "lesson_ttft": f"{format_number(lesson_request.targets.ttft_p99_s)} s",
         "lesson_tpot": f"{format_number(lesson_request.targets.tpot_p99_s * 1000)} ms",
         "binding_steps": steps,
+        "finalists": f"{FINALISTS}",
         "priced_gpus": priced,
     }
