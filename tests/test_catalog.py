@@ -161,15 +161,25 @@ def test_pcie_data_centre_parts_from_the_datasheets_pcie_columns():
     assert "1,513" in h100.source and "1,935" in a100.source
     assert round(h100.ridge_point_flops_per_byte("bf16")) == 378
     for g in (h100, a100):
-        assert "nvidia-smi" in g.memory_runtime_source and "no price" in g.source
+        assert "nvidia-smi" in g.memory_runtime_source
+    assert "no price" in a100.source and h100.price_usd_per_hour is not None
 
 
-def test_only_h100_has_a_price_and_it_is_dated():
+def test_every_price_is_dated_and_sourced_and_the_rest_have_none():
+    priced = {key for key, g in GPUS.items() if g.price_usd_per_hour is not None}
+    assert priced == {"h100-sxm-80gb", "h100-pcie-80gb", "a100-40gb", "a100-80gb", "l40s", "l4"}
     for key, g in GPUS.items():
-        if key == "h100-sxm-80gb":
-            assert g.price_usd_per_hour == 3.78 and g.price_date == "2026-05-07" and "Lambda" in g.price_source
+        if key in priced:
+            assert g.price_usd_per_hour > 0 and g.price_date == "2026-05-07"
+            assert g.price_source.split(" ")[0] in ("Lambda", "Modal")  # the seller, named first
+            assert "lambda.ai" in g.price_source or "modal.com/pricing" in g.price_source
         else:
-            assert g.price_usd_per_hour is None and g.price_date is None and g.price_source is None
+            assert g.price_date is None and g.price_source is None
+    # the H100 stays the lesson's price; a bigger, faster GPU costs more an hour than a smaller one from one seller
+    assert GPUS["h100-sxm-80gb"].price_usd_per_hour == 3.78
+    assert GPUS["h100-sxm-80gb"].price_usd_per_hour > GPUS["h100-pcie-80gb"].price_usd_per_hour > \
+        GPUS["a100-40gb"].price_usd_per_hour
+    assert GPUS["a100-80gb"].price_usd_per_hour > GPUS["l40s"].price_usd_per_hour > GPUS["l4"].price_usd_per_hour
 
 
 def test_get_gpu_and_bad_inputs():

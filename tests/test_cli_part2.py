@@ -136,7 +136,7 @@ def test_model_from_a_config_json(capsys):
     (["prefix", "--block-size", "0"], "block_size_tokens"),
     (["context", "--long-tokens", "0"], "long_tokens"),
     (["scale", "--load-gb-per-s", "0"], "load_gb_per_s"),
-    (["cost", "--gpu", "l4", "--model", "llama-3.1-8b", "--tp", "1"], "usd_per_gpu_hour"),
+    (["cost", "--gpu", "h200", "--model", "llama-3.1-8b", "--tp", "1"], "usd_per_gpu_hour"),
     (["cost", "--model", "no-such-model"], "model"),
 ])
 def test_bad_input_exits_2_naming_the_field(capsys, argv, field):

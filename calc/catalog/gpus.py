@@ -8,8 +8,8 @@ as 1e9 bytes.
 
 >>> sorted(GPUS)
 ['a100-40gb', 'a100-80gb', 'a100-pcie-80gb', 'b200', 'h100-pcie-80gb', 'h100-sxm-80gb', 'h200', 'l4', 'l40s', 'mi300x', 'rtx-3090', 'rtx-4090', 'rtx-5090']
->>> GPUS["h100-sxm-80gb"].price_usd_per_hour, GPUS["l4"].price_usd_per_hour
-(3.78, None)
+>>> GPUS["h100-sxm-80gb"].price_usd_per_hour, GPUS["l4"].price_usd_per_hour, GPUS["h200"].price_usd_per_hour
+(3.78, 0.7992, None)
 """
 
 from __future__ import annotations
@@ -63,9 +63,17 @@ _NV_H100_PCIE = ("NVIDIA H100 Tensor Core GPU datasheet, PCIe column (80 GB HBM2
 _NV_A100_PCIE = ("NVIDIA A100 Tensor Core GPU datasheet, 80GB PCIe column (80 GB HBM2e, 1,935 GB/s; BF16/FP16 312 and "
                  "INT8 624 TOPS dense, the same GA100 tensor cores as the SXM part; NVLink bridge for 2 GPUs 600 GB/s, "
                  "PCIe Gen4 64 GB/s; 300 W), as quoted in public GPU spec tables (search tool, code corpus)")
-_PCIE_NO_PRICE = ("no dated hourly listing from a provider was found (a May 2026 comparison blog quotes RunPod's "
-                  "H100 PCIe 'around $2.79/hr', second-hand and undated by the provider), so no price: the reader "
-                  "enters theirs")
+
+# Prices. A GPU's price is a provider's public on-demand list price for one GPU, in USD per GPU-hour, with no
+# commitment (not spot, not reserved, not a marketplace bid), as read on the date given (``price_date``), from
+# the page named in ``price_source`` (the provider's pricing page, and the page that quoted it when read there).
+# One reading date for all (2026-05-07, the day a public cheat sheet verified Lambda's and Modal's pricing pages:
+# techbytes.app/posts/serverless-gpu-pricing-matrix-modal-replicate-lambda-2026), Lambda first (per-GPU
+# instances), Modal where Lambda lists none. A GPU with no such listing has no price: the planner and the pages
+# leave it out or ask the reader for one, never guessing. Every price is editable wherever it is used.
+_PRICE_DATE = "2026-05-07"
+_PRICE_QUOTED = ("as quoted on 2026-05-07 by techbytes.app/posts/serverless-gpu-pricing-matrix-modal-replicate-"
+                 "lambda-2026 ('Prices verified on May 7, 2026 from official vendor pricing')")
 
 GPUS: dict[str, GPU] = {
     "h100-sxm-80gb": GPU(
@@ -111,9 +119,10 @@ GPUS: dict[str, GPU] = {
         hbm_bytes_per_s=2.039 * TB,
         flops_per_s={"bf16": 312 * _T, "fp16": 312 * _T, "int8": 624 * _T},
         interconnect_bytes_per_s=300 * GB,
-        price_usd_per_hour=None,
-        price_date=None,
-        price_source=None,
+        price_usd_per_hour=2.4984,
+        price_date=_PRICE_DATE,
+        price_source=("Modal A100 80GB, $2.4984 per GPU-hour billed per second (modal.com/pricing; Modal does not "
+                      "say SXM or PCIe; Lambda lists no 1x A100 80GB), " + _PRICE_QUOTED),
         source=f"{_NV_A100}; NVLink 3: 600 GB/s per GPU both ways, 300 GB/s one way; no FP8 tensor cores",
         interconnect="nvlink3",
     ),
@@ -126,9 +135,9 @@ GPUS: dict[str, GPU] = {
         hbm_bytes_per_s=1.555 * TB,
         flops_per_s={"bf16": 312 * _T, "fp16": 312 * _T, "int8": 624 * _T},
         interconnect_bytes_per_s=300 * GB,
-        price_usd_per_hour=None,
-        price_date=None,
-        price_source=None,
+        price_usd_per_hour=1.48,
+        price_date=_PRICE_DATE,
+        price_source=("Lambda on-demand 1x A100 40GB SXM, $1.48 per GPU-hour (lambda.ai/service/gpu-cloud), " + _PRICE_QUOTED),
         source=f"{_NV_A100}; NVLink 3: 600 GB/s per GPU both ways, 300 GB/s one way; no FP8 tensor cores",
         interconnect="nvlink3",
     ),
@@ -145,11 +154,10 @@ GPUS: dict[str, GPU] = {
         # Tensor parallelism goes over PCIe Gen5 x16 unless pairs are bridged; the catalog keeps the slower,
         # always-present link (an NVLink bridge joins two cards at 600 GB/s both ways, 300 GB/s one way).
         interconnect_bytes_per_s=64 * GB,
-        price_usd_per_hour=None,
-        price_date=None,
-        price_source=None,
-        source=f"{_NV_H100_PCIE}; PCIe Gen5 x16: 128 GB/s both directions together, 64 GB/s one way; "
-               f"{_PCIE_NO_PRICE}",
+        price_usd_per_hour=2.86,
+        price_date=_PRICE_DATE,
+        price_source=("Lambda on-demand 1x H100 PCIe, $2.86 per GPU-hour (lambda.ai/service/gpu-cloud), " + _PRICE_QUOTED),
+        source=f"{_NV_H100_PCIE}; PCIe Gen5 x16: 128 GB/s both directions together, 64 GB/s one way",
         interconnect="pcie5-x16",
     ),
     "a100-pcie-80gb": GPU(
@@ -181,9 +189,10 @@ GPUS: dict[str, GPU] = {
         hbm_bytes_per_s=0.864 * TB,
         flops_per_s={"bf16": 362 * _T, "fp16": 362 * _T, "fp8": 733 * _T, "int8": 733 * _T},
         interconnect_bytes_per_s=32 * GB,
-        price_usd_per_hour=None,
-        price_date=None,
-        price_source=None,
+        price_usd_per_hour=1.9512,
+        price_date=_PRICE_DATE,
+        price_source=("Modal L40S, $1.9512 per GPU-hour billed per second (modal.com/pricing; Lambda lists no L40S), "
+                      + _PRICE_QUOTED),
         source=f"{_NV_L40S}; {_PCIE4}",
         interconnect="pcie4-x16",
     ),
@@ -197,9 +206,10 @@ GPUS: dict[str, GPU] = {
         hbm_bytes_per_s=0.3 * TB,
         flops_per_s={"bf16": 121 * _T, "fp16": 121 * _T, "fp8": 242 * _T, "int8": 242 * _T},
         interconnect_bytes_per_s=32 * GB,
-        price_usd_per_hour=None,
-        price_date=None,
-        price_source=None,
+        price_usd_per_hour=0.7992,
+        price_date=_PRICE_DATE,
+        price_source=("Modal L4, $0.7992 per GPU-hour billed per second (modal.com/pricing; Lambda lists no L4), "
+                      + _PRICE_QUOTED),
         source=f"{_NV_L4}; {_PCIE4}",
         interconnect="pcie4-x16",
     ),

@@ -48,7 +48,7 @@ def price_note(gpu: str, usd_per_gpu_hour: float) -> str:
 
     >>> price_note("h100-sxm-80gb", 3.78)
     'Lambda on-demand, listed 2026-05-07'
-    >>> price_note("h100-sxm-80gb", 2.5), price_note("l4", 0.8)
+    >>> price_note("h100-sxm-80gb", 2.5), price_note("h200", 0.8)
     ('as entered', 'as entered (no public price in the catalog)')
     """
     g = get_gpu(gpu)

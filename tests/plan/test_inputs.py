@@ -70,7 +70,7 @@ def test_owned_gpu_price_is_depreciation_plus_power():
     # a given price wins over the catalog's dated listing, and an unpriced GPU stays unpriced
     given = request_from_dict({"prices_usd_per_gpu_hour": {"h100-sxm-80gb": 2.0}})
     assert gpu_hour_price(given, "h100-sxm-80gb")["usd_per_gpu_hour"] == 2.0
-    assert gpu_hour_price(PlanRequest(), "l4") is None
+    assert gpu_hour_price(PlanRequest(), "h200") is None
 
 
 def test_trace_csv_rates_and_means():

@@ -27,11 +27,11 @@ def test_prefix_caching_is_searched_only_with_a_shared_prefix():
 
 
 def test_unpriced_gpus_are_left_out_with_their_reason():
-    req = PlanRequest(gpus=("h100-sxm-80gb", "l40s"))
+    req = PlanRequest(gpus=("h100-sxm-80gb", "h200"))
     assert {dict(c)["gpu"] for c in space.candidates(req)} == {"h100-sxm-80gb"}
-    assert space.unpriced_gpus(req) == ("l40s",)
-    priced = PlanRequest(gpus=("h100-sxm-80gb", "l40s"), prices_usd_per_gpu_hour=(("l40s", 1.0),))
-    assert {dict(c)["gpu"] for c in space.candidates(priced)} == {"h100-sxm-80gb", "l40s"}
+    assert space.unpriced_gpus(req) == ("h200",)
+    priced = PlanRequest(gpus=("h100-sxm-80gb", "h200"), prices_usd_per_gpu_hour=(("h200", 1.0),))
+    assert {dict(c)["gpu"] for c in space.candidates(priced)} == {"h100-sxm-80gb", "h200"}
 
 
 def test_pipeline_stages_only_where_one_server_cannot_hold_the_weights():

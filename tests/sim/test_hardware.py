@@ -35,7 +35,7 @@ def test_step_time_is_the_roofline_and_fp8_is_faster_at_decode():
 def test_overrides_and_missing_prices():
     hw = replica_hardware(Scenario.from_dict({"kv_cache_tokens": 1000, "block_size": 16}))
     assert (hw.kv_cache_blocks, hw.kv_cache_tokens) == (62, 992)
-    l4 = Scenario.from_dict({"model": "llama-3.1-8b", "gpu": "l4", "tp": 1, "weights": "fp8",
+    l4 = Scenario.from_dict({"model": "llama-3.1-8b", "gpu": "h200", "tp": 1, "weights": "fp8",
                              "workload": {"requests": 5, "prompt_tokens": 100, "output_tokens": 20}})
     summary = simulate(l4).summary
     assert summary["gpu_price_usd_per_hour"] is None and summary["cost_usd_per_million_output_tokens"] is None

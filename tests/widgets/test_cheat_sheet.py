@@ -102,9 +102,9 @@ def test_your_replica_recomputes():
     fp8 = framework.call(WIDGET, {"weights": "fp8", "kv_dtype": "fp8"})["outputs"]
     assert fp8["kv_bytes_per_token"]["text"] == "160 KiB (40 KiB)"
     assert fp8["kv_tokens"]["value"] > 2 * 399_169
-    l4 = framework.call(WIDGET, {"model": "llama-3.1-8b", "gpu": "l4", "tp": "1"})["outputs"]
+    l4 = framework.call(WIDGET, {"model": "llama-3.1-8b", "gpu": "h200", "tp": "1"})["outputs"]
     assert l4["usd_per_hour"]["text"] == "no price: enter one"
-    priced = framework.call(WIDGET, {"model": "llama-3.1-8b", "gpu": "l4", "tp": "1", "gpu_price_usd_per_hour": "0.8"})
+    priced = framework.call(WIDGET, {"model": "llama-3.1-8b", "gpu": "h200", "tp": "1", "gpu_price_usd_per_hour": "0.8"})
     assert priced["outputs"]["usd_per_hour"]["text"] == "$0.8"
 
 

@@ -129,9 +129,9 @@ def test_speed_and_cost_defaults():
     assert 1 < tight["batch_at_target"]["value"] < 256
     assert tight["batch_at_target"]["text"].endswith("(set by the latency target)")
     # A GPU the catalog has no price for asks for one instead of inventing it.
-    l40s = outputs("playground.speed_and_cost", gpu="l40s", model="llama-3.1-8b", tp="1")
+    l40s = outputs("playground.speed_and_cost", gpu="h200", model="llama-3.1-8b", tp="1")
     assert l40s["usd_per_hour"]["text"] == "enter a GPU price"
-    assert outputs("playground.speed_and_cost", gpu="l40s", model="llama-3.1-8b", tp="1",
+    assert outputs("playground.speed_and_cost", gpu="h200", model="llama-3.1-8b", tp="1",
                    gpu_price_usd_per_hour="1.5")["usd_per_hour"]["text"] == "$1.5 per hour"
 
 

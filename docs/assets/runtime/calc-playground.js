@@ -17,7 +17,7 @@
 
   var runtime = window.calcRuntime;
   if (!runtime) return;
-  var SELECTOR = '[data-widget^="playground."]';
+  var SELECTOR = '[data-widget^="playground."], [data-widget^="plan."]'; // step 22 and "Plan a deployment"
   var FILE_WIDGET = '[data-widget="playground.scenario_file"]';
   var DEBOUNCE_MS = 250;
 
