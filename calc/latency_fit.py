@@ -408,20 +408,19 @@ LOSO_PATH = os.path.join(os.path.dirname(os.path.abspath(__file__)), "data", "la
 
 
 def term_spread(loso: dict) -> dict:
-    """Per engine and term, the values it took in the leave-one-source-out folds that refitted it on own rows.
+    """Per engine and term, the values it took in the leave-one-source-out folds whose rows fitted it.
 
-    ``loso``: the generated file of :mod:`calc.latency_loso` (its ``folds``).
+    ``loso``: the generated file of :mod:`calc.latency_loso` (its ``folds``); a term a fold's rows could not
+    identify (it kept its seed there) is left out.
 
-    >>> term_spread({"folds": {"a": {"vllm": {"own_rows": 3, "step_overhead_s": 0.001, "tp_step_overhead_s": 0.0,
-    ...     "seq_overhead_s": 0.0, "request_overhead_s": 0.01}}, "b": {"vllm": {"own_rows": 0}}}})["vllm"]["step_overhead_s"]
-    [0.001]
+    >>> term_spread({"folds": {"a": {"vllm": {"fitted": ["step_overhead_s"], "step_overhead_s": 0.001,
+    ...     "request_overhead_s": 0.01}}, "b": {"vllm": {"fitted": []}}}})
+    {'vllm': {'step_overhead_s': [0.001]}}
     """
     out: dict = {}
     for engines in loso["folds"].values():
         for key, terms in engines.items():
-            if not terms.get("own_rows"):
-                continue
-            for t in engine_profiles.TERMS:
+            for t in terms.get("fitted", []):
                 out.setdefault(key, {}).setdefault(t, []).append(terms[t])
     return out
 

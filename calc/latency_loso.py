@@ -71,6 +71,7 @@ def compute() -> dict:
         folds[source] = {key: {t: fold[key][t]["value"] for t in engine_profiles.TERMS} for key in engines}
         for key in engines:
             folds[source][key]["own_rows"] = len(fold[key]["_fit"]["rows"])
+            folds[source][key]["fitted"] = list(fold[key]["_fit"]["free"])  # the others kept their seeds
         for r in by_source[source]:
             inside, out = predict_row(r), _predict_with(r, profiles)
             out_rows.append({"id": r["id"], "engine": r["inputs"].get("engine_profile", "vllm"), "source": source,

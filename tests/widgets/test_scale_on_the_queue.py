@@ -105,10 +105,10 @@ def test_the_stream_plays_the_chosen_autoscaler():
 def test_facts():
     f = {key: value.replace("&#36;", "$") for key, value in step.facts().items()}
     assert (f["delay_s"], f["delay_60_s"], f["window_s"]) == ("47.6 s", "77.6 s", "62.6 s")
-    assert (f["first_up_s"], f["first_ready_s"], f["rate_at_first_ready"]) == ("105 s", "153 s", "16.7 requests/s")
+    assert (f["first_up_s"], f["first_ready_s"], f["rate_at_first_ready"]) == ("120 s", "168 s", "18.5 requests/s")
     assert f["first_ready_multiple"] == "2.5 times"
-    assert (f["queue_ttft_p99"], f["headroom_ttft_p99"], f["gpu_ttft_p99"]) == ("52.7 s", "24.1 s", "1.3 s")
-    assert (f["queue_replica_hours"], f["headroom_replica_hours"], f["gpu_replica_hours"]) == ("0.321", "0.37", "0.521")
-    assert (f["floor_ttft_p99"], f["floor_replica_hours"], f["floor_saving_pct"]) == ("0.559 s", "0.428", "17.8%")
+    assert (f["queue_ttft_p99"], f["headroom_ttft_p99"], f["gpu_ttft_p99"]) == ("64.5 s", "14.2 s", "1.3 s")
+    assert (f["queue_replica_hours"], f["headroom_replica_hours"], f["gpu_replica_hours"]) == ("0.321", "0.371", "0.521")
+    assert (f["floor_ttft_p99"], f["floor_replica_hours"], f["floor_saving_pct"]) == ("0.472 s", "0.428", "17.8%")
     assert f["kv_vs_queue"].startswith("On this traffic the KV autoscaler decides at other ticks")
     assert (f["widget_now"], f["widget_end"]) == ("4", "5")
