@@ -191,7 +191,7 @@ def facts() -> dict[str, str]:
 
     >>> f = facts()
     >>> f["replicas"], f["rate"], f["ttft_p99"], f["gpu_util_before"], f["kv_peak"]
-    ('3', '15', '26.6 s', '100%', '100%')
+    ('3', '15', '16.1 s', '100%', '100%')
     """
     data = incident_scenario()
     result = incident_run()

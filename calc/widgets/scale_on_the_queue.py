@@ -236,7 +236,7 @@ def three_arms():
     >>> [t["name"] for t in v["figures"]["replicas"]["data"]]
     ['GPU-Util (step 14)', 'queue depth', 'queue depth + warm headroom']
     >>> v["outputs"]["headroom_ttft_p99_s"]["text"], v["outputs"]["queue_replica_hours"]["text"]
-    ('24.1 s', '0.321')
+    ('14.2 s', '0.321')
     """
     summaries = {name: preset_summary(name) for name, _ in ARMS}
     figures = {}
@@ -320,7 +320,7 @@ def facts() -> dict[str, str]:
 
     >>> f = {key: value.replace("&#36;", "$") for key, value in facts().items()}
     >>> f["delay_s"], f["first_up_s"], f["first_ready_s"], f["queue_ttft_p99"], f["headroom_ttft_p99"]
-    ('47.6 s', '105 s', '153 s', '52.7 s', '24.1 s')
+    ('47.6 s', '120 s', '168 s', '64.5 s', '14.2 s')
     """
     queue, kv, warm, gpu = (preset_summary(n) for n in SCENARIOS)
     floor = warm_fleet_summary(QUEUE, WARM_FLOOR_REPLICAS)

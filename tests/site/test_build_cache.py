@@ -146,8 +146,8 @@ def test_a_science_module_invalidates_its_importers_and_the_notebooks_that_impor
         assert result["no_module_facts"] == "hit"
     finally:
         restore(memory, before)
-    unused = project / "calc/latency_fit.py"  # imported by none of the sampled entries (the accuracy page
-    before = edit(unused)                      # imports calc.sim and calc.latency_accuracy, so those would not do)
+    unused = project / "calc/__main__.py"  # imported by none of the sampled entries (the accuracy page imports
+    before = edit(unused)                   # calc.sim, calc.latency_accuracy and calc.latency_fit, so those would not do)
     try:
         assert set(probe(project, "load", ALL, with_notebook=True).values()) == {"hit"}
     finally:
