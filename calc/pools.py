@@ -135,7 +135,7 @@ def layouts_that_end_it(rows: list[dict], ttft_p99_s: float) -> dict:
 
     >>> t = layouts_that_end_it(comparison(), 5.0)
     >>> t["cheapest"]["key"], t["shared_same"]["key"], round(t["chat_gain"], 1)
-    ('shared4', 'shared_same', 1.2)
+    ('shared4', 'shared_same', 1.1)
     """
     under = [r for r in rows if r["ttft_p99_s"] is not None and r["ttft_p99_s"] < ttft_p99_s]
     pools = next(r for r in rows if r["key"] == "pools")

@@ -29,12 +29,12 @@ def preset_summary():
 
 
 def test_facts_are_the_preset_run(facts, preset_summary):
-    assert facts["ttft_p99"] == "26.6 s"
-    assert preset_summary["ttft_p99_s"] == pytest.approx(26.5908)
-    assert facts["ttft_p50"] == "0.36 s"
+    assert facts["ttft_p99"] == "16.1 s"
+    assert preset_summary["ttft_p99_s"] == pytest.approx(16.0792)
+    assert facts["ttft_p50"] == "0.224 s"
     assert facts["replicas"] == "3" and facts["rate"] == "15"
-    assert facts["queue_max"] == str(preset_summary["queue_depth_max"]) == "179"
-    assert facts["preemptions"] == "112"
+    assert facts["queue_max"] == str(preset_summary["queue_depth_max"]) == "119"
+    assert facts["preemptions"] == "66"
     assert facts["kv_peak"] == "100%"
 
 
@@ -44,8 +44,8 @@ def test_what_looks_normal_and_what_tells_the_story(facts):
     assert facts["gpu_util_before"] == facts["gpu_util_during"] == "100%"
     # ... while tokens per request, the queue and the KV cache do.
     assert (facts["prompt_before"], facts["prompt_during"]) == ("1,029", "1,864")
-    assert facts["queue_before_max"] == "2"
-    assert facts["kv_before_peak"] == "21%"
+    assert facts["queue_before_max"] == "3"
+    assert facts["kv_before_peak"] == "20%"
     assert facts["prefill_share_before"] == "41%" and facts["prefill_share_during"] == "74%"
     assert facts["queue_alert_s"] == "70" and facts["queue_alert_lead_s"] == "10"
 
@@ -53,24 +53,24 @@ def test_what_looks_normal_and_what_tells_the_story(facts):
 def test_the_p99_depends_on_the_seed(facts):
     sweep = incident.seed_sweep()
     assert len(sweep) == 16
-    assert (facts["sweep_min"], facts["sweep_max"], facts["sweep_median"]) == ("15.7 s", "84.3 s", "34.8 s")
-    assert statistics.median(sweep) == pytest.approx(34.8, abs=0.05)
-    assert sweep[3] == pytest.approx(26.5908)  # the preset's own seed
+    assert (facts["sweep_min"], facts["sweep_max"], facts["sweep_median"]) == ("8.78 s", "61.1 s", "29.6 s")
+    assert statistics.median(sweep) == pytest.approx(29.6, abs=0.05)
+    assert sweep[3] == pytest.approx(16.0792)  # the preset's own seed
 
 
 def test_try_this_cases(facts):
-    assert facts["quiet_ttft_p99"] == "0.726 s"  # no documents: no incident
-    assert facts["high_queue_max"] == "1,311"
-    assert facts["more_replicas"] == "4" and facts["more_ttft_p99"] == "2.86 s"
+    assert facts["quiet_ttft_p99"] == "0.688 s"  # no documents: no incident
+    assert facts["high_queue_max"] == "1,744"
+    assert facts["more_replicas"] == "4" and facts["more_ttft_p99"] == "2.91 s"
 
 
 def test_dashboard_stream_ends_where_the_preset_ends(preset_summary):
     entry, bound = framework.bind(DASHBOARD, {})
     views = [framework.check_view(v) for v in entry.function(**bound)]
     merged = framework.collect_stream(views)
-    assert merged["outputs"]["ttft_p99_s"]["text"] == "26.6 s"
+    assert merged["outputs"]["ttft_p99_s"]["text"] == "16.1 s"
     assert merged["outputs"]["queue_depth_max"]["value"] == preset_summary["queue_depth_max"]
-    assert merged["outputs"]["gpu_util_reported"]["text"] == "94%"
+    assert merged["outputs"]["gpu_util_reported"]["text"] == "95%"
     assert set(merged["figures"]) == {"requests", "gpu_util", "ttft", "prompt", "queue", "kv", "running", "preemptions"}
     times = [t for v in views for t in v["series"]["t_s"]]
     tokens = [x for v in views for x in v["series"]["prompt_tokens_per_request"]]

@@ -107,7 +107,7 @@ def test_the_stream_plays_the_chosen_autoscaler():
 def test_facts():
     f = {key: value.replace("&#36;", "$") for key, value in step.facts().items()}
     assert (f["delay_s"], f["delay_60_s"], f["window_s"]) == ("47.6 s", "77.6 s", "62.6 s")
-    assert (f["first_up_s"], f["first_ready_s"], f["rate_at_first_ready"]) == ("105 s", "153 s", "16.7 requests/s")
+    assert (f["first_up_s"], f["first_ready_s"], f["rate_at_first_ready"]) == ("120 s", "168 s", "18.5 requests/s")
     assert f["first_ready_multiple"] == "2.5 times"
     assert f["warm_min"] == f["ramp_floor"]  # the headroom arm keeps the floor the page computes
     assert f["kv_vs_queue"].startswith("On this traffic the KV autoscaler decides at other ticks")

@@ -21,24 +21,24 @@ def test_the_pooled_layout_is_the_preset():
 
 def test_pools_cost_about_twice_the_incident(facts):
     assert facts["pools_replicas"] == "6" and facts["shared3_replicas"] == "3"
-    assert facts["pools_replica_hours"] == "0.492" and facts["shared3_replica_hours"] == "0.255"
-    assert facts["ratio_hours"] == "1.93"
-    assert facts["pools_cost"] == "$7.44" and facts["shared3_cost"] == "$3.85"
+    assert facts["pools_replica_hours"] == "0.496" and facts["shared3_replica_hours"] == "0.251"
+    assert facts["ratio_hours"] == "1.98"
+    assert facts["pools_cost"] == "$7.50" and facts["shared3_cost"] == "$3.79"
 
 
 def test_capacity_does_most_of_the_work(facts):
-    assert facts["shared4_ttft_p99"] == "2.86 s" and facts["shared4_preemptions"] == "0"
-    assert facts["shared3_ttft_p99"] == "26.6 s"
+    assert facts["shared4_ttft_p99"] == "2.91 s" and facts["shared4_preemptions"] == "0"
+    assert facts["shared3_ttft_p99"] == "16.1 s"
 
 
 def test_pools_isolate_chat(facts):
     rows = {r["key"]: r for r in step.comparison()}
     assert rows["pools"]["chat_ttft_p99_s"] < rows["shared_same"]["chat_ttft_p99_s"]
-    assert facts["pools_chat_ttft_p99"] == "0.771 s" and facts["shared_same_chat_ttft_p99"] == "0.918 s"
-    assert facts["pools_preemptions"] == "0" and facts["shared3_preemptions"] == "112"
-    assert facts["pools_itl_p99"] == "0.176 s" and facts["shared3_itl_p99"] == "0.707 s"
+    assert facts["pools_chat_ttft_p99"] == "0.739 s" and facts["shared_same_chat_ttft_p99"] == "0.822 s"
+    assert facts["pools_preemptions"] == "0" and facts["shared3_preemptions"] == "66"
+    assert facts["pools_itl_p99"] == "0.174 s" and facts["shared3_itl_p99"] == "0.7 s"
     # ... and the isolation holds when the surge is twice as large.
-    assert facts["surge_pools_chat_p99"] == "0.767 s" and facts["surge_shared_same_chat_p99"] == "2.34 s"
+    assert facts["surge_pools_chat_p99"] == "0.823 s" and facts["surge_shared_same_chat_p99"] == "2.11 s"
 
 
 def test_pool_limits_and_what_sizes_them(facts):
@@ -48,9 +48,9 @@ def test_pool_limits_and_what_sizes_them(facts):
     assert facts["chunk_chat_ms"] == "163" and facts["chunk_default_ms"] == "681"
     assert facts["scale_up_delay_s"] == "78"  # 60 s pod start + 35.3 GB / 2 GB/s
     assert facts["cold_chat_p99"] == facts["pools_chat_ttft_p99"]  # a cold documents pool never reaches chat
-    assert facts["doc_pool_gpu_util"] == "31%"
+    assert facts["doc_pool_gpu_util"] == "32%"
     # chat is sized by a replica's capacity (step 14), not by prefill alone: one replica fewer queues it
-    assert facts["chat_capacity_replicas"] == "2.18" and facts["chat_pool_replicas"] == "3"
+    assert facts["chat_capacity_replicas"] == "2.02" and facts["chat_pool_replicas"] == "3"
     assert facts["thin_chat_replicas"] == "2" and float(facts["thin_chat_p99"].split()[0]) > 5
 
 
@@ -70,8 +70,8 @@ def test_stream_shows_per_class_latency_and_the_bill(facts):
     merged = framework.collect_stream(framework.check_view(v) for v in entry.function(**bound))
     out = merged["outputs"]
     assert out["chat_ttft_p99_s"]["text"] == facts["pools_chat_ttft_p99"]
-    assert out["replica_hours"]["text"] == "0.492 h"
-    assert out["cost_usd"]["text"] == "$7.44"
+    assert out["replica_hours"]["text"] == "0.496 h"
+    assert out["cost_usd"]["text"] == "$7.50"
     assert out["replicas"]["text"] == "6 / 6 / 6"
     assert set(merged["figures"]) == {"ttft", "queue", "kv", "replicas"}
     assert "arrival_rate_per_s" not in out  # the same traffic in every layout: not worth a line
