@@ -3,6 +3,7 @@
 import pytest
 
 from calc.errors import CalcError
+from calc.incident import TTFT_ALERT_S
 from calc.sim import presets
 from calc.widgets import framework
 from calc.widgets import the_fix as step
@@ -49,9 +50,14 @@ def test_pool_limits_and_what_sizes_them(facts):
     assert facts["scale_up_delay_s"] == "78"  # 60 s pod start + 35.3 GB / 2 GB/s
     assert facts["cold_chat_p99"] == facts["pools_chat_ttft_p99"]  # a cold documents pool never reaches chat
     assert facts["doc_pool_gpu_util"] == "32%"
-    # chat is sized by a replica's capacity (step 14), not by prefill alone: one replica fewer queues it
+    # chat is sized by a replica's capacity (step 14), not by prefill alone: a pool clearly short of it queues past
+    # step 19's alert, and even one replica fewer than the preset's (prefill's rounded-up count) queues
     assert facts["chat_capacity_replicas"] == "2.02" and facts["chat_pool_replicas"] == "3"
-    assert facts["thin_chat_replicas"] == "2" and float(facts["thin_chat_p99"].split()[0]) > 5
+    assert int(facts["thin_chat_replicas"]) <= step.THIN_CHAT_SHARE * float(facts["chat_capacity_replicas"])
+    assert float(facts["thin_chat_p99"].split()[0]) > TTFT_ALERT_S  # 5 s
+    one_fewer = step.fix_run("pools", chat_replicas=int(facts["chat_pool_replicas"]) - 1)
+    assert int(facts["chat_pool_replicas"]) - 1 < float(facts["chat_capacity_replicas"])
+    assert step._class_p99(one_fewer, "chat") > 3 * float(facts["pools_chat_ttft_p99"].split()[0])
 
 
 def test_fix_scenario_layouts():
