@@ -206,9 +206,9 @@ def facts() -> dict[str, str]:
 
     >>> f = facts()
     >>> f["replicas"], f["rate"], f["ttft_p99"], f["gpu_util_before"], f["kv_peak"]
-    ('3', '15', '26.6 s', '100%', '100%')
+    ('3', '15', '16.1 s', '100%', '100%')
     >>> f["ttft_p99_title"], f["ttft_alert"], f["ttft_alert_s"], f["alert_peak"], f["alert_peak_at_s"]
-    ('26.6 seconds', '5 s', '80', '28.2 s', '145')
+    ('16.1 seconds', '5 s', '80', '19.5 s', '135')
     """
     data = incident_scenario()
     result = incident_run()

@@ -355,7 +355,7 @@ def test_smaller_words_that_contradicted_their_page(pages):
 
 @pytest.mark.parametrize("check, step, old, new", [
     (test_step19_title_quotes_the_dashboards_peak_which_crosses_the_drawn_alert, 19,
-     "Incident: TTFT p99 at 26.6 seconds", "Incident: TTFT p99 at 36 seconds"),      # the typed title
+     "Incident: TTFT p99 at ", "Incident: TTFT p99 at 36 seconds, not "),  # the typed title (any run's p99)
     (test_step15_right_signal_with_right_sized_headroom_beats_gpu_util_on_both, 15,
      "So keep 2 replicas of warm headroom", "So keep 1 replica of warm headroom"),  # headroom not the computed one
     (test_tiles_name_no_input_their_text_does_not_carry, 16, "Cost at your batch", "Cost at batch 10"),
