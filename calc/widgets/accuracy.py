@@ -345,9 +345,9 @@ def _engine_terms_table() -> str:
     fits, spread = stored(), term_spread(_loso_data())
     rows = ["| Engine profile | Term | Value | Standard error | Source left out: range | Role | Source |",
             "| --- | --- | ---: | ---: | ---: | --- | --- |"]
-    for key in ENGINES:
+    for key in ENGINES:  # the fitted profiles, then the current engines' (their terms inherited: no fit of their own)
         for term, value, role, source in get_profile(key).term_rows():
-            se = fits[key][term]["standard_error_s"]
+            se = fits[key][term]["standard_error_s"] if key in fits else None
             values = spread.get(key, {}).get(term)
             span = f"{format_number(min(values) * 1000)}-{format_number(max(values) * 1000)} ms" if values else "-"
             rows.append(f"| `{key}` | `{term}` | {format_number(value * 1000)} ms | "
