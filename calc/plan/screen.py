@@ -29,7 +29,7 @@ size a prefill pool for TTFT (prefill alone, then the KV cache sent over the net
 ...                    and dict(c)["max_num_batched_tokens"] == 8192 and dict(c)["kv_dtype"] == "bf16")
 >>> s = screen(req, lesson_like)
 >>> s.ok, s.replicas, s.gpus, s.binding
-(True, 5, 20, 'prefill compute')
+(True, 4, 16, 'prefill compute')
 """
 
 from __future__ import annotations
