@@ -68,7 +68,7 @@ def request_class(data: dict, name: str) -> dict:
     """The request class ``name`` of a scenario dict.
 
     >>> request_class(incident_scenario(), "document")["prompt_tokens"]
-    16300
+    19300
     """
     return next(c for c in data["workload"]["classes"] if c["name"] == name)
 
@@ -236,8 +236,8 @@ def peak_scan(document_prompt_tokens, seed: int | None = None) -> list[tuple[int
     the preset. Source: :func:`incident_scenario`, the panel's series as
     :func:`alert_page` reads it.
 
-    >>> peak_scan([16300])
-    [(16300, 36.3875)]
+    >>> peak_scan([19300])
+    [(19300, 36.3195)]
     """
     out = []
     for tokens in document_prompt_tokens:
@@ -270,7 +270,7 @@ def prompt_statistics(seed: int | None = None) -> dict:
     """What the request logs of the incident say: mean prompt tokens before and during the surge, per class,
     and how many documents arrived in the surge minute.
 
-    The documents' lengths are drawn from a lognormal of the preset's mean (16,300 tokens), but
+    The documents' lengths are drawn from a lognormal of the preset's mean (19,300 tokens), but
     a request longer than ``max_model_len`` (32,768 with its answer) is drawn
     again, so the documents that arrive are shorter on average. Source: the
     preset's request list (:func:`calc.sim.fleet.fleet_requests`).
