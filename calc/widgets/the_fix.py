@@ -107,7 +107,7 @@ def facts() -> dict[str, str]:
 
     >>> f = facts()
     >>> f["pools_replicas"], f["shared3_replicas"], f["pools_preemptions"], f["chat_kv_fit"], f["doc_kv_fit"]
-    ('6', '3', '0', '311', '23')
+    ('6', '3', '0', '311', '20')
     >>> f["takeaway_claim"].split(":")[0]
     'Capacity ended this incident'
     """
