@@ -152,14 +152,14 @@ def summary_table(data: dict | None = None) -> str:
     """The accuracy page's table: per metric and engine, validation rows in-sample beside leave-one-source-out.
 
     >>> summary_table().splitlines()[0]
-    '| Metric | Engine | Rows | Sources | In-sample median abs. error | Leave-one-source-out median abs. error | LOSO median signed error |'
+    '| Metric | Engine | Rows | Sources | In-sample, median abs. error | Held out (LOSO), median abs. | LOSO, signed |'
     """
     from calc.latency_accuracy import METRIC_LABELS
 
     data = stored() if data is None else data
     s = summary(data)
-    lines = ["| Metric | Engine | Rows | Sources | In-sample median abs. error | "
-             "Leave-one-source-out median abs. error | LOSO median signed error |",
+    lines = ["| Metric | Engine | Rows | Sources | In-sample, median abs. error | "
+             "Held out (LOSO), median abs. | LOSO, signed |",
              "| --- | --- | ---: | ---: | ---: | ---: | ---: |"]
     for m, engines in s.items():
         for key, cell in engines.items():
