@@ -10,8 +10,10 @@ assert (tests/test_latency_accuracy.py does).
 
     .venv/bin/python bench/latency_report.py [--rows] [--json bench-results/latency.json] [--write-baseline]
 
-``--write-baseline`` records the validation medians in ``tests/data/latency_baseline.json``, which
-tests/test_latency_targets.py holds calc to (no median may get worse).
+``--write-baseline`` records the validation medians, in-sample and leave-one-source-out (the generated
+``calc/data/latency_loso.json``, :mod:`calc.latency_loso`), in ``tests/data/latency_baseline.json``, which
+tests/test_latency_targets.py holds calc to (no median may get worse). The report ends with the
+leave-one-source-out table the accuracy page shows.
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ import sys
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 
-from calc import latency_accuracy  # noqa: E402
+from calc import latency_accuracy, latency_loso  # noqa: E402
 
 
 def main(argv=None) -> int:
@@ -36,6 +38,9 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
     results = latency_accuracy.evaluate()
     print(latency_accuracy.report(results, rows=args.rows))
+    loso = latency_loso.stored()
+    print("\nvalidation rows, in-sample beside leave-one-source-out (calc/data/latency_loso.json):")
+    print(latency_loso.summary_table(loso))
     if args.json:
         os.makedirs(os.path.dirname(os.path.abspath(args.json)), exist_ok=True)
         with open(args.json, "w", encoding="utf-8") as handle:
@@ -43,10 +48,10 @@ def main(argv=None) -> int:
                       handle, indent=1, sort_keys=True)
             handle.write("\n")
     if args.write_baseline:
-        summary = latency_accuracy.summary(results)
-        baseline = {m: {"n": summary["validation"][m]["n"],
-                        "median_abs_error": round(summary["validation"][m]["median_abs_error"], 12)}
-                    for m in latency_accuracy.METRICS}
+        s = latency_loso.summary(loso)
+        baseline = {kind: {m: {"n": s[m]["all"][kind]["n"],
+                               "median_abs_error": round(s[m]["all"][kind]["median_abs_error"], 12)}
+                           for m in latency_accuracy.METRICS} for kind in ("in_sample", "loso")}
         with open(os.path.join(ROOT, "tests", "data", "latency_baseline.json"), "w", encoding="utf-8") as handle:
             json.dump(baseline, handle, indent=1, sort_keys=True)
             handle.write("\n")

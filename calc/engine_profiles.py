@@ -289,7 +289,7 @@ def efficiency_for(profile: EngineProfile, base=None, *, frontend: str = DEFAULT
     >>> (e.compute, e.memory) == (CALIBRATED.compute, CALIBRATED.memory), e.step_overhead_s > 0
     (True, True)
     >>> round(e.seq_overhead_s * 1e6), efficiency_for(get_profile("vllm"), frontend="offline").seq_overhead_s
-    (138, 0.0)
+    (88, 0.0)
     >>> efficiency_for(get_profile("vllm"), frontend="batch")
     Traceback (most recent call last):
     ...

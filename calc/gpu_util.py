@@ -17,7 +17,7 @@ about 5 s, so two requests a second keep ten in flight and GPU-Util reads
 
 >>> r = gpu_util_at_rate(2.0)
 >>> round(r["gpu_util"] * 100, 2), round(r["compute_utilization"] * 100, 1), round(r["in_flight"], 1)
-(100.0, 9.1, 10.1)
+(100.0, 9.1, 10.8)
 
 Sources: NVML's ``nvmlUtilization_t`` (NVIDIA, NVML API reference); Little's
 law (Little, Operations Research 1961); the M/G/infinity queue (Kleinrock,
@@ -80,7 +80,7 @@ def replica_capacity_rps(prompt_tokens: int = PROMPT_TOKENS, answer_tokens: int 
     preset saturates at the same rate.
 
     >>> round(replica_capacity_rps(), 2)
-    6.75
+    7.29
     """
     prompt, answer = _lengths(prompt_tokens, answer_tokens)
     kv_tokens = lesson.KV_CAPACITY_TOKENS_LESSON_GB
@@ -121,7 +121,7 @@ def gpu_util_at_rate(rate_per_s: float, *, prompt_tokens: int = PROMPT_TOKENS,
 
     >>> r = gpu_util_at_rate(0.1)
     >>> round(r["gpu_util"], 2), round(r["stay_s"], 2)
-    (0.37, 4.62)
+    (0.4, 5.04)
     >>> gpu_util_at_rate(50)["saturated"]
     True
     >>> gpu_util_at_rate(-1)
@@ -166,7 +166,7 @@ def rate_for_gpu_util(gpu_util: float, *, prompt_tokens: int = PROMPT_TOKENS,
     Source: as :func:`gpu_util_at_rate`.
 
     >>> round(rate_for_gpu_util(0.8), 3), round(rate_for_gpu_util(0.3), 3)
-    (0.345, 0.077)
+    (0.317, 0.071)
     """
     util = check_range("gpu_util", gpu_util, 0.0001, 0.9999)
     prompt, answer = _lengths(prompt_tokens, answer_tokens)

@@ -68,7 +68,7 @@ def request_class(data: dict, name: str) -> dict:
     """The request class ``name`` of a scenario dict.
 
     >>> request_class(incident_scenario(), "document")["prompt_tokens"]
-    16300
+    19300
     """
     return next(c for c in data["workload"]["classes"] if c["name"] == name)
 
@@ -142,7 +142,7 @@ def incident_run(seed: int | None = None, document_share: float | None = None, r
     """The incident run to its end: a :class:`~calc.sim.fleet.FleetResult` (cached; ``None`` is the preset's value).
 
     >>> round(incident_run().summary["ttft_p99_s"])
-    33
+    29
     >>> incident_run(seed=3) is incident_run()
     True
     """
@@ -184,7 +184,7 @@ def seed_sweep(seeds=SWEEP_SEEDS) -> list[float]:
     """TTFT p99 (s) of the incident for each seed: the same traffic, other random draws.
 
     >>> seed_sweep((3,))
-    [33.3508]
+    [28.8454]
     """
     return [incident_run(seed=s).summary["ttft_p99_s"] for s in seeds]
 
@@ -206,7 +206,7 @@ def alert_page(seed: int | None = None, threshold_s: float = TTFT_ALERT_S, for_s
 
     >>> page = alert_page()
     >>> page["threshold_s"], page["for_s"], page["crossed_s"], page["fired_s"], page["peak_s"], page["peak_at_s"]
-    (5.0, 30.0, 80.0, 135.0, 36.3875, 155.0)
+    (5.0, 30.0, 80.0, 110.0, 36.3195, 155.0)
     """
     check_range("for_s", for_s, 0.0, 3600.0)
     series = incident_run(seed=seed).time_series
@@ -236,8 +236,8 @@ def peak_scan(document_prompt_tokens, seed: int | None = None) -> list[tuple[int
     the preset. Source: :func:`incident_scenario`, the panel's series as
     :func:`alert_page` reads it.
 
-    >>> peak_scan([16300])
-    [(16300, 36.3875)]
+    >>> peak_scan([19300])
+    [(19300, 36.3195)]
     """
     out = []
     for tokens in document_prompt_tokens:
@@ -270,14 +270,14 @@ def prompt_statistics(seed: int | None = None) -> dict:
     """What the request logs of the incident say: mean prompt tokens before and during the surge, per class,
     and how many documents arrived in the surge minute.
 
-    The documents' lengths are drawn from a lognormal of the preset's mean (16,300 tokens), but
+    The documents' lengths are drawn from a lognormal of the preset's mean (19,300 tokens), but
     a request longer than ``max_model_len`` (32,768 with its answer) is drawn
     again, so the documents that arrive are shorter on average. Source: the
     preset's request list (:func:`calc.sim.fleet.fleet_requests`).
 
     >>> st = prompt_statistics()
     >>> round(st["before"]), round(st["during"]), round(st["document"]), st["documents_in_surge"]
-    (1029, 1880, 12173, 66)
+    (1029, 1926, 12733, 66)
     """
     data = incident_scenario(seed=seed)
     requests = fleet_requests(FleetScenario.from_dict(data))

@@ -785,7 +785,7 @@ def window_figures(run: ReplicaRun, seconds: float) -> dict:
 
     KV cache (percent of the blocks, mean), the queue at the window's end and its
     growth over the second half, running sequences and output tokens/s (means),
-    TTFT and ITL p99 (the trailing percentiles at the window's end; with traffic in
+    TTFT and ITL p99 (the trailing percentiles at the window's end, or the last measured if none fell in it; with
     phases the worst over the cycle), replicas and weights (the most). ``drowned``:
     a queue still growing by :data:`DROWNED_QUEUE_GROWTH` over the second half, or
     TTFT p99 over :data:`DROWNED_TTFT_P99_S` while the queue is not draining.
@@ -806,6 +806,11 @@ def window_figures(run: ReplicaRun, seconds: float) -> dict:
         values = [f[key] for f in frames if f[key] is not None]
         return round(max(values), 4) if values else None
 
+    def latest(key):
+        # A saturated batch admits in waves (a redeploy re-queues everything at once), so the window may end
+        # between two waves with no first token in the percentile window: the last figure measured stands.
+        return next((f[key] for f in reversed(frames) if f[key] is not None), None)
+
     half = frames[len(frames) // 2]
     phased = bool(_cycle_s(run.data))
     kv = [f["kv_blocks_used"] / f["kv_blocks_total"] * 100 for f in frames if f["kv_blocks_total"]]
@@ -815,8 +820,8 @@ def window_figures(run: ReplicaRun, seconds: float) -> dict:
         "queue_growth": frames[-1]["queue"] - half["queue"],
         "running": round(math.fsum(f["running"] for f in frames) / len(frames), 1),
         # a day of phases at its worst; steady traffic where the window ends (a backlog may still be draining)
-        "ttft_p99_s": worst("ttft_p99_s") if phased else frames[-1]["ttft_p99_s"],
-        "itl_p99_s": worst("itl_p99_s") if phased else frames[-1]["itl_p99_s"],
+        "ttft_p99_s": worst("ttft_p99_s") if phased else latest("ttft_p99_s"),
+        "itl_p99_s": worst("itl_p99_s") if phased else latest("itl_p99_s"),
         "output_tokens_per_s": round(math.fsum(f["output_tokens_per_s"] for f in frames) / len(frames), 1),
         "replicas": max(f["replicas"] for f in frames),
         "weights_gb_per_gpu": frames[-1]["weights_gb_per_gpu"],
@@ -858,7 +863,7 @@ def change_effect(replica: ReaderReplica, step, delta, label: str = "") -> dict:
     >>> e["before"]["drowned"], e["after"]["drowned"], e["after"]["running"]
     (False, True, 48.0)
     >>> e["text"].split(", ")[:2]
-    ['KV cache 37% -> 98%', 'queue 0 -> 353']
+    ['KV cache 30% -> 98%', 'queue 0 -> 303']
     """
     step = check_range("step", step, FIRST_STEP, LAST_STEP, integer=True)
     before_data = replica.scenario_data()

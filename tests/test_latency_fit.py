@@ -1,60 +1,122 @@
-"""calc.latency_fit: the engine profiles' constants are a fresh fit on calibration rows only."""
+"""calc.latency_fit: the engine profiles' constants are a fresh joint fit on calibration rows only."""
+
+import math
 
 import pytest
 
 from calc import engine_profiles, latency_fit
 from calc.errors import CalcError
-from calc.latency_accuracy import load_rows
+from calc.latency_accuracy import load_rows, predict_row, source_of
 from tests.once import computed_once, reused_across_runs
 
 
-def _as_fitted(result: dict) -> dict:
-    """A fit read back from JSON: each term's (value, role, source) a tuple again, as ``latency_fit.fit`` gives."""
-    return {key: {term: tuple(entry) for term, entry in terms.items()} for key, terms in result.items()}
+def _fresh_fit() -> dict:
+    return latency_fit.fit()
 
 
-# About 140 CPU s, so computed on first use (not at every xdist worker's collection), and reused by a later
+# About 20 CPU s, so computed on first use (not at every xdist worker's collection), and reused by a later
 # local run while calc's sources and data are unchanged (never in CI): tests/once.py.
-FRESH = computed_once(reused_across_runs("latency-fit", latency_fit.fit, decode=_as_fitted))
+FRESH = computed_once(reused_across_runs("latency-fit-joint", _fresh_fit))
+ROWS = {r["id"]: r for r in load_rows()}
 
 
 def test_the_stored_constants_equal_a_fresh_fit():
-    assert {k: {t: v[0] for t, v in terms.items()} for k, terms in FRESH.items()} == \
-        {k: {t: v[0] for t, v in terms.items()} for k, terms in latency_fit.stored().items()}
-    assert FRESH == latency_fit.stored()
+    assert latency_fit._terms_only(FRESH) == latency_fit.stored()
 
 
-def test_every_term_is_fitted_on_its_own_engines_calibration_row_or_inherited_and_said_so():
-    rows = {r["id"]: r for r in load_rows()}
+def test_every_engine_is_fitted_on_all_of_its_calibration_rows_and_only_those():
     for key, terms in FRESH.items():
-        for term, (value, role, source) in terms.items():
-            how, what = latency_fit.PLAN[key][term]
-            if how == "row":
-                assert role == "calibration" and what in source
-                assert rows[what]["role"] == "calibration" and rows[what]["inputs"]["engine_profile"] == key
-            elif how == "inherit":
-                assert role == "assumption" and value == FRESH[what][term][0] and what in source
-            else:  # a sourced 0
-                assert how == "zero" and role == "assumption" and value == 0.0 and source == f"0: {what}"
+        fitted_on = terms["_fit"]["rows"]
+        assert fitted_on == [r["id"] for r in load_rows() if r["role"] == "calibration"
+                             and r["inputs"]["engine_profile"] == key]
+        assert all(ROWS[i]["role"] == "calibration" for i in fitted_on)
 
 
-def test_the_fitted_terms_are_positive_milliseconds():
+def test_a_calibration_role_needs_three_rows_from_two_sources_else_it_is_an_assumption():
+    for key, terms in FRESH.items():
+        for term in engine_profiles.TERMS:
+            e = terms[term]
+            behind = [ROWS[i] for i in terms["_fit"]["rows"] if latency_fit.rows_behind(term, ROWS[i])]
+            sources = {source_of(r) for r in behind}
+            if e["role"] == "calibration":
+                assert len(behind) >= latency_fit.MIN_ROWS and len(sources) >= latency_fit.MIN_SOURCES, (key, term)
+                assert e["rows"] == len(behind) and e["sources"] == sorted(sources)
+            else:
+                assert e["role"] == "assumption" and e["source"], (key, term)
+    # Only vLLM has two sources; the other engines' terms are assumptions, said so.
+    assert all(FRESH["vllm"][t]["role"] == "calibration" for t in engine_profiles.TERMS)
+    for key in ("vllm-0.6-multistep", "sglang-0.3", "nim-trtllm"):
+        assert all(FRESH[key][t]["role"] == "assumption" for t in engine_profiles.TERMS)
+        assert any("one source" in FRESH[key][t]["source"] for t in engine_profiles.TERMS)
+
+
+def test_a_term_no_row_can_identify_is_inherited_and_a_sourced_zero_stays_zero():
+    # NIM runs only on two GPUs: its step and tensor-parallel costs cannot be told apart, so the latter is vLLM's.
+    nim = FRESH["nim-trtllm"]
+    assert nim["tp_step_overhead_s"]["value"] == FRESH["vllm"]["tp_step_overhead_s"]["value"]
+    assert "inherited from engine profile 'vllm'" in nim["tp_step_overhead_s"]["source"]
+    assert "tp_step_overhead_s" not in nim["_fit"]["free"]
+    for key in latency_fit.ZERO:
+        for term, why in latency_fit.ZERO[key].items():
+            assert FRESH[key][term]["value"] == 0.0 and FRESH[key][term]["source"] == f"0: {why}"
+
+
+def test_the_joint_fit_is_a_least_squares_optimum_no_term_moves_lower():
+    # Moving any fitted vLLM term by 10% either way raises the sum of squared log errors.
+    rows = latency_fit.calibration_rows("vllm")
+    best = engine_profiles.get_profile("vllm")
+
+    def loss(profile):
+        return math.fsum(v * v for v in latency_fit._residuals(rows, profile))
+
+    at_best = loss(best)
+    for term in FRESH["vllm"]["_fit"]["free"]:
+        for factor in (0.9, 1.1):
+            assert loss(best.with_terms(**{term: getattr(best, term) * factor})) > at_best, (term, factor)
+
+
+def test_the_fitted_vllm_terms_are_positive_and_each_term_says_its_uncertainty():
     vllm = FRESH["vllm"]
-    assert 0.0005 < vllm["step_overhead_s"][0] < 0.005  # issue 18: 1.9-2.5 ms above the roofline at TP1, batch 8
+    assert 0.0002 < vllm["step_overhead_s"]["value"] < 0.005  # issue 18: 1.9-2.5 ms above the roofline at TP1, batch 8
     # Each GPU beyond the first costs less than the one-GPU batch-8 residual (its step cost and 8 sequences' cost).
-    assert 0 < vllm["tp_step_overhead_s"][0] < vllm["step_overhead_s"][0] + 8 * vllm["seq_overhead_s"][0]
-    assert all(0 < terms["request_overhead_s"][0] < 0.1 for terms in FRESH.values())
+    assert 0 < vllm["tp_step_overhead_s"]["value"] < vllm["step_overhead_s"]["value"] + 8 * vllm["seq_overhead_s"]["value"]
+    # Between LMDeploy's 0.05 ms (7B TP1) and SGLang's 0.2 ms per extra sequence (issue 18).
+    assert 0.00005 < vllm["seq_overhead_s"]["value"] < 0.0002
+    assert all(0 < terms["request_overhead_s"]["value"] < 0.1 for terms in FRESH.values())
+    for key, terms in FRESH.items():
+        spare = len(terms["_fit"]["rows"]) > len(terms["_fit"]["free"])
+        for term in terms["_fit"]["free"]:
+            se = terms[term]["standard_error_s"]
+            # A standard error from the Jacobian where there are more rows than fitted terms, else none.
+            assert (se is not None and se > 0) if spare else se is None, (key, term)
+    # Beside it, the leave-one-source-out fits (where a fold's rows identify the term).
+    from calc import latency_loso
+
+    spread = latency_loso.term_spread(latency_loso.stored())
+    assert len(spread["vllm"]["step_overhead_s"]) == 2  # refitted without either of vLLM's sources
+    assert all(values for values in spread["vllm"].values())
+
+
+def test_the_fit_residuals_are_small_on_every_vllm_calibration_row():
+    assert max(abs(v) for v in FRESH["vllm"]["_fit"]["log_residuals"]) < 0.1
+    for rid, residual in zip(FRESH["vllm"]["_fit"]["rows"], FRESH["vllm"]["_fit"]["log_residuals"]):
+        assert math.log(1 + predict_row(ROWS[rid]).error) == pytest.approx(residual, abs=1e-3)
 
 
 def test_a_validation_row_or_another_engines_row_is_refused():
-    rows = {r["id"]: r for r in load_rows()}
     vllm = engine_profiles.get_profile("vllm")
     with pytest.raises(CalcError) as err:
-        latency_fit.fit_term(vllm, "step_overhead_s", rows["vllm-nightly-latency-llama8b-tp1-h200"])
+        latency_fit._predict(ROWS["vllm-nightly-latency-mixtral8x7b-tp2-h200"], vllm)
     assert err.value.field == "role"
     with pytest.raises(CalcError) as err:
-        latency_fit.fit_term(vllm, "request_overhead_s", rows["nim-1.8.0-llama-3.3-70b-fp8-h100-tp2-500-2000-c1-ttft"])
+        latency_fit._predict(ROWS["nim-1.8.0-llama-3.3-70b-fp8-h100-tp2-500-2000-c1-ttft"], vllm)
     assert err.value.field == "engine"
+
+
+def test_leaving_a_source_out_removes_its_rows_from_every_fit():
+    rows = latency_fit.calibration_rows("vllm", exclude_source="vLLM nightly benchmark")
+    assert rows and all(source_of(r) != "vLLM nightly benchmark" for r in rows)
+    assert latency_fit.calibration_rows("sglang-0.3", exclude_source="SGLang benchmark_vllm_060") == []
 
 
 def test_the_fit_leaves_the_max_throughput_efficiency_alone():
@@ -63,48 +125,6 @@ def test_the_fit_leaves_the_max_throughput_efficiency_alone():
     fit = calibrate(compute_grid=[CALIBRATED.compute], memory_grid=[CALIBRATED.memory], overhead_grid_s=[0.0])
     assert fit["efficiency"].step_overhead_s == CALIBRATED.step_overhead_s == 0.0
     assert engine_profiles.efficiency_for(engine_profiles.get_profile("vllm")).compute == CALIBRATED.compute
-
-
-def test_the_per_sequence_cost_is_fitted_on_a_large_batch_row_and_said_where_it_is_not():
-    rows = {r["id"]: r for r in load_rows()}
-    vllm = FRESH["vllm"]
-    seq_s, role, source = vllm["seq_overhead_s"]
-    # Fitted, not assumed: between LMDeploy's 0.05 ms (7B TP1) and SGLang's 0.2 ms per extra sequence (issue 18).
-    assert role == "calibration" and 0.00005 < seq_s < 0.0002
-    row = rows[latency_fit.SEQ_ROW_VLLM]
-    assert row["role"] == "calibration" and row["figure"]["quantity"] == "itl" and row["inputs"]["client"]["rate_per_s"] == 16
-    assert latency_fit.SEQ_ROW_VLLM in source
-    # The one-GPU step cost stays positive beside it: the batch-8 row is not all per-sequence cost.
-    assert 0.0002 < vllm["step_overhead_s"][0] < vllm["step_overhead_s"][0] + 8 * seq_s < 0.005
-    # SGLang 0.3 has its own, on the same principle (its 8 req/s run), smaller than vLLM's, with a positive step cost.
-    sglang_seq_s, role, source = FRESH["sglang-0.3"]["seq_overhead_s"]
-    assert role == "calibration" and latency_fit.SEQ_ROW_SGLANG in source and 0.00005 < sglang_seq_s < seq_s
-    assert rows[latency_fit.SEQ_ROW_SGLANG]["inputs"]["client"]["rate_per_s"] == 8
-    assert 0.0002 < FRESH["sglang-0.3"]["step_overhead_s"][0] < 0.005
-    for key in ("nim-trtllm", "vllm-0.6-multistep"):
-        value, role, source = FRESH[key]["seq_overhead_s"]
-        assert value == 0.0 and role == "assumption" and "(" in source and ")" in source  # 0, with its source
-
-
-def test_sglang_has_its_own_tensor_parallel_cost_fitted_on_its_four_gpu_row():
-    rows = {r["id"]: r for r in load_rows()}
-    value, role, source = FRESH["sglang-0.3"]["tp_step_overhead_s"]
-    row = rows[latency_fit.TP_ROW_SGLANG]
-    assert role == "calibration" and latency_fit.TP_ROW_SGLANG in source
-    assert row["inputs"]["tp"] == 4 and row["inputs"]["client"]["rate_per_s"] == 4 and row["figure"]["quantity"] == "itl"
-    # More per GPU than vLLM's (SGLang broadcasts each loop's requests to every rank's own scheduler), under 5 ms.
-    assert FRESH["vllm"]["tp_step_overhead_s"][0] < value < 0.005
-
-
-def test_every_fitted_row_comes_out_at_its_published_figure_within_a_percent():
-    from calc.latency_accuracy import predict_row
-
-    rows = {r["id"]: r for r in load_rows()}
-    for key, plan in latency_fit.PLAN.items():
-        for term, (how, what) in plan.items():
-            if how == "row":
-                result = predict_row(rows[what])
-                assert abs(result.error) < 0.01, (key, term, what, result.error)
 
 
 def test_the_stored_profile_prices_the_per_sequence_cost_in_the_simulators_steps():

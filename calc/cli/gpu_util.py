@@ -4,7 +4,7 @@
 >>> main(["gpu-util", "--json", "--rates", "2"])  # doctest: +ELLIPSIS
 {
 ...
-      "gpu_util": 0.99995...
+      "gpu_util": 0.9999...
 ...
 0
 """
@@ -46,7 +46,7 @@ def run(args) -> dict:
     >>> p = argparse.ArgumentParser(); add_arguments(p)
     >>> r = run(p.parse_args(["--rates", "0.1"]))
     >>> round(r["rows"][0]["gpu_util"], 2), round(r["capacity_rps"], 2), round(r["threshold_rate_per_s"], 3)
-    (0.37, 6.75, 0.345)
+    (0.4, 7.29, 0.317)
     """
     lengths = dict(prompt_tokens=args.prompt_tokens, answer_tokens=args.answer_tokens)
     rows = [gpu_util_at_rate(rate, **lengths) for rate in parse_number_list("rates", args.rates, float)]
@@ -66,7 +66,7 @@ def render(result: dict) -> str:
 
     >>> p = argparse.ArgumentParser(); add_arguments(p)
     >>> print(render(run(p.parse_args(["--rates", "2"]))))  # doctest: +ELLIPSIS
-    GPU-Util on the running example (1,024 + 256-token requests; the replica saturates at 6.75 requests/s)
+    GPU-Util on the running example (1,024 + 256-token requests; the replica saturates at 7.29 requests/s)
     ...
     """
     head = (f"GPU-Util on the running example ({result['prompt_tokens']:,} + {result['answer_tokens']:,}-token requests; "

@@ -134,7 +134,7 @@ def entry(request, row: ScreenResult, outcome: dict | None = None, table: dict |
     >>> req = PlanRequest(peak_rate_per_s=20)
     >>> e = entry(req, screen(req, tuple(baseline("lesson").items())))
     >>> e["gpus"], e["usd_per_hour"], e["source"], e["binding"]["constraint"]
-    (20, 75.6, 'screen', 'prefill compute')
+    (16, 60.48, 'screen', 'prefill compute')
     """
     confirmed = outcome is not None and outcome.get("replicas") is not None
     replicas = outcome["replicas"] if confirmed else row.replicas

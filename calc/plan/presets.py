@@ -115,7 +115,7 @@ def request(name: str, **changes):
     """A preset as a checked :class:`calc.plan.inputs.PlanRequest`, with fields changed.
 
     >>> request("long-document").classes[0].prompt_tokens, request("long-document", peak_rate_per_s=2).peak_rate_per_s
-    (16300, 2)
+    (19300, 2)
     """
     data = request_data(name)
     data.update(changes)

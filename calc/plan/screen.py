@@ -29,7 +29,7 @@ size a prefill pool for TTFT (prefill alone, then the KV cache sent over the net
 ...                    and dict(c)["max_num_batched_tokens"] == 8192 and dict(c)["kv_dtype"] == "bf16")
 >>> s = screen(req, lesson_like)
 >>> s.ok, s.replicas, s.gpus, s.binding
-(True, 5, 20, 'prefill compute')
+(True, 4, 16, 'prefill compute')
 """
 
 from __future__ import annotations
@@ -340,6 +340,12 @@ def _fail(candidate, reason: str, binding: str) -> ScreenResult:
     return ScreenResult(candidate=candidate, ok=False, reason=reason, binding=binding)
 
 
+def _too_many(candidate, peak_rate_per_s: float, unit_rate_per_s: float, binding: str) -> ScreenResult:
+    # Past the cap the per-replica rate would exceed what one carries (no steady state): say so, never price it.
+    return _fail(candidate, f"peak_rate_per_s {peak_rate_per_s:g} needs more than {_MAX_REPLICAS:,} replicas "
+                            f"(one carries {unit_rate_per_s:.3g} requests/s within the targets)", binding)
+
+
 def _step_binding(coef, replica: _Replica, batch: int) -> str:
     """Which resource a step at ``batch`` spends its time on: the interconnect, HBM bandwidth or compute."""
     d = steady_state_step(coef, batch=batch, input_tokens=max(1, replica.prefill),
@@ -461,7 +467,9 @@ def _aggregated(request, candidate, c, replica, cap, kv_cap, tpot_target, ttft_t
         return _fail(candidate, "queueing: no arrival rate meets every target", "queueing")
     binding = _aggregated_binding(replica, operating_point(replica, rate_max * 1.02, cap, overhead_s), targets,
                                   cap, kv_cap, c["max_num_seqs"])
-    units = min(_MAX_REPLICAS, math.ceil(request.peak_rate_per_s / rate_max - 1e-9))
+    units = math.ceil(request.peak_rate_per_s / rate_max - 1e-9)
+    if units > _MAX_REPLICAS:
+        return _too_many(candidate, request.peak_rate_per_s, rate_max, binding)
     point = operating_point(replica, request.peak_rate_per_s / units, cap, overhead_s)
     b = max(1, math.ceil(point["running"]))
     # Each phase's GPU time alone: a prompt's prefill on an idle replica, an answer's share of decode steps.
@@ -525,7 +533,9 @@ def _disaggregated(request, candidate, c, coef, prompt, answer, prefill, cap, kv
         binding = _step_binding(coef, dec, best)
     if transfer_s > 0.5 * prefill_s:
         binding = "interconnect"
-    units = min(_MAX_REPLICAS, math.ceil(request.peak_rate_per_s / unit_rate - 1e-9))
+    units = math.ceil(request.peak_rate_per_s / unit_rate - 1e-9)
+    if units > _MAX_REPLICAS:
+        return _too_many(candidate, request.peak_rate_per_s, unit_rate, binding)
     rate = request.peak_rate_per_s / units
     point = prefill_point(rate / p)
     running = (rate / d) * (answer - 1) * dec.tpot_s(best)

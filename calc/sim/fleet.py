@@ -38,7 +38,7 @@ the numbers of :func:`calc.sim.run.simulate` (tested).
 ...                               "fleet": {"replicas": 2, "router": "least-outstanding"}})
 >>> r = simulate_fleet(fs)
 >>> r.summary["requests_completed"], r.summary["replicas_max"], r.summary["replica_hours"]
-(60, 2, 0.00806798)
+(60, 2, 0.00823175)
 >>> f = Fleet(Scenario.from_dict({"workload": {"requests": 5, "arrival": "all-at-once"}}))
 >>> o = f.request_overhead_ns
 >>> f.advance(until_ns=o), f.events, f.advance(until_ns=o + 1), f.events
@@ -821,7 +821,7 @@ def summarize(engine) -> dict:
 
     >>> f = Fleet(Scenario.from_dict({"workload": {"requests": 3, "arrival": "all-at-once"}})); _ = f.advance()
     >>> s = summarize(f); s["requests_completed"], s["throughput_output_tokens_per_s"], s["kv_token_share"]
-    (3, 156.971, 0.967358)
+    (3, 145.52, 0.968991)
     """
     sc, sink, hw = engine.scenario, engine.sink, engine.hardware
     queue_max, running_max = engine.maxima()

@@ -18,7 +18,7 @@ price: cost is reported as null, never a made-up figure).
 >>> replica_hardware(Scenario(parameter_count="lesson")).kv_cache_blocks   # the lesson's count: step 1's cache
 24948
 >>> round(hw.step_time_s(new_tokens=64, kv_tokens_read=80000, attention_token_pairs=80064, sequences=64) * 1000, 2)
-30.43
+28.91
 """
 
 from __future__ import annotations
@@ -57,7 +57,7 @@ def step_pricer(coefficients):
     >>> price = step_pricer(coef)
     >>> args = dict(new_tokens=64, kv_tokens_read=80000, attention_token_pairs=80064)
     >>> price(**args) == coef.step_time_s(**args), round(price(**args) * 1000, 2)
-    (True, 21.58)
+    (True, 23.25)
     >>> price(sequences=64, **args) == coef.step_time_s(sequences=64, **args) == price.decode(64)(80000)
     True
     >>> price(sequences=-1, **args)
@@ -268,12 +268,12 @@ def replica_hardware(scenario) -> ReplicaHardware:
     >>> served, offline = (replica_hardware(Scenario.from_dict({"frontend": f})) for f in ("api-server", "offline"))
     >>> args = dict(new_tokens=64, kv_tokens_read=80000, attention_token_pairs=80064, sequences=64)
     >>> round((served.step_time_s(**args) - offline.step_time_s(**args)) / 64 * 1e6)   # per sequence, us
-    138
+    88
     >>> one = dict(new_tokens=1, kv_tokens_read=1000, attention_token_pairs=1000, sequences=1)
     >>> tp2, ep2 = (replica_hardware(Scenario.from_dict({"model": "mixtral-8x7b", "tp": 2, "expert_parallel": ep}))
     ...             for ep in (False, True))
     >>> round(tp2.step_time_s(**one) * 1000, 2), round(ep2.step_time_s(**one) * 1000, 2)  # a decode token waits for the busiest GPU
-    (6.96, 9.0)
+    (7.98, 10.03)
     """
     model = get_model(scenario.model)
     gpu = get_gpu(scenario.gpu)

@@ -16,7 +16,7 @@ one replica, a plain latency sink, the replica's time series
 >>> s = Scenario.from_dict({"workload": {"requests": 40, "rate_per_s": 4}})
 >>> r = simulate(s)
 >>> r.summary["requests_completed"], r.summary["output_tokens"], r.summary["ttft_p50_s"]
-(40, 10240, 0.125233)
+(40, 10240, 0.132173)
 """
 
 from __future__ import annotations
@@ -90,9 +90,9 @@ def simulate(scenario, *, step_time_s=None) -> Result:
     >>> ten = Scenario.from_dict({"workload": {"requests": 10, "arrival": "all-at-once"}})
     >>> r = simulate(ten)
     >>> r.summary["requests_completed"], r.summary["gpu_util_reported"]
-    (10, 0.99788)
+    (10, 0.998876)
     >>> round(1 - Simulation(ten).request_overhead_ns / 1e9 / r.summary["duration_s"], 5)
-    0.99788
+    0.99888
     >>> simulate(ten.replace(request_overhead_s=0.0)).summary["gpu_util_reported"]
     1.0
     """

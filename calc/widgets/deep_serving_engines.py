@@ -99,7 +99,7 @@ def facts() -> dict[str, str]:
 
     >>> f = facts()
     >>> f["static_ttft_p50"], f["continuous_ttft_p50"]
-    ('162 s', '0.0538 s')
+    ('180 s', '0.0488 s')
     """
     live = compare_runs()
     offline = compare_runs(arrival="all-at-once")

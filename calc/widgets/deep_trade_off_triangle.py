@@ -11,7 +11,7 @@ cap on running sequences (``max_num_seqs``) swept, per weight format.
 
 >>> pts = frontier("llama-3.1-70b", weights=("bf16",), caps=(1, 64))
 >>> [(p["max_num_seqs"], round(p["itl_p50_s"] * 1000, 1), round(p["tokens_per_s"])) for p in pts["bf16"]]
-[(1, 17.8, 55), (64, 30.2, 1281)]
+[(1, 19.4, 51), (64, 28.7, 1321)]
 """
 
 from __future__ import annotations
@@ -123,7 +123,7 @@ def facts() -> dict[str, str]:
 
     >>> f = facts()
     >>> f["bf16_cap1_itl"]
-    '17.8 ms'
+    '19.4 ms'
     >>> f["corner_lt_weights"]
     'fp8'
     """

@@ -338,7 +338,7 @@ def side_by_side(
 
     >>> frames = list(side_by_side(frame_interval_s=60))
     >>> frames[-1]["done"], frames[-1]["outputs"]["c_running_max"]["value"], frames[-1]["outputs"]["p_running_max"]["value"]
-    (True, 48, 122)
+    (True, 48, 115)
     """
     scenarios = side_by_side_scenarios(rate_per_s, max_model_len, block_size, max_num_seqs)
     first = True

@@ -211,7 +211,7 @@ def facts() -> dict[str, str]:
 
     >>> f = facts()
     >>> f["hit_tokens"], f["hit_rate_pct"], f["after_ttft_p99_s"], f["before_ttft_p99_s"]
-    ('2,496', '70.8%', '0.353 s', '54.6 s')
+    ('2,496', '70.8%', '0.351 s', '51.8 s')
     """
     stable = layout_hit("stable-first")
     prompt = stable["prompt_tokens"]

@@ -169,7 +169,7 @@ def change_effect_view(
 
     >>> out = change_effect_view("", 4, '{"allocation": "contiguous"}')["outputs"]
     >>> out["watch"]["text"], out["moved"]["text"].split(", ")[0]
-    ("The replica drowns: the step's point. Watch:", 'KV cache 37% -> 98%')
+    ("The replica drowns: the step's point. Watch:", 'KV cache 30% -> 98%')
     """
     replica, _ = _state(state)
     try:

@@ -234,7 +234,7 @@ def three_arms():
     >>> [t["name"] for t in v["figures"]["replicas"]["data"]]
     ['GPU-Util (step 14)', 'queue depth', 'queue depth + warm headroom']
     >>> v["outputs"]["headroom_ttft_p99_s"]["text"], v["outputs"]["queue_replica_hours"]["text"]
-    ('0.559 s', '0.321')
+    ('0.472 s', '0.321')
     """
     summaries = {name: preset_summary(name) for name, _ in ARMS}
     figures = {}
@@ -318,9 +318,9 @@ def facts() -> dict[str, str]:
 
     >>> f = {key: value.replace("&#36;", "$") for key, value in facts().items()}
     >>> f["delay_s"], f["first_up_s"], f["first_ready_s"], f["queue_ttft_p99"], f["headroom_ttft_p99"]
-    ('47.6 s', '105 s', '153 s', '52.7 s', '0.559 s')
+    ('47.6 s', '120 s', '168 s', '64.5 s', '0.472 s')
     >>> f["ramp_growth_rps"], f["ramp_growth_replicas"], f["ramp_headroom"], f["ramp_floor"]
-    ('7.51 requests/s', '1.11', '2 replicas', '3')
+    ('7.51 requests/s', '1.03', '2 replicas', '3')
     """
     queue, kv, warm, gpu = (preset_summary(n) for n in SCENARIOS)
     data = presets.load_data(QUEUE)

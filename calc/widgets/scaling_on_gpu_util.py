@@ -166,7 +166,7 @@ def facts() -> dict[str, str]:
 
     >>> f = {key: value.replace("&#36;", "$") for key, value in facts().items()}
     >>> f["util_at_2"], f["rate_for_80"], f["replicas_final"], f["last_phase_util"]
-    ('100.00%', '0.345 requests/s', '4', '98.5%')
+    ('100.00%', '0.317 requests/s', '4', '98.8%')
     """
     summary = preset_summary(PRESET)
     queue = preset_summary("step15-scale-on-queue")

@@ -213,7 +213,7 @@ def facts() -> dict[str, str]:
 
     >>> f = facts()
     >>> f["break_even_8b"], f["published_below"], f["sim_rate"], f["sim_ttft_p99_off"]
-    ('20', '24', '11', '0.228 s')
+    ('20', '24', '13', '0.248 s')
     """
     c8 = replica_coefficients(REPLICAS[0][0])
     at = {b: speedup_at_batch(c8, batch=b, context_tokens=CONTEXT_TOKENS) for b in (1, 2, 64, 256)}

@@ -137,7 +137,7 @@ def facts() -> dict[str, str]:
 
     >>> f = facts()
     >>> f["prompt_tokens"], f["ceiling_rps"], f["ttft_p99_s"]
-    ('3,524', '3.05', '54.6 s')
+    ('3,524', '3.05', '51.8 s')
     """
     prompt = SYSTEM_PROMPT_TOKENS + QUESTION_TOKENS
     full_s = prefill_time_s(prompt)

@@ -19,6 +19,8 @@ replicas, so the page can say what the split buys beyond the extra GPUs.
 
 from __future__ import annotations
 
+import math
+
 from typing import Annotated
 
 from calc import lesson
@@ -33,6 +35,11 @@ from calc.sim.autoscaler import AutoscalerConfig, scale_up_delay_ns
 from calc.units import NS_PER_S, format_number, round_sig
 from calc.widgets.framework import Choice, IntRange, stream
 from calc.widgets.views import DOCUMENT_SHARE, FLEET_PANELS, FRAME, SEED, dashboard_views
+
+#: The try-this's too-small chat pool holds at most this share of the replicas' worth chat needs, so it is short
+#: by capacity, not by a rounding of it: after the joint fit one replica fewer than the preset's pool carries 99%
+#: of chat's need (2 replicas for 2.02) and queues only a little.
+THIN_CHAT_SHARE = 0.9
 
 __all__ = ["PRESET", "LAYOUTS", "fix_scenario", "fleet", "fix_run", "COMPARED", "comparison", "facts"]
 
@@ -100,7 +107,7 @@ def facts() -> dict[str, str]:
 
     >>> f = facts()
     >>> f["pools_replicas"], f["shared3_replicas"], f["pools_preemptions"], f["chat_kv_fit"], f["doc_kv_fit"]
-    ('6', '3', '0', '311', '23')
+    ('6', '3', '0', '311', '20')
     >>> f["takeaway_claim"].split(":")[0]
     'Capacity ended this incident'
     """
@@ -144,11 +151,12 @@ def facts() -> dict[str, str]:
     big_chunk = fix_run("pools", chat_chunk_tokens=scheduler_chunk)
     surge_pools = fix_run("pools", document_share=HIGH_SHARE)
     surge_shared = fix_run("shared", shared_same["replicas"], document_share=HIGH_SHARE)
-    thin_chat_replicas = chat["replicas"] - 1  # one replica short of the preset's chat pool
-    thin_chat = fix_run("pools", chat_replicas=thin_chat_replicas)
     # Prefill alone would size chat's pool too small: a replica completes at most this many chat requests a second
     # once their answers' decode steps are priced too (step 14's saturation point).
     chat_capacity_rps = replica_capacity_rps(classes["chat"]["prompt_tokens"], classes["chat"]["output_tokens"])
+    # The try-this's too-small chat pool: the most replicas that are clearly short of chat's need.
+    thin_chat_replicas = max(1, math.floor(THIN_CHAT_SHARE * calm_chat_rate / chat_capacity_rps))
+    thin_chat = fix_run("pools", chat_replicas=thin_chat_replicas)
     out.update({
         "max_num_seqs_default": str(presets.load("step19-incident-p99").scenario.max_num_seqs),
         "gpu_price": f"${get_gpu('h100-sxm-80gb').price_usd_per_hour:.2f}",

@@ -389,7 +389,7 @@ def test_smaller_words_that_contradicted_their_page(pages):
     (test_step15_right_signal_with_right_sized_headroom_beats_gpu_util_on_both, 15,
      "So keep 2 replicas of warm headroom", "So keep 1 replica of warm headroom"),  # headroom not the computed one
     (test_tiles_name_no_input_their_text_does_not_carry, 16, "Cost at your batch", "Cost at batch 10"),
-    (test_step5_separates_room_from_what_the_traffic_fills, 5, "fills 2.5 times", "fills 6.48 times"),
+    (test_step5_separates_room_from_what_the_traffic_fills, 5, "fills 2.4 times", "fills 6.48 times"),
     (test_tips_ask_for_what_the_widgets_show, 6, "Set the batch to 1, then 64:", "Set the batch to 1, then 64, then 256:"),
     (test_smaller_words_that_contradicted_their_page, 13, "¶ A long context costs", "¶ FlashAttention: a long context costs"),
 ])

@@ -9,9 +9,9 @@ from calc.widgets import framework
 
 def test_facts():
     f = page.facts()
-    assert (f["bf16_cap1_itl"], f["bf16_cap1_tps"], f["bf16_cap256_tps"]) == ("17.8 ms", "55.4", "1,690")
-    assert f["cost_ratio"] == "30.5"
-    assert (f["live_small_ttft"], f["live_fp8_ttft"]) == ("26.3 s", "0.0807 s")  # at 6 req/s
+    assert (f["bf16_cap1_itl"], f["bf16_cap1_tps"], f["bf16_cap256_tps"]) == ("19.4 ms", "50.8", "1,823")
+    assert f["cost_ratio"] == "35.9"
+    assert (f["live_small_ttft"], f["live_fp8_ttft"]) == ("26.6 s", "0.075 s")  # at 6 req/s
     assert (f["corner_lq_cap"], f["corner_lt_weights"], f["corner_lt_cap"]) == ("16", "fp8", "64")
     assert f["corner_lt_delta"] == "-0.11"
 
@@ -26,7 +26,7 @@ def test_frontier_moves_right_with_the_batch_and_fp8_beats_bf16():
 
 def test_triangle_widget_defaults():
     view = framework.call("deep_trade_off_triangle.triangle", {})
-    assert view["outputs"]["best_bf16"]["text"] == "629 tokens/s (cap 16)"
+    assert view["outputs"]["best_bf16"]["text"] == "608 tokens/s (cap 16)"
     rows = view["tables"]["corners"]["rows"]
     assert [r[0] for r in rows] == ["latency + quality", "throughput + quality", "latency + throughput"]
     assert rows[2][5] == "-0.11 points (OpenLLM v1)"

@@ -29,8 +29,8 @@ def test_facts_are_the_running_example_with_fp8_weights():
     assert (f["requests_before"], f["requests_after"]) == ("311", "475")
     assert (f["step_before"], f["step_after"], f["step_ratio"]) == ("15.3 ms", "8.58 ms", "1.78x")
     assert (f["comm_ms"], f["ttft_before"], f["ttft_after"]) == ("1.61 ms", "81.8 ms", "46.5 ms")
-    assert (f["sim_ttft_p99_before"], f["sim_ttft_p99_after"]) == ("68.4 s", "19.2 s")
-    assert (f["sim_queue_max_before"], f["sim_queue_max_after"], f["sat_batch"]) == ("432", "178", "256")
+    assert (f["sim_ttft_p99_before"], f["sim_ttft_p99_after"]) == ("56.9 s", "7.54 s")
+    assert (f["sim_queue_max_before"], f["sim_queue_max_after"], f["sat_batch"]) == ("432", "89", "256")
 
 
 def test_bf16_replica_is_step_ones_capacity():

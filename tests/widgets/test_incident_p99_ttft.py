@@ -29,12 +29,12 @@ def preset_summary():
 
 
 def test_facts_are_the_preset_run(facts, preset_summary):
-    assert facts["ttft_p99"] == "33.4 s"
-    assert preset_summary["ttft_p99_s"] == pytest.approx(33.3508)
-    assert facts["ttft_p50"] == "0.301 s"
+    assert facts["ttft_p99"] == "28.8 s"
+    assert preset_summary["ttft_p99_s"] == pytest.approx(28.8454)
+    assert facts["ttft_p50"] == "0.435 s"
     assert facts["replicas"] == "3" and facts["rate"] == "15"
-    assert facts["queue_max"] == str(preset_summary["queue_depth_max"]) == "136"
-    assert facts["preemptions"] == "102"
+    assert facts["queue_max"] == str(preset_summary["queue_depth_max"]) == "196"
+    assert facts["preemptions"] == "138"
     assert facts["kv_peak"] == "100%"
 
 
@@ -43,34 +43,34 @@ def test_what_looks_normal_and_what_tells_the_story(facts):
     assert facts["rate_before"] == "14.7" and facts["rate_during"] == "15.3"
     assert facts["gpu_util_before"] == facts["gpu_util_during"] == "100%"
     # ... while tokens per request, the queue and the KV cache do.
-    assert (facts["prompt_before"], facts["prompt_during"]) == ("1,029", "1,880")
-    assert facts["queue_before_max"] == "2"
-    assert facts["kv_before_peak"] == "21%"
-    assert facts["prefill_share_before"] == "41%" and facts["prefill_share_during"] == "75%"
+    assert (facts["prompt_before"], facts["prompt_during"]) == ("1,029", "1,926")
+    assert facts["queue_before_max"] == "3"
+    assert facts["kv_before_peak"] == "20%"
+    assert facts["prefill_share_before"] == "41%" and facts["prefill_share_during"] == "77%"
     assert facts["queue_alert_s"] == "70" and facts["queue_alert_lead_s"] == "10"
 
 
 def test_the_p99_depends_on_the_seed(facts):
     sweep = incident.seed_sweep()
     assert len(sweep) == 16
-    assert (facts["sweep_min"], facts["sweep_max"], facts["sweep_median"]) == ("20.8 s", "53.5 s", "33.6 s")
-    assert statistics.median(sweep) == pytest.approx(33.6, abs=0.05)
-    assert sweep[3] == pytest.approx(33.3508)  # the preset's own seed
+    assert (facts["sweep_min"], facts["sweep_max"], facts["sweep_median"]) == ("17.2 s", "76.8 s", "45.6 s")
+    assert statistics.median(sweep) == pytest.approx(45.6, abs=0.05)
+    assert sweep[3] == pytest.approx(28.8454)  # the preset's own seed
 
 
 def test_try_this_cases(facts):
-    assert facts["quiet_ttft_p99"] == "0.726 s"  # no documents: no incident
-    assert facts["high_queue_max"] == "1,278"
-    assert facts["more_replicas"] == "4" and facts["more_ttft_p99"] == "2.99 s"
+    assert facts["quiet_ttft_p99"] == "0.688 s"  # no documents: no incident
+    assert facts["high_queue_max"] == "1,732"
+    assert facts["more_replicas"] == "4" and facts["more_ttft_p99"] == "2.97 s"
 
 
 def test_dashboard_stream_ends_where_the_preset_ends(preset_summary):
     entry, bound = framework.bind(DASHBOARD, {})
     views = [framework.check_view(v) for v in entry.function(**bound)]
     merged = framework.collect_stream(views)
-    assert merged["outputs"]["ttft_p99_s"]["text"] == "33.4 s"
+    assert merged["outputs"]["ttft_p99_s"]["text"] == "28.8 s"
     assert merged["outputs"]["queue_depth_max"]["value"] == preset_summary["queue_depth_max"]
-    assert merged["outputs"]["gpu_util_reported"]["text"] == "96%"
+    assert merged["outputs"]["gpu_util_reported"]["text"] == "95%"
     assert set(merged["figures"]) == {"requests", "gpu_util", "ttft", "prompt", "queue", "kv", "running", "preemptions"}
     times = [t for v in views for t in v["series"]["t_s"]]
     tokens = [x for v in views for x in v["series"]["prompt_tokens_per_request"]]
@@ -102,7 +102,7 @@ def test_window_means_lie_within_their_requests(pairs):
 
 def test_documents_drill_worked_case():
     q = step.documents_per_minute_drill(0)
-    assert q["answer"] == pytest.approx(68.7, abs=0.05)  # 60 x 15 x (1,880 - 1,029) / (12,173 - 1,030)
+    assert q["answer"] == pytest.approx(69.0, abs=0.05)  # 60 x 15 x (1,926 - 1,029) / (12,733 - 1,032)
     assert "66 documents" in q["explanation"]  # what the simulation actually sent
     assert check_answer("69", q["answer"], q["unit"], q["tolerance"])["correct"]
     assert not check_answer("90000", q["answer"], q["unit"], q["tolerance"])["correct"]
@@ -110,8 +110,8 @@ def test_documents_drill_worked_case():
 
 def test_prefill_drill_worked_case():
     q = step.prefill_load_drill(0)
-    assert q["answer_text"] == "2.25 replicas"
-    assert q["answer"] == pytest.approx(15 * 1880 / incident.prefill_tokens_per_s(), rel=1e-5)
+    assert q["answer_text"] == "2.31 replicas"
+    assert q["answer"] == pytest.approx(15 * 1926 / incident.prefill_tokens_per_s(), rel=1e-5)
 
 
 @pytest.mark.parametrize("drill", [step.documents_per_minute_drill, step.prefill_load_drill])

@@ -198,8 +198,8 @@ def test_facts():
     f = pg.facts()
     assert f["kv_tokens"] == "399,169" and f["kv_blocks"] == "24,948"
     assert f["contiguous_fit"] == "48" and f["contiguous_running_max"] == "48"  # capacity / max length, and the sim
-    assert f["running_max"] == "122" and f["ttft_p99"] == "0.569 s"
-    assert f["price"] == r"\$3.78" and f["cost_per_million_sim"] == r"\$2.93"  # escaped: $ opens math in the page
+    assert f["running_max"] == "115" and f["ttft_p99"] == "0.545 s"
+    assert f["price"] == r"\$3.78" and f["cost_per_million_sim"] == r"\$2.92"  # escaped: $ opens math in the page
     assert f["fit_at_request_len"] == "311" and f["rate"] == "6"
 
 

@@ -65,15 +65,15 @@ def test_before_after_defaults_are_the_two_presets():
     before = presets.run("step11-system-prompt").summary
     after = presets.run("step12-prefix-caching").summary
     out = view["outputs"]
-    assert out["ttft_p99_before_s"]["value"] == before["ttft_p99_s"] == pytest.approx(54.6405)
-    assert out["ttft_p99_after_s"]["value"] == after["ttft_p99_s"] == pytest.approx(0.352906)
-    assert out["throughput_before"]["text"] == "633 tokens/s"
+    assert out["ttft_p99_before_s"]["value"] == before["ttft_p99_s"] == pytest.approx(51.7751)
+    assert out["ttft_p99_after_s"]["value"] == after["ttft_p99_s"] == pytest.approx(0.351281)
+    assert out["throughput_before"]["text"] == "647 tokens/s"
     assert out["throughput_after"]["text"] == "982 tokens/s"
     assert out["hit_rate"]["text"] == "70.7%"
     assert out["verdict"]["text"] == "keeps up with the traffic"
     rows = {row[0]: row for row in view["tables"]["compare"]["rows"]}
-    assert rows["TTFT p99"][1:] == ["54.6 s", "0.353 s", "155× lower"]
-    assert rows["Prompt tokens prefilled"][1:3] == ["1,474,324", "413,696"]
+    assert rows["TTFT p99"][1:] == ["51.8 s", "0.351 s", "147× lower"]
+    assert rows["Prompt tokens prefilled"][1:3] == ["1,474,318", "413,696"]
 
 
 def test_the_verdict_is_the_queue_not_finished_over_arrived():
@@ -130,9 +130,9 @@ def test_facts():
     assert f["computed_tokens"] == "1,028" and f["hit_rate_pct"] == "70.8%"
     assert (f["cold_ms"], f["warm_ms"]) == ("283 ms", "85 ms")
     assert (f["ceiling_before_rps"], f["ceiling_after_rps"]) == ("3.05", "7.61")
-    assert (f["before_ttft_p99_s"], f["after_ttft_p99_s"], f["ttft_p99_ratio"]) == ("54.6 s", "0.353 s", "155")
-    assert (f["before_tokens_per_s"], f["after_tokens_per_s"]) == ("633", "982")
-    assert (f["before_prefilled"], f["after_prefilled"]) == ("1,474,324", "413,696")
+    assert (f["before_ttft_p99_s"], f["after_ttft_p99_s"], f["ttft_p99_ratio"]) == ("51.8 s", "0.351 s", "147")
+    assert (f["before_tokens_per_s"], f["after_tokens_per_s"]) == ("647", "982")
+    assert (f["before_prefilled"], f["after_prefilled"]) == ("1,474,318", "413,696")
     assert (f["stamp_first_hit_pct"], f["stamp_after_hit_pct"]) == ("0%", "70.5%")
     assert (f["uneven_hit_tokens"], f["uneven_missed_tokens"]) == ("2,496", "14")
 

@@ -81,8 +81,22 @@ def test_warm_replicas_beyond_the_ceiling_are_refused():
 
 
 def test_labels_come_from_the_presets():
-    assert step.autoscaler_label(step.KV) == "KV cache use: up above 60%, down below 20%"
+    assert step.autoscaler_label(step.KV) == "KV cache use: up above 50%, down below 20%"
     assert step.autoscaler_label(step.GPU_UTIL) == "GPU-Util (step 14): up above 80%, down below 30%"
+
+
+def test_kv_use_warns_before_the_queue_forms():
+    """Step 15's contrast: the KV autoscaler asks for its first replica at an earlier tick than the queue one,
+    with its reading clear of its threshold (not a tie decided by rounding), and its tail is shorter."""
+    from calc.sim_views import preset_summary
+
+    queue, kv = preset_summary(step.QUEUE), preset_summary(step.KV)
+    first = lambda s: next(e for e in s["scale_events"] if e["to"] > e["from"])  # noqa: E731
+    interval_s = presets.load_data(step.KV)["fleet"]["autoscaler"]["interval_s"]
+    assert first(kv)["t_s"] <= first(queue)["t_s"] - interval_s
+    threshold = presets.load_data(step.KV)["fleet"]["autoscaler"]["scale_up_above"]
+    assert first(kv)["value"] >= threshold * 1.1
+    assert kv["ttft_p99_s"] < 0.8 * queue["ttft_p99_s"]
 
 
 def test_queue_fleet_scales_down_and_headroom_cuts_the_tail():
@@ -107,7 +121,7 @@ def test_the_stream_plays_the_chosen_autoscaler():
 def test_facts():
     f = {key: value.replace("&#36;", "$") for key, value in step.facts().items()}
     assert (f["delay_s"], f["delay_60_s"], f["window_s"]) == ("47.6 s", "77.6 s", "62.6 s")
-    assert (f["first_up_s"], f["first_ready_s"], f["rate_at_first_ready"]) == ("105 s", "153 s", "16.7 requests/s")
+    assert (f["first_up_s"], f["first_ready_s"], f["rate_at_first_ready"]) == ("120 s", "168 s", "18.5 requests/s")
     assert f["first_ready_multiple"] == "2.5 times"
     assert f["warm_min"] == f["ramp_floor"]  # the headroom arm keeps the floor the page computes
     assert f["kv_vs_queue"].startswith("On this traffic the KV autoscaler decides at other ticks")

@@ -24,15 +24,15 @@ def test_two_requests_a_second_read_as_a_busy_gpu():
     out = outputs()
     assert out["gpu_util"]["text"] == "100.00%"
     assert out["compute_utilization"]["value"] == pytest.approx(0.0915, abs=0.001)
-    assert out["in_flight"]["value"] == pytest.approx(10.09, abs=0.01)
-    assert out["load_fraction"]["text"] == "29.6% of 6.75 requests/s"
-    assert out["scale_up_rate"]["value"] == pytest.approx(0.345, abs=0.001)
-    assert out["scale_down_rate"]["value"] == pytest.approx(0.0772, abs=0.0005)
+    assert out["in_flight"]["value"] == pytest.approx(10.76, abs=0.01)
+    assert out["load_fraction"]["text"] == "27.4% of 7.29 requests/s"
+    assert out["scale_up_rate"]["value"] == pytest.approx(0.317, abs=0.001)
+    assert out["scale_down_rate"]["value"] == pytest.approx(0.0708, abs=0.0005)
 
 
 def test_capacity_is_the_replicas_saturation_rate():
-    # max_throughput's 1,727 output tokens/s over 256-token answers; the step 6 preset saturates there too.
-    assert step.replica_capacity_rps() == pytest.approx(6.75, abs=0.01)
+    # max_throughput's 1,866 output tokens/s over 256-token answers; the step 6 preset saturates there too.
+    assert step.replica_capacity_rps() == pytest.approx(7.29, abs=0.01)
     assert outputs(rate_per_s=20)["load_fraction"]["text"].endswith("(saturated: a queue grows)")
     assert outputs(rate_per_s=20)["gpu_util"]["value"] == 1.0
 
@@ -102,12 +102,12 @@ def test_the_gpu_util_fleet_scales_up_and_never_down():
 
 def test_facts():
     f = {key: value.replace("&#36;", "$") for key, value in step.facts().items()}
-    assert (f["util_at_2"], f["compute_at_2"], f["capacity_rps"]) == ("100.00%", "9.1%", "6.75 requests/s")
-    assert (f["rate_for_80"], f["rate_for_30"]) == ("0.345 requests/s", "0.0772 requests/s")
+    assert (f["util_at_2"], f["compute_at_2"], f["capacity_rps"]) == ("100.00%", "9.1%", "7.29 requests/s")
+    assert (f["rate_for_80"], f["rate_for_30"]) == ("0.317 requests/s", "0.0708 requests/s")
     assert (f["scale_ups"], f["scale_downs"], f["replicas_final"]) == ("3", "0", "4")
     assert f["first_scale_up_s"] == "15 s"
-    assert (f["last_phase_util"], f["last_phase_compute"]) == ("98.5%", "2.39%")
-    assert (f["replica_hours"], f["queue_replica_hours"], f["extra_hours_pct"]) == ("0.521", "0.321", "62.1%")
+    assert (f["last_phase_util"], f["last_phase_compute"]) == ("98.8%", "2.4%")
+    assert (f["replica_hours"], f["queue_replica_hours"], f["extra_hours_pct"]) == ("0.521", "0.321", "62.4%")
     assert f["last_phase_per_replica"] == "0.5 requests/s"
 
 

@@ -82,8 +82,8 @@ def test_facts():
     # ... once the formula pays the engine's own per-step costs as the simulated replica does; the bare roofline is
     # faster by those costs (fixed + per sequence, 38 ms at 256 sequences).
     assert sim == pytest.approx(with_engine, rel=0.05) and with_engine < sim * 1.05 < formula
-    assert f["engine_overhead_ms"] == "37.9 ms" and f["engine_split_step"] == "148 ms"
-    assert f["capped_queue_max"] == "682"
+    assert f["engine_overhead_ms"] == "26.8 ms" and f["engine_split_step"] == "137 ms"
+    assert f["capped_queue_max"] == "649"
 
 
 @pytest.mark.parametrize("name, args, field", [

@@ -1017,6 +1017,15 @@
       });
     }
     markDocument(); // Material may have swapped the page: mark it again
+    // A table wider than the article scrolls inside Material's wrapper; the keyboard must reach it too (axe:
+    // scrollable-region-focusable). After Material's own document$ handler has wrapped the tables.
+    setTimeout(focusScrollingTables, 0);
+  }
+
+  function focusScrollingTables() {
+    document.querySelectorAll("article .md-typeset__scrollwrap").forEach(function (wrap) {
+      if (wrap.scrollWidth > wrap.clientWidth && !wrap.hasAttribute("tabindex")) wrap.setAttribute("tabindex", "0");
+    });
   }
 
   // Offline after the first visit: calc-offline.js registers the service worker once Python is ready.

@@ -1,0 +1,68 @@
+"""calc.latency_loso: the accuracy page's leave-one-source-out figures equal a fresh computation."""
+
+import json
+
+from calc import engine_profiles, latency_accuracy, latency_loso
+from calc.widgets import accuracy as page
+from tests.once import computed_once, reused_across_runs
+
+STORED = latency_loso.stored()
+# About 45 CPU s (every profile refitted once per source), computed on first use and reused by a later local run
+# while calc is unchanged (tests/once.py).
+FRESH = computed_once(reused_across_runs("latency-loso", lambda: json.loads(json.dumps(latency_loso.compute(),
+                                                                                       sort_keys=True))))
+
+
+def test_the_stored_file_equals_a_fresh_computation():
+    # Rerun `python -m calc.latency_loso --write` after a change to calc moves it.
+    assert dict(FRESH) == STORED
+
+
+def test_the_pages_table_is_the_one_a_fresh_computation_renders():
+    facts = page.latency_facts()
+    assert facts["latency_summary_table"] == latency_loso.summary_table(dict(FRESH))
+    for m in latency_accuracy.METRICS:
+        assert facts[f"lat_median_{m}"] == page.percent(latency_loso.summary(dict(FRESH))[m]["all"]["loso"]["median_abs_error"])
+
+
+def test_each_row_is_predicted_without_its_own_source():
+    rows = {r["id"]: r for r in latency_accuracy.load_rows()}
+    assert [r["id"] for r in STORED["rows"]] == list(rows)
+    for r in STORED["rows"]:
+        assert r["source"] == latency_accuracy.source_of(rows[r["id"]])
+    # In every fold an engine with no rows left keeps none of its own: it is priced on vLLM's refit.
+    sglang = STORED["folds"]["SGLang benchmark_vllm_060"]
+    assert sglang["sglang-0.3"]["own_rows"] == 0
+    vllm = engine_profiles.get_profile("vllm")  # vLLM has no SGLang rows: its refit there is its full fit
+    for term in ("step_overhead_s", "tp_step_overhead_s", "seq_overhead_s", "request_overhead_s"):
+        assert sglang["sglang-0.3"][term] == getattr(vllm, term)
+    nightly = STORED["folds"]["vLLM nightly benchmark"]["vllm"]
+    assert 0 < nightly["own_rows"] < len([r for r in rows.values() if r["role"] == "calibration"
+                                          and r["inputs"]["engine_profile"] == "vllm"])
+
+
+def test_in_sample_errors_are_todays_predictions():
+    by_id = {r.id: r for r in latency_accuracy.evaluate()}
+    for r in STORED["rows"]:
+        assert r["in_sample_error"] == round(by_id[r["id"]].error, 6) or \
+            abs(r["in_sample_error"] - by_id[r["id"]].error) < 1e-5 * max(1.0, abs(by_id[r["id"]].error))
+
+
+def test_the_summary_counts_rows_and_sources_and_the_table_shows_every_metric():
+    s = latency_loso.summary(STORED)
+    validation = [r for r in STORED["rows"] if r["role"] == "validation"]
+    for m in latency_accuracy.METRICS:
+        chosen = [r for r in validation if r["metric"] == m]
+        assert s[m]["all"]["loso"]["n"] == len(chosen) == s[m]["all"]["in_sample"]["n"]
+        assert s[m]["all"]["loso"]["sources"] == len({r["source"] for r in chosen})
+        assert sum(cell["loso"]["n"] for key, cell in s[m].items() if key != "all") == len(chosen)
+    table = latency_loso.summary_table(STORED)
+    assert table.count("**all engines**") == len(latency_accuracy.METRICS)
+
+
+def test_a_change_in_one_rows_loso_error_changes_the_page_table():
+    moved = json.loads(json.dumps(STORED))
+    for r in moved["rows"]:
+        if r["role"] == "validation" and r["metric"] == "ttft":
+            r["loso_error"] += 0.5
+    assert latency_loso.summary_table(moved) != latency_loso.summary_table(STORED)
