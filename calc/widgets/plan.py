@@ -116,14 +116,8 @@ def _json_text(result: dict) -> str:
     return json.dumps(result, indent=2, sort_keys=True)  # as calc.cli.main prints it (plus its newline)
 
 
-def _ms(x) -> str:
-    if x is None:
-        return "-"
-    return f"{x:.3g} s" if x >= 1 else f"{x * 1000:.3g} ms"
-
-
-def _usd(x) -> str:
-    return "-" if x is None else f"${x:,.2f}"
+# The CLI's own formatting, so the page's tables read as `python -m calc plan` prints them.
+_ms, _usd = plan_cli._ms, plan_cli._usd
 
 
 def _step(constraint: str | None) -> str:
