@@ -329,7 +329,7 @@ def latency_summary_table(loso=None) -> str:
     The generated leave-one-source-out file (:mod:`calc.latency_loso`) rendered by its own table function.
 
     >>> latency_summary_table().splitlines()[0].split(" | ")[4]
-    'In-sample median abs. error'
+    'In-sample, median abs. error'
     """
     from calc import latency_loso
 
