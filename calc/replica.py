@@ -190,8 +190,8 @@ LESSON_CHANGES: dict[int, dict] = {
 
 # Steps 19 and 20 carry the incident's traffic as its preset has it, not a copy: a re-tune of the incident
 # (calc.incident.TUNING_KNOB, one line of step19-incident-p99.json) reaches the reader's replica too.
+_incident = presets.load_data("step19-incident-p99")
 for _step in (19, 20):
-    _incident = presets.load_data("step19-incident-p99")
     LESSON_CHANGES[_step]["delta"]["workload"] = {key: copy.deepcopy(_incident["workload"][key])
                                                   for key in ("rate_per_s", "classes")}
     LESSON_CHANGES[_step]["delta"]["fleet"]["traffic"] = copy.deepcopy(_incident["fleet"]["traffic"])
