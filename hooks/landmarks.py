@@ -5,10 +5,10 @@ the same name, or one with none, cannot be told apart. Two places break that on 
 
 * Material's navigation, with ``navigation.indexes``: a section whose title links to its index
   page is toggled by a ``<label>`` holding only an icon, and the section's ``<nav>`` is named
-  by that label (``aria-labelledby``), so every such section is a navigation without a name.
-  The label gets the section's title as its ``aria-label`` (the toggle is named too).
+  by that label (``aria-labelledby``). The template names the label itself: the partial override
+  ``overrides/partials/nav-item.html`` gives it the section's title as its ``aria-label``.
 * Widget forms: a page may hold the same widget twice (a deep dive's two presets of one
-  simulation), whose forms then carry the same name. Repeats are numbered on the page.
+  simulation), whose forms then carry the same name. Repeats are numbered on the page, here.
 
 Run on each page's final HTML (``on_post_page`` in :mod:`site_hooks`).
 """
@@ -18,27 +18,10 @@ from __future__ import annotations
 import re
 from collections import Counter
 
-__all__ = ["name_section_toggles", "number_repeated_form_names", "unique_landmarks"]
+__all__ = ["number_repeated_form_names", "unique_landmarks"]
 
-# Material's section with an index page: the title's link, then the icon-only toggle that names the <nav>.
-_SECTION_TOGGLE = re.compile(
-    r'(<a href="[^"]*" class="md-nav__link[^"]*">\s*<span class="md-ellipsis">\s*(?P<title>[^<]*?)\s*</span>\s*</a>\s*'
-    r'<label class="md-nav__link[^"]*" for="(?P<toggle>__nav_[0-9_]+)" id="(?P=toggle)_label")(?![^>]*aria-label)')
 # A widget's form, its attributes in any order (ElementTree writes them sorted): the name is group 2.
 _FORM_NAME = re.compile(r'(<form (?=[^>]*\bclass="calc-controls[" ])[^>]*?\baria-label=")([^"]*)(")')
-
-
-def name_section_toggles(html: str) -> str:
-    """Give each icon-only section toggle of Material's navigation its section's title.
-
-    >>> page = ('<a href="deep-dives/" class="md-nav__link "> <span class="md-ellipsis"> Deep dives </span> </a> '
-    ...         '<label class="md-nav__link " for="__nav_3" id="__nav_3_label" tabindex="">')
-    >>> name_section_toggles(page).split("</a> ")[1]
-    '<label class="md-nav__link " for="__nav_3" id="__nav_3_label" aria-label="Deep dives" tabindex="">'
-    >>> name_section_toggles(name_section_toggles(page)) == name_section_toggles(page)
-    True
-    """
-    return _SECTION_TOGGLE.sub(lambda match: f'{match.group(1)} aria-label="{match.group("title")}"', html)
 
 
 def number_repeated_form_names(html: str) -> str:
@@ -64,5 +47,5 @@ def number_repeated_form_names(html: str) -> str:
 
 
 def unique_landmarks(html: str) -> str:
-    """Both of the above, for one page's HTML."""
-    return number_repeated_form_names(name_section_toggles(html))
+    """The landmarks of one page's HTML, each with a name of its own (the forms numbered; the nav is the template's)."""
+    return number_repeated_form_names(html)
