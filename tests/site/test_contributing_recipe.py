@@ -62,6 +62,17 @@ def copy_repository(target: str) -> None:
     os.symlink(os.path.join(ROOT, "node_modules"), os.path.join(target, "node_modules"))
 
 
+def recipe_checkout(tmp_path) -> tuple[str, dict]:
+    """A copy of the repository to follow a recipe in, and the environment its builds run with."""
+    if not os.path.isdir(os.path.join(ROOT, "node_modules", "pyodide")):
+        pytest.fail("node_modules is missing: run `make setup`")
+    copy = str(tmp_path / "repo")
+    copy_repository(copy)
+    env = {**os.environ, "PYTHONPATH": copy, "CALC_PYODIDE_SNAPSHOT": "0", "NO_MKDOCS_2_WARNING": "1",
+           "SITE_URL": "http://127.0.0.1:8000/"}
+    return copy, env
+
+
 def run(command: list[str], cwd: str, env: dict, timeout_s: float = 120) -> subprocess.CompletedProcess:
     done = subprocess.run(command, cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout_s)
     assert done.returncode == 0, f"{shlex.join(command)} failed:\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}"
@@ -101,12 +112,7 @@ def test_the_block_kind_recipe_is_one_row_and_one_renderer():
 
 
 def test_the_block_kind_recipe_builds_a_page_with_the_new_block(tmp_path):
-    if not os.path.isdir(os.path.join(ROOT, "node_modules", "pyodide")):
-        pytest.fail("node_modules is missing: run `make setup`")
-    copy = str(tmp_path / "repo")
-    copy_repository(copy)
-    env = {**os.environ, "PYTHONPATH": copy, "CALC_PYODIDE_SNAPSHOT": "0", "NO_MKDOCS_2_WARNING": "1",
-           "SITE_URL": "http://127.0.0.1:8000/"}
+    copy, env = recipe_checkout(tmp_path)
     pages, nav_entries = [], []
     for kind, path, body in recipe_steps(recipe_section("### Add a block kind")):
         if kind == "file":
@@ -141,12 +147,7 @@ def test_the_block_kind_recipe_builds_a_page_with_the_new_block(tmp_path):
 
 
 def test_the_widget_recipe_builds_a_page_with_a_live_widget(tmp_path):
-    if not os.path.isdir(os.path.join(ROOT, "node_modules", "pyodide")):
-        pytest.fail("node_modules is missing: run `make setup`")
-    copy = str(tmp_path / "repo")
-    copy_repository(copy)
-    env = {**os.environ, "PYTHONPATH": copy, "CALC_PYODIDE_SNAPSHOT": "0", "NO_MKDOCS_2_WARNING": "1",
-           "SITE_URL": "http://127.0.0.1:8000/"}
+    copy, env = recipe_checkout(tmp_path)
     written, nav_entries, commands = [], [], []
     for kind, path, body in recipe_steps(recipe_section()):
         if kind == "file":
