@@ -1,3 +1,4 @@
+// @ts-check
 // A thread for the boot's downloads and inflations (boot-inflate.mjs), beside the Python worker's.
 //
 // Two ways to start:
@@ -78,8 +79,9 @@ if (named) {
   const port = new Promise((resolve) => { sendTo = resolve; });
   self.onmessage = ({ data }) => { if (data && data.port) sendTo(data.port); };
   // Each answer carries when this thread's downloads so far arrived, on its clock (the bench's breakdown).
-  const fetched = () => ({ origin: performance.timeOrigin, entries: performance.getEntriesByType("resource")
-    .map((entry) => ({ name: entry.name.split("/").pop(), start: entry.startTime, end: entry.responseEnd })) });
+  const fetched = () => ({ origin: performance.timeOrigin,
+    entries: /** @type {PerformanceResourceTiming[]} */ (performance.getEntriesByType("resource"))
+      .map((entry) => ({ name: entry.name.split("/").pop(), start: entry.startTime, end: entry.responseEnd })) });
   const answer = (job, work) => work.then(
     ({ result, transfer }) => port.then((to) => to.postMessage({ job, result, fetched: fetched() }, transfer)),
     (error) => port.then((to) => to.postMessage({ job, error: error && error.message ? error.message : String(error),

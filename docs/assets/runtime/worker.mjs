@@ -1,3 +1,4 @@
+// @ts-check
 // The lesson's Python: one module Web Worker running Pyodide, started once per visit.
 //
 // It loads Pyodide from the site's own copy (assets/vendor/pyodide, never a CDN),
@@ -117,7 +118,8 @@ function letGoOfBootResponses() {
   return responses;
 }
 setTimeout(letGoOfBootResponses, HANDOVER_WAIT_MS);
-new BroadcastChannel("calc-offline").onmessage = async (event) => {
+const offlineChannel = new BroadcastChannel("calc-offline");
+offlineChannel.onmessage = async (event) => {
   // Handed over, or not wanted (the service worker already serves this page): let go of them either way.
   const responses = letGoOfBootResponses();
   if (event.data !== "hand-over") return;
@@ -125,7 +127,7 @@ new BroadcastChannel("calc-offline").onmessage = async (event) => {
     const cache = await caches.open(HANDOVER_CACHE);
     await Promise.all(responses.map(([url, response]) => cache.put(url, response)));
   } finally {
-    event.target.postMessage("handed-over"); // even on failure (storage full): the precache then fetches them
+    offlineChannel.postMessage("handed-over"); // even on failure (storage full): the precache then fetches them
   }
 };
 
@@ -174,6 +176,7 @@ WebAssembly.instantiateStreaming = async (source, imports) => {
   profileMark("wasm_instantiate_called");
   const response = await source;
   if (response.url === WASM_URL || wasmStandIns.has(response)) {
+    /** @type {WebAssembly.Module | null} */
     let module = null;
     try {
       module = await compiledWasm;
@@ -294,6 +297,9 @@ function writeFilesToFs(FS, files, extractDir) {
 }
 
 class NoSnapshot extends Error {}
+
+// The resource timings of this thread's downloads (getEntriesByType's type is the general PerformanceEntry).
+const resourceTimings = () => /** @type {PerformanceResourceTiming[]} */ (performance.getEntriesByType("resource"));
 
 // The interpreter's memory after CPython started and imported calc's widgets, made at build
 // (hooks/pyodide_snapshot.mjs): restoring it skips CPython's start-up, most of a cold boot.
@@ -417,7 +423,7 @@ async function boot() {
   self.postMessage(JSON.stringify({
     type: "status", state: "ready", progress: 1, phases, profile, snapshot: snapshotUsed, snapshotProblem,
     // When each file the boot fetched arrived (ms since the worker started): the bench's breakdown.
-    fetched: [...performance.getEntriesByType("resource").map((entry) => ({
+    fetched: [...resourceTimings().map((entry) => ({
       name: entry.name.split("/").pop(), start: Math.round(entry.startTime), end: Math.round(entry.responseEnd),
     })), ...helperFetched],
     detail: `Python ${pyodide.runPython("import sys; sys.version.split()[0]")} (Pyodide ${pyodide.version}) `
