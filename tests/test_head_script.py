@@ -97,3 +97,27 @@ def test_a_string_that_would_end_the_inline_script_is_escaped():
 def test_a_syntax_error_says_where(tmp_path):
     with pytest.raises(head_script.HeadScriptError, match="esbuild could not minify"):
         head_script.minify("(function(){", ROOT)
+
+
+BROWSER_TEST = re.compile(r"^//\s+B (test_\w+\.py)(?:::(test_\w+))?", re.MULTILINE)
+UNIT_TEST = re.compile(r'^//\s+U "([^"]+)"', re.MULTILINE)
+
+
+def test_every_test_the_boots_account_names_exists():
+    """head.js's header maps each boot combination to its tests: each named test is there."""
+    with open(os.path.join(ROOT, head_script.SOURCE), encoding="utf-8") as handle:
+        header = handle.read().split("\n(function", 1)[0]
+    browser = BROWSER_TEST.findall(header)
+    units = UNIT_TEST.findall(header)
+    assert len(browser) >= 14 and len(units) >= 9, (browser, units)
+    for file_name, test_start in browser:
+        path = os.path.join(ROOT, "tests", "browser", file_name)
+        assert os.path.isfile(path), file_name
+        with open(path, encoding="utf-8") as handle:
+            source = handle.read()
+        assert not test_start or re.search(rf"^def {test_start}\w*\(", source, re.MULTILINE), (file_name, test_start)
+    unit_source = _test_source()
+    for title in units:
+        assert f"test(`${{label}}: {title}" in unit_source, title
+    # ...and every unit test is named there.
+    assert len(re.findall(r"^  test\(`\$\{label\}", unit_source, re.MULTILINE)) == len(units)

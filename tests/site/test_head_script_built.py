@@ -60,3 +60,20 @@ def test_the_head_script_is_on_the_pages_with_a_widget_and_only_there():
                 with_script += "data-calc-worker=" in page
                 without += "data-calc-worker=" not in page
     assert with_script > 20 and without > 0  # the lesson's steps; the home page, the glossary, ...
+
+
+def test_materials_search_worker_and_box_are_where_the_stand_in_looks():
+    """The head script holds back Material's search worker by its address and releases it on a focus of the
+    search box: both must match what this Material builds (docs/assets/runtime/head.js: SEARCH_WORKER,
+    SEARCH_INPUT)."""
+    with open(os.path.join(ROOT, head_script.SOURCE), encoding="utf-8") as handle:
+        source = handle.read()
+    pattern = re.search(r"const SEARCH_WORKER = /(.+)/;", source).group(1).replace("\\/", "/")
+    selector = re.search(r'const SEARCH_INPUT = "input\.([\w-]+)";', source).group(1)
+    workers = os.listdir(os.path.join(SITE, "assets", "javascripts", "workers"))
+    assert [name for name in workers if re.search(pattern, "/workers/" + name)], workers
+    page = _page("lesson/02-kv-cache-arithmetic")
+    assert re.search(rf'<input[^>]*class="{selector}"', page)
+    # Material's bundle names the search worker's address in the page's config, as the stand-in expects.
+    config = re.search(r'<script id="__config" type="application/json">(.*?)</script>', page, re.DOTALL)
+    assert re.search(pattern, "/" + json.loads(config.group(1))["search"]), config.group(1)[:200]

@@ -5,10 +5,13 @@
 // This file itself is not part of the site (mkdocs.yml: exclude_docs).
 //
 // Why from the head: an inline script in the head runs while the body is still being parsed, so the Python
-// worker (worker.mjs) starts ~the body's parse and scripts earlier than calc-runtime.js could start it. It
+// worker (worker.mjs) starts before the body's parse and scripts, not after them as from calc-runtime.js. It
 // sits before the theme's stylesheets: an inline script after a stylesheet waits for that stylesheet.
 //
-// THE BOOT, IN ONE PLACE (CONTRIBUTING.md, "The boot", maps each line to its test)
+// THE BOOT, IN ONE PLACE: its combinations, what it patches, and the test of each: "B file::name" a browser
+// test in tests/browser/ (a name's start), "U title" a unit test of this script without a browser
+// (tests/js/head.test.mjs, run by tests/test_head_script.py on this source and on the minified text, which
+// also checks that every test named here exists).
 //
 // What it reads, from its own element (the text is the same on every page, so the CSP lists one hash):
 //   data-calc-worker  the address of worker.mjs
@@ -17,31 +20,57 @@
 //                     written in at the end of the build from the manifest (hooks/vendor.py: name_boot_files)
 //
 // Its combinations:
-//   1. Not http(s) (a page opened from a file) or no Worker: it does nothing; calc-runtime.js then says why
-//      the widgets stay as built. Material's search worker is not held back either.
+//   1. Not http(s) (a page opened from a file) or no Worker: it does nothing, and calc-runtime.js says why the
+//      widgets stay as built; Material's search worker is not held back either.
+//        B test_file_protocol.py
+//        B test_boot_combinations.py::test_without_worker
+//        U "from a file, or without Worker, it does nothing"
 //   2. The early worker: it starts worker.mjs with the boot facts as the worker's name, so the worker fetches
 //      the snapshot and calc's zip from its first block instead of after a round trip for manifest.json.
 //      calc-runtime.js adopts it (window.calcEarlyWorker) and replays what it said before that.
+//        B test_boot_helpers.py::test_the_helpers_fetch (one worker, one boot)
+//        U "what the early worker says before calc-runtime.js listens"
 //      Without this script (a page without widgets reached first, then instant navigation to one; a worker
 //      restarted after a call past its budget), calc-runtime.js starts worker.mjs itself, with no name: the
 //      worker reads the manifest and starts its own inflate thread (boot-inflate-worker.mjs, unnamed mode).
+//        B test_boot_combinations.py::test_after_instant_navigation
+//        B test_runtime_guards.py::test_a_call_past_its_budget (boots == 2)
 //   3. The boot helpers: with MessageChannel and facts that parse, it also starts boot-inflate-worker.mjs
 //      twice (`jobs`: one compiles the wasm as it streams in, one inflates the snapshot and reads calc's zip)
 //      and links each to the Python worker with a MessageChannel; `helper: true` in the Python worker's name
 //      says they come. A helper that cannot start (its constructor throws, or its script fails to load:
 //      onerror) is reported to the Python worker ({calcBootHelperGone}), which then does that work itself.
+//        B test_boot_helpers.py::test_the_helpers_fetch
+//        B test_boot_helpers.py::test_without_its_helpers
+//        U "the Python worker first"
+//        U "a helper that cannot start"
 //      Facts that do not parse (or no MessageChannel): no helpers, and the worker gets the attribute's text
 //      as its name (worker.mjs ignores a name it cannot read and asks the manifest).
+//        B test_boot_combinations.py::test_boot_facts_the_worker_cannot_read
+//        U "facts that do not parse"
 //   4. The snapshot: present, the worker restores it; missing or damaged (HTTP error, cut short, the wrong
 //      size), the worker boots CPython the ordinary way with the same answers (worker.mjs: fillSnapshot,
 //      boot). Nothing here depends on it.
+//        B test_pyodide_snapshot.py::test_the_worker_restores
+//        B test_pyodide_snapshot.py::test_a_missing_snapshot
+//        B test_pyodide_snapshot.py::test_a_damaged_snapshot (half a download; the wrong size)
 //   5. Material's search worker is held back while Python boots (its start-up, ~0.1 s of a thread, and
 //      building the index, ~2 s of CPU on a loaded 2-core machine, would compete with the boot): Material
 //      gets a stand-in that keeps what it posts, and the real worker starts, with those messages, at the
 //      first of: Python ready or failed (calc-runtime.js calls window.calcSearchRelease), the reader
 //      focusing the search box, or RELEASE_AFTER_MS. Any other worker is started at once.
-//   6. Anything here that throws while starting the early worker: the script stops, and calc-runtime.js
+//        B test_boot_combinations.py::test_the_search_worker_waits_for_python
+//        B test_boot_combinations.py::test_a_focus_on_the_search_box
+//        B test_boot_combinations.py::test_without_python_or_a_focus
+//        U "the search worker's stand-in keeps what Material posts"
+//        U "the release comes on focus in the search box, or after 15 s"
+//        U "other workers start at once"
+//   6. Anything here that throws while starting the Python worker: the script stops, and calc-runtime.js
 //      starts the worker as in 2 (the search worker is then not held back).
+//        U "a Python worker that cannot start"
+//   The inline script, as minified, and its hash in the CSP:
+//        B test_offline_and_csp.py::test_pages_carry_a_policy (nothing breaks the policy)
+//        tests/site/test_head_script_built.py
 //
 // What it patches (and who reads it):
 //   window.calcEarlyWorker    the early worker, with `startedAt` (performance.now() at its start), `early`
@@ -49,11 +78,12 @@
 //                             message, if it failed then); calc-runtime.js takes it once and sets it to null.
 //   window.calcSearchRelease  starts the held search worker; calc-runtime.js calls it once Python is ready
 //                             or failed; after the first call it does nothing.
-//   window.Worker             the constructor Material calls for its search worker: the stand-in above for
+//   window.Worker             the constructor Material calls for its search worker: the stand-in below for
 //                             /workers/search.*.js until the release, the real Worker otherwise (its
 //                             prototype is the real one, so `instanceof Worker` still holds).
-//   (worker.mjs patches its own thread's self.fetch and WebAssembly.instantiateStreaming and hands Pyodide
-//   a snapshot through its options `_loadSnapshot` and `createPyodideModule`: see its header.)
+//   (worker.mjs patches its own thread's self.fetch and WebAssembly.instantiateStreaming, and hands Pyodide a
+//   snapshot through its options `_loadSnapshot` and `createPyodideModule` and the module's
+//   `API.restoreSnapshot`: see its header. tsc checks those against Pyodide's own types, tsconfig.workers.json.)
 
 /**
  * The early worker, as calc-runtime.js adopts it.
