@@ -22,6 +22,7 @@ const HEADER_BYTES = 16;
  */
 export async function inflateSnapshot(stream, memory, name) {
   const reader = stream.getReader();
+  /** @type {Uint8Array[]} */
   const head = [];
   let headLength = 0;
   while (headLength < 2) {
@@ -50,6 +51,7 @@ export async function inflateSnapshot(stream, memory, name) {
   let pageStarts = null; // where each stored page goes in `memory`, once the bitmap is in
   let page = 0;
   let pageFilled = 0;
+  /** @param {string} problem @returns {never} */
   const fail = (problem) => {
     unpacked.cancel().catch(() => {});
     throw new Error(`${name}: ${problem}`);
