@@ -28,8 +28,8 @@ HOOKS_DIR = os.path.dirname(os.path.abspath(__file__))
 PROJECT_DIR = os.path.dirname(HOOKS_DIR)
 
 DIRTY_WARNING = "A 'dirty' build is being performed"
-HOOK_MODULES = ("blocks", "build_cache", "entries", "facts", "figures", "kinds", "landmarks", "prefetch", "replica",
-                "scan", "security", "vendor", "widget_html")
+HOOK_MODULES = ("blocks", "build_cache", "entries", "facts", "figures", "head_script", "kinds", "landmarks", "prefetch",
+                "replica", "scan", "security", "vendor", "widget_html")
 log = logging.getLogger("mkdocs.hooks.site_hooks")
 # What on_startup says of this process: MkDocs calls it once per command and keeps this module for every rebuild
 # of `mkdocs serve` (a hook, like a plugin with on_startup, is loaded once). Nothing else here outlives a build.
@@ -106,12 +106,15 @@ class _DirtyNotice(logging.Filter):
 
 def _page_independent_inputs(files, config) -> str:
     """A hash of what every page is made from besides its own source and its cache entries: the hooks, the
-    configuration, the theme overrides, the snippets appended to every page, and the list of pages (nav)."""
+    configuration, the theme overrides, the head script, the snippets appended to every page, and the list of
+    pages (nav)."""
     import hashlib
+
+    import head_script
 
     digest = hashlib.sha256()
     folders = [HOOKS_DIR, os.path.join(PROJECT_DIR, "overrides"), os.path.join(config.docs_dir, "includes")]
-    paths = [config.config_file_path or ""]
+    paths = [config.config_file_path or "", os.path.join(PROJECT_DIR, head_script.SOURCE)]
     for folder in folders:
         for base, dirs, names in os.walk(folder):
             dirs[:] = sorted(d for d in dirs if d != "__pycache__")
@@ -153,9 +156,12 @@ def on_config(config, **kwargs):
 
 
 def on_env(env, config, files, **kwargs):
-    # Compiled templates kept on disk (Jinja checks each template's source): not recompiled at every build.
+    import head_script
     import jinja2
 
+    # The boot's head script, minified, for overrides/main.html (hooks/head_script.py).
+    env.globals["calc_head_script"] = head_script.head_script(PROJECT_DIR)
+    # Compiled templates kept on disk (Jinja checks each template's source): not recompiled at every build.
     folder = os.path.join(PROJECT_DIR, "build", "jinja-cache")
     os.makedirs(folder, exist_ok=True)
     env.bytecode_cache = jinja2.FileSystemBytecodeCache(folder)

@@ -1,7 +1,8 @@
+// @ts-check
 // A thread for the boot's downloads and inflations (boot-inflate.mjs), beside the Python worker's.
 //
 // Two ways to start:
-//   - by the page's head (overrides/main.html), with the build's runtime files as its name (the same
+//   - by the page's head script (head.js), with the build's runtime files as its name (the same
 //     facts the Python worker gets), at the same moment as the Python worker: it fetches the snapshot,
 //     the wasm and calc's zip at once, inflates the snapshot, compiles the wasm as it streams in and
 //     reads the zip, and sends each result to the Python worker over the MessageChannel port the page
@@ -14,14 +15,24 @@ import { inflateSnapshot, readZip } from "./boot-inflate.mjs";
 
 const assets = new URL("../", import.meta.url);
 const WASM_URL = new URL("vendor/pyodide/pyodide.asm.wasm", assets).href;
+/** @param {string} name */
 const runtimeFile = (name) => new URL(`runtime/${name}`, assets).href;
+/**
+ * What a job sends back: its result, and the buffers moved (not copied) with it.
+ * @typedef {{result: object, transfer: Transferable[]}} Answer
+ */
 
 // Its headers as sent, less those that described the bytes on the wire (the kept copy is what was unpacked).
+/** @param {Response} response @returns {Array<[string, string]>} */
 const keptHeaders = (response) => [...response.headers]
   .filter(([key]) => !["content-encoding", "content-length"].includes(key));
 
 // The snapshot: fetched here, not by the Python worker (see above). The compressed bytes go back too,
 // for the offline hand-over (worker.mjs).
+/**
+ * @param {{url: string, size: number, name: string}} job
+ * @returns {Promise<Answer>}
+ */
 async function snapshot({ url, size, name }) {
   const response = await fetch(url, { priority: "high" }); // before the page's images and fonts
   if (!response.ok) throw new Error(`${name}: HTTP ${response.status}`);
@@ -38,6 +49,7 @@ async function snapshot({ url, size, name }) {
 
 // The wasm, compiled while it downloads (on the engine's threads, each chunk handed over from this one),
 // and its bytes, kept for the offline hand-over.
+/** @returns {Promise<Answer>} */
 async function wasm() {
   const response = await fetch(WASM_URL, { priority: "high" });
   if (!response.ok) throw new Error(`pyodide.asm.wasm: HTTP ${response.status}`);
@@ -53,6 +65,7 @@ async function wasm() {
 }
 
 // calc's zip, read into its files; the zip's bytes too, for the offline hand-over.
+/** @param {string} name @returns {Promise<Answer>} */
 async function calcZip(name) {
   const response = await fetch(runtimeFile(name));
   if (!response.ok) throw new Error(`${name}: HTTP ${response.status}`);
@@ -74,12 +87,16 @@ function facts() {
 const named = facts();
 if (named) {
   // Everything leaves now; each answer waits only for the port (the page sends it right after starting us).
+  /** @type {(port: MessagePort) => void} */
   let sendTo;
+  /** @type {Promise<MessagePort>} */
   const port = new Promise((resolve) => { sendTo = resolve; });
   self.onmessage = ({ data }) => { if (data && data.port) sendTo(data.port); };
   // Each answer carries when this thread's downloads so far arrived, on its clock (the bench's breakdown).
-  const fetched = () => ({ origin: performance.timeOrigin, entries: performance.getEntriesByType("resource")
-    .map((entry) => ({ name: entry.name.split("/").pop(), start: entry.startTime, end: entry.responseEnd })) });
+  const fetched = () => ({ origin: performance.timeOrigin,
+    entries: /** @type {PerformanceResourceTiming[]} */ (performance.getEntriesByType("resource"))
+      .map((entry) => ({ name: entry.name.split("/").pop(), start: entry.startTime, end: entry.responseEnd })) });
+  /** @param {string} job @param {Promise<Answer>} work */
   const answer = (job, work) => work.then(
     ({ result, transfer }) => port.then((to) => to.postMessage({ job, result, fetched: fetched() }, transfer)),
     (error) => port.then((to) => to.postMessage({ job, error: error && error.message ? error.message : String(error),

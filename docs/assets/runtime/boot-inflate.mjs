@@ -1,3 +1,4 @@
+// @ts-check
 // The boot's two inflations: the Pyodide snapshot (7 MB gzip to the 17 MB of non-zero pages of a 31 MB
 // memory) and calc's zip.
 // Pure functions, run on a thread of their own by boot-inflate-worker.mjs (the Python worker's
@@ -13,8 +14,15 @@
 const SNAPSHOT_MAGIC = "PYSNAP01";
 const HEADER_BYTES = 16;
 
+/**
+ * @param {ReadableStream<Uint8Array>} stream the snapshot's bytes as they arrive
+ * @param {Uint8Array} memory zeroed, of the size the manifest gives
+ * @param {string} name the snapshot's file name, for the errors
+ * @returns {Promise<Uint8Array>} `memory`, filled
+ */
 export async function inflateSnapshot(stream, memory, name) {
   const reader = stream.getReader();
+  /** @type {Uint8Array[]} */
   const head = [];
   let headLength = 0;
   while (headLength < 2) {
@@ -43,6 +51,7 @@ export async function inflateSnapshot(stream, memory, name) {
   let pageStarts = null; // where each stored page goes in `memory`, once the bitmap is in
   let page = 0;
   let pageFilled = 0;
+  /** @param {string} problem @returns {never} */
   const fail = (problem) => {
     unpacked.cancel().catch(() => {});
     throw new Error(`${name}: ${problem}`);
@@ -98,6 +107,10 @@ export async function inflateSnapshot(stream, memory, name) {
 // most of it compiling wasm functions that the snapshot has not run yet. The zip is the site's
 // own (hooks/vendor.py: no zip64, stored or deflated); anything else is refused, and then
 // Pyodide's unpacker does it. Returns [{name, data}], a folder's data empty.
+/**
+ * @param {ArrayBuffer} zipBuffer
+ * @returns {Promise<Array<{name: string, data: Uint8Array}>>}
+ */
 export async function readZip(zipBuffer) {
   const bytes = new Uint8Array(zipBuffer);
   const view = new DataView(zipBuffer);

@@ -1,3 +1,4 @@
+// @ts-check
 // The lesson's Python: one module Web Worker running Pyodide, started once per visit.
 //
 // It loads Pyodide from the site's own copy (assets/vendor/pyodide, never a CDN),
@@ -25,13 +26,23 @@ const LIB_DIR = "/home/pyodide/lib";
 
 // The boot's profile for the site bench: when each step ended, in ms since this worker's time
 // origin (sent along, so that the page can put them on its own clock: ms since navigation).
+/** @type {{worker_origin_ms: number, marks: Record<string, number>}} */
 const profile = { worker_origin_ms: performance.timeOrigin, marks: { worker_module_run: Math.round(performance.now()) } };
+/** @param {string} name */
 const profileMark = (name) => { profile.marks[name] ??= Math.round(performance.now()); };
 
-// What the page names: overrides/main.html starts this worker with the manifest's facts as its name
+/**
+ * The build's runtime files, as the page names them (head.js: BootFacts) and as manifest.json has them.
+ * @typedef {{calc_zip: string, pyodide_snapshot: string | null, pyodide_snapshot_bytes: number | null,
+ *   helper?: boolean}} BootFacts
+ */
+/** A file of calc's zip, read (boot-inflate.mjs: readZip). @typedef {{name: string, data: Uint8Array}} ZipFile */
+
+// What the page names: the page's head script (docs/assets/runtime/head.js) starts this worker with the manifest's facts as its name
 // (written into each page at build, hooks/vendor.py), so the 7 MB snapshot and calc's zip leave now,
 // not a round trip and this module's first tasks later, after manifest.json. null when started
 // without them (calc-runtime.js's own start, `mkdocs serve`): then the manifest names them.
+/** @returns {BootFacts | null} */
 function namedByPage() {
   try {
     const facts = JSON.parse(self.name || "null");
@@ -40,6 +51,7 @@ function namedByPage() {
   return null;
 }
 const named = namedByPage();
+/** @param {string} name */
 const runtimeFile = (name) => new URL(`runtime/${name}`, assets).href;
 
 // The page's boot helpers (boot-inflate-worker.mjs, started by the page's head with the same facts, and
@@ -47,10 +59,13 @@ const runtimeFile = (name) => new URL(`runtime/${name}`, assets).href;
 // calc's files, each with the bytes fetched) over the ports the page posts here first ({calcBootHelper}).
 // fromHelper(job) is the promise of one.
 const withHelper = Boolean(named && named.helper);
+/** @typedef {{answer: Promise<any>, resolve: (result: any) => void, reject: (error: Error) => void}} HelperAnswer */
+/** @type {Map<string, HelperAnswer>} */
 const helperAnswers = new Map();
+/** @param {string} job @returns {HelperAnswer} */
 function helperAnswer(job) {
   if (!helperAnswers.has(job)) {
-    const entry = {};
+    const entry = /** @type {HelperAnswer} */ ({});
     entry.answer = new Promise((resolve, reject) => Object.assign(entry, { resolve, reject }));
     entry.answer.catch(() => {}); // reported where awaited
     if (helperGone) entry.reject(helperGone);
@@ -58,14 +73,17 @@ function helperAnswer(job) {
   }
   return helperAnswers.get(job);
 }
+/** @param {string} job */
 const fromHelper = (job) => helperAnswer(job).answer;
 // It could not start (the page says so): what it was to send fails, and each is then done here.
 class HelperGone extends Error {}
+/** @type {HelperGone | null} */
 let helperGone = null;
 function helperFailed() {
   helperGone = new HelperGone("the boot helper did not start");
   for (const entry of helperAnswers.values()) entry.reject(helperGone);
 }
+/** @param {MessagePort} port */
 function listenToHelper(port) {
   port.onmessage = ({ data }) => {
     const { origin, entries } = data.fetched;
@@ -80,18 +98,23 @@ function listenToHelper(port) {
   };
 }
 // A time on another thread's clock, on this worker's (ms since its time origin).
+/** @param {number} origin @param {number} at */
 const onOurClock = (origin, at) => Math.round(origin + at - performance.timeOrigin);
 // When the helpers' files arrived (each result says which have so far): the bench's breakdown.
+/** @type {Array<{name: string, start: number, end: number}>} */
 const helperFetched = [];
 
 // Offline hand-over: the boot's fetches (Pyodide's too) are kept, so that once the page is idle
 // calc-offline.js can have them put in the cache the service worker's precache reuses, instead
 // of that precache downloading the 7 MB snapshot and the 10 MB wasm a second time.
 const HANDOVER_CACHE = "calc-handover"; // sw.js and calc-offline.js use the same name
+/** @type {Map<string, Response>} */
 const bootResponses = new Map();
 let keepingBootResponses = true;
 const networkFetch = self.fetch.bind(self);
+/** @type {Promise<Response> | null} */
 let wasmForPyodide = null; // a copy of the wasm response started below, for Pyodide's own request
+/** @type {Map<string, Promise<Response>>} */
 const fetchedAhead = new Map(); // url -> the response of a fetch started below, for Pyodide's own request of it
 self.fetch = async (input, init) => {
   const url = input instanceof Request ? input.url : String(input);
@@ -117,7 +140,8 @@ function letGoOfBootResponses() {
   return responses;
 }
 setTimeout(letGoOfBootResponses, HANDOVER_WAIT_MS);
-new BroadcastChannel("calc-offline").onmessage = async (event) => {
+const offlineChannel = new BroadcastChannel("calc-offline");
+offlineChannel.onmessage = async (event) => {
   // Handed over, or not wanted (the service worker already serves this page): let go of them either way.
   const responses = letGoOfBootResponses();
   if (event.data !== "hand-over") return;
@@ -125,7 +149,7 @@ new BroadcastChannel("calc-offline").onmessage = async (event) => {
     const cache = await caches.open(HANDOVER_CACHE);
     await Promise.all(responses.map(([url, response]) => cache.put(url, response)));
   } finally {
-    event.target.postMessage("handed-over"); // even on failure (storage full): the precache then fetches them
+    offlineChannel.postMessage("handed-over"); // even on failure (storage full): the precache then fetches them
   }
 };
 
@@ -133,6 +157,7 @@ new BroadcastChannel("calc-offline").onmessage = async (event) => {
 // instantiateStreaming on its own request, which gets a copy of this response (no second download),
 // or with the helper a stand-in, and (below) this module.
 const wasmStandIns = new WeakSet();
+/** @type {Promise<WebAssembly.Module>} */
 let compiledWasm;
 if (withHelper) {
   compiledWasm = fromHelper("wasm").then(({ module, bytes, headers, timing }) => {
@@ -174,6 +199,7 @@ WebAssembly.instantiateStreaming = async (source, imports) => {
   profileMark("wasm_instantiate_called");
   const response = await source;
   if (response.url === WASM_URL || wasmStandIns.has(response)) {
+    /** @type {WebAssembly.Module | null} */
     let module = null;
     try {
       module = await compiledWasm;
@@ -191,6 +217,7 @@ WebAssembly.instantiateStreaming = async (source, imports) => {
 };
 
 
+/** @param {"loading" | "ready" | "error"} state @param {string} detail @param {number} [progress] */
 function status(state, detail, progress) {
   self.postMessage(JSON.stringify({ type: "status", state, detail, progress }));
 }
@@ -207,6 +234,10 @@ async function fetchManifest() {
 
 // calc's files (or, when they could not be read in JavaScript, its zip): the helper's when the manifest
 // names the page's zip, read here otherwise.
+/**
+ * @param {Promise<BootFacts>} manifestPromise
+ * @returns {Promise<ZipFile[] | ArrayBuffer>}
+ */
 async function calcFilesFromHelper(manifestPromise) {
   const manifest = await manifestPromise;
   if (named.calc_zip !== manifest.calc_zip) return readCalcZip(fetchCalcZip(manifestPromise));
@@ -221,6 +252,7 @@ async function calcFilesFromHelper(manifestPromise) {
   }
 }
 
+/** @param {Promise<ArrayBuffer>} zipPromise @returns {Promise<ZipFile[] | ArrayBuffer>} */
 function readCalcZip(zipPromise) {
   return zipPromise.then((zip) => readZip(zip).catch((error) => {
     console.warn("[calc] unpacking calc with Python:", error && error.message ? error.message : error);
@@ -228,6 +260,7 @@ function readCalcZip(zipPromise) {
   }));
 }
 
+/** @param {Promise<BootFacts>} manifestPromise @returns {Promise<ArrayBuffer>} */
 async function fetchCalcZip(manifestPromise) {
   const manifest = await manifestPromise;
   const response = await (calcZipAhead && named.calc_zip === manifest.calc_zip ? calcZipAhead : fetch(runtimeFile(manifest.calc_zip)));
@@ -240,7 +273,9 @@ async function fetchCalcZip(manifestPromise) {
 // The inflations run on a thread of their own (boot-inflate-worker.mjs): this one meanwhile parses
 // Pyodide's 1.2 MB of scripts, instantiates the wasm and restores the snapshot. Where a worker
 // cannot start one, or cannot hand it a stream, this thread does them (boot-inflate.mjs).
+/** @type {Worker | null} */
 let inflater = null;
+/** @type {Map<number, {resolve: (result: any) => void, reject: (error: Error) => void}>} */
 const inflations = new Map();
 let nextInflation = 1;
 if (!withHelper) try {
@@ -265,6 +300,11 @@ const inflateHere = () => import("./boot-inflate.mjs");
 
 // Sends a job to the inflate thread; null when there is none or `transfer` cannot be handed to it
 // (then the caller does the job here: postMessage refuses before anything is moved).
+/**
+ * @param {{task: "zip", zip: ArrayBuffer} | {task: "snapshot", url: string, size: number, name: string}} job
+ * @param {Transferable[]} [transfer]
+ * @returns {Promise<any> | null}
+ */
 function inflateElsewhere(job, transfer = []) {
   if (!inflater) return null;
   const id = nextInflation++;
@@ -278,12 +318,18 @@ function inflateElsewhere(job, transfer = []) {
   return answer;
 }
 
+/** @param {ArrayBuffer} zip @returns {Promise<ZipFile[]>} */
 async function readZip(zip) {
   const files = await (inflateElsewhere({ task: "zip", zip }) || inflateHere().then((here) => here.readZip(zip)));
   profileMark("calc_zip_read");
   return files;
 }
 
+/**
+ * @param {import("pyodide").PyodideAPI["FS"]} FS
+ * @param {ZipFile[]} files
+ * @param {string} extractDir
+ */
 function writeFilesToFs(FS, files, extractDir) {
   for (const { name, data } of files) {
     const path = `${extractDir}/${name}`;
@@ -295,6 +341,9 @@ function writeFilesToFs(FS, files, extractDir) {
 
 class NoSnapshot extends Error {}
 
+// The resource timings of this thread's downloads (getEntriesByType's type is the general PerformanceEntry).
+const resourceTimings = () => /** @type {PerformanceResourceTiming[]} */ (performance.getEntriesByType("resource"));
+
 // The interpreter's memory after CPython started and imported calc's widgets, made at build
 // (hooks/pyodide_snapshot.mjs): restoring it skips CPython's start-up, most of a cold boot.
 // Stored gzip-compressed; fetched into `memory` (of the size the manifest gives), inflated as it
@@ -302,10 +351,11 @@ class NoSnapshot extends Error {}
 // The helper or the inflate thread fetches it itself (boot-inflate-worker.mjs): its download and
 // inflation do not wait for this thread, busy meanwhile with Pyodide's scripts and module. Resolves to
 // the memory filled: `memory` itself, or the other thread's buffer (moved here, not copied).
+/** @param {string} name @param {Uint8Array} memory @returns {Promise<Uint8Array>} */
 async function fillSnapshot(name, memory) {
   const url = runtimeFile(name);
   const elsewhere = withHelper && named.pyodide_snapshot === name
-    ? fromHelper("snapshot").catch((error) => { if (error instanceof HelperGone) return null; throw error; })
+    ? fromHelper("snapshot").catch(/** @returns {null} */ (error) => { if (error instanceof HelperGone) return null; throw error; })
     : inflateElsewhere({ task: "snapshot", url, size: memory.length, name });
   const answer = elsewhere && await elsewhere;
   if (answer) {
@@ -313,7 +363,7 @@ async function fillSnapshot(name, memory) {
     if (filled.length !== memory.length) throw new Error(`${name}: ${filled.length} bytes, expected ${memory.length}`);
     // Kept for the offline hand-over, as self.fetch keeps the other boot files.
     if (keepingBootResponses) bootResponses.set(url, new Response(compressed, { status: 200, headers }));
-    for (const step of ["response", "unpacked"]) {
+    for (const step of /** @type {const} */ (["response", "unpacked"])) {
       profile.marks[`snapshot_${step}`] = Math.round(timing.origin + timing[step] - performance.timeOrigin);
     }
     return filled;
@@ -328,6 +378,10 @@ async function fillSnapshot(name, memory) {
 
 // The snapshot the manifest names, with its size: the page's names when the manifest says the same (a
 // page from an older build, kept in a cache, names files the server may no longer have).
+/**
+ * @param {Promise<BootFacts>} manifestPromise
+ * @returns {Promise<{name: string, size: number, same: boolean} | null>}
+ */
 async function snapshotToRestore(manifestPromise) {
   const manifest = await manifestPromise;
   if (!manifest.pyodide_snapshot) return null;
@@ -338,7 +392,9 @@ async function snapshotToRestore(manifestPromise) {
 
 async function boot() {
   const started = performance.now();
+  /** @type {Record<string, number>} */
   const phases = {}; // ms since the worker started, when each step ended (the site bench reads them)
+  /** @param {string} name */
   const mark = (name) => { phases[name] = Math.round(performance.now() - started); profileMark(name); };
   status("loading", "Loading the Python runtime (Pyodide)", 0.1);
   const manifest = fetchManifest();
@@ -348,7 +404,7 @@ async function boot() {
   // the manifest's once it is in. A manifest that failed fails the boot below, at calc's zip.
   const fromPage = named && named.pyodide_snapshot && named.pyodide_snapshot_bytes
     ? { name: named.pyodide_snapshot, size: named.pyodide_snapshot_bytes } : null;
-  const snapshot = fromPage || await snapshotToRestore(manifest).catch(() => null);
+  const snapshot = fromPage || await snapshotToRestore(manifest).catch(/** @returns {null} */ () => null);
   // Pyodide is handed the snapshot's buffer at once, to size the wasm memory by, and starts its
   // module (script, wasm instance, standard library) while the buffer is filled; the module is
   // handed back only once it is full, before Pyodide restores from it.
@@ -371,9 +427,9 @@ async function boot() {
   const options = {
     indexURL: PYODIDE_DIR,
     createPyodideModule, // imported above, while the downloads ran
-    packages: [],
+    packages: /** @type {string[]} */ ([]),
     stdout: () => {},
-    stderr: (line) => console.warn("[calc]", line),
+    stderr: (/** @type {string} */ line) => console.warn("[calc]", line),
   };
   let pyodide;
   let snapshotUsed = false;
@@ -417,7 +473,7 @@ async function boot() {
   self.postMessage(JSON.stringify({
     type: "status", state: "ready", progress: 1, phases, profile, snapshot: snapshotUsed, snapshotProblem,
     // When each file the boot fetched arrived (ms since the worker started): the bench's breakdown.
-    fetched: [...performance.getEntriesByType("resource").map((entry) => ({
+    fetched: [...resourceTimings().map((entry) => ({
       name: entry.name.split("/").pop(), start: Math.round(entry.startTime), end: Math.round(entry.responseEnd),
     })), ...helperFetched],
     detail: `Python ${pyodide.runPython("import sys; sys.version.split()[0]")} (Pyodide ${pyodide.version}) `
@@ -427,7 +483,7 @@ async function boot() {
   return runtime.handle;
 }
 
-const handlerReady = boot().catch((error) => {
+const handlerReady = boot().catch(/** @returns {null} */ (error) => {
   status("error", `The Python runtime failed to start: ${error && error.message ? error.message : error}`);
   return null;
 });
