@@ -25,6 +25,7 @@ measurement with its source, see CONTRIBUTING).
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 from dataclasses import dataclass
@@ -47,6 +48,9 @@ ROLES = ("calibration", "validation")
 METRICS = ("ttft_p50_s", "ttft_p99_s", "tpot_p50_s", "tpot_p99_s", "e2e_p50_s", "duration_s")
 _CONFIG_KEYS = ("gpu", "tp", "pp", "weights", "kv_dtype", "max_num_seqs", "max_num_batched_tokens", "speculation",
                 "prefix_caching", "layout")
+#: How a measured run was made beyond the planner's dimensions, applied to its simulation as run: its engine profile
+#: (:data:`calc.engine_profiles.ENGINES`), scheduler settings it states and whether an API server fronted it.
+_AS_RUN_KEYS = ("engine", "chunked_prefill", "frontend")
 
 
 @dataclass(frozen=True)
@@ -55,7 +59,8 @@ class MeasuredConfig:
 
     ``config`` holds the planner's dimension values (:data:`calc.plan.space.DIMENSIONS` names) the run set;
     ``measured`` the metrics it reports (seconds; a metric it does not report is absent, and a target on it
-    cannot be graded); ``usd_per_million_tokens`` its cost at the group's rate on the group's price basis.
+    cannot be graded); ``usd_per_million_tokens`` its cost at the group's rate on the group's price basis;
+    ``failed`` a run that did not serve every request (it meets no target, whatever it reports).
     """
 
     key: str
@@ -64,6 +69,7 @@ class MeasuredConfig:
     usd_per_million_tokens: float
     measured: tuple
     source: str
+    failed: bool = False
 
     def metric(self, name: str):
         """A measured metric in seconds, or None when the run did not report it.
@@ -110,10 +116,10 @@ class DecisionGroup:
         configs = []
         for i, c in enumerate(data["configurations"]):
             where = f"configurations[{i}]"
-            unknown = set(c.get("config", {})) - set(_CONFIG_KEYS)
+            unknown = set(c.get("config", {})) - set(_CONFIG_KEYS + _AS_RUN_KEYS)
             if unknown:
                 raise CalcError(f"{where}.config: unknown key {sorted(unknown)[0]!r}; allowed: "
-                                f"{', '.join(_CONFIG_KEYS)}", f"{where}.config")
+                                f"{', '.join(_CONFIG_KEYS + _AS_RUN_KEYS)}", f"{where}.config")
             measured = {}
             for name, value in c.get("measured", {}).items():
                 check_choice(f"{where}.measured", name, METRICS)
@@ -125,7 +131,7 @@ class DecisionGroup:
                 gpus=check_range(f"{where}.gpus", c.get("gpus"), 1, 100_000, integer=True),
                 usd_per_million_tokens=check_range(f"{where}.usd_per_million_tokens", c.get("usd_per_million_tokens"),
                                                    0.0, 1e6),
-                measured=tuple(sorted(measured.items())), source=str(c["source"])))
+                measured=tuple(sorted(measured.items())), source=str(c["source"]), failed=bool(c.get("failed"))))
         if len({c.key for c in configs}) != len(configs) or len(configs) < 2:
             raise CalcError(f"decision group {data['id']}: configurations need at least two distinct keys",
                             "configurations")
@@ -154,7 +160,11 @@ def meets(config: MeasuredConfig, targets) -> bool | None:
     >>> c = MeasuredConfig("a", (), 1, 1.0, (("tpot_p99_s", 0.04),), "s")
     >>> meets(c, (("tpot_p99_s", 0.05),)), meets(c, (("ttft_p99_s", 1.0),))
     (True, None)
+    >>> meets(MeasuredConfig("b", (), 2, 1.0, (), "s", failed=True), (("ttft_p99_s", 1.0),))
+    False
     """
+    if config.failed:
+        return False
     out = True
     for name, target in dict(targets).items():
         value = config.metric(name)
@@ -224,6 +234,10 @@ def plan_pick(group: DecisionGroup, *, engine: str = "vllm", parallel: bool = Fa
     (:func:`calc.plan.confirm.simulate_candidate`), the cheapest (by the group's price basis) the simulator says
     meets every target; None when it says none does.
 
+    A group whose workload names its client's arrivals (``arrival``: a benchmark's batch, all-at-once run or
+    closed loop, :func:`workload_of`) is answered by :func:`predict_configuration` and :func:`predicted_pick`
+    instead: one server per configuration driven as the benchmark drove it, ranked by the cost it predicts.
+
     >>> cfg = lambda key, tp, seqs: {"key": key, "config": {"gpu": "h100-sxm-80gb", "tp": tp, "max_num_seqs": seqs},
     ...                              "gpus": tp, "usd_per_million_tokens": tp * 0.1, "measured": {}, "source": "x"}
     >>> g = DecisionGroup.from_dict({**EXAMPLE, "model": "llama-3.1-8b", "targets": {"tpot_p99_s": 0.02},
@@ -235,6 +249,8 @@ def plan_pick(group: DecisionGroup, *, engine: str = "vllm", parallel: bool = Fa
     from calc.plan.confirm import simulate_candidate
     from calc.plan.space import DIMENSIONS
 
+    if "arrival" in dict(group.workload):
+        return _client_pick(group)
     request = group_request(group, engine)
     best = None
     for c in sorted(group.configurations, key=lambda c: (c.usd_per_million_tokens, c.key)):
@@ -255,6 +271,24 @@ def plan_pick(group: DecisionGroup, *, engine: str = "vllm", parallel: bool = Fa
             best = c.key
             break
     return best
+
+
+def _client_pick(group: DecisionGroup) -> str | None:
+    """:func:`plan_pick` for a group driven by a benchmark's own client (see there)."""
+    from calc.plan.inputs import PlanRequest
+    from calc.plan.prices import gpu_hour_price
+
+    w = dict(group.workload)
+    configs, runs = [], {}
+    for c in group.configurations:
+        config = dict(c.config)
+        as_run = {k: config.pop(k) for k in _AS_RUN_KEYS if k in config}
+        price = gpu_hour_price(PlanRequest(), config["gpu"])
+        if price is None:
+            continue  # the planner cannot price it: never its pick
+        configs.append({"key": c.key, "gpus": c.gpus, "usd_per_gpu_hour": price["usd_per_gpu_hour"]})
+        runs[c.key] = predict_configuration(group.model, w, config, c.gpus, as_run)
+    return predicted_pick(configs, runs, dict(group.targets))
 
 
 def summary(scores) -> dict:
@@ -314,7 +348,8 @@ def _rows() -> dict:
 
 
 def _row_metric(row: dict) -> tuple:
-    """(metric, seconds) of an online_latency row: a median end to end, or requests/s read as the run's wall time.
+    """(metric, seconds) of an online_latency row: a median or p99 TTFT, TPOT or end to end, or requests/s of an
+    all-at-once run read as the run's wall time.
 
     >>> _row_metric({"figure": {"value": 997.5, "unit": "ms", "quantity": "e2e", "statistic": "median"},
     ...              "inputs": {"client": {"kind": "batch", "batch": 8}}})
@@ -324,12 +359,25 @@ def _row_metric(row: dict) -> tuple:
     ('duration_s', 10.0)
     """
     f, client = row["figure"], row["inputs"]["client"]
-    if f["quantity"] == "e2e" and f.get("statistic") == "median" and f["unit"] == "ms":
-        return "e2e_p50_s", f["value"] / 1000.0
+    stat = {"median": "p50", "p99": "p99"}.get(f.get("statistic"))
+    name = f"{f['quantity']}_{stat}_s"
+    if f["quantity"] in ("ttft", "tpot", "e2e") and name in METRICS and f["unit"] == "ms":
+        return name, f["value"] / 1000.0
     if f["quantity"] == "throughput" and f["unit"] == "requests/s" and client["kind"] == "all_at_once":
         return "duration_s", client["requests"] / f["value"]
-    raise CalcError(f"row {row.get('id', '?')}: a decision group reads a median end to end (ms) or requests/s "
-                    f"of an all-at-once run; got {f['quantity']} in {f['unit']}", "row")
+    raise CalcError(f"row {row.get('id', '?')}: a decision group reads a median or p99 of {', '.join(METRICS)} (ms) "
+                    f"or requests/s of an all-at-once run; got the {f.get('statistic')} {f['quantity']} in {f['unit']}",
+                    "row")
+
+
+def _as_run(row: dict) -> dict:
+    """The row's engine profile, the scheduler settings it states and its front end (:data:`_AS_RUN_KEYS`)."""
+    from calc.latency_accuracy import frontend_of
+
+    x = row["inputs"]
+    out = {"engine": x.get("engine_profile", "vllm"), "frontend": frontend_of(row)}
+    out.update({k: v for k, v in x.get("engine_settings", {}).items() if k in _AS_RUN_KEYS})
+    return out
 
 
 def workload_of(client: dict, cls: dict) -> dict:
@@ -385,9 +433,12 @@ def measured_groups(path: str | None = None) -> tuple:
     measurements, or the figures ``published`` with their URL), priced on the GPU catalog's dated listing
     (:func:`calc.plan.prices.gpu_hour_price`); a configuration on an unpriced GPU is ``left_out``, with why.
 
-    >>> g = {x["id"]: x for x in measured_groups()}["lambda-mixtral-8x7b-sharegpt160"]
-    >>> g["role"], [c["key"] for c in g["configurations"]], g["workload"]["requests"]
-    ('validation', ['a100-tp2', 'a100-tp4', 'h100-tp2', 'h100-tp4'], 160)
+    >>> gs = {x["id"]: x for x in measured_groups()}
+    >>> g = gs["lambda-llama-3-70b-sharegpt160"]
+    >>> g["role"], [c["key"] for c in g["configurations"] if c["failed"]], g["workload"]["requests"]
+    ('validation', ['a100-tp2', 'h100-tp2'], 160)
+    >>> gs["vllm-nightly-latency-llama8b"]["role"], gs["vllm-nightly-latency-llama8b"]["left_out"][0]["key"]
+    ('calibration', 'h200-tp1')
     """
     from calc.plan.inputs import PlanRequest
     from calc.plan.prices import gpu_hour_price
@@ -400,45 +451,57 @@ def measured_groups(path: str | None = None) -> tuple:
         configs, left_out, roles, workload = [], [], [], None
         for c in g["configurations"]:
             price = gpu_hour_price(PlanRequest(), c["config"]["gpu"])
-            if "row" in c:
-                row = rows.get(c["row"])
-                if row is None:
-                    raise CalcError(f"decision group {g['id']}: no measured row {c['row']!r}", "row")
-                metric, value = _row_metric(row)
-                measured = {metric: value}
+            if "rows" in c:
+                picked = [rows.get(r) for r in c["rows"]]
+                if None in picked:
+                    missing = c["rows"][picked.index(None)]
+                    raise CalcError(f"decision group {g['id']}: no measured row {missing!r}", "rows")
+                measured = dict(_row_metric(r) for r in picked)
+                row = picked[0]
                 lengths, client = row["inputs"]["lengths"], row["inputs"]["client"]
-                n = client.get("batch") or client["requests"]
                 if lengths["kind"] == "fixed":
                     cls = {"lengths": "fixed", "prompt_tokens": lengths["input_tokens"],
                            "output_tokens": lengths["output_tokens"]}
                 else:
                     cls = {"lengths": "sharegpt", "prompt_tokens": round(lengths["mean_input_tokens"]),
                            "output_tokens": round(lengths["mean_output_tokens"])}
+                if client["kind"] == "poisson":
+                    client = dict(client, requests=row["inputs"].get("num_prompts") or 1000)
+                n = client.get("batch") or client["requests"]
                 tokens = n * (cls["prompt_tokens"] + cls["output_tokens"])
-                duration = measured.get("duration_s", value)  # a fixed-length batch ends when its every request does
-                source = {"url": row["source"]["url"], "where": row["source"]["where"], "row": row["id"]}
-                roles.append(row["role"])
+                if client["kind"] == "poisson":
+                    duration = n / client["rate_per_s"]  # every configuration serves the same rate
+                else:  # a fixed-length batch ends when its every request does
+                    duration = measured.get("duration_s", measured.get("e2e_p50_s"))
+                source = {"url": row["source"]["url"], "where": "; ".join(r["source"]["where"] for r in picked),
+                          "rows": list(c["rows"])}
+                roles += [r["role"] for r in picked]
+                as_run, failed = _as_run(row), False
                 here = workload_of(client, cls)
             else:
                 p = c["published"]
-                measured = {m: p[k] / (1.0 if k == "duration" else 1000.0) for m, k in SERVING_KEYS.items() if k in p}
                 n = g["client"]["requests"]
+                failed = p.get("completed", n) < n
+                measured = {} if failed else {m: p[k] / (1.0 if k == "duration" else 1000.0)
+                                              for m, k in SERVING_KEYS.items() if k in p}
                 tokens, duration = p["total_input_tokens"] + p["total_output_tokens"], p["duration"]
                 cls = {"lengths": g["lengths"], "prompt_tokens": round(p["total_input_tokens"] / n),
                        "output_tokens": round(p["total_output_tokens"] / n)}
                 source = dict(c["source"])
+                as_run = {"engine": g.get("engine", "vllm")}
                 here = workload_of(g["client"], cls)
-            if workload is None or c["config"]["gpu"] != "h200":
-                workload = workload or here
+            if workload is None and not failed:
+                workload = here  # the first served run's lengths: the same sample on every server
             if price is None:
                 left_out.append({"key": c["key"], "why": f"{c['config']['gpu']} has no dated price in the GPU catalog"})
                 continue
             configs.append({"key": c["key"], "config": c["config"], "gpus": c["gpus"], "measured": measured,
+                            "failed": failed, "as_run": as_run,
                             "tokens": tokens, "duration_s": duration, "usd_per_gpu_hour": price["usd_per_gpu_hour"],
                             "usd_per_million_tokens": run_cost(c["gpus"], price["usd_per_gpu_hour"], tokens, duration),
                             "source": source})
-        out.append({"id": g["id"], "role": role_of(roles), "model": g["model"], "engine": g.get("engine", "vllm"),
-                    "workload": workload, "source": g["source"], "configurations": configs, "left_out": left_out})
+        out.append({"id": g["id"], "role": role_of(roles), "model": g["model"], "workload": workload,
+                    "source": g["source"], "configurations": configs, "left_out": left_out})
     return tuple(out)
 
 
@@ -456,13 +519,15 @@ def midpoints(values) -> list:
 
 
 def questions(group: dict) -> list:
-    """A group's questions: for each metric every priced configuration measured, one target per midpoint.
+    """A group's questions: for each metric every served, priced configuration measured, one target per midpoint
+    (a run that failed has no figures: it meets none of them).
 
-    >>> g = {"configurations": [{"measured": {"ttft_p99_s": 1.0, "e2e_p50_s": 2}}, {"measured": {"ttft_p99_s": 3.0}}]}
+    >>> g = {"configurations": [{"measured": {"ttft_p99_s": 1.0, "e2e_p50_s": 2}}, {"measured": {"ttft_p99_s": 3.0}},
+    ...                         {"measured": {}, "failed": True}]}
     >>> questions(g)
     [{'ttft_p99_s': 2.0}]
     """
-    configs = group["configurations"]
+    configs = [c for c in group["configurations"] if not c.get("failed")]
     shared = [m for m in METRICS if configs and all(m in c["measured"] for c in configs)]
     return [{m: t} for m in shared for t in midpoints(c["measured"][m] for c in configs)]
 
@@ -475,21 +540,44 @@ def question_groups(group: dict) -> list:
         out.append(DecisionGroup.from_dict({
             "id": f"{group['id']}:{metric}<={t:.6g}", "role": group["role"], "model": group["model"],
             "workload": {k: v for k, v in group["workload"].items()}, "targets": targets, "source": group["source"],
-            "configurations": [{"key": c["key"], "config": c["config"], "gpus": c["gpus"],
+            "configurations": [{"key": c["key"], "config": {**c["config"], **c["as_run"]}, "gpus": c["gpus"],
                                 "usd_per_million_tokens": c["usd_per_million_tokens"], "measured": c["measured"],
-                                "source": c["source"]["url"]} for c in group["configurations"]]}))
+                                "failed": c["failed"], "source": c["source"]["url"]}
+                               for c in group["configurations"]]}))
     return out
 
 
-def predict_configuration(model: str, engine: str, workload: dict, config: dict, gpus: int) -> dict:
+def predict_configuration(model: str, workload: dict, config: dict, gpus: int, as_run: dict | None = None) -> dict:
+    """The simulator's run of one configuration on a group's workload (see :func:`_predict`), cached: the questions
+    of a group share their configurations' runs.
+
+    >>> run = predict_configuration("llama-3.1-8b", {"arrival": "all-at-once", "requests": 8,
+    ...     "lengths": "fixed", "prompt_tokens": 32, "output_tokens": 128}, {"gpu": "h100-sxm-80gb", "tp": 1}, 1)
+    >>> 0.5 < run["e2e_p50_s"] < 2.0, run["requests_completed"], run["cost_tokens_per_s"] > 1000
+    (True, 8, True)
+    """
+    key = json.dumps([model, workload, config, gpus, as_run or {}], sort_keys=True)
+    return dict(_predict_cached(key))
+
+
+@functools.lru_cache(maxsize=512)
+def _predict_cached(key: str) -> dict:
+    model, workload, config, gpus, as_run = json.loads(key)
+    return _predict(model, workload, config, gpus, as_run)
+
+
+def _predict(model: str, workload: dict, config: dict, gpus: int, as_run: dict | None = None) -> dict:
     """The simulator's run of one configuration on the group's workload, as the planner builds its replicas
     (:func:`calc.plan.screen.scenario_of`: the planner's memory sizing and engine rules; what the configuration
-    leaves unsaid takes :data:`CONFIG_DEFAULTS`). ``{"refused": reason}`` when the planner refuses it.
+    leaves unsaid takes :data:`CONFIG_DEFAULTS`), with the run's engine profile, stated scheduler settings and
+    front end (``as_run``, :data:`_AS_RUN_KEYS`). ``{"refused": reason}`` when the planner refuses it.
 
-    >>> run = predict_configuration("llama-3.1-8b", "vllm", {"arrival": "all-at-once", "requests": 8,
-    ...     "lengths": "fixed", "prompt_tokens": 32, "output_tokens": 128}, {"gpu": "h100-sxm-80gb", "tp": 1}, 1)
-    >>> 0.5 < run["e2e_p50_s"] < 2.0, run["requests_completed"]
-    (True, 8)
+    ``cost_tokens_per_s`` is the rate the planner prices it at: the simulated throughput, or at a fixed Poisson
+    rate, the rate's tokens (every configuration then serves the same traffic).
+
+    >>> _predict("llama-3.1-70b", {"arrival": "all-at-once", "requests": 8, "lengths": "fixed", "prompt_tokens": 32,
+    ...          "output_tokens": 128}, {"gpu": "h100-sxm-80gb", "tp": 1}, 1)["refused"][:28]
+    'Llama 3.1 70B does not fit: '
     """
     from calc.plan.inputs import request_from_dict
     from calc.plan.screen import scenario_of
@@ -500,42 +588,47 @@ def predict_configuration(model: str, engine: str, workload: dict, config: dict,
     if gpus != c["tp"] * c["pp"]:
         raise CalcError(f"a measured run is one server: gpus {gpus} must be tp x pp = {c['tp'] * c['pp']}", "gpus")
     # The request's own target is unused here (a question's targets are judged on the run's summary below).
-    request = request_from_dict({"model": model, "engine": engine, "peak_rate_per_s": 1, "targets": {"ttft_p99_s": 3600},
+    as_run = dict(as_run or {})
+    request = request_from_dict({"model": model, "engine": as_run.pop("engine", "vllm"), "peak_rate_per_s": 1,
+                                 "targets": {"ttft_p99_s": 3600},
                                  "classes": [{k: workload[k] for k in ("lengths", "prompt_tokens")} |
                                              {"output_tokens": workload["output_tokens"]}]})
     candidate = tuple((d.name, c[d.name]) for d in DIMENSIONS if d.name in c)
-    try:
+    try:  # the planner's refusals (engine rules, no room for the KV cache) are its answer: never a pick
         scenario = scenario_of(request, candidate).to_dict()
+        scenario["workload"] = dict(workload)
+        scenario.update(as_run)
+        s = simulate(scenario).summary
     except CalcError as error:
         return {"refused": str(error)}
-    scenario["workload"] = dict(workload)
-    s = simulate(scenario).summary
-    return {k: s.get(k) for k in ("ttft_p50_s", "ttft_p99_s", "tpot_p50_s", "tpot_p99_s", "e2e_p50_s", "duration_s",
-                                  "throughput_total_tokens_per_s", "requests_completed", "requests_rejected",
-                                  "requests_unfinished")}
+    out = {k: s.get(k) for k in ("ttft_p50_s", "ttft_p99_s", "tpot_p50_s", "tpot_p99_s", "e2e_p50_s", "duration_s",
+                                 "throughput_total_tokens_per_s", "requests_completed", "requests_rejected",
+                                 "requests_unfinished")}
+    out["cost_tokens_per_s"] = (workload["rate_per_s"] * (workload["prompt_tokens"] + workload["output_tokens"])
+                                if workload["arrival"] == "poisson" else out["throughput_total_tokens_per_s"])
+    return out
 
 
-def predicted_pick(group: dict, predictions: dict, targets: dict) -> str | None:
+def predicted_pick(configs, predictions: dict, targets: dict) -> str | None:
     """The planner's pick for one question: the configuration the simulator says meets every target (every request
-    served) at the lowest USD per million tokens *it predicts* (its own run's tokens/s, never the measured one's).
+    served) at the lowest USD per million tokens *it predicts*: its own run's tokens/s (``cost_tokens_per_s``, the
+    simulated throughput; at a fixed Poisson rate, the rate's), never the measured one's.
 
-    >>> g = {"configurations": [{"key": "a", "gpus": 1, "usd_per_gpu_hour": 2.0}, {"key": "b", "gpus": 1,
-    ...       "usd_per_gpu_hour": 4.0}]}
-    >>> p = {"a": {"ttft_p99_s": 2.0, "throughput_total_tokens_per_s": 1000},
-    ...      "b": {"ttft_p99_s": 0.5, "throughput_total_tokens_per_s": 1000}}
+    >>> g = [{"key": "a", "gpus": 1, "usd_per_gpu_hour": 2.0}, {"key": "b", "gpus": 1, "usd_per_gpu_hour": 4.0}]
+    >>> p = {"a": {"ttft_p99_s": 2.0, "cost_tokens_per_s": 1000}, "b": {"ttft_p99_s": 0.5, "cost_tokens_per_s": 1000}}
     >>> predicted_pick(g, p, {"ttft_p99_s": 1.0}), predicted_pick(g, p, {"ttft_p99_s": 3.0})
     ('b', 'a')
     """
     from calc.cost import usd_per_million_tokens
 
     best = None
-    for c in group["configurations"]:
+    for c in configs:
         run = predictions[c["key"]]
         if "refused" in run or run.get("requests_rejected") or run.get("requests_unfinished"):
             continue
         if not all(run.get(m) is not None and run[m] <= t for m, t in targets.items()):
             continue
-        cost = usd_per_million_tokens(c["gpus"] * c["usd_per_gpu_hour"], run["throughput_total_tokens_per_s"])
+        cost = usd_per_million_tokens(c["gpus"] * c["usd_per_gpu_hour"], run["cost_tokens_per_s"])
         if best is None or (cost, c["key"]) < best[0]:
             best = ((cost, c["key"]), c["key"])
     return best[1] if best else None
@@ -558,12 +651,11 @@ def evaluate(path: str | None = None) -> dict:
 
     groups, scores = [], []
     for g in measured_groups(path):
-        w = g["workload"]
-        predictions = {c["key"]: predict_configuration(g["model"], g["engine"], w, c["config"], c["gpus"])
+        predictions = {c["key"]: predict_configuration(g["model"], g["workload"], c["config"], c["gpus"], c["as_run"])
                        for c in g["configurations"]}
         mine = []
         for q in question_groups(g):
-            pick = predicted_pick(g, predictions, dict(q.targets))
+            pick = plan_pick(q)
             s = score(q, pick)
             s["targets"] = {k: round_sig(v, 6) for k, v in q.targets}
             s["regret"] = _r(s["regret"])
@@ -574,10 +666,13 @@ def evaluate(path: str | None = None) -> dict:
         groups.append({
             "id": g["id"], "role": g["role"], "model": g["model"], "source": g["source"],
             "configurations": [{"key": c["key"], "gpus": c["gpus"], "usd_per_million_tokens": _r(c["usd_per_million_tokens"]),
-                                "measured": {k: round_sig(v, 6) for k, v in c["measured"].items()},
+                                "measured": ({"failed": "the run did not serve every request"} if c["failed"] else
+                                             {k: round_sig(v, 6) for k, v in c["measured"].items()}),
                                 "predicted": ({"refused": predictions[c["key"]]["refused"]}
                                               if "refused" in predictions[c["key"]] else
-                                              {k: round_sig(predictions[c["key"]][k], 6) for k in c["measured"]}),
+                                              {k: round_sig(predictions[c["key"]][k], 6)
+                                               for k in (c["measured"] or dict.fromkeys(METRICS))
+                                               if predictions[c["key"]].get(k) is not None}),
                                 "source": c["source"]["url"]} for c in g["configurations"]],
             "left_out": g["left_out"], "questions": len(mine),
             "hit_rate": _r(sum(bool(s["hit"]) for s in hits) / len(hits)) if hits else None,
