@@ -658,6 +658,7 @@ def evaluate(path: str | None = None) -> dict:
             pick = plan_pick(q)
             s = score(q, pick)
             s["targets"] = {k: round_sig(v, 6) for k, v in q.targets}
+            s["metric"] = next(iter(s["targets"]))
             s["regret"] = _r(s["regret"])
             mine.append(s)
         scores += mine
@@ -677,10 +678,18 @@ def evaluate(path: str | None = None) -> dict:
             "left_out": g["left_out"], "questions": len(mine),
             "hit_rate": _r(sum(bool(s["hit"]) for s in hits) / len(hits)) if hits else None,
             "median_regret": _r(median(regrets)) if regrets else None,
+            "max_regret": max(regrets) if regrets else None,
+            "optimistic": sum(1 for s in hits if not s["hit"] and s["pick"] is not None),
+            "pessimistic": sum(1 for s in hits if not s["hit"] and s["pick"] is None),
             "misses": [{"targets": s["targets"], "pick": s["pick"], "cheapest_meeting": s["cheapest_meeting"]}
                        for s in mine if s["scored"] and not s["hit"]]})
     by_role = {role: {k: (_r(v) if isinstance(v, float) else v) for k, v in d.items()}
                for role, d in summary(scores).items()}
+    for role in ROLES:
+        by_role[role]["groups"] = sum(g["role"] == role for g in groups)
+        by_role[role]["by_metric"] = {m: {k: (_r(v) if isinstance(v, float) else v)
+                                          for k, v in summary([s for s in scores if s["metric"] == m])[role].items()}
+                                      for m in METRICS if any(s["metric"] == m and s["role"] == role for s in scores)}
     return {"about": "python -m calc.plan.decisions --write: the planner's picks on measured decision groups "
                      "(calc/plan/decision_groups.json), graded by the measurements; regret is the pick's measured "
                      "USD per million tokens over the cheapest measured configuration meeting the targets, minus 1",
@@ -701,6 +710,8 @@ def report(result: dict) -> str:
         regret = "n/a" if g["median_regret"] is None else f"{100 * g['median_regret']:.1f}%"
         lines.append(f"{g['id']}  {g['role']}  {len(g['configurations'])} configurations  {g['questions']} questions  "
                      f"hit {pct(g['hit_rate'])}  median regret {regret}")
+        if g.get("max_regret"):
+            lines[-1] += f"  (worst {100 * g['max_regret']:.1f}%)"
     lines.append("per role:")
     for role, s in result["by_role"].items():
         regret = "n/a" if s["median_regret"] is None else f"{100 * s['median_regret']:.1f}%"
