@@ -500,7 +500,7 @@ def measured_groups(path: str | None = None) -> tuple:
                             "tokens": tokens, "duration_s": duration, "usd_per_gpu_hour": price["usd_per_gpu_hour"],
                             "usd_per_million_tokens": run_cost(c["gpus"], price["usd_per_gpu_hour"], tokens, duration),
                             "source": source})
-        out.append({"id": g["id"], "role": role_of(roles), "model": g["model"], "workload": workload,
+        out.append({"id": g["id"], "cite": g["cite"], "role": role_of(roles), "model": g["model"], "workload": workload,
                     "source": g["source"], "configurations": configs, "left_out": left_out})
     return tuple(out)
 
@@ -665,7 +665,7 @@ def evaluate(path: str | None = None) -> dict:
         hits = [s for s in mine if s["scored"]]
         regrets = [s["regret"] for s in hits if s["hit"] and s["regret"] is not None]
         groups.append({
-            "id": g["id"], "role": g["role"], "model": g["model"], "source": g["source"],
+            "id": g["id"], "cite": g["cite"], "role": g["role"], "model": g["model"], "source": g["source"],
             "configurations": [{"key": c["key"], "gpus": c["gpus"], "usd_per_million_tokens": _r(c["usd_per_million_tokens"]),
                                 "measured": ({"failed": "the run did not serve every request"} if c["failed"] else
                                              {k: round_sig(v, 6) for k, v in c["measured"].items()}),

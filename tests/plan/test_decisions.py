@@ -200,3 +200,20 @@ def test_the_pick_ranks_by_the_cost_it_predicts_never_the_measured_one():
     assert pick == plan_pick(_loose_question(g, [float(n - i) for i in range(n)]))  # measured $/M reversed
     # at a target every run meets, the pick is the configuration the planner's own runs price lowest
     assert pick == "h100-tp1"
+
+
+def test_the_accuracy_pages_claims_follow_the_scores():
+    from calc.widgets.accuracy import decision_facts
+
+    f = decision_facts()
+    assert 0 < int(f["dec_hit_validation"].rstrip("%")) < 100  # "where the picks miss" has misses to explain
+    # "The picks miss most on the sweeps ... Those sweeps are Lambda's runs of 160 prompts sent at once"
+    assert int(f["dec_misses_large"]) > int(f["dec_misses_validation"]) / 2
+    large = [g for g in _fresh()["groups"] if g["role"] == "validation" and len(g["configurations"]) > 2]
+    assert {g["cite"] for g in large} == {"LambdaLabsML vllm-benchmark"}
+    assert all(g["configurations"][0]["source"].startswith("https://github.com/LambdaLabsML/") for g in large)
+    # "The planner refuses ... for lack of memory. Llama 3 70B in bf16 leaves no room for a KV cache on two 80 GB GPUs"
+    refused = [c["predicted"]["refused"] for g in _fresh()["groups"] for c in g["configurations"]
+               if "failed" in c["measured"]]
+    assert refused and all("does not fit" in r or "KV cache" in r for r in refused)
+    assert f["dec_failed_refused"] == f["dec_failed"]
