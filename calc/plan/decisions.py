@@ -12,9 +12,12 @@ scored against the measurements:
   every target (0 when the pick is that one; None when no measured configuration meets them).
 
 Groups carry a ``role`` as the measurement rows do (``calibration`` or ``validation``): :func:`summary` reports
-the two apart, and nothing in the planner is tuned to a validation group. The groups live in
-``calc/plan/decision_groups.json`` (:data:`GROUPS_PATH`; none is filled in yet: every row must be a published
-measurement with its source, see CONTRIBUTING).
+the two apart, and nothing in the planner is tuned to a group. The published sweeps live in
+``calc/plan/decision_groups.json`` (:data:`GROUPS_PATH`, every configuration with its source): :func:`measured_groups`
+reads them (prices from the GPU catalog, :func:`role_of` by the rows read), :func:`questions` sets their targets by
+one rule (every midpoint between measured values), :func:`plan_pick` answers each question from the planner's own
+simulated runs and :func:`evaluate` grades them; ``python -m calc.plan.decisions --write`` stores the result in
+:data:`SCORES_PATH`, shown on the accuracy page.
 
 >>> g = DecisionGroup.from_dict(EXAMPLE)
 >>> cheapest_meeting(g).key, meets(g.configurations[0], g.targets)

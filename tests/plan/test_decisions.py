@@ -217,3 +217,20 @@ def test_the_accuracy_pages_claims_follow_the_scores():
                if "failed" in c["measured"]]
     assert refused and all("does not fit" in r or "KV cache" in r for r in refused)
     assert f["dec_failed_refused"] == f["dec_failed"]
+
+
+def test_a_closed_loop_group_is_answered_with_its_own_client():
+    from calc.plan.decisions import workload_of
+
+    w = workload_of({"kind": "closed_loop", "concurrency": 4, "requests": 40},
+                    {"lengths": "fixed", "prompt_tokens": 500, "output_tokens": 100})
+    cfg = lambda key, tp: {"key": key, "config": {"gpu": "h100-sxm-80gb", "tp": tp}, "gpus": tp,
+                           "usd_per_million_tokens": 1.0, "measured": {"tpot_p50_s": 0.01}, "source": "test"}
+    g = DecisionGroup.from_dict({"id": "closed", "role": "validation", "model": "llama-3.1-8b", "workload": w,
+                                 "targets": {"tpot_p50_s": 0.05}, "source": "test",
+                                 "configurations": [cfg("tp1", 1), cfg("tp2", 2)]})
+    assert plan_pick(g) == "tp1"  # four clients: one GPU meets a 50 ms TPOT at half the GPUs
+    tight = DecisionGroup.from_dict({**{"id": "tight", "role": "validation", "model": "llama-3.1-8b",
+                                        "workload": w, "source": "test"}, "targets": {"tpot_p50_s": 0.001},
+                                     "configurations": [cfg("tp1", 1), cfg("tp2", 2)]})
+    assert plan_pick(tight) is None  # a 1 ms TPOT: none meets it
