@@ -26,7 +26,7 @@ from calc.widgets.framework import Choice, FloatRange, IntRange, output, table, 
 
 __all__ = ["accuracy_overview", "your_measurement", "facts", "measurement_table", "measurement_tables", "percent",
            "signed_percent", "latency_facts", "latency_table", "latency_summary_table", "MISS_MECHANISMS",
-           "ENGINE_MISS_MECHANISMS"]
+           "ENGINE_MISS_MECHANISMS", "decision_facts"]
 
 KIND_CHOICES = (("all", "All kinds"),) + tuple((kind, KIND_LABELS[kind]) for kind in KINDS)
 USER_KIND_CHOICES = tuple((kind, text) for kind, text in USER_KINDS.items())
@@ -478,4 +478,98 @@ def facts() -> dict[str, str]:
     out["median_throughput_larger"] = percent(median([abs(r.error) for r in larger]))
     out["n_throughput_larger"] = str(len(larger))
     out.update(latency_facts())
+    out.update(decision_facts())
     return out
+
+
+def _sides(bias: dict, labels: dict) -> str:
+    """Which metrics the simulator puts below and above the runs' figures (a median error past 10% either way).
+
+    >>> _sides({"a": -0.3, "b": 0.2, "c": 0.01}, {"a": "TTFT", "b": "TPOT", "c": "E2E"})
+    "puts TTFT below the runs' figures and TPOT above them"
+    """
+    below = [labels[m] for m, e in bias.items() if e < -0.1]
+    above = [labels[m] for m, e in bias.items() if e > 0.1]
+    join = lambda xs: ", ".join(xs[:-1]) + " and " + xs[-1] if len(xs) > 1 else xs[0]
+    parts = ([f"puts {join(below)} below the runs' figures"] if below else []) + (
+        [f"{join(above)} above them" if below else f"puts {join(above)} above the runs' figures"] if above else [])
+    return " and ".join(parts) if parts else "is within 10% of the runs' figures on every metric"
+
+
+def decision_facts(scores: dict | None = None) -> dict[str, str]:
+    """The section "How good are the planner's picks?": the stored decision test (:mod:`calc.plan.decisions`,
+    ``calc/data/decision_scores.json``, equal to a fresh run by test) as tables and the numbers its prose quotes.
+
+    >>> f = decision_facts()
+    >>> f["dec_table"].splitlines()[0]
+    '| Group | Source | Role | Configurations | Questions | Picks that meet them | Median regret (worst) |'
+    >>> int(f["dec_questions_validation"]) > int(f["dec_questions_calibration"]) > 0
+    True
+    """
+    from calc.plan.decisions import METRICS, SCORES_PATH
+
+    if scores is None:
+        import json
+
+        with open(SCORES_PATH, encoding="utf-8") as handle:
+            scores = json.load(handle)
+    labels = {"ttft_p50_s": "median TTFT", "ttft_p99_s": "p99 TTFT", "tpot_p50_s": "median TPOT",
+              "tpot_p99_s": "p99 TPOT", "e2e_p50_s": "median end to end", "duration_s": "the run's wall time"}
+    pct = lambda x: "-" if x is None else f"{x * 100:.0f}%"
+    rows = ["| Group | Source | Role | Configurations | Questions | Picks that meet them | Median regret (worst) |",
+            "| --- | --- | --- | ---: | ---: | ---: | ---: |"]
+    for g in scores["groups"]:
+        served = sum("failed" not in c["measured"] for c in g["configurations"])
+        failed = len(g["configurations"]) - served
+        extra = [f"{failed} failed"] if failed else []
+        extra += [f"{len(g['left_out'])} unpriced, left out"] if g["left_out"] else []
+        configs = f"{served}" + (f" ({', '.join(extra)})" if extra else "")
+        regret = "-" if g["median_regret"] is None else (
+            f"{g['median_regret'] * 100:.0f}%" + (f" ({g['max_regret'] * 100:.0f}%)" if g["max_regret"] else ""))
+        link = f'[{_cell(g["cite"])}]({g["configurations"][0]["source"]} "{_cell(g["source"]).replace(chr(34), chr(39))}")'
+        rows.append(f"| `{g['id']}` | {link} | {g['role']} | {configs} | {g['questions']} | {pct(g['hit_rate'])} | "
+                    f"{regret} |")
+    v, c = scores["by_role"]["validation"], scores["by_role"]["calibration"]
+    metric_rows = ["| Target on | Questions | Picks that meet them |", "| --- | ---: | ---: |"]
+    for m in METRICS:
+        if m in v["by_metric"]:
+            s = v["by_metric"][m]
+            metric_rows.append(f"| {labels[m]} | {s['scored']} | {pct(s['hit_rate'])} |")
+    # The simulator's figure against the measured one, over the served validation configurations, per metric.
+    errors = {}
+    for g in scores["groups"]:
+        if g["role"] != "validation":
+            continue
+        for cfg in g["configurations"]:
+            for m, measured in cfg["measured"].items():
+                if m in cfg["predicted"] and measured:
+                    errors.setdefault(m, []).append(cfg["predicted"][m] / measured - 1)
+    bias = {m: median(errors[m]) for m in METRICS if m in errors}
+    optimistic = sum(g["optimistic"] for g in scores["groups"] if g["role"] == "validation")
+    pessimistic = sum(g["pessimistic"] for g in scores["groups"] if g["role"] == "validation")
+    failed = [(g, cfg) for g in scores["groups"] for cfg in g["configurations"] if "failed" in cfg["measured"]]
+    # The sweeps of more than two configurations (the validation ones): where most questions, and misses, are.
+    large = [g for g in scores["groups"] if g["role"] == "validation" and len(g["configurations"]) > 2]
+    worst = min((g for g in scores["groups"] if g["role"] == "validation" and g["hit_rate"] is not None),
+                key=lambda g: (g["hit_rate"], g["id"]))
+    return {
+        "dec_table": "\n".join(rows),
+        "dec_metric_table": "\n".join(metric_rows),
+        "dec_n_groups": str(len(scores["groups"])),
+        "dec_n_sources": str(len({g["cite"].split(",")[0] for g in scores["groups"]})),
+        "dec_n_configurations": str(sum(len(g["configurations"]) for g in scores["groups"])),
+        "dec_questions_validation": str(v["scored"]), "dec_hit_validation": pct(v["hit_rate"]),
+        "dec_regret_validation": pct(v["median_regret"]), "dec_groups_validation": str(v["groups"]),
+        "dec_questions_calibration": str(c["scored"]), "dec_hit_calibration": pct(c["hit_rate"]),
+        "dec_groups_calibration": str(c["groups"]),
+        "dec_misses_validation": str(optimistic + pessimistic), "dec_optimistic": str(optimistic),
+        "dec_pessimistic": str(pessimistic),
+        "dec_bias": "; ".join(f"{labels[m]} {signed_percent(bias[m])}" for m in METRICS if m in bias),
+        "dec_bias_words": _sides(bias, labels),
+        "dec_worst_group": f"`{worst['id']}` ({pct(worst['hit_rate'])} of {worst['questions']})",
+        "dec_misses_large": str(sum(len(g["misses"]) for g in large)),
+        "dec_questions_large": str(sum(g["questions"] for g in large)),
+        "dec_n_large": str(len(large)),
+        "dec_failed": str(len(failed)),
+        "dec_failed_refused": str(sum("refused" in cfg["predicted"] for _, cfg in failed)),
+    }
