@@ -128,8 +128,10 @@ TRTLLM_ENGINES = ("nim-trtllm",)
 #: nvidia.github.io/TensorRT-LLM/examples/kvcacheconfig.html: "The default for free_gpu_memory_fraction is 0.9").
 TRTLLM_FREE_GPU_MEMORY_FRACTION = 0.9
 #: Scheduler settings a row may state in ``inputs.engine_settings`` (scenario fields of :class:`calc.sim.Scenario`):
-#: SGLang v0.3.0 and vLLM v0.6.0 with multi-step ran prompts in prefill-only steps (``chunked_prefill`` false).
-ENGINE_SETTINGS = ("chunked_prefill", "max_num_seqs", "max_num_batched_tokens")
+#: SGLang v0.3.0 and vLLM v0.6.0 with multi-step ran prompts in prefill-only steps (``chunked_prefill`` false), as
+#: did vLLM 0.5.4 below a 32K max_model_len; a launch's ``--max-model-len`` and ``--gpu-memory-utilization``.
+ENGINE_SETTINGS = ("chunked_prefill", "max_num_seqs", "max_num_batched_tokens", "max_model_len",
+                   "gpu_memory_utilization")
 #: The issue's targets: validation median |error| at most this, per metric (issue 18, "Done when").
 TARGETS = {"ttft": 0.10, "tpot_itl": 0.10, "e2e": 0.10, "throughput": 0.08}
 #: Issue 33's targets: leave-one-source-out validation median |error| at most this (:mod:`calc.latency_loso`).
@@ -310,7 +312,11 @@ def scenario_for(row: dict, *, rate_per_s: float | None = None, requests: int | 
     scenario = {"model": x["model"], "gpu": x["gpu"], "tp": x["tp"], "weights": x["weights"], "kv_dtype": x["kv_dtype"],
                 "engine": engine, "memory_basis": "runtime", "gpu_memory_utilization": 0.9,
                 "max_model_len": max(8192, 1 << max(0, longest - 1).bit_length()), "workload": workload}
-    for key, value in x.get("engine_settings", {}).items():
+    settings = x.get("engine_settings", {})
+    if settings.get("reading") and not _READINGS[check_choice("engine_settings.reading", settings["reading"],
+                                                                tuple(READINGS))]:
+        settings = {}  # settings a reading added (READINGS), left out while rows are read as received
+    for key, value in settings.items():
         # The engine's scheduler as the row ran it (each setting with its source in ``<key>_why``).
         if key in ENGINE_SETTINGS:
             scenario[key] = value
@@ -404,14 +410,22 @@ TRTLLM_BENCH_SOURCE = (
     "tuning.py calc_engine_setting and finetune_setting (KV requests = fraction x (NVML total GiB x GPUs - params x "
     "bytes per weight) / (2 x layers x max(tp, kv heads) x head size x bytes per KV element x (ISL + OSL)); batch "
     "min(requests, 4096) rounded up to 32 / 128 / 256, at least 64; tokens min(batch x (1 + ISL/OSL), 32768) "
-    "rounded up to 256 / 512 / 1024, at least 2048); tensorrt_llm/bench/build/utils.py get_device_memory (NVML total)")
+    "rounded up to 256 / 512 / 1024, at least 2048); tensorrt_llm/bench/build/utils.py get_device_memory (NVML total); "
+    "tensorrt_llm/bench/benchmark/throughput.py (--kv_cache_free_gpu_mem_fraction default 0.90, --scheduler_policy "
+    "default guaranteed_no_evict, --enable_chunked_context off, --eos_id -1: no early stop, max_seq_len the "
+    "dataset's longest request)")
 
 
 #: How rows are read, each a switch that :func:`reading_as_received` turns off to show what the reading changed:
 #: ``trtllm_bench_limits``, trtllm-bench rows run with the limits trtllm-bench derives (:func:`trtllm_bench_settings`)
-#: instead of the simulator's defaults (256 running requests, 8,192 tokens a step).
+#: instead of the simulator's defaults (256 running requests, 8,192 tokens a step); ``vllm_0_5_launch``, the
+#: engine settings of rows marked with it (``inputs.engine_settings.reading``).
 READINGS = {"trtllm_bench_limits": "trtllm-bench throughput rows run with the max_batch_size and max_num_tokens "
-                                   "trtllm-bench derives from the dataset (" + TRTLLM_BENCH_SOURCE + ")"}
+                                   "trtllm-bench derives from the dataset (" + TRTLLM_BENCH_SOURCE + ")",
+            "vllm_0_5_launch": "vLLM 0.5.4 rows (Lambda's benchmark) run as their launch set them: chunked prefill off "
+                               "below a 32K max_model_len (vLLM pull request 6666), V0's budget max(max_model_len, "
+                               "2048), the launch's --max-model-len and --gpu-memory-utilization (the rows' "
+                               "engine_settings, marked reading 'vllm_0_5_launch')"}
 _READINGS = {key: True for key in READINGS}
 
 

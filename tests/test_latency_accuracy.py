@@ -337,3 +337,20 @@ def test_a_trtllm_bench_row_runs_with_those_limits_and_as_received_without():
     # The cap is what moved the prediction: as received (256 running at most) the run comes out lower.
     with la.reading_as_received():
         assert la.predict_row(row).predicted < 0.8 * RESULTS[row["id"]].predicted
+
+
+def test_a_vllm_0_5_row_runs_as_its_launch_set_it_and_as_received_without():
+    import re
+
+    row = next(r for r in ROWS if r["id"].startswith("lambda-vllm-0.5.4-") and "len2000" in r["id"])
+    limit = int(re.search(r"--max-model-len (\d+)", row["inputs"]["engine"]).group(1))
+    scenario = la.scenario_for(row)
+    # Below 32K vLLM 0.5.4 leaves chunked prefill off; V0's budget is then max(max_model_len, 2048).
+    assert scenario["chunked_prefill"] is False and scenario["max_model_len"] == limit
+    assert scenario["max_num_batched_tokens"] == max(limit, 2048) and scenario["gpu_memory_utilization"] == 0.95
+    with la.reading_as_received():
+        received = la.scenario_for(row)
+    assert "chunked_prefill" not in received and received["gpu_memory_utilization"] == 0.9
+    bad = dict(row, inputs=dict(row["inputs"], engine_settings=dict(row["inputs"]["engine_settings"], reading="x")))
+    with pytest.raises(CalcError):
+        la.scenario_for(bad)

@@ -380,7 +380,8 @@ def _added_sources_facts() -> dict[str, str]:
                                                       input_tokens=128, output_tokens=128)
     return {"lat_n_added_sources": str(len(ADDED_SOURCES)), "lat_added_sources": "; ".join(ADDED_SOURCES),
             "lat_trtllm_bench_batch": f"{batch:,}", "lat_sim_default_cap": f"{Scenario().max_num_seqs:,}",
-            "lat_n_roofline_calibration": str(len(roofline.CALIBRATION_ROW))}
+            "lat_n_roofline_calibration": str(len(roofline.CALIBRATION_ROW)),
+            "lat_readings": "\n".join(f"- `{key}`: {text}." for key, text in latency_accuracy.READINGS.items())}
 
 
 def _miss_figures(loso: dict) -> dict[str, str]:
