@@ -370,6 +370,15 @@ def _engine_terms_table() -> str:
     return "\n".join(rows)
 
 
+def _count(n: int, noun: str) -> str:
+    """``n`` and the noun, plural unless one.
+
+    >>> _count(1, "source"), _count(2, "source")
+    ('1 source', '2 sources')
+    """
+    return f"{n} {noun}" + ("" if n == 1 else "s")
+
+
 def _added_sources_facts() -> dict[str, str]:
     """The before/after section's figures: the added sources, the trtllm-bench batch, the simulator's default cap."""
     from calc import latency_accuracy, roofline
@@ -442,7 +451,7 @@ def latency_facts(results=None, loso=None) -> dict[str, str]:
         "lat_before_after_table": latency_loso.before_after_table(loso),
         "lat_refused_list": latency_loso.refused_list(loso),
         "lat_n_refused": str(len(loso["refused"])),
-        "lat_n_refused_sources": str(len({r["source"] for r in loso["refused"]})),
+        "lat_refused_sources": _count(len({r["source"] for r in loso["refused"]}), "source"),
         "lat_n_rows_all": str(len(results) + len(loso["refused"])),
         **_added_sources_facts(),
     }
