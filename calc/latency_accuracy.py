@@ -79,6 +79,13 @@ source read, so nothing is added for it. The ITL left over is the decode step's 
 tokens of fp8 KV (``python -m calc step --engine nim-trtllm --model llama-3.3-70b --tp 2 --weights fp8
 --kv-dtype fp8 --batch 90 --context-tokens 5250``), outside this module.
 
+Rows of ``trtllm-bench throughput`` (TensorRT-LLM's performance overview) run with the limits that benchmark
+derives for itself when none are given (:func:`trtllm_bench_settings`: up to 4,096 requests and a token budget
+from the dataset's lengths), not the simulator's defaults; :class:`reading_as_received` switches that reading
+off, for the accuracy page's before/after table. A row whose set-up calc does not model is refused by name
+(:func:`check_modelled`: SGLang's data-parallel attention, ``inputs.engine_settings.dp_attention``), left out of
+:func:`load_rows` and listed by :func:`refused` with its reason, so it counts in no median.
+
 Nothing is fitted here (:mod:`calc.latency_fit` fits the engine profiles on the calibration rows through
 :func:`predict_row`); each row runs on its engine's profile (``inputs.engine_profile``). Errors are
 ``(predicted - measured) / measured``; :func:`summary` gives, per metric and per role (calibration rows
@@ -102,7 +109,7 @@ from calc.errors import CalcError, check_choice, check_range
 from calc.units import round_sig
 
 __all__ = ["LATENCY_KIND", "TARGETS", "LOSO_TARGETS", "CACHED_PROMPT_TAIL_TOKENS", "closed_loop_client_available", "warmup_requests", "METRICS", "METRIC_LABELS", "CLIENTS", "CLOSED_LOOP_STANDIN", "TRTLLM_ENGINES", "OFFLINE_BENCHMARK", "frontend_of", "ENGINE_SETTINGS",
-           "TRTLLM_FREE_GPU_MEMORY_FRACTION", "trtllm_kv_cache_tokens", "kv_capacity_tokens_vllm", "load_rows", "metric_of",
+           "TRTLLM_FREE_GPU_MEMORY_FRACTION", "trtllm_kv_cache_tokens", "kv_capacity_tokens_vllm", "load_rows", "REFUSED_SETTINGS", "TRTLLM_BENCH", "TRTLLM_BENCH_KV_FRACTION", "TRTLLM_BENCH_SOURCE", "trtllm_bench_settings", "READINGS", "reading_as_received", "check_modelled", "refusal", "refused", "metric_of",
            "source_of", "SOURCE_GROUPS", "scenario_for", "simulate_row", "predict_row", "LatencyResult", "evaluate", "summary", "by_source", "report"]
 
 LATENCY_KIND = "online_latency"
@@ -121,8 +128,10 @@ TRTLLM_ENGINES = ("nim-trtllm",)
 #: nvidia.github.io/TensorRT-LLM/examples/kvcacheconfig.html: "The default for free_gpu_memory_fraction is 0.9").
 TRTLLM_FREE_GPU_MEMORY_FRACTION = 0.9
 #: Scheduler settings a row may state in ``inputs.engine_settings`` (scenario fields of :class:`calc.sim.Scenario`):
-#: SGLang v0.3.0 and vLLM v0.6.0 with multi-step ran prompts in prefill-only steps (``chunked_prefill`` false).
-ENGINE_SETTINGS = ("chunked_prefill", "max_num_seqs", "max_num_batched_tokens")
+#: SGLang v0.3.0 and vLLM v0.6.0 with multi-step ran prompts in prefill-only steps (``chunked_prefill`` false), as
+#: did vLLM 0.5.4 below a 32K max_model_len; a launch's ``--max-model-len`` and ``--gpu-memory-utilization``.
+ENGINE_SETTINGS = ("chunked_prefill", "max_num_seqs", "max_num_batched_tokens", "max_model_len",
+                   "gpu_memory_utilization")
 #: The issue's targets: validation median |error| at most this, per metric (issue 18, "Done when").
 TARGETS = {"ttft": 0.10, "tpot_itl": 0.10, "e2e": 0.10, "throughput": 0.08}
 #: Issue 33's targets: leave-one-source-out validation median |error| at most this (:mod:`calc.latency_loso`).
@@ -140,15 +149,75 @@ _MIN_REQUESTS, _REQUESTS_PER_CLIENT, _MAX_REQUESTS = 100, 4, 1_200
 _MAX_PROFILED_REQUESTS = 100_000
 
 
-def load_rows(path: str | None = None) -> tuple[dict, ...]:
-    """The ``online_latency`` rows of the data file, in its order.
+def load_rows(path: str | None = None, *, include_refused: bool = False) -> tuple[dict, ...]:
+    """The ``online_latency`` rows of the data file that calc prices, in its order.
 
-    Source: ``calc/data/measurements.json`` through :func:`calc.accuracy.load_measurements`.
+    Rows calc refuses to price (:func:`refusal`: a parallel layout it does not model) are left out unless
+    ``include_refused``; :func:`refused` lists them with the reason. Source: ``calc/data/measurements.json``
+    through :func:`calc.accuracy.load_measurements`.
 
     >>> load_rows()[0]["id"]
     'vllm-nightly-latency-llama8b-tp1-h100'
+    >>> len(load_rows(include_refused=True)) - len(load_rows()) == len(refused())
+    True
     """
-    return load_measurements(path, kinds=(LATENCY_KIND,))
+    rows = load_measurements(path, kinds=(LATENCY_KIND,))
+    return rows if include_refused else tuple(r for r in rows if refusal(r) is None)
+
+
+#: Settings a row may state in ``inputs.engine_settings`` that calc refuses to price, each checked by
+#: :func:`calc.moe.check_moe_parallelism` (its reason in :data:`calc.moe.NOT_MODELLED`).
+REFUSED_SETTINGS = ("dp_attention",)
+
+
+def check_modelled(row: dict) -> None:
+    """Raise :class:`calc.errors.CalcError`, naming the reason, when calc does not model the row's set-up.
+
+    Today: data-parallel attention (SGLang ``--enable-dp-attention``, stated by the row as
+    ``inputs.engine_settings.dp_attention``), refused by :func:`calc.moe.check_moe_parallelism`.
+
+    >>> check_modelled(load_rows()[0])
+    >>> check_modelled({"inputs": {"model": "deepseek-v3", "tp": 8, "engine_settings": {"dp_attention": True}}})
+    Traceback (most recent call last):
+    ...
+    calc.errors.CalcError: not modelled: data-parallel attention (SGLang --enable-dp-attention, vLLM data parallelism with expert parallelism) dispatches tokens to experts with all-to-all and runs attention without tensor parallelism; calc prices tensor-parallel attention with one all-reduce after each layer only
+    """
+    from calc.moe import check_moe_parallelism
+
+    x = row["inputs"]
+    settings = x.get("engine_settings", {})
+    dp_attention = settings.get("dp_attention", False)
+    if not isinstance(dp_attention, bool):
+        raise CalcError(f"inputs.engine_settings.dp_attention must be true or false; got {dp_attention!r}",
+                        "dp_attention")
+    check_moe_parallelism(x["model"], tp=x["tp"], dp_attention=dp_attention)
+
+
+def refusal(row: dict) -> str | None:
+    """Why calc refuses to price a row (the :class:`calc.errors.CalcError` of :func:`check_modelled`), or None.
+
+    >>> refusal(load_rows()[0]) is None
+    True
+    """
+    try:
+        check_modelled(row)
+    except CalcError as error:
+        return str(error)
+    return None
+
+
+def refused(path: str | None = None) -> tuple[dict, ...]:
+    """The rows calc refuses to price, each with its id, source, engine profile, metric and the reason.
+
+    They are shown on the accuracy page as a counted, named list, outside every median.
+
+    >>> r = refused()
+    >>> len(r) >= 1, r[0]["reason"].startswith("not modelled: data-parallel attention")
+    (True, True)
+    """
+    return tuple({"id": r["id"], "source": source_of(r), "engine": r["inputs"].get("engine_profile", "vllm"),
+                  "metric": metric_of(r), "label": r["label"], "reason": reason}
+                 for r in load_rows(path, include_refused=True) if (reason := refusal(r)) is not None)
 
 
 #: Sources that are one for cross-validation although their rows cite them apart: vLLM's nightly benchmark on
@@ -194,6 +263,7 @@ def scenario_for(row: dict, *, rate_per_s: float | None = None, requests: int | 
     >>> s["model"], s["tp"], s["workload"]["arrival"], s["workload"]["requests"], s["workload"]["prompt_tokens"]
     ('llama-3.1-8b', 1, 'all-at-once', 8, 32)
     """
+    check_modelled(row)  # a set-up calc does not model is refused by name, not priced
     x = row["inputs"]
     client, lengths = x["client"], x["lengths"]
     kind = check_choice("client", client.get("kind"), CLIENTS)
@@ -242,12 +312,27 @@ def scenario_for(row: dict, *, rate_per_s: float | None = None, requests: int | 
     scenario = {"model": x["model"], "gpu": x["gpu"], "tp": x["tp"], "weights": x["weights"], "kv_dtype": x["kv_dtype"],
                 "engine": engine, "memory_basis": "runtime", "gpu_memory_utilization": 0.9,
                 "max_model_len": max(8192, 1 << max(0, longest - 1).bit_length()), "workload": workload}
-    for key, value in x.get("engine_settings", {}).items():
+    settings = x.get("engine_settings", {})
+    if settings.get("reading") and not _READINGS[check_choice("engine_settings.reading", settings["reading"],
+                                                                tuple(READINGS))]:
+        settings = {}  # settings a reading added (READINGS), left out while rows are read as received
+    for key, value in settings.items():
         # The engine's scheduler as the row ran it (each setting with its source in ``<key>_why``).
         if key in ENGINE_SETTINGS:
             scenario[key] = value
     if frontend_of(row) != "api-server":
         scenario["frontend"] = frontend_of(row)  # no API server: no per-sequence serving cost (frontend_of)
+    if (_READINGS["trtllm_bench_limits"] and TRTLLM_BENCH in x.get("engine", "") and lengths["kind"] == "fixed"
+            and not x.get("engine_settings", {}).get("max_num_seqs")):
+        # trtllm-bench throughput derives its own limits from the dataset when none are given (trtllm_bench_settings),
+        # and its max_seq_len is the dataset's longest request (bench/build/build.py: metadata.max_sequence_length).
+        # The simulator runs a whole-prompt engine only with a budget of at least max_model_len (calc.sim.scheduler),
+        # so a smaller trtllm-bench budget is raised to that: at these batches it binds only while the batch fills.
+        batch, tokens = trtllm_bench_settings(x["model"], x["gpu"], tp=x["tp"], weights=x["weights"],
+                                              kv_dtype=x["kv_dtype"], input_tokens=lengths["input_tokens"],
+                                              output_tokens=lengths["output_tokens"])
+        scenario["max_model_len"] = longest
+        scenario["max_num_seqs"], scenario["max_num_batched_tokens"] = batch, max(tokens, longest)
     if engine in TRTLLM_ENGINES:
         scenario["kv_cache_tokens"] = trtllm_kv_cache_tokens(x["model"], x["gpu"], tp=x["tp"], weights=x["weights"],
                                                              kv_dtype=x["kv_dtype"])
@@ -308,6 +393,114 @@ def trtllm_kv_cache_tokens(model: str, gpu: str, *, tp: int, weights: str, kv_dt
                               block_size=block_size, memory_basis="runtime")
     blocks = int(TRTLLM_FREE_GPU_MEMORY_FRACTION * free.kv_cache_bytes // (block_size * free.kv_bytes_per_token_per_gpu))
     return blocks * block_size
+
+
+#: The offline TensorRT-LLM benchmark whose rows run with the engine limits it derives itself (named in ``inputs.engine``).
+TRTLLM_BENCH = "trtllm-bench"
+#: trtllm-bench's bytes per weight and per KV element by format (tensorrt_llm/bench/build/tuning.py, ``BYTES_PER_ELEM``:
+#: no quantization 2.0, FP8 1.0, NVFP4 0.5; anything else 2).
+_TRTLLM_BENCH_BYTES = {"fp8": 1.0}
+#: trtllm-bench throughput's default ``--kv_cache_free_gpu_mem_fraction`` (the perf-overview page: "a higher KV cache
+#: percentage by setting --kv_cache_free_gpu_mem_fraction 0.95 ... better performance than the default setting of 0.90").
+TRTLLM_BENCH_KV_FRACTION = 0.90
+TRTLLM_BENCH_SOURCE = (
+    "NVIDIA/TensorRT-LLM tensorrt_llm/bench/benchmark/utils/general.py get_settings (PyTorch backend: without "
+    "--max_batch_size and --max_num_tokens, get_benchmark_engine_settings from the dataset's average ISL and OSL; "
+    "chunked prefill off, max_num_tokens = max(heuristic, max ISL + max_batch_size)); tensorrt_llm/bench/build/"
+    "tuning.py calc_engine_setting and finetune_setting (KV requests = fraction x (NVML total GiB x GPUs - params x "
+    "bytes per weight) / (2 x layers x max(tp, kv heads) x head size x bytes per KV element x (ISL + OSL)); batch "
+    "min(requests, 4096) rounded up to 32 / 128 / 256, at least 64; tokens min(batch x (1 + ISL/OSL), 32768) "
+    "rounded up to 256 / 512 / 1024, at least 2048); tensorrt_llm/bench/build/utils.py get_device_memory (NVML total); "
+    "tensorrt_llm/bench/benchmark/throughput.py (--kv_cache_free_gpu_mem_fraction default 0.90, --scheduler_policy "
+    "default guaranteed_no_evict, --enable_chunked_context off, --eos_id -1: no early stop, max_seq_len the "
+    "dataset's longest request)")
+
+
+#: How rows are read, each a switch that :func:`reading_as_received` turns off to show what the reading changed:
+#: ``trtllm_bench_limits``, trtllm-bench rows run with the limits trtllm-bench derives (:func:`trtllm_bench_settings`)
+#: instead of the simulator's defaults (256 running requests, 8,192 tokens a step); ``vllm_0_5_launch``, the
+#: engine settings of rows marked with it (``inputs.engine_settings.reading``).
+READINGS = {"trtllm_bench_limits": "trtllm-bench throughput rows run with the max_batch_size and max_num_tokens "
+                                   "trtllm-bench derives from the dataset (" + TRTLLM_BENCH_SOURCE + ")",
+            "vllm_0_5_launch": "vLLM 0.5.4 rows (Lambda's benchmark) run as their launch set them: chunked prefill off "
+                               "below a 32K max_model_len (vLLM pull request 6666), V0's budget max(max_model_len, "
+                               "2048), the launch's --max-model-len and --gpu-memory-utilization (the rows' "
+                               "engine_settings, marked reading 'vllm_0_5_launch')"}
+_READINGS = {key: True for key in READINGS}
+
+
+class reading_as_received:
+    """Context manager: rows read as they were before :data:`READINGS` (every reading switched off).
+
+    The accuracy page's before/after table uses it (:mod:`calc.latency_loso`); nothing else should.
+
+    >>> row = next(r for r in load_rows() if TRTLLM_BENCH in r["inputs"]["engine"])
+    >>> with reading_as_received():
+    ...     before = scenario_for(row).get("max_num_seqs")
+    >>> before, scenario_for(row)["max_num_seqs"] > 256
+    (None, True)
+    """
+
+    def __enter__(self):
+        self._saved = dict(_READINGS)
+        _READINGS.update({key: False for key in READINGS})
+        return self
+
+    def __exit__(self, *exc):
+        _READINGS.update(self._saved)
+        return False
+
+
+def trtllm_bench_settings(model: str, gpu: str, *, tp: int, weights: str, kv_dtype: str, input_tokens: int,
+                          output_tokens: int, kv_cache_free_gpu_mem_fraction: float = TRTLLM_BENCH_KV_FRACTION,
+                          chunked_prefill: bool = False) -> tuple[int, int]:
+    """(max_batch_size, max_num_tokens) trtllm-bench throughput picks for a fixed-length dataset (PyTorch backend).
+
+    Given neither limit, trtllm-bench derives both from the KV memory its own estimate leaves and the dataset's
+    lengths, "slightly optimistic" upper bounds (:data:`TRTLLM_BENCH_SOURCE`): the requests that fit in
+    ``fraction x (total GiB - weights)``, capped at 4,096 and rounded up, and as many tokens as that batch's
+    prompts per answer token, at most 32,768; with chunked prefill off, at least the longest prompt plus the
+    batch. So Llama 3.1 405B FP8 on eight H200s at 128/128 runs up to 4,096 requests, not an API server's 256.
+
+    >>> trtllm_bench_settings("llama-3.1-405b", "h200", tp=8, weights="fp8", kv_dtype="bf16", input_tokens=128,
+    ...                       output_tokens=128)
+    (4096, 8192)
+    >>> trtllm_bench_settings("llama-3.1-405b", "h100-sxm-80gb", tp=8, weights="fp8", kv_dtype="bf16",
+    ...                       input_tokens=5000, output_tokens=500)
+    (96, 5096)
+    """
+    from calc.catalog import get_gpu, get_model
+
+    m, g = get_model(model), get_gpu(gpu)
+    tp = check_range("tp", tp, 1, 1024, integer=True)
+    isl = check_range("input_tokens", input_tokens, 1, 10**7, integer=True)
+    osl = check_range("output_tokens", output_tokens, 1, 10**7, integer=True)
+    fraction = check_range("kv_cache_free_gpu_mem_fraction", kv_cache_free_gpu_mem_fraction, 0.01, 1.0)
+    gib = 1024 ** 3
+    bytes_per_token_gib = (2 * m.layers * max(tp, m.kv_heads) * m.head_dim
+                           * _TRTLLM_BENCH_BYTES.get(kv_dtype, 2.0) / gib)
+    engine_gib = m.total_params * _TRTLLM_BENCH_BYTES.get(weights, 2.0) / gib
+    available_gib = g.memory_bytes("runtime") / gib * tp - engine_gib
+    if available_gib <= 0:
+        raise CalcError(f"trtllm-bench: {m.name}'s {engine_gib:.0f} GiB of weights do not fit on {tp} x {g.name}", "tp")
+    requests = available_gib * fraction / (bytes_per_token_gib * (isl + osl))
+    raw_batch = min(requests, 4096)
+    raw_tokens = min(raw_batch * (1 + isl / osl), 32768)
+    if raw_batch < 256:
+        batch = max(64, 32 * math.ceil(raw_batch / 32))
+    elif raw_batch < 1024:
+        batch = 128 * math.ceil(raw_batch / 128)
+    else:
+        batch = 256 * math.ceil(raw_batch / 256)
+    if raw_tokens < 4096:
+        tokens = max(2048, 256 * math.ceil(raw_tokens / 256))
+    elif raw_tokens < 8192:
+        tokens = 512 * math.ceil(raw_tokens / 512)
+    else:
+        tokens = 1024 * math.ceil(raw_tokens / 1024)
+    if not chunked_prefill:
+        tokens = max(tokens, isl + batch)
+    return batch, tokens
 
 
 def kv_capacity_tokens_vllm(model: str, gpu: str, *, tp: int, weights: str, kv_dtype: str) -> int:

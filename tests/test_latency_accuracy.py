@@ -254,3 +254,103 @@ def test_nims_published_figures_say_every_answer_ran_to_max_tokens_and_no_client
         assert expected_tokens_per_s == pytest.approx(run["throughput"]["figure"]["value"], rel=0.006), x["client"]
         checked += 1
     assert checked == 9
+
+
+# --- rows calc does not model: refused by name (issue 33), never priced ------------------------------------------
+
+ALL_ROWS = la.load_rows(include_refused=True)
+
+
+def test_a_dp_attention_row_is_refused_with_a_calc_error_naming_the_reason():
+    row = next(r for r in ALL_ROWS if r["inputs"].get("engine_settings", {}).get("dp_attention"))
+    with pytest.raises(CalcError) as err:
+        la.predict_row(row)
+    assert err.value.field == "dp_attention" and "not modelled: data-parallel attention" in str(err.value)
+    # The same row without the setting is priced: the refusal is the setting's, not the model's or the GPU's.
+    import copy
+
+    priced = copy.deepcopy(row)
+    del priced["inputs"]["engine_settings"]["dp_attention"]
+    assert la.refusal(priced) is None and la.predict_row(priced).predicted > 0
+
+
+def test_every_refused_row_is_left_out_of_the_priced_rows_and_listed_with_its_reason():
+    refused = la.refused()
+    ids = {r["id"] for r in refused}
+    assert ids and ids.isdisjoint(r["id"] for r in ROWS)
+    assert len(ROWS) + len(refused) == len(ALL_ROWS)
+    assert all(r["reason"] == la.refusal(next(x for x in ALL_ROWS if x["id"] == r["id"])) for r in refused)
+    assert not any(r.id in ids for r in RESULTS.values())  # in no result, so in no median
+
+
+def test_a_launch_command_with_dp_attention_states_the_setting():
+    # The setting is read from the row, so a row whose command runs DP attention must say so.
+    for r in ALL_ROWS:
+        flagged = "--enable-dp-attention" in r["inputs"]["engine"]
+        assert flagged == bool(r["inputs"].get("engine_settings", {}).get("dp_attention")), r["id"]
+        assert flagged == (la.refusal(r) is not None), r["id"]
+
+
+def test_a_non_boolean_dp_attention_is_refused_by_name():
+    with pytest.raises(CalcError) as err:
+        la.check_modelled({"inputs": {"model": "deepseek-v3", "tp": 8, "engine_settings": {"dp_attention": "yes"}}})
+    assert err.value.field == "dp_attention"
+
+
+# --- trtllm-bench rows run with the limits trtllm-bench derives (tensorrt_llm/bench/build/tuning.py) -----------
+
+def test_trtllm_bench_settings_follow_its_heuristic():
+    # 405B FP8 on 8 x H200 at 128/128: thousands of requests fit, so the batch is capped at 4,096 and the tokens
+    # at batch x (1 + 128/128) = 8,192.
+    assert la.trtllm_bench_settings("llama-3.1-405b", "h200", tp=8, weights="fp8", kv_dtype="bf16",
+                                    input_tokens=128, output_tokens=128) == (4096, 8192)
+    # Less room on 8 x H100: fewer requests, rounded up to a multiple of 32 (below 256), at least 64.
+    small = la.trtllm_bench_settings("llama-3.1-405b", "h100-sxm-80gb", tp=8, weights="fp8", kv_dtype="bf16",
+                                     input_tokens=2048, output_tokens=2048)
+    large = la.trtllm_bench_settings("llama-3.1-405b", "h200", tp=8, weights="fp8", kv_dtype="bf16",
+                                     input_tokens=2048, output_tokens=2048)
+    assert small[0] < large[0] and small[0] % 32 == 0 and small[0] >= 64
+    # Chunked prefill off: the budget holds the longest prompt beside the whole batch.
+    batch, tokens = la.trtllm_bench_settings("llama-3.1-405b", "h200", tp=8, weights="fp8", kv_dtype="bf16",
+                                             input_tokens=5000, output_tokens=500)
+    assert tokens == 5000 + batch
+    assert la.trtllm_bench_settings("llama-3.1-405b", "h200", tp=8, weights="fp8", kv_dtype="bf16", input_tokens=5000,
+                                    output_tokens=500, chunked_prefill=True)[1] < tokens
+    with pytest.raises(CalcError):
+        la.trtllm_bench_settings("llama-3.1-405b", "h100-sxm-80gb", tp=2, weights="fp8", kv_dtype="bf16",
+                                 input_tokens=128, output_tokens=128)
+
+
+def test_a_trtllm_bench_row_runs_with_those_limits_and_as_received_without():
+    row = BY_ID["trtllm-perf-overview-llama-3.1-405b-fp8-h200-tp8-128-128-throughput"]
+    scenario = la.scenario_for(row)
+    assert (scenario["max_num_seqs"], scenario["max_num_batched_tokens"]) == (4096, 8192)
+    assert scenario["max_model_len"] == 256  # the dataset's longest request
+    with la.reading_as_received():
+        before = la.scenario_for(row)
+    assert "max_num_seqs" not in before and before["max_model_len"] == 8192
+    # Rows of other benchmarks are read the same either way.
+    other = BY_ID["vllm-nightly-latency-llama8b-tp1-h100"]
+    with la.reading_as_received():
+        received = la.scenario_for(other)
+    assert received == la.scenario_for(other)
+    # The cap is what moved the prediction: as received (256 running at most) the run comes out lower.
+    with la.reading_as_received():
+        assert la.predict_row(row).predicted < 0.8 * RESULTS[row["id"]].predicted
+
+
+def test_a_vllm_0_5_row_runs_as_its_launch_set_it_and_as_received_without():
+    import re
+
+    row = next(r for r in ROWS if r["id"].startswith("lambda-vllm-0.5.4-") and "len2000" in r["id"])
+    limit = int(re.search(r"--max-model-len (\d+)", row["inputs"]["engine"]).group(1))
+    scenario = la.scenario_for(row)
+    # Below 32K vLLM 0.5.4 leaves chunked prefill off; V0's budget is then max(max_model_len, 2048).
+    assert scenario["chunked_prefill"] is False and scenario["max_model_len"] == limit
+    assert scenario["max_num_batched_tokens"] == max(limit, 2048) and scenario["gpu_memory_utilization"] == 0.95
+    with la.reading_as_received():
+        received = la.scenario_for(row)
+    assert "chunked_prefill" not in received and received["gpu_memory_utilization"] == 0.9
+    bad = dict(row, inputs=dict(row["inputs"], engine_settings=dict(row["inputs"]["engine_settings"], reading="x")))
+    with pytest.raises(CalcError):
+        la.scenario_for(bad)

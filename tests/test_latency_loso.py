@@ -66,3 +66,46 @@ def test_a_change_in_one_rows_loso_error_changes_the_page_table():
         if r["role"] == "validation" and r["metric"] == "ttft":
             r["loso_error"] += 0.5
     assert latency_loso.summary_table(moved) != latency_loso.summary_table(STORED)
+
+
+def test_refused_rows_are_stored_apart_with_their_reason_and_count_in_no_median():
+    assert STORED["refused"] == [dict(r) for r in latency_accuracy.refused()]
+    refused = {r["id"] for r in STORED["refused"]}
+    assert refused and refused.isdisjoint(r["id"] for r in STORED["rows"])
+    listed = latency_loso.refused_list(STORED)
+    for source in {r["source"] for r in STORED["refused"]}:
+        n = sum(r["source"] == source for r in STORED["refused"])
+        assert f"**{source}**" in listed and f"{n} figures" in listed
+    assert page.latency_facts()["lat_refused_list"] == listed
+
+
+def test_the_source_table_counts_each_sources_validation_rows():
+    s = latency_loso.by_source(STORED)
+    validation = [r for r in STORED["rows"] if r["role"] == "validation"]
+    assert sum(cell["n"] for cell in s.values()) == len(validation)
+    assert set(s) == {r["source"] for r in validation}
+    table = latency_loso.source_table(STORED)
+    assert len(table.splitlines()) == len(s) + 2
+    assert page.latency_facts()["lat_source_table"] == table
+
+
+def test_before_the_added_sources_is_the_other_sources_rows_and_now_is_every_row():
+    s = latency_loso.before_after(STORED)
+    validation = [r for r in STORED["rows"] if r["role"] == "validation"]
+    now = latency_loso.summary(STORED)
+    for m in latency_accuracy.METRICS:
+        before = [r for r in validation if r["metric"] == m and r["source"] not in latency_loso.ADDED_SOURCES]
+        assert s[m]["all"]["before"]["loso"]["n"] == len(before)
+        assert s[m]["all"]["now"] == now[m]["all"]
+    # Where a reading changed a row, its as-received errors are stored beside and differ from today's.
+    changed = [r for r in STORED["rows"] if "loso_error_as_received" in r]
+    assert changed and {r["source"] for r in changed} == {"TensorRT-LLM perf overview",
+                                                          "LambdaLabsML vllm-benchmark (vLLM 0.5.4, H100 SXM)"}
+    changed = [r for r in changed if r["source"] == "TensorRT-LLM perf overview"]
+    # It moves the runs whose batch the simulator's cap held (most on eight H200s); where the KV cache binds first
+    # (eight H100s, 405B's weights leave little room) the two readings nearly agree.
+    moved = {r["id"] for r in changed if abs(r["loso_error_as_received"] - r["loso_error"]) > 0.01}
+    assert "trtllm-perf-overview-llama-3.1-405b-fp8-h200-tp8-128-128-throughput" in moved
+    assert len(moved) >= len(changed) // 2
+    assert set(latency_loso.ADDED_SOURCES) <= {r["source"] for r in STORED["rows"]} | {r["source"] for r in STORED["refused"]}
+    assert page.latency_facts()["lat_before_after_table"] == latency_loso.before_after_table(STORED)

@@ -243,7 +243,8 @@ def your_measurement(
 #: misses (issue 33's targets, :data:`calc.latency_accuracy.LOSO_TARGETS`), over all engines.
 MISS_MECHANISMS = {
     "ttft": ("the engines with one source each are predicted, with that source left out, on vLLM's terms fitted on "
-             "vLLM's own two sources (see the engines below); NIM's closed-loop rows at 5 and 25 clients come out "
+             "vLLM's own two sources (see the engines below); DeepSeek-V3 on SGLang 0.4 (one run) comes out far "
+             "short (see sglang-0.4 below); NIM's closed-loop rows at 5 and 25 clients come out "
              "long, where the simulated clients (fixed lengths, all started at once) stay in lock-step and each "
              "resent prompt queues behind the one before; and vLLM's all-at-once run on Azure comes out short"),
     "tpot_itl": ("time per token is short where an engine is priced on another engine's terms (see the engines below)"),
@@ -262,7 +263,11 @@ ENGINE_MISS_MECHANISMS = {
         "to four GPUs come out slow"),
     ("vllm", "throughput"): (
         "the same refit (see end to end) prices the nightly offline runs slow; the Azure rows, predicted from the "
-        "nightly benchmark alone, come out within about a tenth"),
+        "nightly benchmark alone, come out within about a tenth; Lambda's vLLM 0.5.4 runs come out at "
+        "{lambda_throughput} in throughput and {lambda_tpot} in time per token (median, signed): vLLM 0.5.x spent "
+        "a third of its time in the HTTP API server and 29% in scheduling on Llama 3 8B on one H100, which 0.6.0 "
+        "moved off the GPU's path (blog.vllm.ai/2024/09/05/perf-update.html, 'Performance Diagnosis'), and 0.5.4 "
+        "runs on the current vLLM's terms, with no second source of 0.5 to fit a profile of its own on"),
     ("vllm-0.6-multistep", "ttft"): (
         "its only source (SGLang's comparison, vLLM v0.6.0 on an A100 and four H100s) is left out, so it is priced "
         "on the nightly vLLM's fitted terms, whose step cost ({vllm_step_ms} ms) is below the {own_step_ms} ms its "
@@ -275,6 +280,16 @@ ENGINE_MISS_MECHANISMS = {
         "its only source is left out, so it is priced on vLLM's terms, whose per-GPU step cost ({vllm_tp_ms} ms) is "
         "below the {own_tp_ms} ms SGLang's own four-GPU row implies (SGLang 0.3 runs a scheduler in every rank and "
         "broadcasts each loop's new requests to them): its four-GPU runs come out short"),
+    ("sglang-0.4", "ttft"): (
+        "its only priced rows (SGLang pull request 4918: DeepSeek-V3 at TP 8, one run of ShareGPT prompts at "
+        "{dsv3_sent_rate}) describe a server that finished {dsv3_done_rate}, with about {dsv3_in_flight} requests in "
+        "flight and {dsv3_ms_per_token} ms a token (mean end to end less mean TTFT, over the mean answer), where calc "
+        "serves the rate with no queue at {dsv3_calc_itl_ms} ms a token (its simulated median ITL). The source names "
+        "no GPU for its serving run (read as H200 from the same description's accuracy section) and no MoE kernel "
+        "configuration; no mechanism read explains a step several times calc's, so nothing is changed for it"),
+    ("sglang-0.4", "e2e"): ("the same run: its time per token is several times calc's"),
+    ("sglang-0.4", "throughput"): ("the same run: the server finished fewer requests a second than were sent, calc "
+                                   "all of them"),
     ("sglang-0.3", "throughput"): (
         "its 5,000-prompt runs at rate infinity are charged a per-sequence serving cost at a few hundred running "
         "sequences, where SGLang detokenizes and streams in processes of its own beside the GPU's work (with its own "
@@ -355,6 +370,56 @@ def _engine_terms_table() -> str:
     return "\n".join(rows)
 
 
+def _count(n: int, noun: str) -> str:
+    """``n`` and the noun, plural unless one.
+
+    >>> _count(1, "source"), _count(2, "source")
+    ('1 source', '2 sources')
+    """
+    return f"{n} {noun}" + ("" if n == 1 else "s")
+
+
+def _added_sources_facts() -> dict[str, str]:
+    """The before/after section's figures: the added sources, the trtllm-bench batch, the simulator's default cap."""
+    from calc import latency_accuracy, roofline
+    from calc.latency_loso import ADDED_SOURCES
+    from calc.sim import Scenario
+
+    batch, _ = latency_accuracy.trtllm_bench_settings("llama-3.1-405b", "h200", tp=8, weights="fp8", kv_dtype="bf16",
+                                                      input_tokens=128, output_tokens=128)
+    return {"lat_n_added_sources": str(len(ADDED_SOURCES)), "lat_added_sources": "; ".join(ADDED_SOURCES),
+            "lat_trtllm_bench_batch": f"{batch:,}", "lat_sim_default_cap": f"{Scenario().max_num_seqs:,}",
+            "lat_n_roofline_calibration": str(len(roofline.CALIBRATION_ROW)),
+            "lat_readings": "\n".join(f"- `{key}`: {text}." for key, text in latency_accuracy.READINGS.items())}
+
+
+def _miss_figures(loso: dict) -> dict[str, str]:
+    """Figures the engine-miss texts quote, computed from the rows and the generated file."""
+    from calc import latency_accuracy
+    from calc.latency_loso import ADDED_SOURCES
+
+    rows = {r["id"]: r for r in latency_accuracy.load_rows()}
+    by_id = {r["id"]: r for r in loso["rows"]}
+    lambda_rows = [r for r in loso["rows"] if r["source"] == ADDED_SOURCES[0] and r["role"] == "validation"]
+    out = {"lambda_throughput": "-", "lambda_tpot": "-", "dsv3_sent_rate": "-", "dsv3_done_rate": "-", "dsv3_in_flight": "-",
+           "dsv3_ms_per_token": "-", "dsv3_calc_itl_ms": "-"}
+    if lambda_rows:
+        out["lambda_throughput"] = signed_percent(median([r["loso_error"] for r in lambda_rows
+                                                          if r["metric"] == "throughput"]))
+        out["lambda_tpot"] = signed_percent(median([r["loso_error"] for r in lambda_rows if r["metric"] == "tpot_itl"]))
+    run = "sglang-pr4918-deepseek-v3-fp8-h200-tp8-sharegpt-rps4-"
+    if run + "e2e-mean" in by_id:
+        done = rows[run + "throughput-req"]["figure"]["value"]
+        e2e_s, ttft_s = rows[run + "e2e-mean"]["figure"]["value"] / 1000, rows[run + "ttft-mean"]["figure"]["value"] / 1000
+        answer = rows[run + "e2e-mean"]["inputs"]["lengths"]["mean_output_tokens"]
+        summary, _, _ = latency_accuracy.simulate_row(rows[run + "e2e-mean"])
+        sent = rows[run + "e2e-mean"]["inputs"]["client"]["rate_per_s"]
+        out.update(dsv3_sent_rate=f"{format_number(sent)} req/s", dsv3_done_rate=f"{format_number(done)} req/s", dsv3_in_flight=f"{done * e2e_s:.0f}",
+                   dsv3_ms_per_token=f"{(e2e_s - ttft_s) / (answer - 1) * 1000:.0f}",
+                   dsv3_calc_itl_ms=format_number(summary["itl_p50_s"] * 1000))
+    return out
+
+
 def latency_facts(results=None, loso=None) -> dict[str, str]:
     """The latency section's facts: per metric n, leave-one-source-out and in-sample medians, verdicts, tables.
 
@@ -382,6 +447,13 @@ def latency_facts(results=None, loso=None) -> dict[str, str]:
         # The same table inside a collapsible note: every line after the first indented four spaces.
         "latency_table_in_note": "\n    ".join(latency_table(results).splitlines()),
         "engine_terms_table": _engine_terms_table(),
+        "lat_source_table": latency_loso.source_table(loso),
+        "lat_before_after_table": latency_loso.before_after_table(loso),
+        "lat_refused_list": latency_loso.refused_list(loso),
+        "lat_n_refused": str(len(loso["refused"])),
+        "lat_refused_sources": _count(len({r["source"] for r in loso["refused"]}), "source"),
+        "lat_n_rows_all": str(len(results) + len(loso["refused"])),
+        **_added_sources_facts(),
     }
     missed = []
     for m in latency_accuracy.METRICS:
@@ -424,7 +496,7 @@ def latency_facts(results=None, loso=None) -> dict[str, str]:
                 own_tp_ms=format_number(get_profile(key).tp_step_overhead_s * 1000),
                 nightly_fold_step_ms=format_number(
                     loso["folds"].get("vLLM nightly benchmark", {}).get("vllm", {}).get("step_overhead_s", 0.0) * 1000),
-                in_sample_errors=" and ".join(signed_percent(e) for e in inside))
+                in_sample_errors=" and ".join(signed_percent(e) for e in inside), **_miss_figures(loso))
             engine_misses.append(f"- `{key}`, {latency_accuracy.METRIC_LABELS[m]}: {percent(v['median_abs_error'])} "
                                  f"({v['n']} figures, median signed {signed_percent(v['median_error'])}): {why}.")
     out["lat_engine_misses"] = "\n".join(engine_misses) if engine_misses else "- none: every engine meets every target."
