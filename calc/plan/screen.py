@@ -173,6 +173,13 @@ def _outcome(make, *args):
         return error
 
 
+def _targets_of(request) -> tuple[dict, float, dict]:
+    """Every target, the tightest TPOT target and the TTFT targets (read only: shared by a request's candidates)."""
+    targets = dict(request.targets.items())
+    tpot_target = min([v for k, v in targets.items() if k.startswith("tpot")], default=math.inf)
+    return targets, tpot_target, {k: v for k, v in targets.items() if k.startswith("ttft")}
+
+
 def _scenario_key(c: dict) -> tuple:
     """The dimensions :func:`scenario_of` reads (all but the layout)."""
     return (c["gpu"], c["tp"], c["weights"], c["kv_dtype"], c["max_num_seqs"], c["max_num_batched_tokens"],
@@ -198,6 +205,7 @@ class _Replica:
         self._tpot: dict[int, float] = {}
         self._step: dict[int, float] = {}
         self._prefill: dict[int, float] = {}
+        self.bindings: dict[int, str] = {}  # _step_binding's answers by batch
         # A decode step and speculation's speed-up depend on the hardware and the batch only, not on the token
         # budget or the layout: the replicas of one request on the same hardware share them.
         self._shared = _cached(request, ("hardware", c["gpu"], c["tp"], c["weights"], c["kv_dtype"], self.context),
@@ -424,7 +432,15 @@ def _too_many(candidate, peak_rate_per_s: float, unit_rate_per_s: float, binding
 
 
 def _step_binding(coef, replica: _Replica, batch: int) -> str:
-    """Which resource a step at ``batch`` spends its time on: the interconnect, HBM bandwidth or compute."""
+    """Which resource a step at ``batch`` spends its time on: the interconnect, HBM bandwidth or compute (kept by
+    batch on the replica, whose coefficients these are)."""
+    kept = replica.bindings if coef is replica.coef else {}
+    if batch not in kept:
+        kept[batch] = _step_binding_now(coef, replica, batch)
+    return kept[batch]
+
+
+def _step_binding_now(coef, replica: _Replica, batch: int) -> str:
     d = steady_state_step(coef, batch=batch, input_tokens=max(1, replica.prefill),
                           output_tokens=max(1, round(replica.answer))) if not replica.decode_only else \
         decode_step(coef, batch=batch, context_tokens=replica.context)
@@ -455,8 +471,8 @@ def screen(request, candidate) -> ScreenResult:
     (False, 'memory', 'no memory left for the KV cache')
     """
     c = as_dict(candidate)
-    targets = dict(request.targets.items())
-    price = gpu_hour_price(request, c["gpu"])
+    targets, tpot_target, ttft_targets = _cached(request, ("targets",), lambda: _targets_of(request))
+    price = _cached(request, ("price", c["gpu"]), lambda: gpu_hour_price(request, c["gpu"]))
     if price is None:
         return _fail(candidate, f"{c['gpu']}: no price (no dated listing in the catalog): give one", "budget")
     if c.get("pp", 1) > 1:
@@ -485,8 +501,6 @@ def screen(request, candidate) -> ScreenResult:
         return _fail(candidate, f"memory: the KV cache ({kv.kv_cache_tokens:,} tokens) holds no average request "
                                 f"({round(per_request_kv):,} tokens)", "memory")
     cap = min(c["max_num_seqs"], kv_cap)
-    tpot_target = min([v for k, v in targets.items() if k.startswith("tpot")], default=math.inf)
-    ttft_targets = {k: v for k, v in targets.items() if k.startswith("ttft")}
 
     if layout == "aggregated":
         replica = _cached(request, _replica_key(c, prefill, False),
@@ -506,7 +520,7 @@ def screen(request, candidate) -> ScreenResult:
     usd_per_hour = gpus * price["usd_per_gpu_hour"]
     return ScreenResult(candidate=candidate, ok=True, binding=result["binding"], replicas=result["units"], gpus=gpus,
                         rate_max_per_s=result["rate_max"], usd_per_hour=usd_per_hour,
-                        usd_per_gpu_hour=price["usd_per_gpu_hour"], price=price, predicted=result["point"],
+                        usd_per_gpu_hour=price["usd_per_gpu_hour"], price=dict(price), predicted=result["point"],
                         prefill_share=result["prefill_share"], kv_cache_tokens=kv.kv_cache_tokens, running_max=cap,
                         limits=result["limits"])
 
