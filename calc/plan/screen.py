@@ -218,6 +218,14 @@ class _Replica:
             self._shared[key] = decode_step(self.coef, batch=batch, context_tokens=self.context)["time_s"]
         return self._shared[key]
 
+    def mixed_s(self, batch: int, chunk: int) -> float:
+        """A step of ``batch`` decodes and a ``chunk``-token prompt chunk (:func:`calc.roofline.mixed_step_s`), kept
+        (token budgets that leave room for the whole prompt give the same chunks)."""
+        key = ("mixed", batch, chunk)
+        if key not in self._shared:
+            self._shared[key] = mixed_step_s(self.coef, batch=batch, context_tokens=self.context, chunk_tokens=chunk)
+        return self._shared[key]
+
     def speedup(self, batch: int) -> float:
         """Speculation's speed-up at ``batch`` (:func:`calc.speculative.speedup_at_batch`), kept."""
         key = ("speedup", batch)
@@ -252,11 +260,10 @@ class _Replica:
         chunks = math.ceil(self.prefill / room)
         share = batch * chunks / max(1.0, self.answer - 1)
         if share <= 1:
-            mixed = mixed_step_s(self.coef, batch=batch, context_tokens=self.context,
-                                 chunk_tokens=math.ceil(self.prefill / chunks))
+            mixed = self.mixed_s(batch, math.ceil(self.prefill / chunks))
             return decode + share * (mixed - decode)
         per_step = min(room, math.ceil(batch * self.prefill / max(1.0, self.answer - 1)))
-        return mixed_step_s(self.coef, batch=batch, context_tokens=self.context, chunk_tokens=per_step)
+        return self.mixed_s(batch, per_step)
 
     def tpot_s(self, batch: int) -> float:
         """Mean time per output token at ``batch`` running (speculation: the step over its speed-up)."""
@@ -280,8 +287,7 @@ class _Replica:
             return math.inf
         chunks = math.ceil(self.prefill / room)
         chunk = min(self.prefill, room)
-        return chunks * mixed_step_s(self.coef, batch=0 if self.decode_only else batch, context_tokens=self.context,
-                                     chunk_tokens=chunk)
+        return chunks * self.mixed_s(0 if self.decode_only else batch, chunk)
 
     def prefill_capacity_per_s(self, batch: int) -> float:
         """Prompts per second the replica can prefill while ``batch`` sequences decode (the prefill server's mu)."""
