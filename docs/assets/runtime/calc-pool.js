@@ -135,7 +135,8 @@
       });
     }
 
-    // Resolves once the main worker keeps the plan for `args` (or once it is clear it will compute it alone).
+    // Resolves once the main worker keeps the plan for `args` (or once it is clear it will compute it alone), to
+    // whether newer inputs replaced these meanwhile.
     function simulate(args, run) {
       return askMain(args, "").then(function step(answer) {
         if (run.cancelled || !answer.ok) return; // a newer input, or calc refused this one: the widget's call says why
@@ -158,10 +159,14 @@
       if (current && current.key === key) return current.done;
       if (current) current.cancelled = true; // its remaining jobs are not handed out
       var run = { key: key, cancelled: false, rounds: [], forText: null };
-      run.done = simulate(args, run).catch(function (error) { giveUp(String(error && error.message ? error.message : error)); });
+      run.done = simulate(args, run).catch(function (error) { giveUp(String(error && error.message ? error.message : error)); })
+        .then(function () { return run.cancelled; });
       current = run;
       return run.done;
     }
+    // The answer of a call whose inputs were replaced before its simulations finished: the runtime drops it (a
+    // newer call of the widget is on its way), so the main worker is not asked to simulate the old inputs itself.
+    var SUPERSEDED = { ok: false, error: { kind: "runtime", field: null, message: "superseded by newer inputs" } };
 
     var served = [];
     SERVED.forEach(function (selector) {
@@ -170,7 +175,7 @@
       widget.calcCall = function (args, budgetMs) {
         var call = function () { return runtime.request("call", { fn: widget.dataset.widget, args: args }, budgetMs); };
         if (broken) return call();
-        return ensure(args).then(call, call);
+        return ensure(args).then(function (superseded) { return superseded ? SUPERSEDED : call(); }, call);
       };
       served.push(widget);
     });
