@@ -31,11 +31,18 @@ _OUTPUT_IS = """([widget, key, want]) => {
 # starts (worker.mjs: the page's own, then the planner's pool) and those it terminates.
 COUNT_WORKERS = """
 (() => {
-  window.__calls = []; window.__started = 0; window.__terminated = 0;
+  window.__calls = []; window.__started = 0; window.__terminated = 0; window.__restored = [];
   const W = window.Worker, proto = W.prototype, post = proto.postMessage, terminate = proto.terminate;
   window.Worker = function (url, options) {
     const worker = new W(url, options);
-    if (/\\/worker\\.mjs/.test(String(url))) { window.__started += 1; worker.__python = true; }
+    if (/\\/worker\\.mjs/.test(String(url))) {
+      window.__started += 1;
+      worker.__python = true;
+      worker.addEventListener("message", (event) => {  // each Python worker's ready status: restored or booted?
+        try { const m = JSON.parse(event.data); if (m.type === "status" && m.state === "ready") window.__restored.push(m.snapshot); }
+        catch (e) { /* an answer */ }
+      });
+    }
     return worker;
   };
   window.Worker.prototype = proto;
@@ -51,7 +58,8 @@ COUNT_WORKERS = """
 
 def _counts(page) -> dict:
     return page.evaluate("() => ({calls: window.__calls.slice(), started: window.__started,"
-                         " terminated: window.__terminated, cores: navigator.hardwareConcurrency})")
+                         " terminated: window.__terminated, restored: window.__restored.slice(),"
+                         " cores: navigator.hardwareConcurrency})")
 
 
 def _plan_calls(counts: dict, fn: str | None = None) -> list:
@@ -111,6 +119,7 @@ def test_reached_from_home_live_offline_and_the_controls_recompute_both_answers(
     assert pool == max(1, min(4, driven["cores"])), driven
     assert len(_plan_calls(driven, "plan.simulated_jobs")) >= 7  # six finalists and the bands, then the sensitivity
     assert len(_plan_calls(driven, "plan.confirmed_jobs")) >= 3
+    assert driven["restored"] == [True] * (1 + pool), driven  # every one restored from the build's snapshot
     # leaving the page (instant navigation) terminates the pool, not the page's own worker
     page.locator("a.md-header__button.md-logo").first.click()
     page.wait_for_function("(n) => window.__terminated === n", arg=pool)
