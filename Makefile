@@ -96,8 +96,8 @@ test-fast: setup
 bench: export SITE_URL := http://127.0.0.1:8766/
 bench: export CHROMIUM_PATH := $(BENCH_CHROMIUM)
 # Each runs even if one before it failed (a failed measurement prints FAILED and its reason); the exit status
-# says whether any failed.
-BENCH_STEPS := bench/bench_sim.py bench/bench_plan.py bench/bench_site.py bench/bench_loop.py "scripts/reading_time.py --site site"
+# says whether any failed. The planner's comes after the site's, which builds the site its browser part times.
+BENCH_STEPS := bench/bench_sim.py bench/bench_site.py bench/bench_plan.py bench/bench_loop.py "scripts/reading_time.py --site site"
 bench: setup chromium
 	@failed=""; for step in $(BENCH_STEPS); do \
 	  echo "== $$step"; $(BIN)/python $$step || failed="$$failed $${step%% *}"; \

@@ -201,7 +201,7 @@ def render_widget(name: str, overrides: dict | None = None, hide: list[str] | tu
     result = framework.call(name, args)
     root = _root({
         "class": "calc-widget", "id": uid, "data-widget": name, "data-kind": "widget", "data-state": "static",
-        "data-budget-ms": str(int(spec["budget_s"] * 1000)),
+        "data-budget-ms": str(int(spec["budget_s"] * 1000)), **({} if spec["warm"] else {"data-warm": "off"}),
     })
     form = _sub(root, "form", class_="calc-controls", novalidate="novalidate",
                 aria_label=f"Controls: {form_title(spec)}",

@@ -14,6 +14,8 @@ approximation of a disaggregated engine (vLLM's ``--kv-transfer-config``, DistSe
 
 :func:`confirm_all` runs the finalists in parallel across processes where the platform has them
 (``concurrent.futures.ProcessPoolExecutor``), serially where it does not (Pyodide): the same numbers either way.
+Elsewhere, a caller may hand the jobs to runners of its own (:func:`jobs_run_by`: the browser's Web Workers,
+:mod:`calc.plan.pool`), a job and its result passing as JSON (:func:`job_to_json`, :func:`result_from_json`).
 
 >>> from calc.plan.inputs import PlanRequest, Targets
 >>> from calc.plan.space import candidates
@@ -27,11 +29,13 @@ approximation of a disaggregated engine (vLLM's ``--kv-transfer-config``, DistSe
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import math
 import os
 import sys
 
+from calc.errors import CalcError
 from calc.plan.screen import scenario_of
 from calc.plan.space import as_dict
 from calc.server_layouts import NIC_BYTES_PER_S
@@ -42,7 +46,8 @@ from calc.sim.workload import Request
 from calc.units import NS_PER_S, round_sig
 
 __all__ = ["ROUTER", "requests_for", "simulate_candidate", "confirm", "confirm_all", "decode_pool_pricer",
-           "SUMMARY_KEYS", "parallel_available"]
+           "SUMMARY_KEYS", "parallel_available", "jobs_run_by", "job_to_json", "job_from_json", "result_from_json",
+           "run_job"]
 
 #: The fleet's router: each request to the replica with the fewest outstanding (vLLM production stacks'
 #: default, e.g. llm-d's and the vLLM router's least-loaded policy; :mod:`calc.sim.router`).
@@ -272,6 +277,8 @@ def confirm_all(request, jobs, *, parallel: bool = True, extra=None) -> tuple[li
     >>> results[0]["replicas"]
     1
     """
+    if _RUNNERS:
+        return _RUNNERS[-1](request, jobs, extra)
     tasks = [(request, cand, start, factor, targets) for cand, start, factor, targets in jobs]
     if parallel and parallel_available() and len(tasks) + (extra is not None) > 1:
         try:
@@ -285,3 +292,128 @@ def confirm_all(request, jobs, *, parallel: bool = True, extra=None) -> tuple[li
             pass  # no processes here: the same work, serially
     results = [_task(t) for t in tasks]
     return results, (extra() if extra is not None else None)
+
+
+_RUNNERS: list = []
+
+
+@contextlib.contextmanager
+def jobs_run_by(runner):
+    """Within the block, :func:`confirm_all` hands its jobs to ``runner(request, jobs, extra)`` (which returns
+    what :func:`confirm_all` would: the results in order, and ``extra``'s result) instead of running them.
+
+    >>> from calc.plan.inputs import PlanRequest
+    >>> with jobs_run_by(lambda request, jobs, extra: (["ran elsewhere"] * len(jobs), None)):
+    ...     confirm_all(PlanRequest(), [((("gpu", "l4"),), 1, 1.0, None)])
+    (['ran elsewhere'], None)
+    """
+    _RUNNERS.append(runner)
+    try:
+        yield runner
+    finally:
+        _RUNNERS.remove(runner)
+
+
+def job_to_json(job) -> dict:
+    """A :func:`confirm_all` job ``(candidate, start_replicas, rate_factor, targets)`` as JSON-ready data.
+
+    >>> from calc.plan.inputs import Targets
+    >>> job_to_json(((("gpu", "l4"), ("tp", 2)), 3, 1.2, Targets(tpot_p99_s=0.04)))
+    {'candidate': [['gpu', 'l4'], ['tp', 2]], 'start': 3, 'rate_factor': 1.2, 'targets': {'tpot_p99_s': 0.04}}
+    """
+    candidate, start, factor, targets = job
+    return {"candidate": [[name, value] for name, value in candidate], "start": start, "rate_factor": factor,
+            "targets": None if targets is None else dict(targets.items())}
+
+
+_NEEDED = ("gpu", "tp", "weights", "kv_dtype", "max_num_seqs", "max_num_batched_tokens")
+
+
+def _check(condition: bool, what: str, value) -> None:
+    if not condition:
+        raise CalcError(f"a planner job's {what} is malformed; got {str(value)[:80]!r}", "jobs")
+
+
+def job_from_json(data) -> tuple:
+    """:func:`job_to_json`'s inverse, checked (a malformed job raises :class:`calc.errors.CalcError`).
+
+    >>> job = ((("gpu", "l4"), ("tp", 2), ("weights", "fp8"), ("kv_dtype", "fp8"), ("max_num_seqs", 64),
+    ...         ("max_num_batched_tokens", 2048)), 3, 1.2, None)
+    >>> job_from_json(job_to_json(job)) == job
+    True
+    >>> job_from_json({"candidate": [["gpu", "l4"]], "start": 1, "rate_factor": 1, "targets": None})
+    Traceback (most recent call last):
+    ...
+    calc.errors.CalcError: a planner job's candidate is malformed; got "[['gpu', 'l4']]"
+    """
+    from calc.plan.inputs import Targets
+    from calc.plan.space import BY_NAME
+
+    _check(isinstance(data, dict) and set(data) == {"candidate", "start", "rate_factor", "targets"}, "shape", data)
+    candidate = data["candidate"]
+    _check(isinstance(candidate, list) and all(isinstance(p, list) and len(p) == 2 and p[0] in BY_NAME
+                                               and isinstance(p[1], (str, int, bool)) for p in candidate)
+           and set(_NEEDED) <= {p[0] for p in candidate}, "candidate", candidate)
+    start, factor, targets = data["start"], data["rate_factor"], data["targets"]
+    _check(isinstance(start, int) and not isinstance(start, bool) and 1 <= start <= 100_000, "start", start)
+    _check(isinstance(factor, (int, float)) and not isinstance(factor, bool) and 0 < factor <= 10, "rate_factor",
+           factor)
+    if targets is not None:
+        names = {f.name for f in dataclasses.fields(Targets)}
+        _check(isinstance(targets, dict) and set(targets) <= names
+               and all(isinstance(v, (int, float)) and not isinstance(v, bool) and v > 0 for v in targets.values()),
+               "targets", targets)
+        targets = Targets(**targets)
+    return tuple((name, value) for name, value in candidate), start, factor, targets
+
+
+def _run_from_json(run) -> dict:
+    _check(isinstance(run, dict) and set(run) == {"replicas", "meets", "misses", "summary"}, "run", run)
+    _check(isinstance(run["replicas"], int) and isinstance(run["meets"], bool), "run", run)
+    _check(isinstance(run["misses"], dict) and all(v is None or isinstance(v, (int, float))
+                                                   for v in run["misses"].values()), "misses", run["misses"])
+    summary = run["summary"]
+    _check(isinstance(summary, dict) and set(summary) == set(SUMMARY_KEYS)
+           and all(v is None or (isinstance(v, (int, float)) and not isinstance(v, bool)) for v in summary.values()),
+           "summary", summary)
+    return run
+
+
+def result_from_json(data) -> dict:
+    """A :func:`confirm` result read back from JSON (``runs`` keyed by replica count again), checked.
+
+    >>> from calc.plan.inputs import PlanRequest, Targets
+    >>> from calc.plan.space import candidates
+    >>> import json
+    >>> req = PlanRequest(model="llama-3.1-8b", gpus=("h100-sxm-80gb",), peak_rate_per_s=2, requests=100,
+    ...                   targets=Targets(tpot_p99_s=0.05))
+    >>> result = confirm(req, next(candidates(req)), 2)
+    >>> result_from_json(json.loads(json.dumps(result))) == result
+    True
+    """
+    _check(isinstance(data, dict) and set(data) == {"replicas", "run", "cheaper", "runs"}, "result", data)
+    _check(data["replicas"] is None or (isinstance(data["replicas"], int) and not isinstance(data["replicas"], bool)),
+           "replicas", data["replicas"])
+    runs = data["runs"]
+    _check(isinstance(runs, dict) and all(isinstance(k, str) and k.isdigit() for k in runs), "runs", runs)
+    out = {"replicas": data["replicas"],
+           "run": None if data["run"] is None else _run_from_json(data["run"]),
+           "cheaper": None if data["cheaper"] is None else _run_from_json(data["cheaper"]),
+           "runs": {int(k): _run_from_json(v) for k, v in runs.items()}}
+    return out
+
+
+def run_job(request, job: dict) -> dict:
+    """Run one JSON job (:func:`job_to_json`) of ``request``: :func:`confirm`'s result, JSON-ready.
+
+    >>> from calc.plan.inputs import PlanRequest, Targets
+    >>> from calc.plan.space import candidates
+    >>> req = PlanRequest(model="llama-3.1-8b", gpus=("h100-sxm-80gb",), peak_rate_per_s=2, requests=100,
+    ...                   targets=Targets(tpot_p99_s=0.05))
+    >>> job = job_to_json((next(candidates(req)), 1, 1.0, None))
+    >>> run_job(req, job)["replicas"], sorted(run_job(req, job)["runs"])
+    (1, ['1'])
+    """
+    candidate, start, factor, targets = job_from_json(job)
+    result = confirm(request, candidate, start, rate_factor=factor, targets=targets)
+    return {**result, "runs": {str(n): run for n, run in result["runs"].items()}}

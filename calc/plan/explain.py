@@ -267,8 +267,10 @@ def _refusals(screened) -> dict:
     for r in screened:
         if r.ok:
             continue
-        slot = out.setdefault(r.binding or "other", {"count": 0, "example": r.reason, "example_label": label(r.candidate)})
-        slot["count"] += 1
+        name = r.binding or "other"
+        if name not in out:  # the first refusal of each kind is its example (labelled once, not per refusal)
+            out[name] = {"count": 0, "example": r.reason, "example_label": label(r.candidate)}
+        out[name]["count"] += 1
     return out
 
 

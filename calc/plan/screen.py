@@ -22,6 +22,12 @@ The largest rate one replica sustains within every target, ``rate_max``, sets th
 size a prefill pool for TTFT (prefill alone, then the KV cache sent over the network:
 :data:`calc.server_layouts.NIC_BYTES_PER_S`) and a decode pool for TPOT, in the layout's P:D ratio.
 
+Speed (the first answer within 2 s): what several candidates of one request share is worked out once
+(``_cached``: scenarios, KV sizings and their refusals, step prices by batch, the pools' per-replica rates,
+which do not depend on the P:D ratio), and the Erlang C recursion stops once its answer is known to be under
+the threshold it is compared with (:func:`_erlang_c_below`, tested against its plain twin :func:`_erlang_c`;
+``tests/plan/test_screen.py`` also screens whole default spaces both ways and compares every result).
+
 >>> from calc.plan.inputs import PlanRequest, Targets
 >>> from calc.plan.space import candidates
 >>> req = PlanRequest(gpus=("h100-sxm-80gb",), peak_rate_per_s=20, targets=Targets(ttft_p99_s=5, tpot_p99_s=0.05))
@@ -159,6 +165,27 @@ def _cached(request, key, make):
     return values[key]
 
 
+def _outcome(make, *args):
+    """``make(*args)``, or the :class:`CalcError` it raised (returned, so that a refusal can be cached too)."""
+    try:
+        return make(*args)
+    except CalcError as error:
+        return error
+
+
+def _targets_of(request) -> tuple[dict, float, dict]:
+    """Every target, the tightest TPOT target and the TTFT targets (read only: shared by a request's candidates)."""
+    targets = dict(request.targets.items())
+    tpot_target = min([v for k, v in targets.items() if k.startswith("tpot")], default=math.inf)
+    return targets, tpot_target, {k: v for k, v in targets.items() if k.startswith("ttft")}
+
+
+def _scenario_key(c: dict) -> tuple:
+    """The dimensions :func:`scenario_of` reads (all but the layout)."""
+    return (c["gpu"], c["tp"], c["weights"], c["kv_dtype"], c["max_num_seqs"], c["max_num_batched_tokens"],
+            bool(c.get("prefix_caching")), c.get("speculation", "off"))
+
+
 def _replica_key(c: dict, prefill: int, decode_only: bool) -> tuple:
     """What a replica's step prices depend on (not its running cap: the same steps, a different limit)."""
     return ("replica", c["gpu"], c["tp"], c["weights"], c["kv_dtype"], c["max_num_batched_tokens"],
@@ -176,8 +203,44 @@ class _Replica:
         self.budget = c["max_num_batched_tokens"]
         self.spec = None if c.get("speculation", "off") == "off" else speculation_config(request)
         self._tpot: dict[int, float] = {}
+        self._step: dict[int, float] = {}
+        self._prefill: dict[int, float] = {}
+        self.bindings: dict[int, str] = {}  # _step_binding's answers by batch
+        # A decode step and speculation's speed-up depend on the hardware and the batch only, not on the token
+        # budget or the layout: the replicas of one request on the same hardware share them.
+        self._shared = _cached(request, ("hardware", c["gpu"], c["tp"], c["weights"], c["kv_dtype"], self.context),
+                               dict)
+
+    def decode_s(self, batch: int) -> float:
+        """A decode step of ``batch`` sequences at the mean context (:func:`calc.roofline.decode_step`), kept."""
+        key = ("decode", batch)
+        if key not in self._shared:
+            self._shared[key] = decode_step(self.coef, batch=batch, context_tokens=self.context)["time_s"]
+        return self._shared[key]
+
+    def mixed_s(self, batch: int, chunk: int) -> float:
+        """A step of ``batch`` decodes and a ``chunk``-token prompt chunk (:func:`calc.roofline.mixed_step_s`), kept
+        (token budgets that leave room for the whole prompt give the same chunks)."""
+        key = ("mixed", batch, chunk)
+        if key not in self._shared:
+            self._shared[key] = mixed_step_s(self.coef, batch=batch, context_tokens=self.context, chunk_tokens=chunk)
+        return self._shared[key]
+
+    def speedup(self, batch: int) -> float:
+        """Speculation's speed-up at ``batch`` (:func:`calc.speculative.speedup_at_batch`), kept."""
+        key = ("speedup", batch)
+        if key not in self._shared:
+            self._shared[key] = speedup_at_batch(self.coef, batch=batch, context_tokens=self.context,
+                                                 config=self.spec)["speedup"]
+        return self._shared[key]
 
     def step_s(self, batch: int) -> float:
+        """:meth:`step_price_s`, kept by batch (the screen asks for the same batches many times)."""
+        if batch not in self._step:
+            self._step[batch] = self.step_price_s(batch)
+        return self._step[batch]
+
+    def step_price_s(self, batch: int) -> float:
         """The mean step at ``batch`` running: decode-only steps and steps that also carry a prompt's chunk.
 
         Chunked prefill puts a prompt into ``k = ceil(prefill / (budget - batch))`` steps beside the decodes;
@@ -188,7 +251,7 @@ class _Replica:
         which an even spread of prefill tokens over every step would hide. Past ``f = 1`` every step carries
         the prompts' tokens together (up to the budget).
         """
-        decode = decode_step(self.coef, batch=batch, context_tokens=self.context)["time_s"]
+        decode = self.decode_s(batch)
         if self.decode_only:
             return decode
         room = self.budget - batch
@@ -197,30 +260,34 @@ class _Replica:
         chunks = math.ceil(self.prefill / room)
         share = batch * chunks / max(1.0, self.answer - 1)
         if share <= 1:
-            mixed = mixed_step_s(self.coef, batch=batch, context_tokens=self.context,
-                                 chunk_tokens=math.ceil(self.prefill / chunks))
+            mixed = self.mixed_s(batch, math.ceil(self.prefill / chunks))
             return decode + share * (mixed - decode)
         per_step = min(room, math.ceil(batch * self.prefill / max(1.0, self.answer - 1)))
-        return mixed_step_s(self.coef, batch=batch, context_tokens=self.context, chunk_tokens=per_step)
+        return self.mixed_s(batch, per_step)
 
     def tpot_s(self, batch: int) -> float:
         """Mean time per output token at ``batch`` running (speculation: the step over its speed-up)."""
         if batch not in self._tpot:
             t = self.step_s(batch)
             if self.spec is not None:
-                t /= speedup_at_batch(self.coef, batch=batch, context_tokens=self.context, config=self.spec)["speedup"]
+                t /= self.speedup(batch)
             self._tpot[batch] = t
         return self._tpot[batch]
 
     def prefill_s(self, batch: int) -> float:
+        """:meth:`prefill_price_s`, kept by batch."""
+        if batch not in self._prefill:
+            self._prefill[batch] = self.prefill_price_s(batch)
+        return self._prefill[batch]
+
+    def prefill_price_s(self, batch: int) -> float:
         """A prompt's own prefill beside ``batch`` decoding sequences: its chunks, each a mixed step."""
         room = self.budget - (0 if self.decode_only else batch)
         if room < 1:
             return math.inf
         chunks = math.ceil(self.prefill / room)
         chunk = min(self.prefill, room)
-        return chunks * mixed_step_s(self.coef, batch=0 if self.decode_only else batch, context_tokens=self.context,
-                                     chunk_tokens=chunk)
+        return chunks * self.mixed_s(0 if self.decode_only else batch, chunk)
 
     def prefill_capacity_per_s(self, batch: int) -> float:
         """Prompts per second the replica can prefill while ``batch`` sequences decode (the prefill server's mu)."""
@@ -272,6 +339,30 @@ def _erlang_c(servers: int, load: float) -> float:
     return b / (1 - rho * (1 - b))
 
 
+def _erlang_c_below(servers: int, load: float, threshold: float) -> float:
+    """Speed trick (its plain twin is :func:`_erlang_c`, tested against it): Erlang C, or as soon as the recursion
+    shows it is below ``threshold``, an upper bound of it that is below ``threshold`` too.
+
+    The caller only asks whether the probability is over a threshold (and then its exact value): past
+    ``k > load`` each step of the recursion lowers ``B``, and ``C = B / (1 - rho (1 - B)) <= B / (1 - rho)``,
+    so once ``B`` is under ``threshold x (1 - rho)`` the rest of the recursion (up to ``servers`` steps, 512 at
+    the largest cap) cannot lift ``C`` over it. The margin of 1e-9 is far above the recursion's rounding.
+
+    >>> _erlang_c_below(256, 20.0, 0.01) <= 0.01, _erlang_c_below(8, 7.5, 0.01) == _erlang_c(8, 7.5)
+    (True, True)
+    """
+    if load >= servers:
+        return 1.0
+    rho = load / servers
+    below = threshold * (1 - rho) * (1 - 1e-9)
+    b = 1.0
+    for k in range(1, servers + 1):
+        b = load * b / (k + load * b)
+        if b < below and k > load:
+            break
+    return b / (1 - rho * (1 - b))
+
+
 def operating_point(replica: _Replica, rate: float, cap: int, overhead_s: float) -> dict | None:
     """Predicted p50/p99 TTFT and TPOT of one replica at ``rate`` requests/s (None: it cannot keep up).
 
@@ -305,7 +396,7 @@ def operating_point(replica: _Replica, rate: float, cap: int, overhead_s: float)
     if wait99 == math.inf:
         return None
     stay_s = (replica.answer - 1) * replica.tpot_s(b99)
-    waits = _erlang_c(cap, rate * stay_s)
+    waits = _erlang_c_below(cap, rate * stay_s, 0.01)  # only compared with 0.01 and 0.5 unless over 0.01
     slot_rate = cap / stay_s - rate
     slot99 = 0.0 if waits <= 0.01 else (math.inf if slot_rate <= 0 else math.log(waits / 0.01) / slot_rate)
     slot50 = 0.0 if waits <= 0.5 else (math.inf if slot_rate <= 0 else math.log(waits / 0.5) / slot_rate)
@@ -347,7 +438,15 @@ def _too_many(candidate, peak_rate_per_s: float, unit_rate_per_s: float, binding
 
 
 def _step_binding(coef, replica: _Replica, batch: int) -> str:
-    """Which resource a step at ``batch`` spends its time on: the interconnect, HBM bandwidth or compute."""
+    """Which resource a step at ``batch`` spends its time on: the interconnect, HBM bandwidth or compute (kept by
+    batch on the replica, whose coefficients these are)."""
+    kept = replica.bindings if coef is replica.coef else {}
+    if batch not in kept:
+        kept[batch] = _step_binding_now(coef, replica, batch)
+    return kept[batch]
+
+
+def _step_binding_now(coef, replica: _Replica, batch: int) -> str:
     d = steady_state_step(coef, batch=batch, input_tokens=max(1, replica.prefill),
                           output_tokens=max(1, round(replica.answer))) if not replica.decode_only else \
         decode_step(coef, batch=batch, context_tokens=replica.context)
@@ -378,18 +477,20 @@ def screen(request, candidate) -> ScreenResult:
     (False, 'memory', 'no memory left for the KV cache')
     """
     c = as_dict(candidate)
-    targets = dict(request.targets.items())
-    price = gpu_hour_price(request, c["gpu"])
+    targets, tpot_target, ttft_targets = _cached(request, ("targets",), lambda: _targets_of(request))
+    price = _cached(request, ("price", c["gpu"]), lambda: gpu_hour_price(request, c["gpu"]))
     if price is None:
         return _fail(candidate, f"{c['gpu']}: no price (no dated listing in the catalog): give one", "budget")
     if c.get("pp", 1) > 1:
         return _fail(candidate, f"topology: pipeline parallelism across {c['pp']} servers is not something calc's "
                                 f"simulator runs (it runs tensor-parallel replicas, calc.sim)", "topology")
-    try:
-        scenario = scenario_of(request, candidate)
-        kv = _cached(request, ("kv", c["gpu"], c["tp"], c["weights"], c["kv_dtype"]), lambda: kv_sizing(scenario))
-    except CalcError as error:
-        text = str(error)
+    # The scenario reads every dimension but the layout, the KV sizing only the replica's hardware: both are worked
+    # out once per request for what they read, refusals included (most of a default space fails on memory).
+    scenario = _cached(request, ("scenario",) + _scenario_key(c), lambda: _outcome(scenario_of, request, candidate))
+    kv = scenario if isinstance(scenario, CalcError) else \
+        _cached(request, ("kv", c["gpu"], c["tp"], c["weights"], c["kv_dtype"]), lambda: _outcome(kv_sizing, scenario))
+    if isinstance(kv, CalcError):
+        text = str(kv)
         binding = "memory" if "fit" in text or "memory" in text else "engine"
         return _fail(candidate, text, binding)
     max_len = scenario.max_model_len
@@ -406,8 +507,6 @@ def screen(request, candidate) -> ScreenResult:
         return _fail(candidate, f"memory: the KV cache ({kv.kv_cache_tokens:,} tokens) holds no average request "
                                 f"({round(per_request_kv):,} tokens)", "memory")
     cap = min(c["max_num_seqs"], kv_cap)
-    tpot_target = min([v for k, v in targets.items() if k.startswith("tpot")], default=math.inf)
-    ttft_targets = {k: v for k, v in targets.items() if k.startswith("ttft")}
 
     if layout == "aggregated":
         replica = _cached(request, _replica_key(c, prefill, False),
@@ -427,7 +526,7 @@ def screen(request, candidate) -> ScreenResult:
     usd_per_hour = gpus * price["usd_per_gpu_hour"]
     return ScreenResult(candidate=candidate, ok=True, binding=result["binding"], replicas=result["units"], gpus=gpus,
                         rate_max_per_s=result["rate_max"], usd_per_hour=usd_per_hour,
-                        usd_per_gpu_hour=price["usd_per_gpu_hour"], price=price, predicted=result["point"],
+                        usd_per_gpu_hour=price["usd_per_gpu_hour"], price=dict(price), predicted=result["point"],
                         prefill_share=result["prefill_share"], kv_cache_tokens=kv.kv_cache_tokens, running_max=cap,
                         limits=result["limits"])
 
@@ -474,7 +573,7 @@ def _aggregated(request, candidate, c, replica, cap, kv_cap, tpot_target, ttft_t
     b = max(1, math.ceil(point["running"]))
     # Each phase's GPU time alone: a prompt's prefill on an idle replica, an answer's share of decode steps.
     prefill_alone = replica.prefill_s(0)
-    decode_alone = (replica.answer - 1) * decode_step(replica.coef, batch=b, context_tokens=replica.context)["time_s"] / b
+    decode_alone = (replica.answer - 1) * replica.decode_s(b) / b
     if units == 1 and request.peak_rate_per_s < rate_max:
         binding = "memory"  # one replica carries the peak: the smallest replica that holds the weights sets the cost
     ttft = min(ttft_targets.values(), default=math.inf)
@@ -489,9 +588,9 @@ def _aggregated(request, candidate, c, replica, cap, kv_cap, tpot_target, ttft_t
                        "rate_at_tpot_target_per_s": rate_tpot}}
 
 
-def _disaggregated(request, candidate, c, coef, prompt, answer, prefill, cap, kv_cap, tpot_target, ttft_targets,
-                   targets, overhead_s, p, d):
-    """A unit of ``p`` prefill replicas and ``d`` decode replicas: the prefill pool for TTFT, the decode pool for TPOT."""
+def _pool_replicas(request, c, coef, prompt, answer, prefill, cap, tpot_target, ttft_targets, overhead_s):
+    """What one prefill replica and one decode replica sustain, whatever the P:D ratio (a dict), or a refusal
+    (``(reason, binding)``): shared by the candidates that differ only in their ratio."""
     pre = dec = _cached(request, _replica_key(c, prefill, True),
                         lambda: _Replica(request, c, coef, prompt, answer, prefill, decode_only=True))
     model = get_model(request.model)
@@ -499,27 +598,46 @@ def _disaggregated(request, candidate, c, coef, prompt, answer, prefill, cap, kv
     transfer_s = kv_bytes_per_token(model, c["kv_dtype"]) * prompt / (c["tp"] * NIC_BYTES_PER_S)
     best = _largest_batch(dec, cap, tpot_target)
     if best == 0:
-        return _fail(candidate, f"decode bandwidth: one sequence alone takes {dec.tpot_s(1) * 1000:.1f} ms per token, "
-                                f"over the TPOT target {tpot_target * 1000:g} ms", "decode bandwidth")
+        return (f"decode bandwidth: one sequence alone takes {dec.tpot_s(1) * 1000:.1f} ms per token, "
+                f"over the TPOT target {tpot_target * 1000:g} ms", "decode bandwidth")
     prefill_s = pre.prefill_s(0)
     ttft_floor = overhead_s + prefill_s + transfer_s
     for k, v in ttft_targets.items():
         if ttft_floor > v:
-            return _fail(candidate, f"prefill compute: a prompt takes {ttft_floor:.3g} s to the first token (prefill "
-                                    f"plus the KV transfer), over the {k} target {v:g} s", "prefill compute")
+            return (f"prefill compute: a prompt takes {ttft_floor:.3g} s to the first token (prefill "
+                    f"plus the KV transfer), over the {k} target {v:g} s", "prefill compute")
     # per decode replica: the largest rate whose running count's p99 (Poisson about Little's mean) meets TPOT
     def decode_ok(rate):
         mean = rate * (answer - 1) * dec.tpot_s(best)
         return min(cap, math.ceil(mean + _Z99 * math.sqrt(mean))) <= best and mean <= cap
     rate_decode = _largest_rate(decode_ok, best / ((answer - 1) * dec.tpot_s(best)))
     mu = 1.0 / prefill_s  # prompts per second one prefill replica serves
+    rate_prefill = _largest_rate(lambda r: all(_prefill_point(r, mu, overhead_s + prefill_s + transfer_s)[k] <= v
+                                               for k, v in ttft_targets.items()), mu * 0.999)
+    return {"dec": dec, "transfer_s": transfer_s, "best": best, "prefill_s": prefill_s, "mu": mu,
+            "rate_decode": rate_decode, "rate_prefill": rate_prefill}
+
+
+def _prefill_point(rate, mu, base_s):
+    """TTFT p50 and p99 of a prefill replica serving ``mu`` prompts/s at ``rate``: M/M/1's waits plus ``base_s``."""
+    w50, w99 = _tail_wait_s(rate, mu, 0.5), _tail_wait_s(rate, mu, 0.99)
+    return {"ttft_p50_s": base_s + w50, "ttft_p99_s": base_s + w99}
+
+
+def _disaggregated(request, candidate, c, coef, prompt, answer, prefill, cap, kv_cap, tpot_target, ttft_targets,
+                   targets, overhead_s, p, d):
+    """A unit of ``p`` prefill replicas and ``d`` decode replicas: the prefill pool for TTFT, the decode pool for TPOT."""
+    pools = _cached(request, _replica_key(c, prefill, True) + (cap,),
+                    lambda: _pool_replicas(request, c, coef, prompt, answer, prefill, cap, tpot_target, ttft_targets,
+                                           overhead_s))
+    if isinstance(pools, tuple):
+        return _fail(candidate, *pools)
+    dec, transfer_s, best, prefill_s = pools["dec"], pools["transfer_s"], pools["best"], pools["prefill_s"]
+    rate_decode, rate_prefill, mu = pools["rate_decode"], pools["rate_prefill"], pools["mu"]
 
     def prefill_point(rate):
-        w50, w99 = _tail_wait_s(rate, mu, 0.5), _tail_wait_s(rate, mu, 0.99)
-        base = overhead_s + prefill_s + transfer_s
-        return {"ttft_p50_s": base + w50, "ttft_p99_s": base + w99}
+        return _prefill_point(rate, mu, overhead_s + prefill_s + transfer_s)
 
-    rate_prefill = _largest_rate(lambda r: all(prefill_point(r)[k] <= v for k, v in ttft_targets.items()), mu * 0.999)
     unit_rate = min(p * rate_prefill, d * rate_decode)
     if unit_rate <= 0:
         return _fail(candidate, "queueing: no arrival rate meets every target", "queueing")

@@ -34,6 +34,12 @@ DEFAULTS = {"max_num_seqs": 256, "max_num_batched_tokens": 8192, "speculation": 
 SENSITIVITY = (("rate_plus_20_percent", 1.2, 1.0), ("targets_minus_20_percent", 1.0, 0.8))
 
 
+#: The last few requests' screens (request -> rows): the page asks for the first answer, then the confirmed one
+#: (and its worker pool asks again each round) with equal requests; the screen is a pure function of the request.
+_SCREENED: dict = {}
+_SCREENS_KEPT = 2
+
+
 def screen_all(request) -> list:
     """Every candidate screened, cheapest first (ties: fewer GPUs, fewer moving parts, the key), refusals last.
 
@@ -44,8 +50,14 @@ def screen_all(request) -> list:
     """
     from calc.plan.space import complexity, key
 
+    if request in _SCREENED:
+        return list(_SCREENED[request])
     rows = [screen(request, c) for c in candidates(request)]
-    return sorted(rows, key=lambda r: (not r.ok, r.usd_per_hour, r.gpus, complexity(r.candidate), key(r.candidate)))
+    rows.sort(key=lambda r: (not r.ok, r.usd_per_hour, r.gpus, complexity(r.candidate), key(r.candidate)))
+    while len(_SCREENED) >= _SCREENS_KEPT:
+        _SCREENED.pop(next(iter(_SCREENED)))
+    _SCREENED[request] = tuple(rows)
+    return rows
 
 
 def _distance_to_defaults(candidate) -> int:
@@ -96,6 +108,7 @@ class _Bands:
 
     def __init__(self, engine):
         self.engine = engine
+        self.job = {"bands": engine}  # as a job of calc.plan.pool (run in another worker)
 
     def __call__(self):
         return _bands_job(self.engine)

@@ -222,7 +222,7 @@ def _public_name(function: Callable) -> str:
     return f"{tail}.{function.__name__}"
 
 
-def _register(function: Callable, kind: str, budget_s: float) -> Callable:
+def _register(function: Callable, kind: str, budget_s: float, meta: dict | None = None) -> Callable:
     hints = typing.get_type_hints(function, include_extras=True)
     controls: dict[str, Control] = {}
     defaults: dict[str, object] = {}
@@ -237,15 +237,21 @@ def _register(function: Callable, kind: str, budget_s: float) -> Callable:
         controls[name] = control
         defaults[name] = parameter.default
     name = _public_name(function)
-    REGISTRY[name] = Widget(name, function, kind, controls, defaults, budget_s, inspect.getdoc(function) or "")
+    REGISTRY[name] = Widget(name, function, kind, controls, defaults, budget_s, inspect.getdoc(function) or "",
+                            dict(meta or {}))
     return function
 
 
-def widget(function: Callable | None = None, *, budget_s: float = 5.0):
-    """Register a function as a widget (used bare or with a time budget in seconds)."""
+def widget(function: Callable | None = None, *, budget_s: float = 5.0, warm: bool = True):
+    """Register a function as a widget (used bare or with a time budget in seconds).
+
+    ``warm=False``: the page never reruns it on the inputs the build rendered (the runtime's warm-up run after
+    a page load), only on a changed input; for a widget whose run would hold the worker for seconds.
+    """
+    meta = {} if warm else {"warm": False}
     if function is None:
-        return lambda f: _register(f, "widget", budget_s)
-    return _register(function, "widget", budget_s)
+        return lambda f: _register(f, "widget", budget_s, meta)
+    return _register(function, "widget", budget_s, meta)
 
 
 def stream(function: Callable | None = None, *, budget_s: float = 2.0):
@@ -322,7 +328,8 @@ def describe(name: str) -> dict:
         spec = control.spec()
         spec.update(name=key, label=control.label or key, help=control.help, default=entry.defaults[key])
         controls.append(spec)
-    return {"name": name, "kind": entry.kind, "controls": controls, "doc": entry.doc, "budget_s": entry.budget_s}
+    return {"name": name, "kind": entry.kind, "controls": controls, "doc": entry.doc, "budget_s": entry.budget_s,
+            "warm": entry.meta.get("warm", True)}
 
 
 # --- views ----------------------------------------------------------------------------------

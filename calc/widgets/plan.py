@@ -5,6 +5,12 @@ are the flags of ``python -m calc plan`` and are read by the CLI's own code (:fu
 the JSON the page shows is the CLI's, byte for byte. Three widgets share the inputs (the runtime's playground
 component keeps them equal and writes them to the address): the screen's answer first (a second or two), the
 answer the simulator confirms (several seconds in the browser), and that answer as JSON (the same call, kept).
+None of them is rerun on a page load (``warm=False``): the build rendered their defaults.
+
+In the browser the confirmed answer's simulations run across a pool of Web Workers (``calc-pool.js``), driven
+by two functions the page does not show: :func:`confirmed_jobs` (the main worker: the next round of
+simulations the plan needs, :func:`calc.plan.pool.next_jobs`, and once all are done the answer, kept for
+:func:`confirmed` and :func:`plan_json`) and :func:`simulated_jobs` (each pool worker: a share of a round).
 
 >>> first = first_answer(preset="batch")
 >>> first["outputs"]["command"]["text"]
@@ -23,15 +29,17 @@ from calc import lesson
 from calc.catalog import GPUS
 from calc.cli import plan as plan_cli
 from calc.errors import CalcError
-from calc.plan import presets
+from calc.plan import pool, presets
 from calc.plan.explain import LESSON_STEPS
+from calc.plan.inputs import request_from_dict
 from calc.plan.screen import BINDINGS
 from calc.plan.search import FINALISTS
 from calc.units import format_number
 from calc.widgets.charts import PALETTE
 from calc.widgets.framework import Choice, FloatRange, IntRange, Text, output, table, view, widget
 
-__all__ = ["first_answer", "confirmed", "plan_json", "command_text", "pareto_figure", "top_five_table", "facts"]
+__all__ = ["first_answer", "confirmed", "plan_json", "confirmed_jobs", "simulated_jobs", "command_text",
+           "pareto_figure", "top_five_table", "facts"]
 
 _PRESETS = (("lesson", "The lesson's running example at its peak"), ("chat", "A chat service"),
             ("long-document", "A long-document service"), ("batch", "A batch job"))
@@ -54,6 +62,11 @@ Budget = Annotated[int, IntRange(0, 100_000, 1, "GPUs", label="GPU budget", help
 Prices = Annotated[str, Text(label="Prices, USD per GPU-hour", rows=2,
                              help="GPU=USD, comma-separated (e.g. h200=4.5, h100-sxm-80gb=2.5); empty: the "
                                   "catalog's dated listings")]
+Done = Annotated[str, Text(label="Rounds of simulations done (JSON)", rows=2,
+                           help="{for: the flags, rounds: [{jobs, results}, ...]} (calc.plan.pool.next_jobs's "
+                                "rounds); empty: none yet")]
+Jobs = Annotated[str, Text(label="Simulations to run (JSON)", rows=2,
+                           help="jobs of calc.plan.pool.next_jobs, as calc.plan.pool.run_jobs takes them")]
 
 
 def _prices(text: str) -> list[tuple[str, str]]:
@@ -97,19 +110,47 @@ def command_text(flags: list[str], screen_only: bool = False) -> str:
     return " ".join(["python -m calc plan", *flags] + (["--screen-only"] if screen_only else []) + ["--json"])
 
 
+def _args(flags: list[str], screen_only: bool) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(prog="python -m calc plan")
+    plan_cli.add_arguments(parser)
+    return parser.parse_args(flags + (["--screen-only"] if screen_only else []) + ["--serial"])
+
+
+def _keep(key: tuple, result: dict) -> dict:
+    while len(_answers) >= _KEPT:
+        _answers.pop(next(iter(_answers)))
+    _answers[key] = result
+    return result
+
+
 def _answer(flags: list[str], screen_only: bool) -> dict:
     """The CLI's answer for ``flags`` (its parser, its request, its search), in this process."""
     key = (tuple(flags), screen_only)
     if key in _answers:
         return _answers[key]
-    parser = argparse.ArgumentParser(prog="python -m calc plan")
-    plan_cli.add_arguments(parser)
-    args = parser.parse_args(flags + (["--screen-only"] if screen_only else []) + ["--serial"])
-    result = plan_cli.run(args)  # a CalcError names the field; the page shows it
-    while len(_answers) >= _KEPT:
-        _answers.pop(next(iter(_answers)))
-    _answers[key] = result
-    return result
+    return _keep(key, plan_cli.run(_args(flags, screen_only)))  # a CalcError names the field; the page shows it
+
+
+def _json(text: str, field: str, kind: type):
+    try:
+        value = json.loads(text)
+    except ValueError as error:
+        raise CalcError(f"{field} must be JSON; {error}", field) from None
+    if not isinstance(value, kind):
+        raise CalcError(f"{field} must be a JSON {kind.__name__}; got {type(value).__name__}", field)
+    return value
+
+
+def _rounds_done(text: str, flags: list[str]) -> list:
+    """The rounds in ``done``, which must be this plan's (``for`` its flags): a round of other inputs is never mixed in."""
+    if not text.strip():
+        return []
+    done = _json(text, "done", dict)
+    if set(done) != {"for", "rounds"} or not isinstance(done["rounds"], list):
+        raise CalcError("done must be {for, rounds}", "done")
+    if done["for"] != flags:
+        raise CalcError(f"done holds the rounds of other inputs ({done['for']!r}), not of {flags!r}", "done")
+    return done["rounds"]
 
 
 def _json_text(result: dict) -> str:
@@ -208,7 +249,7 @@ def _binding_text(result: dict) -> str:
     return f"{b['constraint']}: taught in {_step(b['constraint'])} of the lesson ({b['words']})"
 
 
-@widget(budget_s=30.0)
+@widget(budget_s=30.0, warm=False)
 def first_answer(preset: Preset = "lesson", rate: Rate = 0.0, ttft_p99_s: TtftTarget = 0.0,
                  tpot_p99_s: TpotTarget = 0.0, gpus: Gpus = "", weights: Weights = "", kv_dtypes: KvDtypes = "",
                  gpu_budget: Budget = 0, prices: Prices = ""):
@@ -226,7 +267,7 @@ def first_answer(preset: Preset = "lesson", rate: Rate = 0.0, ttft_p99_s: TtftTa
     ], tables={"words": table(["The screen's answer, in words"], [[line] for line in result["explanation"]])})
 
 
-@widget(budget_s=90.0)
+@widget(budget_s=90.0, warm=False)
 def confirmed(preset: Preset = "lesson", rate: Rate = 0.0, ttft_p99_s: TtftTarget = 0.0,
               tpot_p99_s: TpotTarget = 0.0, gpus: Gpus = "", weights: Weights = "", kv_dtypes: KvDtypes = "",
               gpu_budget: Budget = 0, prices: Prices = ""):
@@ -246,7 +287,7 @@ def confirmed(preset: Preset = "lesson", rate: Rate = 0.0, ttft_p99_s: TtftTarge
     })
 
 
-@widget(budget_s=90.0)
+@widget(budget_s=90.0, warm=False)
 def plan_json(preset: Preset = "lesson", rate: Rate = 0.0, ttft_p99_s: TtftTarget = 0.0,
               tpot_p99_s: TpotTarget = 0.0, gpus: Gpus = "", weights: Weights = "", kv_dtypes: KvDtypes = "",
               gpu_budget: Budget = 0, prices: Prices = ""):
@@ -255,6 +296,50 @@ def plan_json(preset: Preset = "lesson", rate: Rate = 0.0, ttft_p99_s: TtftTarge
     text = _json_text(_answer(flags, screen_only=False))
     return view(outputs=[output("command", "Command", " ".join(flags), text=command_text(flags)),
                          output("json", "JSON", len(text), text=text)])
+
+
+@widget(budget_s=60.0, warm=False)
+def confirmed_jobs(preset: Preset = "lesson", rate: Rate = 0.0, ttft_p99_s: TtftTarget = 0.0,
+                   tpot_p99_s: TpotTarget = 0.0, gpus: Gpus = "", weights: Weights = "", kv_dtypes: KvDtypes = "",
+                   gpu_budget: Budget = 0, prices: Prices = "", done: Done = ""):
+    """The simulations the confirmed answer still needs, for the page's worker pool; none once it is kept here.
+
+    >>> import json
+    >>> wanted = json.loads(confirmed_jobs(preset="batch")["outputs"]["jobs"]["text"])
+    >>> len(wanted), wanted[-1]  # six finalists (the batch preset has no hand-made baseline), then the bands
+    (7, {'bands': 'vllm'})
+    """
+    flags = _flags(preset, rate, ttft_p99_s, tpot_p99_s, gpus, weights, kv_dtypes, gpu_budget, prices)
+    rounds = _rounds_done(done, flags)
+    key = (tuple(flags), False)
+    jobs: list = []
+    if key not in _answers:
+        args = _args(flags, screen_only=False)
+        jobs, result = pool.next_jobs(lambda: plan_cli.run(args), rounds)
+        if result is not None:
+            _keep(key, result)
+    return view(outputs=[
+        output("jobs", "Simulations wanted", len(jobs), text=json.dumps(jobs)),
+        output("for", "The plan's flags (done's for)", " ".join(flags), text=json.dumps(flags)),
+    ])
+
+
+@widget(budget_s=60.0, warm=False)
+def simulated_jobs(preset: Preset = "lesson", rate: Rate = 0.0, ttft_p99_s: TtftTarget = 0.0,
+                   tpot_p99_s: TpotTarget = 0.0, gpus: Gpus = "", weights: Weights = "", kv_dtypes: KvDtypes = "",
+                   gpu_budget: Budget = 0, prices: Prices = "", jobs: Jobs = ""):
+    """A worker of the page's pool: the results of its share of a round of simulations (JSON, in order).
+
+    >>> simulated_jobs(preset="batch", jobs='[{"bands": "vllm"}]')["outputs"]["results"]["text"][:10]
+    '[{"ttft": '
+    """
+    flags = _flags(preset, rate, ttft_p99_s, tpot_p99_s, gpus, weights, kv_dtypes, gpu_budget, prices)
+    wanted = _json(jobs, "jobs", list) if jobs.strip() else []
+    results = []
+    if wanted:
+        request = request_from_dict(plan_cli.request_data(_args(flags, screen_only=False)))
+        results = pool.run_jobs(request, wanted)
+    return view(outputs=[output("results", "Simulated", len(results), text=json.dumps(results))])
 
 
 def facts() -> dict[str, str]:

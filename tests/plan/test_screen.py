@@ -92,3 +92,50 @@ def test_gpu_budget_refuses_fleets_that_need_more():
     rows = screen_all(request)
     assert all(r.gpus <= 6 for r in rows if r.ok)
     assert any(r.binding == "budget" and "budget" in r.reason for r in rows)
+
+
+# The screen's speed (issue 34: the first answer within 2 s) comes from work shared between candidates of one
+# request (scenarios, KV sizings and their refusals, step prices, the pools' per-replica rates) and one trick,
+# the Erlang C recursion cut short. Each is checked against its plain twin: the same answers, to the last bit.
+
+@pytest.mark.parametrize("servers, load", [(1, 0.5), (8, 7.5), (8, 0.01), (64, 3.0), (64, 63.9), (256, 20.0),
+                                            (256, 255.999), (512, 1.5), (512, 300.0), (512, 511.0), (4, 4.0)])
+def test_erlang_c_cut_short_is_erlang_c_or_below_the_threshold(servers, load):
+    from calc.plan.screen import _erlang_c, _erlang_c_below
+
+    exact = _erlang_c(servers, load)
+    for threshold in (0.01, 0.5):
+        fast = _erlang_c_below(servers, load, threshold)
+        if exact >= threshold:
+            assert fast == exact
+        else:
+            assert fast < threshold and (fast == exact or fast >= exact)
+
+
+def test_erlang_c_cut_short_agrees_on_a_sweep():
+    from calc.plan.screen import _erlang_c, _erlang_c_below
+
+    for servers in (1, 2, 3, 7, 64, 128, 256, 512):
+        for step in range(1, 200):
+            load = servers * step / 150  # past rho = 1 too
+            exact, fast = _erlang_c(servers, load), _erlang_c_below(servers, load, 0.01)
+            assert (exact <= 0.01) == (fast <= 0.01) and (exact <= 0.5) == (fast <= 0.5), (servers, load)
+            assert fast == exact or fast <= 0.01
+
+
+@pytest.mark.parametrize("name", ["lesson", "long-document"])
+def test_the_fast_screen_is_the_plain_screen(name, monkeypatch):
+    """The whole default space screened with the shared work and the trick, and with neither: every result equal
+    (a fresh request object per candidate starts the shared values afresh; Erlang C in full)."""
+    import dataclasses
+
+    from calc.plan import screen as screen_module
+    from calc.plan.space import candidates
+
+    request = DEFAULT_SPACES[name]
+    fast = [screen(request, c) for c in candidates(request)]
+    monkeypatch.setattr(screen_module, "_erlang_c_below", lambda servers, load, threshold:
+                        screen_module._erlang_c(servers, load))
+    plain = [screen(dataclasses.replace(request), c) for c in candidates(request)]
+    assert len(fast) == len(plain) > 1000
+    assert fast == plain

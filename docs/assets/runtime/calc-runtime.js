@@ -813,7 +813,11 @@
       var mine = ++generation;
       var startedAt = performance.now();
       markBusy(widget);
-      runtime.request("call", { fn: widget.dataset.widget, args: formValues(form) }, budget).then(function (answer) {
+      // A component may make the call itself (calc-pool.js: the planner's simulations across workers).
+      var call = widget.calcCall || function (args, budgetMs) {
+        return runtime.request("call", { fn: widget.dataset.widget, args: args }, budgetMs);
+      };
+      call(formValues(form), budget).then(function (answer) {
         if (lifetime.ended || mine !== generation) return; // its page has gone, or a newer input has been sent since
         if (answer.ok) {
           showError(widget, "");
@@ -1006,7 +1010,8 @@
       // these numbers, but the run fills calc's per-input caches (samples, step pricers, measurement
       // evaluations) and warms the interpreter, so the reader's first change answers sooner.
       widgets.forEach(function (widget) {
-        if (widget.dataset.kind !== "widget" || widget.dataset.warmed) return;
+        // Nor a widget declared warm=False (the planner's: a run holds the worker for seconds).
+        if (widget.dataset.kind !== "widget" || widget.dataset.warmed || widget.dataset.warm === "off") return;
         widget.dataset.warmed = "1";
         var form = widget.querySelector("form");
         // A widget without inputs (step 15's three autoscalers) only ever shows what the build drew: warming
