@@ -120,8 +120,8 @@ def plan(request, *, baseline: dict | None = None, confirm: bool = True, paralle
 
     ``baseline`` is a hand-made deployment (dimension -> value, e.g. :func:`calc.plan.presets.baseline`)
     that the answer compares with; ``confirm`` False gives the screen's answer alone; ``parallel`` runs the
-    simulations across processes where there are any; ``bands`` False leaves the error bands out (they cost
-    a second of simulation).
+    simulations across processes where there are any; ``bands`` False leaves the error bands out (read from the
+    stored leave-one-source-out record: cheap).
 
     >>> from calc.plan.inputs import PlanRequest, Targets
     >>> req = PlanRequest(model="llama-3.1-8b", gpus=("h100-sxm-80gb",), peak_rate_per_s=2, weights=("fp8",),
