@@ -31,6 +31,7 @@ its phases at the redeploy and repeats them.
 
 from __future__ import annotations
 
+import bisect
 import copy
 import json
 import math
@@ -46,7 +47,8 @@ from calc.units import NS_PER_S
 
 __all__ = ["BASE_PRESET", "CHUNK_S", "MAX_HISTORY", "ReaderReplica", "ReplicaRun", "merge_delta", "replay",
            "base_scenario_data", "CLIENT_TIMEOUT_S", "parse_change", "playground_query",
-           "SETTLE_S", "change_effect", "window_figures", "LESSON_CHANGES"]
+           "SETTLE_S", "change_effect", "window_figures", "LESSON_CHANGES", "CARRIED_DOCUMENT_SHARE",
+           "CHAT_CLASS", "effect_watch", "effect_sentence", "lesson_path", "lesson_change_effect"]
 
 #: The preset the reader's replica starts from: the running example with the lesson's traffic (8 requests/s).
 BASE_PRESET = "step05-paged"
@@ -150,7 +152,8 @@ LESSON_CHANGES: dict[int, dict] = {
         "delta": {'fleet': {'replicas': 3, 'autoscaler': {'signal': 'queue_depth', 'min_replicas': 3}}},
     },
     19: {
-        "label": 'The incident: three replicas, long documents join the chat traffic',
+        "label": ("The incident: three replicas, long documents join the chat traffic (20% of the surge minute "
+                  "here: your fp8 replica holds 1.5 times the page's KV cache, and the page's 8% barely dents it)"),
         "delta": {'max_model_len': 32768,
                   'fleet': {'replicas': 3,
                             'autoscaler': None}},
@@ -188,14 +191,27 @@ LESSON_CHANGES: dict[int, dict] = {
     },
 }
 
-# Steps 19 and 20 carry the incident's traffic as its preset has it, not a copy: a re-tune of the incident
-# (calc.incident.TUNING_KNOB, one line of step19-incident-p99.json) reaches the reader's replica too.
+#: The long documents' share of the requests in the incident's surge minute on the reader's replica. The page's
+#: incident (preset step19-incident-p99, 8%) is tuned on the running example in bf16; the reader's replica runs
+#: fp8 weights since step 7, which give it 1.5 times the KV cache (608,266 tokens against 399,169) and a faster
+#: decode, so the page's surge reaches a TTFT p99 of only a few seconds on it (tests/test_replica_story.py
+#: computes both). Sized for this replica, the surge that hits it as hard as the page's hits the bf16 one (its
+#: TTFT p99 past 30 s, the KV cache near half full on average over the cycle) has 20% documents.
+CARRIED_DOCUMENT_SHARE = 0.2
+
+# Steps 19 and 20 carry the incident's traffic as its preset has it, not a copy (a re-tune of the incident,
+# calc.incident.TUNING_KNOB, one line of step19-incident-p99.json, reaches the reader's replica too), with the
+# surge's documents at CARRIED_DOCUMENT_SHARE in place of chat's share (batch jobs keep theirs).
 _incident = presets.load_data("step19-incident-p99")
 for _step in (19, 20):
     LESSON_CHANGES[_step]["delta"]["workload"] = {key: copy.deepcopy(_incident["workload"][key])
                                                   for key in ("rate_per_s", "classes")}
-    LESSON_CHANGES[_step]["delta"]["fleet"]["traffic"] = copy.deepcopy(_incident["fleet"]["traffic"])
-del _step, _incident
+    _traffic = copy.deepcopy(_incident["fleet"]["traffic"])
+    _shares = _traffic[1]["shares"]
+    _shares["chat"] = round(_shares["chat"] + _shares["document"] - CARRIED_DOCUMENT_SHARE, 9)
+    _shares["document"] = CARRIED_DOCUMENT_SHARE
+    LESSON_CHANGES[_step]["delta"]["fleet"]["traffic"] = _traffic
+del _step, _incident, _traffic, _shares
 
 
 def base_scenario_data() -> dict:
@@ -767,12 +783,37 @@ EFFECT_FIGURES = (
     ("queue", "queue", "", 5.0),
     ("running", "running", "", 5.0),
     ("ttft_p99_s", "TTFT p99", "s", 0.05),
+    ("chat_ttft_p99_s", "chat TTFT p99", "s", 0.05),
     ("itl_p99_s", "ITL p99", "s", 0.003),
     ("output_tokens_per_s", "output", "tok/s", 50.0),
     ("replicas", "replicas", "", 0.5),
     ("weights_gb_per_gpu", "weights", "GB/GPU", 1.0),
 )
 _MOVE_RELATIVE = 0.10
+#: The request class whose TTFT the pools of step 20 protect (the incident's alert is about chat users).
+CHAT_CLASS = "chat"
+
+
+def _class_ttft_window_p99(run: "ReplicaRun", class_name: str, frame_times_s: list) -> float | None:
+    """The worst trailing-window TTFT p99 of one request class at the frames' times (the fleet's own window and
+    rank, :mod:`calc.sim.fleet`), from the first tokens the deployment's requests hold; None without the class."""
+    names = [c.name for c in run.scenario.workload.classes]
+    if class_name not in names:
+        return None
+    index = names.index(class_name)
+    firsts = sorted((r.arrival_ns + r.ttft_ns, r.ttft_ns) for r in run.requests
+                    if r.class_index == index and r.ttft_ns >= 0)
+    times = [t for t, _ in firsts]
+    window_ns = run.fleet.window_ns
+    worst = None
+    for t_s in frame_times_s:
+        local_ns = round(t_s * NS_PER_S) - run.start_ns
+        lo, hi = bisect.bisect_right(times, local_ns - window_ns), bisect.bisect_right(times, local_ns)
+        if hi > lo:
+            window = sorted(v for _, v in firsts[lo:hi])
+            p99 = window[max(1, math.ceil(0.99 * len(window))) - 1] / NS_PER_S
+            worst = p99 if worst is None else max(worst, p99)
+    return None if worst is None else round(worst, 4)
 
 
 def _cycle_s(data: dict) -> float:
@@ -786,7 +827,8 @@ def window_figures(run: ReplicaRun, seconds: float) -> dict:
     KV cache (percent of the blocks, mean), the queue at the window's end and its
     growth over the second half, running sequences and output tokens/s (means),
     TTFT and ITL p99 (the trailing percentiles at the window's end, or the last measured if none fell in it; with
-    phases the worst over the cycle), replicas and weights (the most). ``drowned``:
+    phases the worst over the cycle), chat's TTFT p99 (the worst trailing window of the ``chat`` class alone,
+    None without one; ``classes`` counts the scenario's request classes), replicas and weights (the most). ``drowned``:
     a queue still growing by :data:`DROWNED_QUEUE_GROWTH` over the second half, or
     TTFT p99 over :data:`DROWNED_TTFT_P99_S` while the queue is not draining.
 
@@ -822,6 +864,8 @@ def window_figures(run: ReplicaRun, seconds: float) -> dict:
         # a day of phases at its worst; steady traffic where the window ends (a backlog may still be draining)
         "ttft_p99_s": worst("ttft_p99_s") if phased else latest("ttft_p99_s"),
         "itl_p99_s": worst("itl_p99_s") if phased else latest("itl_p99_s"),
+        "chat_ttft_p99_s": _class_ttft_window_p99(run, CHAT_CLASS, [f["t_s"] for f in frames]),
+        "classes": len(run.scenario.workload.classes),
         "output_tokens_per_s": round(math.fsum(f["output_tokens_per_s"] for f in frames) / len(frames), 1),
         "replicas": max(f["replicas"] for f in frames),
         "weights_gb_per_gpu": frames[-1]["weights_gb_per_gpu"],
@@ -878,6 +922,8 @@ def change_effect(replica: ReaderReplica, step, delta, label: str = "") -> dict:
     after = window_figures(run, _cycle_s(after_data) or EFFECT_WINDOW_S)
     moved = []
     for key, name, unit, threshold in EFFECT_FIGURES:
+        if key == "chat_ttft_p99_s" and max(before["classes"], after["classes"]) == 1:
+            continue  # one class: chat's TTFT is the TTFT
         b, a = before[key], after[key]
         if b is None or a is None:
             if b != a:
@@ -890,3 +936,59 @@ def change_effect(replica: ReaderReplica, step, delta, label: str = "") -> dict:
     return {"step": step, "label": label, "before": before, "after": after, "moved": moved,
             "watch": [m["name"] for m in moved], "settle_s": SETTLE_S,
             "text": ", ".join(m["text"] for m in moved) or "no figure moves by more than 10%"}
+
+
+def effect_watch(effect: dict) -> str:
+    """What the panel writes before a change's figures: what to watch, and that a drowning is the step's point.
+
+    >>> effect_watch({"after": {"drowned": True}}), effect_watch({"after": {"drowned": False}})
+    ("The replica drowns: the step's point. Watch:", 'Watch:')
+    """
+    return ("The replica drowns: the step's point. " if effect["after"]["drowned"] else "") + "Watch:"
+
+
+def effect_sentence(effect: dict) -> str:
+    """The line beside an applied change's button: :func:`effect_watch` and the moved figures, before → after.
+
+    >>> effect_sentence({"after": {"drowned": False}, "text": "queue 9 -> 0, TTFT p99 3.1 s -> 0.20 s"})
+    'Watch: queue 9 → 0, TTFT p99 3.1 s → 0.20 s.'
+    """
+    return f"{effect_watch(effect)} {effect['text'].replace(' -> ', ' → ')}."
+
+
+def lesson_path(step) -> list[dict]:
+    """The changes in force on the reader's replica when it reaches step ``step`` along the lesson: every change of
+    :data:`LESSON_CHANGES` before that step, in order (what "Reset to step N" gives at step ``step - 1``).
+
+    >>> [c["step"] for c in lesson_path(9)], lesson_path(4)
+    ([4, 5, 6, 7], [])
+    """
+    step = check_range("step", step, FIRST_STEP, LAST_STEP, integer=True)
+    return [{"step": s, "delta": copy.deepcopy(LESSON_CHANGES[s]["delta"])} for s in sorted(LESSON_CHANGES) if s < step]
+
+
+def lesson_change_effect(step, delta=None) -> dict:
+    """Step ``step``'s change (its :data:`LESSON_CHANGES` delta unless ``delta`` is given) on the replica the lesson
+    has carried to that step: :func:`change_effect` on :func:`lesson_path`, with the line the panel shows.
+
+    The change's effect depends only on the scenario before it and the delta, so the build computes it for the
+    reader who follows the lesson's path (``hooks/replica.py`` pre-renders it beside the step's Apply button);
+    the panel recomputes it live only for a replica the reader changed otherwise.
+
+    >>> e = lesson_change_effect(5)
+    >>> [c["step"] for c in e["path"]], e["drowned"], e["sentence"].split(", ")[0]
+    ([4], False, 'Watch: KV cache 98% → 71%')
+    """
+    step = check_range("step", step, FIRST_STEP, LAST_STEP, integer=True)
+    if delta is None:
+        if step not in LESSON_CHANGES:
+            raise CalcError(f"step {step} has no lesson change (calc.replica.LESSON_CHANGES has {sorted(LESSON_CHANGES)})",
+                            "step")
+        delta = LESSON_CHANGES[step]["delta"]
+    path = lesson_path(step)
+    replica = ReaderReplica()
+    for index, change in enumerate(path):
+        replica = replica.apply(change["step"], change["delta"], float(index))
+    effect = change_effect(replica, step, delta)
+    return {"step": step, "path": path, "watch": effect_watch(effect), "moved": effect["text"],
+            "sentence": effect_sentence(effect), "drowned": effect["after"]["drowned"], "effect": effect}

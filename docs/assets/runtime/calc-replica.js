@@ -486,22 +486,66 @@
     place();
   }
 
+  // The changes in force, from the history (an undo takes the last apply off, a reset puts the lesson's in place).
+  function appliedStack(history) {
+    var stack = [];
+    history.forEach(function (entry) {
+      if (entry.kind === "apply") stack.push(entry);
+      else if (entry.kind === "reset") stack = entry.changes.slice();
+      else stack.pop();
+    });
+    return stack;
+  }
+
+  // JSON with its keys sorted, so that two deltas compare by content (numbers as this page parsed them).
+  function canonical(value) {
+    if (Array.isArray(value)) return "[" + value.map(canonical).join(",") + "]";
+    if (value && typeof value === "object") {
+      return "{" + Object.keys(value).sort().map(function (key) {
+        return JSON.stringify(key) + ":" + canonical(value[key]);
+      }).join(",") + "}";
+    }
+    return JSON.stringify(value);
+  }
+
+  // Whether the replica holds exactly the changes the build computed a step's effect on (data-replica-path).
+  function onPath(history, pathText) {
+    var path;
+    try { path = JSON.parse(pathText || "null"); } catch (error) { return false; }
+    if (!Array.isArray(path)) return false;
+    var stack = appliedStack(history);
+    return stack.length === path.length && stack.every(function (entry, i) {
+      return entry.step === path[i].step && canonical(entry.delta) === canonical(path[i].delta);
+    });
+  }
+
   // Beside an Apply button, once applied: what to watch and before -> after for the figures that move, computed in
   // calc (calc.replica.change_effect: the replica before and after the change, on one seed, the transient skipped).
+  // The build pre-rendered it for the replica the lesson carries to this step (calc.replica.lesson_change_effect):
+  // on that path it shows at once; a replica changed otherwise asks the worker.
+  var builtText = new WeakMap(); // a pre-rendered line -> its build-time text
   function showEffect(node, step, delta, before) {
     var holder = node.parentNode;
     var out = holder.querySelector(".calc-replica-effect");
+    if (out && out.dataset.replicaPath !== undefined && onPath(before.history, out.dataset.replicaPath)) {
+      if (builtText.has(out)) out.textContent = builtText.get(out); // a live figure was written over it earlier
+      out.dataset.replicaEffect = "built";
+      out.hidden = false;
+      return;
+    }
     if (!out) {
       out = element("p", "calc-replica-effect", "");
       out.setAttribute("aria-live", "polite");
       holder.appendChild(out);
     }
+    if (out.dataset.replicaPath !== undefined && !builtText.has(out)) builtText.set(out, out.textContent);
+    out.dataset.replicaEffect = "live";
+    out.hidden = false;
     out.textContent = "Measuring before \u2192 after\u2026";
     runtime.request("call", { fn: EFFECT_FN, args: { state: JSON.stringify(before), step: step,
       delta: JSON.stringify(delta) } }, 60000).then(function (answer) {
       if (!answer.ok) { out.textContent = answer.error.message; return; }
-      var o = answer.result.outputs;
-      out.textContent = o.watch.text + " " + o.moved.text.replace(/ -> /g, " \u2192 ") + ".";
+      out.textContent = answer.result.outputs.sentence.text;
     }, function () { out.textContent = ""; });
   }
 
