@@ -152,8 +152,7 @@ LESSON_CHANGES: dict[int, dict] = {
         "delta": {'fleet': {'replicas': 3, 'autoscaler': {'signal': 'queue_depth', 'min_replicas': 3}}},
     },
     19: {
-        "label": ("The incident: three replicas, long documents join the chat traffic (20% of the surge minute "
-                  "here: your fp8 replica holds 1.5 times the page's KV cache, and the page's 8% barely dents it)"),
+        "label": "The incident: three replicas, long documents join the chat traffic",  # + its sizing, below
         "delta": {'max_model_len': 32768,
                   'fleet': {'replicas': 3,
                             'autoscaler': None}},
@@ -211,7 +210,23 @@ for _step in (19, 20):
     _shares["chat"] = round(_shares["chat"] + _shares["document"] - CARRIED_DOCUMENT_SHARE, 9)
     _shares["document"] = CARRIED_DOCUMENT_SHARE
     LESSON_CHANGES[_step]["delta"]["fleet"]["traffic"] = _traffic
+_page_share = _incident["fleet"]["traffic"][1]["shares"]["document"]
 del _step, _incident, _traffic, _shares
+
+
+def _kv_room_ratio() -> float:
+    """The reader's replica's KV cache (fp8 weights, step 7) over the page's incident replica's (bf16)."""
+    from calc.sim.hardware import kv_sizing
+    from calc.sim.scenario import Scenario
+
+    tokens = {w: kv_sizing(Scenario(parameter_count="lesson", weights=w)).kv_cache_tokens for w in ("fp8", "bf16")}
+    return tokens["fp8"] / tokens["bf16"]
+
+
+LESSON_CHANGES[19]["label"] += (f" ({CARRIED_DOCUMENT_SHARE:.0%} of the surge here: your fp8 replica has "
+                                f"{_kv_room_ratio():.1f}x the page's KV cache, and the page's {_page_share:.0%} "
+                                "barely dents it)")
+del _page_share
 
 
 def base_scenario_data() -> dict:

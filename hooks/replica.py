@@ -15,8 +15,8 @@ the replica with it (:mod:`calc.replica`). The body is checked at build
 of the running example fails the build. An empty body takes the lesson's own change for the step.
 
 Beside the button the build pre-renders the change's before -> after on the replica the lesson has carried to
-the step (:func:`calc.replica.lesson_change_effect`, a few seconds of simulation on steps 14-20), hidden until
-the reader applies it, with the path it was computed on (``data-replica-path``): the panel shows it at once when
+the step (:func:`calc.replica.lesson_change_effect`, a few seconds of simulation on steps 14-20), its text in
+``data-replica-text`` until the reader applies it, with the path it was computed on (``data-replica-path``): the panel shows it at once when
 the reader's replica is on that path, and asks the worker only otherwise. Like every block kind its render is a
 build-cache entry computed in parallel (its row in :mod:`kinds`).
 """
@@ -43,10 +43,10 @@ def render_change(step: int, label: str, delta: dict, effect: dict | None = None
     note = etree.SubElement(holder, "span", {"class": "calc-replica-change-label", "id": f"calc-replica-change-{step}"})
     note.text = f"Step {step}: {label}"
     if effect is not None:
-        shown = etree.SubElement(holder, "p", {
+        # The line's text waits in an attribute: no words on the page until the reader applies the change.
+        etree.SubElement(holder, "p", {
             "class": "calc-replica-effect", "hidden": "hidden", "aria-live": "polite",
-            "data-replica-path": json.dumps(effect["path"], sort_keys=True)})
-        shown.text = effect["sentence"]
+            "data-replica-path": json.dumps(effect["path"], sort_keys=True), "data-replica-text": effect["sentence"]})
     return holder
 
 

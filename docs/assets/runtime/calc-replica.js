@@ -523,12 +523,11 @@
   // calc (calc.replica.change_effect: the replica before and after the change, on one seed, the transient skipped).
   // The build pre-rendered it for the replica the lesson carries to this step (calc.replica.lesson_change_effect):
   // on that path it shows at once; a replica changed otherwise asks the worker.
-  var builtText = new WeakMap(); // a pre-rendered line -> its build-time text
   function showEffect(node, step, delta, before) {
     var holder = node.parentNode;
     var out = holder.querySelector(".calc-replica-effect");
     if (out && out.dataset.replicaPath !== undefined && onPath(before.history, out.dataset.replicaPath)) {
-      if (builtText.has(out)) out.textContent = builtText.get(out); // a live figure was written over it earlier
+      out.textContent = out.dataset.replicaText;
       out.dataset.replicaEffect = "built";
       out.hidden = false;
       return;
@@ -538,7 +537,6 @@
       out.setAttribute("aria-live", "polite");
       holder.appendChild(out);
     }
-    if (out.dataset.replicaPath !== undefined && !builtText.has(out)) builtText.set(out, out.textContent);
     out.dataset.replicaEffect = "live";
     out.hidden = false;
     out.textContent = "Measuring before \u2192 after\u2026";
