@@ -81,19 +81,25 @@ class WidgetBlock(_RequestBlock):
     # Options are parsed here, not by pymdownx: a value it cannot parse would silently turn the block into text.
     # ``key`` lays the widget out picture first: its picture with these outputs beside it, then the controls, and
     # the other outputs in an "All numbers" fold (widget_html.py).
-    OPTIONS = {"set": [{}, type_any], "hide": [[], type_any], "key": [[], type_any]}
+    # ``picture: charts`` makes a simulation's charts its picture instead of its block map.
+    OPTIONS = {"set": [{}, type_any], "hide": [[], type_any], "key": [[], type_any], "picture": ["", type_any]}
 
     def on_validate(self, parent: etree.Element) -> bool:
         if not isinstance(self.options["set"], dict):
             raise ValueError(f"{self.NAME} {self.argument}: 'set' must be a mapping of control: value")
         self.options["hide"] = hidden_controls(self.options["hide"])
         self.options["key"] = hidden_controls(self.options["key"])  # a list of names, as hide
+        if self.options["picture"] not in ("", "charts", "blockmap"):
+            raise ValueError(f"{self.NAME} {self.argument}: 'picture' must be charts or blockmap; "
+                             f"got {self.options['picture']!r}")
         return True
 
     def request_options(self) -> dict:
         options = {"set": self.options["set"], "hide": self.options["hide"]}
         if self.options["key"]:
             options["key"] = self.options["key"]
+        if self.options["picture"]:
+            options["picture"] = self.options["picture"]
         return options
 
     def on_create(self, parent: etree.Element) -> etree.Element:

@@ -288,7 +288,7 @@ SPEED_CHOICES = (("1", "1x"), ("2", "2x"), ("4", "4x"), ("8", "8x"))
 
 
 def render_simulation(name: str, overrides: dict | None = None, hide: list[str] | tuple = (),
-                      uid: str = "w1", key: list[str] | tuple = ()) -> etree.Element:
+                      uid: str = "w1", key: list[str] | tuple = (), picture_of: str = "") -> etree.Element:
     """A live simulation: controls, play/pause/reset/speed, metrics, charts and the KV block map.
 
     The build runs the whole scenario once (CPython) and shows where it ends: the
@@ -326,13 +326,16 @@ def render_simulation(name: str, overrides: dict | None = None, hide: list[str] 
         root.set("class", "calc-widget calc-sim calc-picture-first")
         picture = _sub(root, "div", class_="calc-picture")
         main = _sub(picture, "div", class_="calc-picture__main")
-        if "blockmap" in result:
+        map_first = "blockmap" in result and picture_of != "charts"
+        if map_first:
             _blockmap(main, result)
         else:
             _charts(main, result)
         _tiles(picture, [(k, result["outputs"][k]) for k in key], "calc-outputs calc-outputs--key")
-        if "blockmap" in result:
+        if map_first:
             _charts(root, result)
+        elif "blockmap" in result:
+            _blockmap(root, result)
         _all_numbers(root, result, key)
         _tables(root, result)
     else:
@@ -373,4 +376,4 @@ def drill(name: str, options: dict) -> str:
 
 def simulation(name: str, options: dict) -> str:
     return etree.tostring(render_simulation(name, options["set"], options["hide"], UID_PLACEHOLDER,
-                                            options.get("key", ())), encoding="unicode")
+                                            options.get("key", ()), options.get("picture", "")), encoding="unicode")
