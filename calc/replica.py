@@ -77,6 +77,8 @@ WARMUP_S = 60
 DROWNED_TTFT_P99_S = 30.0
 #: Growth of the queue over the second half of a window that counts as "growing without bound" (requests).
 DROWNED_QUEUE_GROWTH = 25
+#: The request class whose TTFT the pools of step 20 protect (the incident's alert is about chat users).
+CHAT_CLASS = "chat"
 #: The live series are sampled every simulated second, whatever the preset's spacing (its charts are short).
 SAMPLE_INTERVAL_S = 1.0
 
@@ -583,6 +585,54 @@ class _Stream:
                 (not self.phased or r.arrival_ns < self.chunk_ns)], offset
 
 
+class _ClassFirstTokens:
+    """The first tokens of one request class of a deployment, in time order as the run comes to them: the class's
+    TTFT percentiles over a trailing window (the fleet's own series mix every class).
+
+    >>> from calc.sim.workload import Request
+    >>> reqs = [Request(0, 0, 10, 5, 0), Request(1, 0, 10, 5, 1), Request(2, 2 * NS_PER_S, 10, 5, 0)]
+    >>> reqs[0].ttft_ns, reqs[1].ttft_ns = 3 * NS_PER_S, NS_PER_S
+    >>> firsts = _ClassFirstTokens(reqs, 0); firsts.update(5 * NS_PER_S)
+    >>> firsts.p99_s(5 * NS_PER_S, 10 * NS_PER_S), firsts.scan_from
+    (3.0, 2)
+    """
+
+    def __init__(self, requests: list, class_index: int):
+        self.requests, self.class_index = requests, class_index
+        self.scan_from = 0  # every request before it is of another class or has its first token recorded
+        self.recorded: set[int] = set()
+        self.times: list[int] = []  # first-token times (ns, the deployment's clock), sorted
+        self.values: list[int] = []  # their TTFTs (ns), in the same order
+
+    def update(self, local_ns: int) -> None:
+        """Record the first tokens that have come by ``local_ns``."""
+        reqs, index = self.requests, self.scan_from
+        settled = True
+        while index < len(reqs) and reqs[index].arrival_ns <= local_ns:
+            request = reqs[index]
+            if request.class_index == self.class_index and index not in self.recorded:
+                if request.ttft_ns >= 0:
+                    at = bisect.bisect_right(self.times, request.arrival_ns + request.ttft_ns)
+                    self.times.insert(at, request.arrival_ns + request.ttft_ns)
+                    self.values.insert(at, request.ttft_ns)
+                    self.recorded.add(index)
+                else:
+                    settled = False  # still waiting: scanned again next time
+            index += 1
+            if settled:
+                self.scan_from = index
+        self.recorded = {i for i in self.recorded if i >= self.scan_from}
+
+    def p99_s(self, local_ns: int, window_ns: int) -> float | None:
+        """The class's TTFT p99 over the first tokens in ``(local_ns - window_ns, local_ns]``, the fleet's rank."""
+        lo = bisect.bisect_right(self.times, local_ns - window_ns)
+        hi = bisect.bisect_right(self.times, local_ns)
+        if hi <= lo:
+            return None
+        window = sorted(self.values[lo:hi])
+        return round(window[max(1, math.ceil(0.99 * len(window))) - 1] / NS_PER_S, 6)
+
+
 class ReplicaRun:
     """The live simulation of a :class:`ReaderReplica`: a fleet per deployment, on one clock.
 
@@ -633,6 +683,10 @@ class ReplicaRun:
         self.deployments += 1
         self.scenario = fs.scenario
         self.data = data
+        names = [c.name for c in fs.scenario.workload.classes]
+        # chat's own TTFT, where other classes share the replicas (steps 19 and 20: what the pools protect)
+        self.chat_firsts = (_ClassFirstTokens(self.requests, names.index(CHAT_CLASS))
+                            if len(names) > 1 and CHAT_CLASS in names else None)
         self._extend(0)
         # The engine's open arrival source, given these requests: its own drawn arrival is dropped, its other
         # events (autoscaler ticks) kept; the list grows as the stream is drawn (calc.sim.arrivals).
@@ -721,11 +775,19 @@ class ReplicaRun:
         self._redeploy()
 
     # --------------------------------------------------------------------------------------- frames
+    def _chat_ttft_p99_s(self, local_ns: int) -> float | None:
+        """Chat's TTFT p99 over the fleet's trailing window now; None with one class of requests."""
+        if self.chat_firsts is None:
+            return None
+        self.chat_firsts.update(local_ns)
+        return self.chat_firsts.p99_s(local_ns, self.fleet.window_ns)
+
     def frame(self) -> dict:
         """What the panel shows now: the clock, the batch and queue, latency, memory, utilisation and cost.
 
         Queue, running and blocks are summed over the replicas serving; the
-        percentiles are the engine's over its trailing window; memory is per GPU
+        percentiles are the engine's over its trailing window (chat's own TTFT p99 beside them where other classes
+        share the replicas); memory is per GPU
         of the replicas (the mean over them); cost is the fleet's GPU price over
         the output tokens of the last ten simulated seconds.
         """
@@ -762,6 +824,7 @@ class ReplicaRun:
             "ttft_p99_s": last("ttft_p99_s"),
             "itl_p50_s": last("itl_p50_s"),
             "itl_p99_s": last("itl_p99_s"),
+            "chat_ttft_p99_s": self._chat_ttft_p99_s(local),
             "kv_blocks_used": used,
             "kv_blocks_total": total,
             "weights_gb_per_gpu": round(hw.weights_bytes_per_gpu / 1e9, 2),
@@ -805,30 +868,6 @@ EFFECT_FIGURES = (
     ("weights_gb_per_gpu", "weights", "GB/GPU", 1.0),
 )
 _MOVE_RELATIVE = 0.10
-#: The request class whose TTFT the pools of step 20 protect (the incident's alert is about chat users).
-CHAT_CLASS = "chat"
-
-
-def _class_ttft_window_p99(run: "ReplicaRun", class_name: str, frame_times_s: list) -> float | None:
-    """The worst trailing-window TTFT p99 of one request class at the frames' times (the fleet's own window and
-    rank, :mod:`calc.sim.fleet`), from the first tokens the deployment's requests hold; None without the class."""
-    names = [c.name for c in run.scenario.workload.classes]
-    if class_name not in names:
-        return None
-    index = names.index(class_name)
-    firsts = sorted((r.arrival_ns + r.ttft_ns, r.ttft_ns) for r in run.requests
-                    if r.class_index == index and r.ttft_ns >= 0)
-    times = [t for t, _ in firsts]
-    window_ns = run.fleet.window_ns
-    worst = None
-    for t_s in frame_times_s:
-        local_ns = round(t_s * NS_PER_S) - run.start_ns
-        lo, hi = bisect.bisect_right(times, local_ns - window_ns), bisect.bisect_right(times, local_ns)
-        if hi > lo:
-            window = sorted(v for _, v in firsts[lo:hi])
-            p99 = window[max(1, math.ceil(0.99 * len(window))) - 1] / NS_PER_S
-            worst = p99 if worst is None else max(worst, p99)
-    return None if worst is None else round(worst, 4)
 
 
 def _cycle_s(data: dict) -> float:
@@ -842,8 +881,8 @@ def window_figures(run: ReplicaRun, seconds: float) -> dict:
     KV cache (percent of the blocks, mean), the queue at the window's end and its
     growth over the second half, running sequences and output tokens/s (means),
     TTFT and ITL p99 (the trailing percentiles at the window's end, or the last measured if none fell in it; with
-    phases the worst over the cycle), chat's TTFT p99 (the worst trailing window of the ``chat`` class alone,
-    None without one; ``classes`` counts the scenario's request classes), replicas and weights (the most). ``drowned``:
+    phases the worst over the cycle), chat's TTFT p99 (the worst trailing window of the ``chat`` class alone, None
+    with one class; ``classes`` counts the scenario's request classes), replicas and weights (the most). ``drowned``:
     a queue still growing by :data:`DROWNED_QUEUE_GROWTH` over the second half, or
     TTFT p99 over :data:`DROWNED_TTFT_P99_S` while the queue is not draining.
 
@@ -879,13 +918,16 @@ def window_figures(run: ReplicaRun, seconds: float) -> dict:
         # a day of phases at its worst; steady traffic where the window ends (a backlog may still be draining)
         "ttft_p99_s": worst("ttft_p99_s") if phased else latest("ttft_p99_s"),
         "itl_p99_s": worst("itl_p99_s") if phased else latest("itl_p99_s"),
-        "chat_ttft_p99_s": _class_ttft_window_p99(run, CHAT_CLASS, [f["t_s"] for f in frames]),
+        "chat_ttft_p99_s": worst("chat_ttft_p99_s"),
         "classes": len(run.scenario.workload.classes),
         "output_tokens_per_s": round(math.fsum(f["output_tokens_per_s"] for f in frames) / len(frames), 1),
         "replicas": max(f["replicas"] for f in frames),
         "weights_gb_per_gpu": frames[-1]["weights_gb_per_gpu"],
         "from_s": frames[0]["t_s"] - 1.0, "to_s": frames[-1]["t_s"],
     }
+    classes = run.scenario.workload.classes
+    if len(classes) == 1 and classes[0].name == CHAT_CLASS:  # chat alone: its TTFT is the fleet's
+        figures["chat_ttft_p99_s"] = figures["ttft_p99_s"]
     # A queue that falls over the second half is a backlog draining, not a drowned replica.
     draining = figures["queue_growth"] <= -DROWNED_QUEUE_GROWTH
     figures["drowned"] = bool(figures["queue_growth"] >= DROWNED_QUEUE_GROWTH

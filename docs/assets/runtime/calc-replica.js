@@ -55,6 +55,8 @@
     return m ? m + " min " + (s < 10 ? "0" : "") + s + " s" : s + " s";
   }
   function whole(n) { return Math.round(n).toLocaleString("en-US"); }
+  // Chat's own TTFT p99 where other classes share the replicas (calc.replica: steps 19 and 20, what pools protect).
+  function chatPart(value) { return value === null || value === undefined ? "" : " (chat " + seconds(value) + ")"; }
 
   // ---- the panel's DOM ---------------------------------------------------------------------------
   var VIEWS = [
@@ -174,7 +176,7 @@
     var paused = !run.playing && !run.catchingUp && state.t_s > 0;
     ui.status.textContent = (paused ? (resumedFromSave ? "Paused since you left \u00b7 Play resumes" : "Paused") + " \u00b7 " : "") +
       "t = " + clock(state.t_s) + " \u00b7 queue " + whole(state.queue) + " \u00b7 p99 TTFT " +
-      seconds(state.ttft_p99_s) + (run.catchingUp ? " \u00b7 catching up" : "");
+      seconds(state.ttft_p99_s) + chatPart(state.chat_ttft_p99_s) + (run.catchingUp ? " \u00b7 catching up" : "");
     ui.play.disabled = run.playing;
     ui.pause.disabled = !run.playing;
     ui.undo.disabled = !state.applied.length || !!pending;
@@ -242,7 +244,7 @@
       percent(frame.kv_blocks_total ? frame.kv_blocks_used / frame.kv_blocks_total : 0) + "), " + frame.allocation;
     v.batch.value.textContent = whole(frame.running) + " running \u00b7 " + whole(frame.queue) + " queued";
     v.latency.value.textContent = "TTFT p50 " + seconds(frame.ttft_p50_s) + ", p99 " + seconds(frame.ttft_p99_s) +
-      " \u00b7 ITL p50 " + seconds(frame.itl_p50_s) + ", p99 " + seconds(frame.itl_p99_s);
+      chatPart(frame.chat_ttft_p99_s) + " \u00b7 ITL p50 " + seconds(frame.itl_p50_s) + ", p99 " + seconds(frame.itl_p99_s);
     // The seconds after a redeploy are the restart's transient (calc.replica.SETTLE_S), not the new steady state.
     if (frame.settling_s > 0) v.latency.value.textContent = "Redeploying: steady figures in " + Math.ceil(frame.settling_s) + " s";
     v.util.value.textContent = "GPU-Util " + percent(frame.gpu_util_reported) + " \u00b7 compute " + percent(frame.compute_utilization);
@@ -276,6 +278,7 @@
     state.running = frame.running;
     state.queue = frame.queue;
     state.ttft_p99_s = frame.ttft_p99_s;
+    state.chat_ttft_p99_s = frame.chat_ttft_p99_s;
     if (!frame.catching_up) {
       push("weights", frame.weights_gb_per_gpu);
       push("kv", frame.kv_used_gb_per_gpu + frame.weights_gb_per_gpu);
