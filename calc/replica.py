@@ -31,6 +31,7 @@ its phases at the redeploy and repeats them.
 
 from __future__ import annotations
 
+import bisect
 import copy
 import json
 import math
@@ -46,7 +47,8 @@ from calc.units import NS_PER_S
 
 __all__ = ["BASE_PRESET", "CHUNK_S", "MAX_HISTORY", "ReaderReplica", "ReplicaRun", "merge_delta", "replay",
            "base_scenario_data", "CLIENT_TIMEOUT_S", "parse_change", "playground_query",
-           "SETTLE_S", "change_effect", "window_figures", "LESSON_CHANGES"]
+           "SETTLE_S", "change_effect", "window_figures", "LESSON_CHANGES", "CARRIED_DOCUMENT_SHARE",
+           "CHAT_CLASS", "effect_watch", "effect_sentence", "lesson_path", "lesson_change_effect"]
 
 #: The preset the reader's replica starts from: the running example with the lesson's traffic (8 requests/s).
 BASE_PRESET = "step05-paged"
@@ -75,6 +77,8 @@ WARMUP_S = 60
 DROWNED_TTFT_P99_S = 30.0
 #: Growth of the queue over the second half of a window that counts as "growing without bound" (requests).
 DROWNED_QUEUE_GROWTH = 25
+#: The request class whose TTFT the pools of step 20 protect (the incident's alert is about chat users).
+CHAT_CLASS = "chat"
 #: The live series are sampled every simulated second, whatever the preset's spacing (its charts are short).
 SAMPLE_INTERVAL_S = 1.0
 
@@ -150,7 +154,7 @@ LESSON_CHANGES: dict[int, dict] = {
         "delta": {'fleet': {'replicas': 3, 'autoscaler': {'signal': 'queue_depth', 'min_replicas': 3}}},
     },
     19: {
-        "label": 'The incident: three replicas, long documents join the chat traffic',
+        "label": "The incident: three replicas, long documents join the chat traffic",  # + its sizing, below
         "delta": {'max_model_len': 32768,
                   'fleet': {'replicas': 3,
                             'autoscaler': None}},
@@ -188,14 +192,43 @@ LESSON_CHANGES: dict[int, dict] = {
     },
 }
 
-# Steps 19 and 20 carry the incident's traffic as its preset has it, not a copy: a re-tune of the incident
-# (calc.incident.TUNING_KNOB, one line of step19-incident-p99.json) reaches the reader's replica too.
+#: The long documents' share of the requests in the incident's surge minute on the reader's replica. The page's
+#: incident (preset step19-incident-p99, 8%) is tuned on the running example in bf16; the reader's replica runs
+#: fp8 weights since step 7, which give it 1.5 times the KV cache (608,266 tokens against 399,169) and a faster
+#: decode, so the page's surge reaches a TTFT p99 of only a few seconds on it (tests/test_replica_story.py
+#: computes both). Sized for this replica, the surge that hits it as hard as the page's hits the bf16 one (its
+#: TTFT p99 past 30 s, the KV cache near half full on average over the cycle) has 20% documents.
+CARRIED_DOCUMENT_SHARE = 0.2
+
+# Steps 19 and 20 carry the incident's traffic as its preset has it, not a copy (a re-tune of the incident,
+# calc.incident.TUNING_KNOB, one line of step19-incident-p99.json, reaches the reader's replica too), with the
+# surge's documents at CARRIED_DOCUMENT_SHARE in place of chat's share (batch jobs keep theirs).
 _incident = presets.load_data("step19-incident-p99")
 for _step in (19, 20):
     LESSON_CHANGES[_step]["delta"]["workload"] = {key: copy.deepcopy(_incident["workload"][key])
                                                   for key in ("rate_per_s", "classes")}
-    LESSON_CHANGES[_step]["delta"]["fleet"]["traffic"] = copy.deepcopy(_incident["fleet"]["traffic"])
-del _step, _incident
+    _traffic = copy.deepcopy(_incident["fleet"]["traffic"])
+    _shares = _traffic[1]["shares"]
+    _shares["chat"] = round(_shares["chat"] + _shares["document"] - CARRIED_DOCUMENT_SHARE, 9)
+    _shares["document"] = CARRIED_DOCUMENT_SHARE
+    LESSON_CHANGES[_step]["delta"]["fleet"]["traffic"] = _traffic
+_page_share = _incident["fleet"]["traffic"][1]["shares"]["document"]
+del _step, _incident, _traffic, _shares
+
+
+def _kv_room_ratio() -> float:
+    """The reader's replica's KV cache (fp8 weights, step 7) over the page's incident replica's (bf16)."""
+    from calc.sim.hardware import kv_sizing
+    from calc.sim.scenario import Scenario
+
+    tokens = {w: kv_sizing(Scenario(parameter_count="lesson", weights=w)).kv_cache_tokens for w in ("fp8", "bf16")}
+    return tokens["fp8"] / tokens["bf16"]
+
+
+LESSON_CHANGES[19]["label"] += (f" ({CARRIED_DOCUMENT_SHARE:.0%} of the surge here: your fp8 replica has "
+                                f"{_kv_room_ratio():.1f}x the page's KV cache, and the page's {_page_share:.0%} "
+                                "barely dents it)")
+del _page_share
 
 
 def base_scenario_data() -> dict:
@@ -552,6 +585,54 @@ class _Stream:
                 (not self.phased or r.arrival_ns < self.chunk_ns)], offset
 
 
+class _ClassFirstTokens:
+    """The first tokens of one request class of a deployment, in time order as the run comes to them: the class's
+    TTFT percentiles over a trailing window (the fleet's own series mix every class).
+
+    >>> from calc.sim.workload import Request
+    >>> reqs = [Request(0, 0, 10, 5, 0), Request(1, 0, 10, 5, 1), Request(2, 2 * NS_PER_S, 10, 5, 0)]
+    >>> reqs[0].ttft_ns, reqs[1].ttft_ns = 3 * NS_PER_S, NS_PER_S
+    >>> firsts = _ClassFirstTokens(reqs, 0); firsts.update(5 * NS_PER_S)
+    >>> firsts.p99_s(5 * NS_PER_S, 10 * NS_PER_S), firsts.scan_from
+    (3.0, 2)
+    """
+
+    def __init__(self, requests: list, class_index: int):
+        self.requests, self.class_index = requests, class_index
+        self.scan_from = 0  # every request before it is of another class or has its first token recorded
+        self.recorded: set[int] = set()
+        self.times: list[int] = []  # first-token times (ns, the deployment's clock), sorted
+        self.values: list[int] = []  # their TTFTs (ns), in the same order
+
+    def update(self, local_ns: int) -> None:
+        """Record the first tokens that have come by ``local_ns``."""
+        reqs, index = self.requests, self.scan_from
+        settled = True
+        while index < len(reqs) and reqs[index].arrival_ns <= local_ns:
+            request = reqs[index]
+            if request.class_index == self.class_index and index not in self.recorded:
+                if request.ttft_ns >= 0:
+                    at = bisect.bisect_right(self.times, request.arrival_ns + request.ttft_ns)
+                    self.times.insert(at, request.arrival_ns + request.ttft_ns)
+                    self.values.insert(at, request.ttft_ns)
+                    self.recorded.add(index)
+                else:
+                    settled = False  # still waiting: scanned again next time
+            index += 1
+            if settled:
+                self.scan_from = index
+        self.recorded = {i for i in self.recorded if i >= self.scan_from}
+
+    def p99_s(self, local_ns: int, window_ns: int) -> float | None:
+        """The class's TTFT p99 over the first tokens in ``(local_ns - window_ns, local_ns]``, the fleet's rank."""
+        lo = bisect.bisect_right(self.times, local_ns - window_ns)
+        hi = bisect.bisect_right(self.times, local_ns)
+        if hi <= lo:
+            return None
+        window = sorted(self.values[lo:hi])
+        return round(window[max(1, math.ceil(0.99 * len(window))) - 1] / NS_PER_S, 6)
+
+
 class ReplicaRun:
     """The live simulation of a :class:`ReaderReplica`: a fleet per deployment, on one clock.
 
@@ -602,6 +683,10 @@ class ReplicaRun:
         self.deployments += 1
         self.scenario = fs.scenario
         self.data = data
+        names = [c.name for c in fs.scenario.workload.classes]
+        # chat's own TTFT, where other classes share the replicas (steps 19 and 20: what the pools protect)
+        self.chat_firsts = (_ClassFirstTokens(self.requests, names.index(CHAT_CLASS))
+                            if len(names) > 1 and CHAT_CLASS in names else None)
         self._extend(0)
         # The engine's open arrival source, given these requests: its own drawn arrival is dropped, its other
         # events (autoscaler ticks) kept; the list grows as the stream is drawn (calc.sim.arrivals).
@@ -690,11 +775,19 @@ class ReplicaRun:
         self._redeploy()
 
     # --------------------------------------------------------------------------------------- frames
+    def _chat_ttft_p99_s(self, local_ns: int) -> float | None:
+        """Chat's TTFT p99 over the fleet's trailing window now; None with one class of requests."""
+        if self.chat_firsts is None:
+            return None
+        self.chat_firsts.update(local_ns)
+        return self.chat_firsts.p99_s(local_ns, self.fleet.window_ns)
+
     def frame(self) -> dict:
         """What the panel shows now: the clock, the batch and queue, latency, memory, utilisation and cost.
 
         Queue, running and blocks are summed over the replicas serving; the
-        percentiles are the engine's over its trailing window; memory is per GPU
+        percentiles are the engine's over its trailing window (chat's own TTFT p99 beside them where other classes
+        share the replicas); memory is per GPU
         of the replicas (the mean over them); cost is the fleet's GPU price over
         the output tokens of the last ten simulated seconds.
         """
@@ -731,6 +824,7 @@ class ReplicaRun:
             "ttft_p99_s": last("ttft_p99_s"),
             "itl_p50_s": last("itl_p50_s"),
             "itl_p99_s": last("itl_p99_s"),
+            "chat_ttft_p99_s": self._chat_ttft_p99_s(local),
             "kv_blocks_used": used,
             "kv_blocks_total": total,
             "weights_gb_per_gpu": round(hw.weights_bytes_per_gpu / 1e9, 2),
@@ -767,6 +861,7 @@ EFFECT_FIGURES = (
     ("queue", "queue", "", 5.0),
     ("running", "running", "", 5.0),
     ("ttft_p99_s", "TTFT p99", "s", 0.05),
+    ("chat_ttft_p99_s", "chat TTFT p99", "s", 0.05),
     ("itl_p99_s", "ITL p99", "s", 0.003),
     ("output_tokens_per_s", "output", "tok/s", 50.0),
     ("replicas", "replicas", "", 0.5),
@@ -786,7 +881,8 @@ def window_figures(run: ReplicaRun, seconds: float) -> dict:
     KV cache (percent of the blocks, mean), the queue at the window's end and its
     growth over the second half, running sequences and output tokens/s (means),
     TTFT and ITL p99 (the trailing percentiles at the window's end, or the last measured if none fell in it; with
-    phases the worst over the cycle), replicas and weights (the most). ``drowned``:
+    phases the worst over the cycle), chat's TTFT p99 (the worst trailing window of the ``chat`` class alone, None
+    with one class; ``classes`` counts the scenario's request classes), replicas and weights (the most). ``drowned``:
     a queue still growing by :data:`DROWNED_QUEUE_GROWTH` over the second half, or
     TTFT p99 over :data:`DROWNED_TTFT_P99_S` while the queue is not draining.
 
@@ -822,11 +918,16 @@ def window_figures(run: ReplicaRun, seconds: float) -> dict:
         # a day of phases at its worst; steady traffic where the window ends (a backlog may still be draining)
         "ttft_p99_s": worst("ttft_p99_s") if phased else latest("ttft_p99_s"),
         "itl_p99_s": worst("itl_p99_s") if phased else latest("itl_p99_s"),
+        "chat_ttft_p99_s": worst("chat_ttft_p99_s"),
+        "classes": len(run.scenario.workload.classes),
         "output_tokens_per_s": round(math.fsum(f["output_tokens_per_s"] for f in frames) / len(frames), 1),
         "replicas": max(f["replicas"] for f in frames),
         "weights_gb_per_gpu": frames[-1]["weights_gb_per_gpu"],
         "from_s": frames[0]["t_s"] - 1.0, "to_s": frames[-1]["t_s"],
     }
+    classes = run.scenario.workload.classes
+    if len(classes) == 1 and classes[0].name == CHAT_CLASS:  # chat alone: its TTFT is the fleet's
+        figures["chat_ttft_p99_s"] = figures["ttft_p99_s"]
     # A queue that falls over the second half is a backlog draining, not a drowned replica.
     draining = figures["queue_growth"] <= -DROWNED_QUEUE_GROWTH
     figures["drowned"] = bool(figures["queue_growth"] >= DROWNED_QUEUE_GROWTH
@@ -877,7 +978,12 @@ def change_effect(replica: ReaderReplica, step, delta, label: str = "") -> dict:
     run.advance_to(run.t_s + SETTLE_S)
     after = window_figures(run, _cycle_s(after_data) or EFFECT_WINDOW_S)
     moved = []
+    mixed = max(before["classes"], after["classes"]) > 1
     for key, name, unit, threshold in EFFECT_FIGURES:
+        if key == "chat_ttft_p99_s" and not mixed:
+            continue  # one class: chat's TTFT is the TTFT
+        if key == "ttft_p99_s" and mixed:
+            name = "TTFT p99 (all requests)"  # beside chat's own: documents and batch jobs wait in it too
         b, a = before[key], after[key]
         if b is None or a is None:
             if b != a:
@@ -890,3 +996,59 @@ def change_effect(replica: ReaderReplica, step, delta, label: str = "") -> dict:
     return {"step": step, "label": label, "before": before, "after": after, "moved": moved,
             "watch": [m["name"] for m in moved], "settle_s": SETTLE_S,
             "text": ", ".join(m["text"] for m in moved) or "no figure moves by more than 10%"}
+
+
+def effect_watch(effect: dict) -> str:
+    """What the panel writes before a change's figures: what to watch, and that a drowning is the step's point.
+
+    >>> effect_watch({"after": {"drowned": True}}), effect_watch({"after": {"drowned": False}})
+    ("The replica drowns: the step's point. Watch:", 'Watch:')
+    """
+    return ("The replica drowns: the step's point. " if effect["after"]["drowned"] else "") + "Watch:"
+
+
+def effect_sentence(effect: dict) -> str:
+    """The line beside an applied change's button: :func:`effect_watch` and the moved figures, before → after.
+
+    >>> effect_sentence({"after": {"drowned": False}, "text": "queue 9 -> 0, TTFT p99 3.1 s -> 0.20 s"})
+    'Watch: queue 9 → 0, TTFT p99 3.1 s → 0.20 s.'
+    """
+    return f"{effect_watch(effect)} {effect['text'].replace(' -> ', ' → ')}."
+
+
+def lesson_path(step) -> list[dict]:
+    """The changes in force on the reader's replica when it reaches step ``step`` along the lesson: every change of
+    :data:`LESSON_CHANGES` before that step, in order (what "Reset to step N" gives at step ``step - 1``).
+
+    >>> [c["step"] for c in lesson_path(9)], lesson_path(4)
+    ([4, 5, 6, 7], [])
+    """
+    step = check_range("step", step, FIRST_STEP, LAST_STEP, integer=True)
+    return [{"step": s, "delta": copy.deepcopy(LESSON_CHANGES[s]["delta"])} for s in sorted(LESSON_CHANGES) if s < step]
+
+
+def lesson_change_effect(step, delta=None) -> dict:
+    """Step ``step``'s change (its :data:`LESSON_CHANGES` delta unless ``delta`` is given) on the replica the lesson
+    has carried to that step: :func:`change_effect` on :func:`lesson_path`, with the line the panel shows.
+
+    The change's effect depends only on the scenario before it and the delta, so the build computes it for the
+    reader who follows the lesson's path (``hooks/replica.py`` pre-renders it beside the step's Apply button);
+    the panel recomputes it live only for a replica the reader changed otherwise.
+
+    >>> e = lesson_change_effect(5)
+    >>> [c["step"] for c in e["path"]], e["drowned"], e["sentence"].split(", ")[0]
+    ([4], False, 'Watch: KV cache 98% → 71%')
+    """
+    step = check_range("step", step, FIRST_STEP, LAST_STEP, integer=True)
+    if delta is None:
+        if step not in LESSON_CHANGES:
+            raise CalcError(f"step {step} has no lesson change (calc.replica.LESSON_CHANGES has {sorted(LESSON_CHANGES)})",
+                            "step")
+        delta = LESSON_CHANGES[step]["delta"]
+    path = lesson_path(step)
+    replica = ReaderReplica()
+    for index, change in enumerate(path):
+        replica = replica.apply(change["step"], change["delta"], float(index))
+    effect = change_effect(replica, step, delta)
+    return {"step": step, "path": path, "watch": effect_watch(effect), "moved": effect["text"],
+            "sentence": effect_sentence(effect), "drowned": effect["after"]["drowned"], "effect": effect}

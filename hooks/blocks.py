@@ -18,7 +18,8 @@ In a page::
     ///
 
 ``set`` overrides the defaults of the controls (the build computes the outputs for them); ``hide`` keeps a
-control fixed and out of sight. Text inside the block is Markdown shown above the widget (below a figure, in
+control fixed and out of sight; ``key: [output, ...]`` puts the picture first with those outputs beside it and
+folds the other outputs under "All numbers". Text inside the block is Markdown shown above the widget (below a figure, in
 its caption). An unknown widget, control or value fails the build: a page never ships a widget that cannot run.
 
 A block computes nothing: it reads its request from the page and asks the build for the value
@@ -78,16 +79,28 @@ class WidgetBlock(_RequestBlock):
     block's intro text, numbered ``w<n>`` in page order."""
 
     # Options are parsed here, not by pymdownx: a value it cannot parse would silently turn the block into text.
-    OPTIONS = {"set": [{}, type_any], "hide": [[], type_any]}
+    # ``key`` lays the widget out picture first: its picture with these outputs beside it, then the controls, and
+    # the other outputs in an "All numbers" fold (widget_html.py).
+    # ``picture: charts`` makes a simulation's charts its picture instead of its block map.
+    OPTIONS = {"set": [{}, type_any], "hide": [[], type_any], "key": [[], type_any], "picture": ["", type_any]}
 
     def on_validate(self, parent: etree.Element) -> bool:
         if not isinstance(self.options["set"], dict):
             raise ValueError(f"{self.NAME} {self.argument}: 'set' must be a mapping of control: value")
         self.options["hide"] = hidden_controls(self.options["hide"])
+        self.options["key"] = hidden_controls(self.options["key"])  # a list of names, as hide
+        if self.options["picture"] not in ("", "charts", "blockmap"):
+            raise ValueError(f"{self.NAME} {self.argument}: 'picture' must be charts or blockmap; "
+                             f"got {self.options['picture']!r}")
         return True
 
     def request_options(self) -> dict:
-        return {"set": self.options["set"], "hide": self.options["hide"]}
+        options = {"set": self.options["set"], "hide": self.options["hide"]}
+        if self.options["key"]:
+            options["key"] = self.options["key"]
+        if self.options["picture"]:
+            options["picture"] = self.options["picture"]
+        return options
 
     def on_create(self, parent: etree.Element) -> etree.Element:
         self.holder = etree.SubElement(parent, "div", {"class": "calc-block"})

@@ -13,6 +13,7 @@ import importlib
 from dataclasses import dataclass
 
 import blocks
+import replica
 
 
 @dataclass(frozen=True)
@@ -32,6 +33,7 @@ BLOCK_KINDS = {
     "drill": BlockKind(blocks.DrillBlock, "widget_html.drill", ("blocks.py", "widget_html.py"), 0.2),
     "simulation": BlockKind(blocks.WidgetBlock, "widget_html.simulation", ("blocks.py", "widget_html.py"), 2.0),
     "figure": BlockKind(blocks.FigureBlock, "figures.figure", ("blocks.py", "figures.py"), 0.2),
+    "replica-change": BlockKind(replica.ReplicaChangeBlock, "replica.change", ("blocks.py", "replica.py"), 3.0),
 }
 
 

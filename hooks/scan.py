@@ -22,7 +22,6 @@ from pymdownx.blocks import BlocksExtension
 import build_cache
 import entries
 import facts
-import replica
 from kinds import BLOCK_KINDS
 
 log = logging.getLogger("mkdocs.hooks.scan")
@@ -30,7 +29,7 @@ BLOCK_START = re.compile(rf"^\s*/{{3,}}\s*({'|'.join(map(re.escape, BLOCK_KINDS)
 
 
 class CalcBlocksExtension(BlocksExtension):
-    """Every kind's block (named after its kind) and the replica's change. In the build each block asks
+    """Every kind's block (named after its kind, the replica's change among them). In the build each block asks
     ``values(kind, request)`` and numbers widgets with ``next_uid()``; with ``collect`` it records its request.
     Given neither (a test's Markdown), each block is computed on the spot, widgets numbered from ``w1``."""
 
@@ -46,7 +45,6 @@ class CalcBlocksExtension(BlocksExtension):
     def extendMarkdownBlocks(self, md, block_mgr) -> None:
         for kind, row in BLOCK_KINDS.items():
             block_mgr.register(type(f"{kind.title()}Block", (row.block,), {"NAME": kind}), self.block_config)
-        block_mgr.register(replica.ReplicaChangeBlock, {})
 
 
 def page_blocks(markdown_text: str, config) -> list[tuple[str, dict]]:

@@ -138,14 +138,39 @@ def _chart_table(parent: etree.Element, key: str, figure: dict) -> None:
             _sub(tr, "td", cell)
 
 
+def _tiles(parent: etree.Element, items, class_: str = "calc-outputs") -> None:
+    dl = _sub(parent, "dl", class_=class_)
+    for key, item in items:
+        pair = _sub(dl, "div", class_="calc-output")
+        _sub(pair, "dt", item["label"])
+        long_text = len(item["text"]) > 200  # shown in a scrolling box: keyboard users must reach it
+        _sub(pair, "dd", item["text"], data_output=key, **({"tabindex": "0"} if long_text else {}))
+
+
+def _key_outputs(name: str, result: dict, key) -> list:
+    unknown = [k for k in key if k not in result["outputs"]]
+    if unknown:
+        raise ValueError(f"{name}: key names no output {unknown}; its outputs are {sorted(result['outputs'])}")
+    return list(key)
+
+
+def _all_numbers(root: etree.Element, result: dict, key) -> None:
+    """The outputs not in ``key``, folded: the picture and its key numbers come first (picture-first layout)."""
+    rest = [(k, item) for k, item in result["outputs"].items() if k not in key]
+    if rest:
+        fold = _sub(root, "details", class_="calc-all-numbers")
+        _sub(fold, "summary", f"All numbers ({len(result['outputs'])})")
+        _tiles(fold, rest)
+
+
 def _outputs(root: etree.Element, result: dict) -> None:
     if result["outputs"]:
-        dl = _sub(root, "dl", class_="calc-outputs")
-        for key, item in result["outputs"].items():
-            pair = _sub(dl, "div", class_="calc-output")
-            _sub(pair, "dt", item["label"])
-            long_text = len(item["text"]) > 200  # shown in a scrolling box: keyboard users must reach it
-            _sub(pair, "dd", item["text"], data_output=key, **({"tabindex": "0"} if long_text else {}))
+        _tiles(root, result["outputs"].items())
+    _charts(root, result)
+    _tables(root, result)
+
+
+def _charts(root: etree.Element, result: dict) -> None:
     for key, figure in result["figures"].items():
         holder = _sub(root, "figure", class_="calc-chart")
         title = figure.get("layout", {}).get("title", {})
@@ -158,6 +183,9 @@ def _outputs(root: etree.Element, result: dict) -> None:
         details = _sub(caption, "details", class_="calc-chart-data", **NOT_SEARCHED)
         _sub(details, "summary", "The numbers")
         _chart_table(details, key, figure)
+
+
+def _tables(root: etree.Element, result: dict) -> None:
     for key, item in result["tables"].items():
         wrapper = _sub(root, "div", class_="calc-table")  # Material wraps the table itself in a scroller
         table = _sub(wrapper, "table", data_table=key)
@@ -192,8 +220,10 @@ def form_title(spec: dict, max_chars: int = 90) -> str:
     return line
 
 
-def render_widget(name: str, overrides: dict | None = None, hide: list[str] | tuple = (), uid: str = "w1") -> etree.Element:
-    """The contract's HTML for widget ``name`` with its outputs computed for the defaults and ``overrides``."""
+def render_widget(name: str, overrides: dict | None = None, hide: list[str] | tuple = (), uid: str = "w1",
+                  key: list[str] | tuple = ()) -> etree.Element:
+    """The contract's HTML for widget ``name`` with its outputs computed for the defaults and ``overrides``
+    (``key``: picture first, those outputs beside it, the others folded under "All numbers")."""
     spec = framework.describe(name)
     if spec["kind"] != "widget":
         raise ValueError(f"{name} is a {spec['kind']}, not a widget")
@@ -203,13 +233,23 @@ def render_widget(name: str, overrides: dict | None = None, hide: list[str] | tu
         "class": "calc-widget", "id": uid, "data-widget": name, "data-kind": "widget", "data-state": "static",
         "data-budget-ms": str(int(spec["budget_s"] * 1000)), **({} if spec["warm"] else {"data-warm": "off"}),
     })
+    if key:  # picture first: the charts with the key outputs beside them, then the controls, then the rest
+        key = _key_outputs(name, result, key)
+        root.set("class", "calc-widget calc-picture-first")
+        picture = _sub(root, "div", class_="calc-picture")
+        _charts(_sub(picture, "div", class_="calc-picture__main"), result)
+        _tiles(picture, [(k, result["outputs"][k]) for k in key], "calc-outputs calc-outputs--key")
     form = _sub(root, "form", class_="calc-controls", novalidate="novalidate",
                 aria_label=f"Controls: {form_title(spec)}",
                 **NOT_SEARCHED)
     for control in spec["controls"]:
         _control(form, uid, control, args[control["name"]], control["name"] in hide)
     _sub(root, "p", "", class_="calc-error", data_error="", role="alert", **NOT_SEARCHED)
-    _outputs(root, result)
+    if key:
+        _all_numbers(root, result, key)
+        _tables(root, result)
+    else:
+        _outputs(root, result)
     _sub(root, "p", STATIC_NOTE, class_="calc-status", data_status="", **NOT_SEARCHED)
     return root
 
@@ -248,7 +288,7 @@ SPEED_CHOICES = (("1", "1x"), ("2", "2x"), ("4", "4x"), ("8", "8x"))
 
 
 def render_simulation(name: str, overrides: dict | None = None, hide: list[str] | tuple = (),
-                      uid: str = "w1") -> etree.Element:
+                      uid: str = "w1", key: list[str] | tuple = (), picture_of: str = "") -> etree.Element:
     """A live simulation: controls, play/pause/reset/speed, metrics, charts and the KV block map.
 
     The build runs the whole scenario once (CPython) and shows where it ends: the
@@ -281,29 +321,53 @@ def render_simulation(name: str, overrides: dict | None = None, hide: list[str] 
         _sub(select, "option", label, value=value)
     _sub(bar, "span", f"t = {result.get('t_s', 0):.1f} s simulated", class_="calc-sim__progress", data_sim_progress="")
     _sub(root, "p", "", class_="calc-error", data_error="", role="alert", **NOT_SEARCHED)
-    _outputs(root, result)
-    if "blockmap" in result:
-        holder = _sub(root, "figure", class_="calc-blockmap")
-        _sub(holder, "canvas", data_blockmap=_figure_json(result["blockmap"]), role="img",
-             aria_label=result["blockmap"].get("summary", "KV block map"), width="768", height="384")
-        caption = _sub(holder, "figcaption")
-        _sub(caption, "span", result["blockmap"].get("summary", ""), data_blockmap_summary="")
-        legend = _sub(caption, "span", class_="calc-blockmap__legend")
-        for css_class, text in (("used", "holds tokens"), ("reserved", "reserved, empty"), ("free", "free"),
-                                ("cached", "cached prefix")):
-            # Each key is marked, not the legend: a marked <span> must hold no <span> (see NOT_SEARCHED).
-            item = _sub(legend, "span", class_=f"calc-blockmap__key calc-blockmap__key--{css_class}", **NOT_SEARCHED)
-            item.text = AtomicString(text)
+    if key:  # picture first, under Play: the block map (else the charts) with the key outputs beside it
+        key = _key_outputs(name, result, key)
+        root.set("class", "calc-widget calc-sim calc-picture-first")
+        picture = _sub(root, "div", class_="calc-picture")
+        main = _sub(picture, "div", class_="calc-picture__main")
+        map_first = "blockmap" in result and picture_of != "charts"
+        if map_first:
+            _blockmap(main, result)
+        else:
+            _charts(main, result)
+        _tiles(picture, [(k, result["outputs"][k]) for k in key], "calc-outputs calc-outputs--key")
+        if map_first:
+            _charts(root, result)
+        elif "blockmap" in result:
+            _blockmap(root, result)
+        _all_numbers(root, result, key)
+        _tables(root, result)
+    else:
+        _outputs(root, result)
+        if "blockmap" in result:
+            _blockmap(root, result)
     _sub(root, "p", "The run above was computed when the site was built. Serve the site (make serve) and press "
                     "Play to watch it unfold in your browser.", class_="calc-status", data_status="",
          **NOT_SEARCHED)
     return root
 
 
+def _blockmap(root: etree.Element, result: dict) -> None:
+    """The KV block map of the run's fullest moment, with its legend."""
+    holder = _sub(root, "figure", class_="calc-blockmap")
+    _sub(holder, "canvas", data_blockmap=_figure_json(result["blockmap"]), role="img",
+         aria_label=result["blockmap"].get("summary", "KV block map"), width="768", height="384")
+    caption = _sub(holder, "figcaption")
+    _sub(caption, "span", result["blockmap"].get("summary", ""), data_blockmap_summary="")
+    legend = _sub(caption, "span", class_="calc-blockmap__legend")
+    for css_class, text in (("used", "holds tokens"), ("reserved", "reserved, empty"), ("free", "free"),
+                            ("cached", "cached prefix")):
+        # Each key is marked, not the legend: a marked <span> must hold no <span> (see NOT_SEARCHED).
+        item = _sub(legend, "span", class_=f"calc-blockmap__key calc-blockmap__key--{css_class}", **NOT_SEARCHED)
+        item.text = AtomicString(text)
+
+
 # The renderers of the block kinds (kinds.py): a block's request in, its HTML as XML text out, id left as a placeholder.
 
 def widget(name: str, options: dict) -> str:
-    return etree.tostring(render_widget(name, options["set"], options["hide"], UID_PLACEHOLDER), encoding="unicode")
+    return etree.tostring(render_widget(name, options["set"], options["hide"], UID_PLACEHOLDER, options.get("key", ())),
+                          encoding="unicode")
 
 
 def drill(name: str, options: dict) -> str:
@@ -311,5 +375,5 @@ def drill(name: str, options: dict) -> str:
 
 
 def simulation(name: str, options: dict) -> str:
-    return etree.tostring(render_simulation(name, options["set"], options["hide"], UID_PLACEHOLDER),
-                          encoding="unicode")
+    return etree.tostring(render_simulation(name, options["set"], options["hide"], UID_PLACEHOLDER,
+                                            options.get("key", ()), options.get("picture", "")), encoding="unicode")

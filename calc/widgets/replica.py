@@ -28,7 +28,8 @@ import time
 from typing import Annotated
 
 from calc.errors import CalcError
-from calc.replica import LAST_STEP, MAX_TIME_S, ReaderReplica, ReplicaRun, change_effect
+from calc.replica import (LAST_STEP, MAX_TIME_S, ReaderReplica, ReplicaRun, change_effect, effect_sentence,
+                          effect_watch)
 from calc.widgets.framework import FloatRange, IntRange, Text, output, stream, view, widget
 
 __all__ = ["live", "export_scenario", "change_effect_view", "FRAME_S", "SLICE_S", "MAX_RUNS"]
@@ -177,10 +178,11 @@ def change_effect_view(
     except ValueError:
         raise CalcError("delta must be JSON: a scenario delta object", "delta") from None
     effect = change_effect(replica, step, delta_data)
-    # the moved figures are what to watch: the text names each one with its before -> after
-    watch = ("The replica drowns: the step's point. " if effect["after"]["drowned"] else "") + "Watch:"
+    # the moved figures are what to watch: the text names each one with its before -> after; the sentence is the
+    # line the build pre-renders for the lesson's path (calc.replica.lesson_change_effect), word for word
     return view(outputs=[
-        output("watch", "Watch", "", text=watch),
+        output("watch", "Watch", "", text=effect_watch(effect)),
         output("moved", "Before -> after", "", text=effect["text"]),
+        output("sentence", "Shown", "", text=effect_sentence(effect)),
         output("drowned", "Drowned after", "", text="yes" if effect["after"]["drowned"] else "no"),
     ])

@@ -194,8 +194,10 @@ def wait_for_any_error(page, widget: str) -> str:
 
 
 def output_text(page, widget, key: str) -> str:
-    """The text the widget shows for output ``key``."""
-    return _locate(page, widget, f'[data-output="{key}"]').inner_text()
+    """The text the widget shows for output ``key`` (in its "All numbers" fold, opened first as a reader would)."""
+    located = _locate(page, widget, f'[data-output="{key}"]')
+    located.evaluate("(node) => { const fold = node.closest('details.calc-all-numbers'); if (fold) fold.open = true; }")
+    return located.inner_text()
 
 
 def output_texts(page, widget, keys) -> dict[str, str]:

@@ -64,3 +64,30 @@ def test_memory_view_recomputes_like_cpython(live):
     assert chart_traces(page, VIEW, "memory", "x") == figure_traces(expected, "memory", "x")
     assert table_rows(page, VIEW, "terms") == expected["tables"]["terms"]["rows"]
     assert visit.console_errors == []
+
+
+@pytest.mark.parametrize("width", [1280, 390])
+def test_the_memory_bars_come_before_the_controls_with_four_numbers_and_the_rest_folded(browser, site_server, width):
+    """Picture first (issue 32): the memory bars open the widget, the four numbers the step teaches beside them
+    (under them on a phone), then the nine controls; the other outputs sit in a closed "All numbers" fold."""
+    from tests.browser.conftest import Visit
+
+    visit = Visit(browser, site_server, viewport={"width": width, "height": 900})
+    try:
+        page = visit.page
+        page.goto(visit.url(PAGE))
+        chart = page.locator(f"{VIEW} .calc-picture [data-chart]").first.bounding_box()
+        key = page.locator(f"{VIEW} .calc-outputs--key").bounding_box()
+        first_control = page.locator(f"{VIEW} .calc-control").first.bounding_box()
+        assert page.locator(f"{VIEW} .calc-control").count() == 9
+        assert chart["y"] + chart["height"] <= first_control["y"] and key["y"] + key["height"] <= first_control["y"]
+        if width >= 1000:
+            assert key["x"] >= chart["x"] + chart["width"] - 1, (chart, key)
+        keys = page.eval_on_selector_all(f"{VIEW} .calc-outputs--key [data-output]", "els => els.map(e => e.dataset.output)")
+        assert keys == ["weights_bytes_per_gpu", "kv_cache_bytes_per_gpu", "kv_cache_tokens", "max_requests"]
+        folded = page.eval_on_selector_all(f"{VIEW} details.calc-all-numbers:not([open]) [data-output]",
+                                           "els => els.map(e => e.dataset.output)")
+        assert len(folded) == 8 and "vllm_max_concurrency" in folded and not set(folded) & set(keys)
+        assert visit.console_errors == []
+    finally:
+        visit.close()

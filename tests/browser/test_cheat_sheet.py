@@ -28,7 +28,13 @@ def test_the_sheet_prints_on_one_page_and_its_widget_recomputes_like_cpython(vis
     # Printed, the sheet keeps its formulas and numbers and leaves out the interactive parts.
     page.emulate_media(media="print")
     assert page.locator(WIDGET).is_hidden()
-    assert page.locator("details.calc-print >> text=399,169").first.is_visible()  # the parts print open
+    assert page.locator(".calc-sheet table >> text=399,169").first.is_visible()  # the sheet prints
+    assert page.locator("details.calc-print").first.is_visible()  # and the folds marked for print print open
+    page.emulate_media(media="screen")
+    # On screen the sheet is one table, open: every rule a row, none in a fold (issue 32).
+    rows = page.locator(".calc-sheet table tbody tr")
+    assert rows.count() >= 20 and rows.first.is_visible()
+    assert page.locator("details .calc-sheet").count() == 0
     page.emulate_media(media="screen")
 
     wait_until_ready(page)

@@ -222,3 +222,88 @@ def test_a_reader_clicks_next_from_step_1_to_22_and_back_and_every_step_holds(br
             handle.write("".join(problem + "\n" for problem in reader.problems))
     assert reader.problems == [], (f"{len(reader.problems)} problems on the walk at {width} px; first 40:\n" +
                                    "\n".join(reader.problems[:40]))
+
+
+#: In the page: every call the page asks the worker for, by function name (kept across instant navigations: the
+#: runtime lives as long as the document).
+COUNT_WORKER_CALLS = """() => {
+  window.workerCalls = [];
+  const runtime = window.calcRuntime, request = runtime.request;
+  runtime.request = function (type, payload, budget) {
+    if (type === 'call') window.workerCalls.push(payload.fn);
+    return request.apply(this, arguments);
+  };
+}"""
+
+#: In the page, once Apply is clicked: milliseconds until the before -> after line shows, its text and its source.
+EFFECT_SHOWN = """async (step) => {
+  const button = document.querySelector(`[data-apply-step="${step}"]`);
+  const line = button.parentNode.querySelector('.calc-replica-effect');
+  const started = performance.now();
+  button.click();
+  while (line.hidden || !/Watch:/.test(line.textContent)) {
+    if (performance.now() - started > 90000) break;
+    await new Promise((done) => setTimeout(done, 5));
+  }
+  return { ms: performance.now() - started, text: line.textContent, source: line.dataset.replicaEffect || '' };
+}"""
+
+
+def test_a_reader_on_the_lessons_path_sees_each_changes_before_and_after_at_once(browser, site_server):
+    """Steps 13 to 20 by Next with the replica the lesson carries (Reset to step 13, then each Apply on the way):
+    each Apply's before -> after shows within a frame or two, is calc.replica.lesson_change_effect's line (the
+    build's, computed here again in CPython), and no call goes to the worker for it (the panel's stream applies
+    the change; only the before -> after of a replica off the path is measured live, 3.5-7.7 s on steps 14-20)."""
+    from calc.replica import LESSON_CHANGES, lesson_change_effect
+
+    steps = built_steps()
+    reader = PathVisit(browser, site_server, 1280, 900)
+    page = reader.page
+    start = next(slug for slug in steps if slug.startswith("13-"))
+    try:
+        page.goto(reader.visit.url(f"lesson/{start}/"))
+        page.evaluate("() => { window.readerPathMarker = 1; }")
+        reader.at(start)
+        reader.toggle_panel()
+        page.locator(f"{PANEL} .calc-replica__reset").click()  # the lesson's replica at step 13: changes 4 to 12
+        page.wait_for_function("() => document.querySelector('[data-replica]').dataset.applied === '4,5,6,7,9,10,11,12'",
+                               timeout=90_000)
+        reader.toggle_panel()
+        page.evaluate(COUNT_WORKER_CALLS)
+        shown = {}
+        for slug in steps[steps.index(start) + 1:steps.index(start) + 8]:  # 14 to 20
+            reader.click_footer("next")
+            reader.at(slug)
+            step = int(slug[:2])
+            if step not in LESSON_CHANGES:
+                continue
+            shown[step] = page.evaluate(EFFECT_SHOWN, step)
+            page.wait_for_function("(step) => document.querySelector('[data-replica]').dataset.applied"
+                                   ".split(',').pop() === String(step)", arg=step, timeout=90_000)
+        assert sorted(shown) == [14, 15, 19, 20]
+        for step, seen in shown.items():
+            assert seen["source"] == "built", (step, seen)
+            assert seen["ms"] < 250, (step, seen)  # a frame or two, not a simulation
+            assert seen["text"] == lesson_change_effect(step)["sentence"], step
+        assert "replica.change_effect_view" not in page.evaluate("() => window.workerCalls")
+    finally:
+        reader.close()
+    assert reader.visit.console_errors == []
+
+
+def test_a_replica_off_the_lessons_path_measures_its_before_and_after_live(visit):
+    """Step 5's Apply on a fresh replica (step 4's change never applied): the build's line is for another
+    replica, so the panel asks the worker, and shows calc.replica.change_effect's figures for this one."""
+    from calc.replica import LESSON_CHANGES, ReaderReplica, change_effect, effect_sentence
+
+    page = visit.page
+    page.goto(visit.url("lesson/05-paged-attention/"))
+    page.wait_for_function("() => window.calcRuntime")
+    page.evaluate(COUNT_WORKER_CALLS)
+    seen = page.evaluate(EFFECT_SHOWN, 5)
+    assert seen["source"] == "live"
+    expected = effect_sentence(change_effect(ReaderReplica(), 5, LESSON_CHANGES[5]["delta"]))
+    assert seen["text"] == expected != page.evaluate("() => document.querySelector('.calc-replica-effect')"
+                                                      ".getAttribute('data-replica-path')")
+    assert page.evaluate("() => window.workerCalls").count("replica.change_effect_view") == 1
+    assert visit.console_errors == []

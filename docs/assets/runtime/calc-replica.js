@@ -55,6 +55,8 @@
     return m ? m + " min " + (s < 10 ? "0" : "") + s + " s" : s + " s";
   }
   function whole(n) { return Math.round(n).toLocaleString("en-US"); }
+  // Chat's own TTFT p99 where other classes share the replicas (calc.replica: steps 19 and 20, what pools protect).
+  function chatPart(value) { return value === null || value === undefined ? "" : " (chat " + seconds(value) + ")"; }
 
   // ---- the panel's DOM ---------------------------------------------------------------------------
   var VIEWS = [
@@ -174,7 +176,7 @@
     var paused = !run.playing && !run.catchingUp && state.t_s > 0;
     ui.status.textContent = (paused ? (resumedFromSave ? "Paused since you left \u00b7 Play resumes" : "Paused") + " \u00b7 " : "") +
       "t = " + clock(state.t_s) + " \u00b7 queue " + whole(state.queue) + " \u00b7 p99 TTFT " +
-      seconds(state.ttft_p99_s) + (run.catchingUp ? " \u00b7 catching up" : "");
+      seconds(state.ttft_p99_s) + chatPart(state.chat_ttft_p99_s) + (run.catchingUp ? " \u00b7 catching up" : "");
     ui.play.disabled = run.playing;
     ui.pause.disabled = !run.playing;
     ui.undo.disabled = !state.applied.length || !!pending;
@@ -242,7 +244,7 @@
       percent(frame.kv_blocks_total ? frame.kv_blocks_used / frame.kv_blocks_total : 0) + "), " + frame.allocation;
     v.batch.value.textContent = whole(frame.running) + " running \u00b7 " + whole(frame.queue) + " queued";
     v.latency.value.textContent = "TTFT p50 " + seconds(frame.ttft_p50_s) + ", p99 " + seconds(frame.ttft_p99_s) +
-      " \u00b7 ITL p50 " + seconds(frame.itl_p50_s) + ", p99 " + seconds(frame.itl_p99_s);
+      chatPart(frame.chat_ttft_p99_s) + " \u00b7 ITL p50 " + seconds(frame.itl_p50_s) + ", p99 " + seconds(frame.itl_p99_s);
     // The seconds after a redeploy are the restart's transient (calc.replica.SETTLE_S), not the new steady state.
     if (frame.settling_s > 0) v.latency.value.textContent = "Redeploying: steady figures in " + Math.ceil(frame.settling_s) + " s";
     v.util.value.textContent = "GPU-Util " + percent(frame.gpu_util_reported) + " \u00b7 compute " + percent(frame.compute_utilization);
@@ -276,6 +278,7 @@
     state.running = frame.running;
     state.queue = frame.queue;
     state.ttft_p99_s = frame.ttft_p99_s;
+    state.chat_ttft_p99_s = frame.chat_ttft_p99_s;
     if (!frame.catching_up) {
       push("weights", frame.weights_gb_per_gpu);
       push("kv", frame.kv_used_gb_per_gpu + frame.weights_gb_per_gpu);
@@ -486,22 +489,64 @@
     place();
   }
 
+  // The changes in force, from the history (an undo takes the last apply off, a reset puts the lesson's in place).
+  function appliedStack(history) {
+    var stack = [];
+    history.forEach(function (entry) {
+      if (entry.kind === "apply") stack.push(entry);
+      else if (entry.kind === "reset") stack = entry.changes.slice();
+      else stack.pop();
+    });
+    return stack;
+  }
+
+  // JSON with its keys sorted, so that two deltas compare by content (numbers as this page parsed them).
+  function canonical(value) {
+    if (Array.isArray(value)) return "[" + value.map(canonical).join(",") + "]";
+    if (value && typeof value === "object") {
+      return "{" + Object.keys(value).sort().map(function (key) {
+        return JSON.stringify(key) + ":" + canonical(value[key]);
+      }).join(",") + "}";
+    }
+    return JSON.stringify(value);
+  }
+
+  // Whether the replica holds exactly the changes the build computed a step's effect on (data-replica-path).
+  function onPath(history, pathText) {
+    var path;
+    try { path = JSON.parse(pathText || "null"); } catch (error) { return false; }
+    if (!Array.isArray(path)) return false;
+    var stack = appliedStack(history);
+    return stack.length === path.length && stack.every(function (entry, i) {
+      return entry.step === path[i].step && canonical(entry.delta) === canonical(path[i].delta);
+    });
+  }
+
   // Beside an Apply button, once applied: what to watch and before -> after for the figures that move, computed in
   // calc (calc.replica.change_effect: the replica before and after the change, on one seed, the transient skipped).
+  // The build pre-rendered it for the replica the lesson carries to this step (calc.replica.lesson_change_effect):
+  // on that path it shows at once; a replica changed otherwise asks the worker.
   function showEffect(node, step, delta, before) {
     var holder = node.parentNode;
     var out = holder.querySelector(".calc-replica-effect");
+    if (out && out.dataset.replicaPath !== undefined && onPath(before.history, out.dataset.replicaPath)) {
+      out.textContent = out.dataset.replicaText;
+      out.dataset.replicaEffect = "built";
+      out.hidden = false;
+      return;
+    }
     if (!out) {
       out = element("p", "calc-replica-effect", "");
       out.setAttribute("aria-live", "polite");
       holder.appendChild(out);
     }
+    out.dataset.replicaEffect = "live";
+    out.hidden = false;
     out.textContent = "Measuring before \u2192 after\u2026";
     runtime.request("call", { fn: EFFECT_FN, args: { state: JSON.stringify(before), step: step,
       delta: JSON.stringify(delta) } }, 60000).then(function (answer) {
       if (!answer.ok) { out.textContent = answer.error.message; return; }
-      var o = answer.result.outputs;
-      out.textContent = o.watch.text + " " + o.moved.text.replace(/ -> /g, " \u2192 ") + ".";
+      out.textContent = answer.result.outputs.sentence.text;
     }, function () { out.textContent = ""; });
   }
 

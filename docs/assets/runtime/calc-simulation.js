@@ -162,7 +162,13 @@
         });
         state.dirty = true;
       });
-      if (frame.blockmap) state.blockmap = frame.blockmap;
+      if (frame.blockmap) {
+        state.blockmap = frame.blockmap;
+        // The fullest moment is kept (as the build's map is, calc.widgets.framework.collect_stream): a run that
+        // ends drained shows its peak, not an empty pool.
+        var fill = (frame.blockmap.used_blocks || 0) + (frame.blockmap.reserved_unused_blocks || 0);
+        if (!state.peakMap || fill > state.peakFill) { state.peakMap = frame.blockmap; state.peakFill = fill; } // the first, as the build
+      }
       if (typeof frame.t_s === "number") state.t_s = frame.t_s;
     }
 
@@ -231,6 +237,10 @@
         state.controller.resume();
       }
       if (state.done && !state.queue.length) {
+        if (canvas && state.peakMap) { // after the last frame's map, which redraw() queued
+          var peak = state.peakMap;
+          setTimeout(function () { if (run === state) drawBlockMap(canvas, peak); }, 0);
+        }
         setButtons("done");
         widget.dataset.state = "live";
         return;
