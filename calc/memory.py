@@ -31,7 +31,7 @@ from calc.units import GB, round_sig
 __all__ = [
     "WEIGHT_FORMATS", "KV_DTYPES", "WEIGHT_BITS", "KV_DTYPE_BYTES", "WeightBytes", "weight_bytes",
     "weights_bytes_per_gpu", "kv_bytes_per_token", "kv_bytes_per_token_per_gpu", "kv_heads_per_gpu",
-    "allowed_tp", "check_tp", "kv_tokens_per_request", "kv_bytes_per_request", "kv_bytes_per_token_by_attention",
+    "allowed_tp", "check_tp", "kv_tokens_per_request", "kv_bytes_per_request", "gqa_kv_heads", "kv_bytes_per_token_by_attention",
     "KVCapacity", "kv_capacity", "default_activation_bytes", "default_non_torch_bytes",
     "ACTIVATION_WORKSPACE_BYTES", "NON_TORCH_BASE_BYTES", "NON_TORCH_TP_BYTES",
 ]
@@ -280,6 +280,27 @@ def kv_bytes_per_request(model: Model, context_tokens: int, kv_dtype: str = "bf1
     return kv_tokens_per_request(model, context_tokens) * kv_bytes_per_token(model, kv_dtype)
 
 
+#: Query heads per KV head when a model that is not GQA is drawn as GQA: Llama 3's ratio (64 query heads, 8 KV
+#: heads; https://huggingface.co/meta-llama/Llama-3.1-70B/blob/main/config.json, ``num_key_value_heads``).
+GQA_QUERY_HEADS_PER_KV_HEAD = 8
+
+
+def gqa_kv_heads(model: Model) -> int:
+    """The KV heads of ``model`` under grouped-query attention: its own when it is GQA, else one KV head per
+    :data:`GQA_QUERY_HEADS_PER_KV_HEAD` query heads (at least one). The one rule for "this model, with GQA"
+    (the attention deep dive's comparison, step 2's variants, :func:`kv_bytes_per_token_by_attention`).
+    Source: Ainslie et al., "GQA" (2023, https://arxiv.org/abs/2305.13245, section 2.2: groups of query heads
+    share one KV head).
+
+    >>> gqa_kv_heads(get_model("llama-3.1-8b")), gqa_kv_heads(get_model("llama-2-7b")), gqa_kv_heads(get_model("deepseek-v3"))
+    (8, 4, 16)
+    """
+    model = get_model(model)
+    if model.attention == "gqa":
+        return model.kv_heads
+    return max(1, model.attention_heads // GQA_QUERY_HEADS_PER_KV_HEAD)
+
+
 def kv_bytes_per_token_by_attention(model: Model, kv_dtype: str = "bf16") -> dict[str, int]:
     """The same model's KV bytes per token under MHA, its own GQA, MQA and an MLA latent.
 
@@ -304,7 +325,7 @@ def kv_bytes_per_token_by_attention(model: Model, kv_dtype: str = "bf16") -> dic
     n = model.layers
     return {
         "mha": n * 2 * model.attention_heads * head_dim * b,
-        "gqa": n * 2 * (model.kv_heads if model.attention == "gqa" else max(1, model.attention_heads // 8)) * head_dim * b,
+        "gqa": n * 2 * gqa_kv_heads(model) * head_dim * b,
         "mqa": n * 2 * head_dim * b,
         "mla": n * latent * b,
     }

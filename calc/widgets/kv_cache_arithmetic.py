@@ -20,7 +20,7 @@ from typing import Annotated
 
 from calc.catalog import MODELS, Model, get_model
 from calc.errors import CalcError
-from calc.memory import KV_DTYPES, kv_bytes_per_token
+from calc.memory import KV_DTYPES, gqa_kv_heads, kv_bytes_per_token
 from calc.units import GB, GiB, KiB, MiB, format_bytes, format_number
 from calc.widgets.charts import line_chart
 from calc.widgets.framework import Choice, IntRange, drill, output, view, widget
@@ -67,7 +67,7 @@ def attention_variants(model) -> dict[str, object]:
     {'MHA (64 KV heads)': 64, 'GQA (8 KV heads)': 8, 'MQA (1 KV head)': 1}
     """
     heads = model.attention_heads
-    gqa_heads = model.kv_heads if 1 < model.kv_heads < heads else max(1, heads // 8)
+    gqa_heads = gqa_kv_heads(model)
     base = dataclasses.replace(model, attention="gqa", kv_lora_rank=0, qk_rope_head_dim=0, q_lora_rank=0,
                                qk_nope_head_dim=0, v_head_dim=0)
     variants = {
