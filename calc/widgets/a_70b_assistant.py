@@ -29,9 +29,10 @@ from calc.catalog import GPUS, MEMORY_BASES, MODELS, get_gpu, get_model
 from calc.lesson import (
     ANSWER_TOKENS, LESSON_PARAM_DIGITS, MAX_MODEL_LEN, PROMPT_TOKENS, replica_capacity, vllm_maximum_concurrency,
 )
-from calc.memory import KV_DTYPES, WEIGHT_FORMATS, kv_bytes_per_request, kv_heads_per_gpu
+from calc.memory import kv_bytes_per_request, kv_heads_per_gpu
 from calc.units import GB, GiB, KiB, MiB, format_bytes, format_number, round_sig
 from calc.widgets.charts import PALETTE, line_chart
+from calc.widgets.controls import Gpu, KvDtype, Model, TensorParallel, Weights
 from calc.widgets.framework import Choice, FloatRange, IntRange, output, view, widget
 from calc.widgets.views import replica_memory_view
 
@@ -48,8 +49,6 @@ _BASIS_LABELS = (
     ("marketed", "Datasheet: GB × 10⁹ (the lesson)"),
     ("runtime", "nvidia-smi: MiB × 2²⁰"),
 )
-MODEL_CHOICES = tuple((key, model.name) for key, model in MODELS.items())
-GPU_CHOICES = tuple((key, gpu.name) for key, gpu in GPUS.items())
 LENGTH_POINTS = (256, 512, 1_024, 2_048, 4_096, 8_192, 16_384, 32_768, 65_536, 131_072)
 
 
@@ -64,11 +63,11 @@ def _gib(n_bytes: float) -> str:
 
 @widget
 def memory_view(
-    model: Annotated[str, Choice(MODEL_CHOICES, label="Model")] = lesson.REPLICA["model"],
-    gpu: Annotated[str, Choice(GPU_CHOICES, label="GPU")] = lesson.REPLICA["gpu"],
-    tp: Annotated[int, IntRange(1, 64, 1, "GPUs", label="Tensor parallel")] = lesson.REPLICA["tp"],
-    weights: Annotated[str, Choice(WEIGHT_FORMATS, label="Weight precision")] = lesson.REPLICA["weights"],
-    kv_dtype: Annotated[str, Choice(KV_DTYPES, label="KV cache dtype")] = lesson.REPLICA["kv_dtype"],
+    model: Model = lesson.REPLICA["model"],
+    gpu: Gpu = lesson.REPLICA["gpu"],
+    tp: TensorParallel = lesson.REPLICA["tp"],
+    weights: Weights = lesson.REPLICA["weights"],
+    kv_dtype: KvDtype = lesson.REPLICA["kv_dtype"],
     gpu_memory_utilization: Annotated[float, FloatRange(0.01, 1.0, 0.01, label="Memory utilization",
                                                         help="vLLM's gpu_memory_utilization")]
     = lesson.REPLICA["gpu_memory_utilization"],

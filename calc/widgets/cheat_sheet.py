@@ -29,8 +29,7 @@ from calc.cost import ITL_TARGET_S, price_replica, replica_numbers  # replica_nu
 from calc.errors import CalcError
 from calc.lesson import ANSWER_TOKENS, MAX_MODEL_LEN, PROMPT_TOKENS
 from calc.memory import (
-    KV_DTYPES, WEIGHT_FORMATS, kv_bytes_per_request, kv_bytes_per_token, kv_bytes_per_token_by_attention,
-    kv_bytes_per_token_per_gpu, weight_bytes,
+    kv_bytes_per_request, kv_bytes_per_token, kv_bytes_per_token_by_attention, kv_bytes_per_token_per_gpu, weight_bytes,
 )
 from calc.parallel import allreduce_bytes_on_wire, pipeline_bubble_fraction
 from calc.prefix import prefix_cache_hit
@@ -40,7 +39,8 @@ from calc.sim import presets
 from calc.sim_views import fleet_scale_up_delay_s
 from calc.speculative import EAGLE_LIKE, break_even_batch, expected_tokens_per_step, speedup
 from calc.units import GB, KiB, SECONDS_PER_HOUR, TB, format_bytes, format_number
-from calc.widgets.framework import Choice, FloatRange, IntRange, output, view, widget
+from calc.widgets.controls import Gpu, KvDtype, Model, TensorParallel, Weights
+from calc.widgets.framework import FloatRange, IntRange, output, view, widget
 
 __all__ = ["facts", "your_replica", "replica_numbers"]
 
@@ -63,8 +63,6 @@ GROWTH_PER_MIN = 0.05
 #: Step 18's pipeline example: four stages, one micro-batch against sixteen.
 PP_STAGES, PP_MICROBATCHES = 4, 16
 
-_MODEL_CHOICES = tuple((key, model.name) for key, model in MODELS.items())
-_GPU_CHOICES = tuple((key, gpu.name) for key, gpu in GPUS.items())
 
 
 def _gb(n_bytes: float) -> str:
@@ -85,11 +83,11 @@ def _usd(value: float) -> str:
 
 @widget
 def your_replica(
-    model: Annotated[str, Choice(_MODEL_CHOICES, label="Model")] = lesson.REPLICA["model"],
-    gpu: Annotated[str, Choice(_GPU_CHOICES, label="GPU")] = lesson.REPLICA["gpu"],
-    tp: Annotated[int, IntRange(1, 64, 1, "GPUs", label="Tensor parallel")] = lesson.REPLICA["tp"],
-    weights: Annotated[str, Choice(WEIGHT_FORMATS, label="Weight precision")] = lesson.REPLICA["weights"],
-    kv_dtype: Annotated[str, Choice(KV_DTYPES, label="KV cache dtype")] = lesson.REPLICA["kv_dtype"],
+    model: Model = lesson.REPLICA["model"],
+    gpu: Gpu = lesson.REPLICA["gpu"],
+    tp: TensorParallel = lesson.REPLICA["tp"],
+    weights: Weights = lesson.REPLICA["weights"],
+    kv_dtype: KvDtype = lesson.REPLICA["kv_dtype"],
     gpu_memory_utilization: Annotated[float, FloatRange(0.05, 1.0, 0.01, label="Memory utilization")]
     = lesson.REPLICA["gpu_memory_utilization"],
     prompt_tokens: Annotated[int, IntRange(1, 10_000_000, 1, "tokens", label="Prompt")] = PROMPT_TOKENS,

@@ -28,11 +28,11 @@ from calc.cost import (
 from calc.cost import _POWERS, MAX_NUM_SEQS, _coefficients, decode_rows, prefill_rows
 from calc.errors import CalcError
 from calc.lesson import ANSWER_TOKENS, DECODE_CONTEXT_TOKENS, PROMPT_TOKENS, kv_batch_limit, replica_capacity
-from calc.memory import WEIGHT_FORMATS
 from calc.roofline import first_compute_bound_batch, first_compute_bound_steady_batch
 from calc.units import format_number
 from calc.widgets.charts import PALETTE, line_chart
-from calc.widgets.framework import Choice, FloatRange, IntRange, Toggle, output, table, view, widget
+from calc.widgets.controls import Gpu, Model, Weights, tensor_parallel
+from calc.widgets.framework import FloatRange, IntRange, Toggle, output, table, view, widget
 
 __all__ = ["LESSON_CONTEXT_TOKENS", "EFFICIENCY_FLOOR", "decode_rows", "prefill_rows", "price_note", "cost_by_batch",
            "facts"]
@@ -62,8 +62,6 @@ def price_note(gpu: str, usd_per_gpu_hour: float) -> str:
 
 # --- the widget ---------------------------------------------------------------------------------
 
-MODEL_CHOICES = tuple((key, m.name) for key, m in MODELS.items())
-GPU_CHOICES = tuple((key, g.name) for key, g in GPUS.items())
 
 
 def _usd(value: float) -> str:
@@ -76,10 +74,10 @@ def _ms(seconds: float) -> str:
 
 @widget
 def cost_by_batch(
-    model: Annotated[str, Choice(MODEL_CHOICES, label="Model")] = lesson.REPLICA["model"],
-    gpu: Annotated[str, Choice(GPU_CHOICES, label="GPU")] = lesson.REPLICA["gpu"],
-    tp: Annotated[int, IntRange(1, 64, label="GPUs per replica (tensor parallel)")] = lesson.REPLICA["tp"],
-    weights: Annotated[str, Choice(WEIGHT_FORMATS, label="Weight precision")] = lesson.REPLICA["weights"],
+    model: Model = lesson.REPLICA["model"],
+    gpu: Gpu = lesson.REPLICA["gpu"],
+    tp: tensor_parallel("GPUs per replica (tensor parallel)", unit="") = lesson.REPLICA["tp"],
+    weights: Weights = lesson.REPLICA["weights"],
     usd_per_gpu_hour: Annotated[float, FloatRange(0.01, 100, 0.01, "USD", label="Price per GPU-hour")] =
         _GPU.price_usd_per_hour,
     prompt_tokens: Annotated[int, IntRange(1, 100_000, 64, "tokens", label="Prompt")] = PROMPT_TOKENS,

@@ -25,10 +25,11 @@ from typing import Annotated
 from calc import lesson as running_example
 from calc.attention import KINDS, attention_traffic, kv_by_kind
 from calc.catalog import GPUS, MODELS, get_gpu, get_model
-from calc.memory import KV_DTYPES, kv_bytes_per_token_by_attention
+from calc.memory import kv_bytes_per_token_by_attention
 from calc.units import format_bytes, format_number
 from calc.widgets.charts import bar_chart, line_chart
-from calc.widgets.framework import Choice, IntRange, output, table, view, widget
+from calc.widgets.controls import Gpu, KvDtype, Model, TpChoice
+from calc.widgets.framework import IntRange, output, table, view, widget
 
 __all__ = ["kv_per_kind", "flash_attention", "facts"]
 
@@ -39,17 +40,14 @@ QUIZ_CONTEXT = 1_280
 CONTEXT_TOKENS = 4_096
 LONG_PROMPT = 100_000
 PROMPT_POINTS = (1_024, 4_096, 16_384, 65_536, 131_072)
-MODEL_CHOICES = tuple((key, model.name) for key, model in MODELS.items())
-GPU_CHOICES = tuple((key, gpu.name) for key, gpu in GPUS.items())
-TP_CHOICES = ("1", "2", "4", "8")
 
 
 @widget
 def kv_per_kind(
-    model: Annotated[str, Choice(MODEL_CHOICES, label="Model")] = WORKSHOP_MODEL,
-    gpu: Annotated[str, Choice(GPU_CHOICES, label="GPU")] = GPU,
-    tp: Annotated[str, Choice(TP_CHOICES, label="GPUs (tensor parallel)")] = "1",
-    kv_dtype: Annotated[str, Choice(KV_DTYPES, label="KV cache dtype")] = "bf16",
+    model: Model = WORKSHOP_MODEL,
+    gpu: Gpu = GPU,
+    tp: TpChoice = "1",
+    kv_dtype: KvDtype = "bf16",
     context_tokens: Annotated[int, IntRange(1, 10_000_000, 256, "tokens", label="Context per request")]
     = CONTEXT_TOKENS,
 ):
@@ -84,7 +82,7 @@ def kv_per_kind(
 
 @widget
 def flash_attention(
-    model: Annotated[str, Choice(MODEL_CHOICES, label="Model")] = LESSON_MODEL,
+    model: Model = LESSON_MODEL,
     prompt_tokens: Annotated[int, IntRange(1, 10_000_000, 1024, "tokens", label="Prompt")] = LONG_PROMPT,
 ):
     """The score matrix FlashAttention never writes: scratch memory and HBM traffic of attention, fused or not."""

@@ -25,10 +25,11 @@ from typing import Annotated
 
 from calc.catalog import GPUS, MODELS, get_model
 from calc.memory import DEFAULT_OVERHEAD_BYTES, UTILIZATION, memory_budget, memory_curve
-from calc.memory import KV_DTYPES, WEIGHT_FORMATS, kv_bytes_per_token, weight_bytes
+from calc.memory import kv_bytes_per_token, weight_bytes
 from calc.units import GB, format_bytes, format_number
 from calc.widgets.charts import PALETTE, bar_chart, line_chart
-from calc.widgets.framework import Choice, FloatRange, IntRange, Toggle, output, view, widget
+from calc.widgets.controls import Gpu, KvDtype, Model, weight_format
+from calc.widgets.framework import FloatRange, IntRange, Toggle, output, view, widget
 
 __all__ = ["budget", "facts", "WORKSHOP_MODEL"]
 
@@ -41,8 +42,6 @@ SMALL_GPU, BIG_GPU = "l4", "h100-sxm-80gb"
 EXAMPLE_USERS, EXAMPLE_CONTEXT = 16, 4_096
 QUIZ_CONTEXT = 8_192
 
-MODEL_CHOICES = tuple((key, model.name) for key, model in MODELS.items())
-GPU_CHOICES = tuple((key, gpu.name) for key, gpu in GPUS.items())
 
 
 def _users_axis(limit: int) -> list[int]:
@@ -53,10 +52,10 @@ def _users_axis(limit: int) -> list[int]:
 
 @widget
 def budget(
-    model: Annotated[str, Choice(MODEL_CHOICES, label="Model")] = WORKSHOP_MODEL,
-    weights: Annotated[str, Choice(WEIGHT_FORMATS, label="Weights")] = "bf16",
-    kv_dtype: Annotated[str, Choice(KV_DTYPES, label="KV cache dtype")] = "bf16",
-    gpu: Annotated[str, Choice(GPU_CHOICES, label="GPU")] = SMALL_GPU,
+    model: Model = WORKSHOP_MODEL,
+    weights: weight_format("Weights") = "bf16",
+    kv_dtype: KvDtype = "bf16",
+    gpu: Gpu = SMALL_GPU,
     users: Annotated[int, IntRange(0, 100_000, 1, "requests", label="Concurrent users")] = EXAMPLE_USERS,
     context_tokens: Annotated[int, IntRange(1, 10_000_000, 256, "tokens", label="Context per user")] = EXAMPLE_CONTEXT,
     overhead_gb: Annotated[float, FloatRange(0, 100, 0.5, "GB", label="Overhead",

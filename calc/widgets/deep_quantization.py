@@ -34,15 +34,13 @@ from calc.quantization import (
 )
 from calc.units import format_bytes, format_number
 from calc.widgets.charts import bar_chart
+from calc.widgets.controls import Gpu, Model, TpChoice
 from calc.widgets.framework import Choice, IntRange, output, table, view, widget
 
 __all__ = ["formats", "rounding", "facts"]
 
 WORKSHOP_MODEL, SMALL_GPU = "mistral-7b", "l4"
 
-MODEL_CHOICES = tuple((key, model.name) for key, model in MODELS.items())
-GPU_CHOICES = tuple((key, gpu.name) for key, gpu in GPUS.items())
-TP_CHOICES = ("1", "2", "4", "8")
 
 
 def _accuracy_text(row: dict) -> str:
@@ -56,9 +54,9 @@ def _accuracy_text(row: dict) -> str:
 
 @widget
 def formats(
-    model: Annotated[str, Choice(MODEL_CHOICES, label="Model")] = WORKSHOP_MODEL,
-    gpu: Annotated[str, Choice(GPU_CHOICES, label="GPU")] = SMALL_GPU,
-    tp: Annotated[str, Choice(TP_CHOICES, label="GPUs (tensor parallel)")] = "1",
+    model: Model = WORKSHOP_MODEL,
+    gpu: Gpu = SMALL_GPU,
+    tp: TpChoice = "1",
     group_size: Annotated[str, Choice(tuple((str(g), f"{g} weights") for g in GROUP_SIZES),
                                       label="4-bit group size")] = "128",
     context_tokens: Annotated[int, IntRange(1, 10_000_000, 256, "tokens", label="Context per user")] = CONTEXT_TOKENS,

@@ -27,11 +27,12 @@ from calc.errors import CalcError
 from calc.lesson import DECODE_CONTEXT_TOKENS, PROMPT_TOKENS
 from calc.lesson import MODEL as LESSON_MODEL
 from calc.lesson import TP as LESSON_TP
-from calc.memory import WEIGHT_FORMATS, check_tp
+from calc.memory import check_tp
 from calc.roofline import CALIBRATED, first_compute_bound_batch, step_coefficients, ttft_s
 from calc.units import format_bytes, format_number, round_sig
 from calc.widgets.charts import PALETTE, line_chart
-from calc.widgets.framework import Choice, IntRange, output, view, widget
+from calc.widgets.controls import Gpu, Model, TpChoice, weight_format
+from calc.widgets.framework import IntRange, output, view, widget
 from calc.roofline import bandwidth_wall_s, batch_sweep, roofline_points
 from calc.roofline import max_kv_batch as max_batch
 
@@ -47,9 +48,6 @@ PROMPT_POINTS = (128, 256, 512, 1_024, 2_048, 4_096, 8_192, 16_384, 32_768)
 INTENSITY_RANGE = (0.1, 100_000.0)
 EXAMPLE_BATCH = 64
 
-MODEL_CHOICES = tuple((key, model.name) for key, model in MODELS.items())
-GPU_CHOICES = tuple((key, gpu.name) for key, gpu in GPUS.items())
-TP_CHOICES = tuple(str(tp) for tp in (1, 2, 4, 8))
 
 
 def _coefficients(model, gpu, tp: int, weights: str):
@@ -63,10 +61,10 @@ def _tp_of(model: str, tp: str) -> int:
 
 @widget
 def roofline(
-    model: Annotated[str, Choice(MODEL_CHOICES, label="Model")] = WORKSHOP_MODEL,
-    gpu: Annotated[str, Choice(GPU_CHOICES, label="GPU")] = GPU,
-    tp: Annotated[str, Choice(TP_CHOICES, label="GPUs (tensor parallel)")] = "1",
-    weights: Annotated[str, Choice(WEIGHT_FORMATS, label="Weights")] = "bf16",
+    model: Model = WORKSHOP_MODEL,
+    gpu: Gpu = GPU,
+    tp: TpChoice = "1",
+    weights: weight_format("Weights") = "bf16",
     batch: Annotated[int, IntRange(1, 4096, 1, "sequences", label="Decode batch")] = 1,
     prompt_tokens: Annotated[int, IntRange(1, 1_000_000, 128, "tokens", label="Prompt")] = PROMPT_TOKENS,
     context_tokens: Annotated[int, IntRange(1, 1_000_000, 128, "tokens", label="Context while decoding")]
@@ -128,10 +126,10 @@ def roofline(
 
 @widget
 def latency(
-    model: Annotated[str, Choice(MODEL_CHOICES, label="Model")] = WORKSHOP_MODEL,
-    gpu: Annotated[str, Choice(GPU_CHOICES, label="GPU")] = GPU,
-    tp: Annotated[str, Choice(TP_CHOICES, label="GPUs (tensor parallel)")] = "1",
-    weights: Annotated[str, Choice(WEIGHT_FORMATS, label="Weights")] = "bf16",
+    model: Model = WORKSHOP_MODEL,
+    gpu: Gpu = GPU,
+    tp: TpChoice = "1",
+    weights: weight_format("Weights") = "bf16",
     context_tokens: Annotated[int, IntRange(1, 1_000_000, 128, "tokens", label="Context while decoding")]
     = CONTEXT_TOKENS,
     batch: Annotated[int, IntRange(1, 4096, 1, "sequences", label="Decode batch")] = EXAMPLE_BATCH,

@@ -26,12 +26,12 @@ from typing import Annotated
 from calc import lesson
 from calc.catalog import GPUS, MODELS, get_gpu, get_model
 from calc.cost import H100_LISTINGS, H100_LISTINGS_SOURCE, price_replica, sustained_at_latency
-from calc.memory import WEIGHT_FORMATS
 from calc.roofline import step_coefficients, steady_state_step
 from calc.units import SECONDS_PER_HOUR, format_number, round_sig
 from calc.lesson import ANSWER_TOKENS, PROMPT_TOKENS, kv_batch_limit
 from calc.widgets.charts import line_chart
-from calc.widgets.framework import Choice, FloatRange, IntRange, drill, output, view, widget
+from calc.widgets.controls import Gpu, Model, Weights, tensor_parallel
+from calc.widgets.framework import FloatRange, IntRange, drill, output, view, widget
 
 __all__ = ["sustained_at_target", "price_from_measurements", "price_drill", "latency_table_drill",
            "monthly_bill_drill", "facts", "PRICED_REPLICAS"]
@@ -88,16 +88,14 @@ def _tps(value: float) -> str:
 
 # --- widgets ------------------------------------------------------------------------------------
 
-MODEL_CHOICES = tuple((key, m.name) for key, m in MODELS.items())
-GPU_CHOICES = tuple((key, g.name) for key, g in GPUS.items())
 
 
 @widget
 def sustained_at_target(
-    model: Annotated[str, Choice(MODEL_CHOICES, label="Model")] = lesson.REPLICA["model"],
-    gpu: Annotated[str, Choice(GPU_CHOICES, label="GPU")] = lesson.REPLICA["gpu"],
-    tp: Annotated[int, IntRange(1, 64, label="GPUs per replica (tensor parallel)")] = lesson.REPLICA["tp"],
-    weights: Annotated[str, Choice(WEIGHT_FORMATS, label="Weight precision")] = lesson.REPLICA["weights"],
+    model: Model = lesson.REPLICA["model"],
+    gpu: Gpu = lesson.REPLICA["gpu"],
+    tp: tensor_parallel("GPUs per replica (tensor parallel)", unit="") = lesson.REPLICA["tp"],
+    weights: Weights = lesson.REPLICA["weights"],
     prompt_tokens: Annotated[int, IntRange(1, 100_000, 64, "tokens", label="Prompt")] = PROMPT_TOKENS,
     answer_tokens: Annotated[int, IntRange(2, 32_000, 64, "tokens", label="Answer")] = ANSWER_TOKENS,
     itl_target_ms: Annotated[float, FloatRange(1, 2_000, 5, "ms", label="Inter-token latency target")] =

@@ -32,6 +32,7 @@ from calc.roofline import decode_step, step_coefficients
 from calc.sim_views import preset_summary
 from calc.units import GB, format_number
 from calc.widgets.charts import PALETTE, bar_chart, line_chart
+from calc.widgets.controls import weight_format
 from calc.widgets.framework import Choice, IntRange, output, table, view, widget
 
 __all__ = ["REPLICAS", "kv_tokens", "formats", "published_accuracy", "kv_formats", "facts"]
@@ -194,7 +195,7 @@ def published_accuracy(
 
 @widget
 def kv_formats(
-    weights: Annotated[str, Choice(WEIGHT_FORMATS, label="Weights")] = lesson.REPLICA["weights"],
+    weights: weight_format("Weights") = lesson.REPLICA["weights"],
     batch: Annotated[int, IntRange(1, 1024, 1, "sequences", label="Decode batch")] = KV_BATCH,
     context_tokens: Annotated[int, IntRange(1, 131_072, 64, "tokens", label="Context per sequence")] = KV_CONTEXT_TOKENS,
 ):

@@ -20,13 +20,15 @@ from typing import Annotated
 
 from calc.catalog import MODELS, Model, get_model
 from calc.errors import CalcError
-from calc.memory import KV_DTYPES, gqa_kv_heads, kv_bytes_per_token
+from calc.memory import gqa_kv_heads, kv_bytes_per_token
 from calc.units import GB, GiB, KiB, MiB, format_bytes, format_number
 from calc.widgets.charts import line_chart
+from calc.widgets import controls
+from calc.widgets.controls import KvDtype
 from calc.widgets.framework import Choice, IntRange, drill, output, view, widget
 
 CUSTOM = "custom"
-MODEL_CHOICES = tuple((key, model.name) for key, model in MODELS.items()) + ((CUSTOM, "By hand (the fields below)"),)
+MODEL_CHOICES = controls.MODEL_CHOICES + ((CUSTOM, "By hand (the fields below)"),)
 CONVERSATION_TOKENS = 4_000  # the lesson's example conversation on the 8B model
 CONTEXT_POINTS = (1_024, 2_048, 4_096, 8_192, 16_384, 32_768, 65_536, 131_072)
 
@@ -83,7 +85,7 @@ def attention_variants(model) -> dict[str, object]:
 @widget
 def kv_per_token(
     model: Annotated[str, Choice(MODEL_CHOICES, label="Model")] = "llama-3.1-8b",
-    kv_dtype: Annotated[str, Choice(KV_DTYPES, label="KV cache dtype")] = "bf16",
+    kv_dtype: KvDtype = "bf16",
     context_tokens: Annotated[int, IntRange(1, 10_000_000, 256, "tokens", label="Tokens in the request")] = CONVERSATION_TOKENS,
     layers: Annotated[int, IntRange(1, 1_000, label="Layers", help="used when the model is 'By hand'")] = 32,
     attention_heads: Annotated[int, IntRange(1, 1_024, label="Attention heads", help="used when 'By hand'")] = 32,

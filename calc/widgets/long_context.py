@@ -23,10 +23,11 @@ from calc import lesson
 from calc.catalog import get_gpu, get_model
 from calc.context import context_cost, prefill_flops, requests_displaced, unfused_attention_scores_bytes
 from calc.lesson import replica_kv_tokens
-from calc.memory import KV_DTYPES, kv_bytes_per_request, kv_bytes_per_token_per_gpu
+from calc.memory import kv_bytes_per_request, kv_bytes_per_token_per_gpu
 from calc.units import GB, TB, format_bytes, format_number
 from calc.widgets.charts import PALETTE, bar_chart, line_chart
-from calc.widgets.framework import Choice, IntRange, output, table, view, widget
+from calc.widgets.controls import KvDtype
+from calc.widgets.framework import IntRange, output, table, view, widget
 
 __all__ = ["LONG_TOKENS", "SHORT_TOKENS", "MAX_CONTEXT_TOKENS", "replica_kv_tokens", "context_growth",
            "long_vs_short", "flash_attention", "facts"]
@@ -114,7 +115,7 @@ def long_vs_short(
     long_tokens: Annotated[int, IntRange(1_024, MAX_CONTEXT_TOKENS, 1_024, "tokens",
                                          label="Long request")] = LONG_TOKENS,
     short_tokens: Annotated[int, IntRange(64, 32_768, 64, "tokens", label="Ordinary conversation")] = SHORT_TOKENS,
-    kv_dtype: Annotated[str, Choice(KV_DTYPES, label="KV cache dtype")] = "bf16",
+    kv_dtype: KvDtype = "bf16",
 ):
     """How many ordinary conversations one long request displaces from the replica's KV cache."""
     model = get_model(MODEL)

@@ -36,6 +36,7 @@ from calc.catalog import GPUS, MODELS
 from calc.lesson import ANSWER_TOKENS, PROMPT_TOKENS
 from calc.units import KiB, format_bytes, format_number
 from calc.widgets.charts import PALETTE
+from calc.widgets.controls import Gpu, Model, tensor_parallel
 from calc.widgets.framework import Choice, IntRange, output, table, view, widget
 from calc.timeline import KV_DTYPE, MAX_ANSWER_TOKENS, MAX_PROMPT_TOKENS, elapsed_s, request_timeline_s
 
@@ -48,8 +49,6 @@ BUSY_BATCH = 64
 #: A long prompt for the prose's "try this" (32K tokens: a long document).
 LONG_PROMPT_TOKENS = 32_768
 
-MODEL_CHOICES = tuple((key, model.name) for key, model in MODELS.items())
-GPU_CHOICES = tuple((key, gpu.name) for key, gpu in GPUS.items())
 WEIGHT_CHOICES = tuple((w, w) for w in memory.WEIGHT_FORMATS)
 
 
@@ -132,9 +131,9 @@ def _row(name: str, d: dict) -> list[str]:
 
 @widget
 def request_timeline(
-    model: Annotated[str, Choice(MODEL_CHOICES, label="Model")] = "llama-3.1-70b",
-    gpu: Annotated[str, Choice(GPU_CHOICES, label="GPU")] = "h100-sxm-80gb",
-    tp: Annotated[int, IntRange(1, 64, label="GPUs (tensor parallel)")] = 4,
+    model: Model = "llama-3.1-70b",
+    gpu: Gpu = "h100-sxm-80gb",
+    tp: tensor_parallel("GPUs (tensor parallel)", unit="") = 4,
     weights: Annotated[str, Choice(WEIGHT_CHOICES, label="Weight precision")] = "bf16",
     prompt_tokens: Annotated[int, IntRange(1, MAX_PROMPT_TOKENS, 64, "tokens", label="Prompt")] = PROMPT_TOKENS,
     answer_tokens: Annotated[int, IntRange(1, MAX_ANSWER_TOKENS, 16, "tokens", label="Answer")] = ANSWER_TOKENS,

@@ -28,12 +28,13 @@ from calc.autoscale import ramp_headroom, scale_up_delay_s, steepest_ramp, warm_
 from calc.catalog import MODELS, get_gpu, get_model
 from calc.cost import replica_usd_per_hour
 from calc.errors import CalcError
-from calc.memory import WEIGHT_FORMATS, check_tp, weights_bytes_per_gpu
+from calc.memory import check_tp, weights_bytes_per_gpu
 from calc.sim import presets
 from calc.sim.autoscaler import AutoscalerConfig
 from calc.sim.fleet import FleetScenario, simulate_fleet
 from calc.units import GB, format_number
 from calc.widgets.charts import bar_chart, line_chart
+from calc.widgets.controls import Model, Weights, tensor_parallel
 from calc.widgets.framework import REGISTRY, Choice, FloatRange, IntRange, output, stream, view, widget
 from calc.sim_views import fleet_time_series, fleet_scale_up_delay_s, fleet_scenario, preset_summary, warm_fleet_scenario
 from calc.widgets.views import fleet_views
@@ -90,7 +91,6 @@ def autoscaler_label(name: str) -> str:
 
 # --- widgets ------------------------------------------------------------------------------------
 
-MODEL_CHOICES = tuple((key, m.name) for key, m in MODELS.items())
 
 
 def _s(seconds: float) -> str:
@@ -99,9 +99,9 @@ def _s(seconds: float) -> str:
 
 @widget
 def scale_up_delay(
-    model: Annotated[str, Choice(MODEL_CHOICES, label="Model")] = lesson.REPLICA["model"],
-    weights: Annotated[str, Choice(WEIGHT_FORMATS, label="Weight precision")] = lesson.REPLICA["weights"],
-    tp: Annotated[int, IntRange(1, 64, label="GPUs per replica (tensor parallel)")] = lesson.REPLICA["tp"],
+    model: Model = lesson.REPLICA["model"],
+    weights: Weights = lesson.REPLICA["weights"],
+    tp: tensor_parallel("GPUs per replica (tensor parallel)", unit="") = lesson.REPLICA["tp"],
     pod_start_s: Annotated[float, FloatRange(0, 1800, 5, "s", label="Pod start",
                                              help="scheduling, image pull, engine start, CUDA graphs")] =
         _QUEUE_AUTO["pod_start_s"],

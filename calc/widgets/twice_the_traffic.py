@@ -37,6 +37,7 @@ from calc.sim.fleet import simulate_fleet
 from calc.sim_views import FIX_PRESET, preset_summary, scenario_for
 from calc.units import GB, format_number
 from calc.widgets.charts import PALETTE, bar_chart, roofline_chart
+from calc.widgets.controls import Gpu
 from calc.widgets.framework import Choice, IntRange, output, view, widget
 
 __all__ = ["roofline", "step_cost", "cost_split", "replica_coefficients", "facts", "SATURATION_PRESET",
@@ -49,7 +50,6 @@ TRY_CONTEXT_TOKENS, TRY_CONTEXT_BATCH = 32_768, 8
 TRY_MAX_NUM_SEQS = 64
 #: vLLM's default cap on running requests (``max_num_seqs``), the batch the replica saturates at.
 MAX_NUM_SEQS = 256
-GPU_CHOICES = tuple((key, gpu.name) for key, gpu in GPUS.items())
 FORMATS = (("bf16", "bf16 (the running example)"), ("fp8", "fp8 (step 7)"))
 BATCH_POINTS = (1, 16, 64, 128, 256)
 _COLOURS = {"weights": PALETTE[0], "kv": PALETTE[2], "prefill": PALETTE[1], "comm": "#9e9e9e"}
@@ -73,7 +73,7 @@ def _kernels(coef, d: dict) -> dict:
 
 @widget
 def roofline(
-    gpu: Annotated[str, Choice(GPU_CHOICES, label="GPU")] = lesson.REPLICA["gpu"],
+    gpu: Gpu = lesson.REPLICA["gpu"],
     weights: Annotated[str, Choice(FORMATS, label="Weights")] = lesson.REPLICA["weights"],
     batch: Annotated[int, IntRange(1, 4_096, 1, "sequences", label="Decode batch")] = MAX_NUM_SEQS,
     context_tokens: Annotated[int, IntRange(1, 131_072, 128, "tokens", label="Context per sequence",
