@@ -418,6 +418,43 @@ class KVCapacity:
         """
         return self.weights_bytes
 
+    @property
+    def weights_bytes_replica(self) -> float:
+        """The weights of the whole replica: per GPU x TP (each GPU holds 1/TP of them).
+
+        >>> c = kv_capacity(get_model("llama-3.1-70b"), "h100-sxm-80gb", tp=4); c.weights_bytes_replica == 4 * c.weights_bytes
+        True
+        """
+        return self.weights_bytes * self.tp
+
+    @property
+    def kv_cache_bytes_replica(self) -> float:
+        """The KV cache of the whole replica: per GPU x TP (vLLM splits the KV heads over the GPUs).
+
+        >>> c = kv_capacity(get_model("llama-3.1-70b"), "h100-sxm-80gb", tp=4); c.kv_cache_bytes_replica == 4 * c.kv_cache_bytes
+        True
+        """
+        return self.kv_cache_bytes * self.tp
+
+    @property
+    def overhead_bytes(self) -> float:
+        """What one GPU spends besides the weights and the KV cache: the activation workspace and the non-torch
+        overhead (CUDA context, NCCL buffers; vLLM's ``determine_available_memory``).
+
+        >>> c = kv_capacity(get_model("llama-3.1-70b"), "h100-sxm-80gb", tp=4); c.overhead_bytes == c.activation_bytes + c.non_torch_bytes
+        True
+        """
+        return self.activation_bytes + self.non_torch_bytes
+
+    @property
+    def unclaimed_fraction(self) -> float:
+        """The share of GPU memory vLLM leaves alone: 1 - ``gpu_memory_utilization``.
+
+        >>> round(kv_capacity(get_model("llama-3.1-8b"), "h100-sxm-80gb").unclaimed_fraction, 6)
+        0.1
+        """
+        return 1 - self.gpu_memory_utilization
+
     def to_dict(self) -> dict:
         """Every field as JSON-ready data: byte terms as whole bytes, other floats to 6 significant digits.
 

@@ -112,6 +112,15 @@ def to_bytes(value: float, unit: str) -> float:
     return int(n_bytes) if float(n_bytes).is_integer() else n_bytes
 
 
+def relative_change(new: float, old: float) -> float:
+    """How much larger ``new`` is than ``old``, as a fraction: ``new / old - 1`` (negative when smaller).
+
+    >>> round(relative_change(GiB, GB), 6), relative_change(90, 100)
+    (0.073742, -0.09999999999999998)
+    """
+    return new / old - 1
+
+
 def bisect_increasing(f, target: float, low: float, high: float, steps: int) -> float:
     """The ``x`` in ``[low, high]`` where an increasing ``f(x)`` reaches ``target``, by ``steps`` halvings.
 
