@@ -48,8 +48,7 @@ FACTS_ARITHMETIC_LEFT: dict[str, int] = {
     "drill_price_a_replica": 8, "fp8_weights": 17, "gb_vs_gib": 28, "int8_and_4_bit": 5,
     "kv_cache_arithmetic": 7, "long_context": 23, "paged_attention": 16, "playground": 5, "prefix_caching": 15,
     "primer": 13, "reserving_the_maximum": 13, "scale_on_the_queue": 16, "scaling_on_gpu_util": 9,
-    "speculation_at_saturation": 9, "speculative_decoding": 17, "system_prompt": 20, "the_fix": 23,
-    "twice_the_traffic": 34,
+    "speculation_at_saturation": 9, "speculative_decoding": 17, "system_prompt": 20, "twice_the_traffic": 34,
 }
 ARITHMETIC = (ast.Add, ast.Sub, ast.Mult, ast.Div, ast.FloorDiv, ast.Mod, ast.Pow)
 
@@ -123,7 +122,7 @@ def _is_text(node: ast.AST) -> bool:
     return isinstance(node, ast.JoinedStr) or (isinstance(node, ast.Constant) and isinstance(node.value, str))
 
 
-def arithmetic_in(function: ast.FunctionDef) -> list[int]:
+def arithmetic_in(function: ast.FunctionDef | ast.Lambda) -> list[int]:
     """The lines of the arithmetic operations in a function's body (string ``+`` and ``%`` are text, not sums).
 
     >>> arithmetic_in(ast.parse("def f():\\n    return f'{a * 100:.0f}%' + ' ok'").body[0])
@@ -142,7 +141,8 @@ def arithmetic_in(function: ast.FunctionDef) -> list[int]:
 
 
 def fact_bodies(widgets: pathlib.Path = WIDGETS) -> dict[str, dict[str, list[int]]]:
-    """module -> fact -> lines of arithmetic, for every ``@fact`` function; an unmigrated module's one ``facts()``
+    """module -> fact -> lines of arithmetic, for every ``@fact`` function and every lambda handed to a
+    ``*_fact`` helper that registers facts in a loop (as ``helper:line``); an unmigrated module's one ``facts()``
     appears as the fact ``facts()``."""
     found: dict[str, dict[str, list[int]]] = {}
     for path in sorted(widgets.glob("*.py")):
@@ -155,6 +155,10 @@ def fact_bodies(widgets: pathlib.Path = WIDGETS) -> dict[str, dict[str, list[int
                 found.setdefault(path.stem, {})[node.name] = arithmetic_in(node)
             elif node.name == "facts":
                 found.setdefault(path.stem, {})["facts()"] = arithmetic_in(node)
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):  # facts registered in a loop
+            if isinstance(node, ast.Call) and _name(node).endswith("_fact"):
+                for argument in (a for a in node.args if isinstance(a, ast.Lambda)):
+                    found.setdefault(path.stem, {})[f"{_name(node)}:{argument.lineno}"] = arithmetic_in(argument)
     return found
 
 
@@ -162,8 +166,10 @@ def test_the_fact_scan_reads_fact_bodies(tmp_path):
     (tmp_path / "some_step.py").write_text(
         "@fact\ndef tokens():\n    return f'{a + b:,}'\n\n"
         "@fact('tp')\ndef _tp():\n    return str(lesson.TP)\n\n"
-        "def facts():\n    return {'x': a / b}\n", encoding="utf-8")
-    assert fact_bodies(tmp_path) == {"some_step": {"tokens": [3], "_tp": [], "facts()": [10]}}
+        "def facts():\n    return {'x': a / b}\n\n"
+        "for key in KEYS:\n    _row_fact(key, 'hours', lambda row: format_number(row['h'] * 2))\n", encoding="utf-8")
+    assert fact_bodies(tmp_path) == {"some_step": {"tokens": [3], "_tp": [], "facts()": [10],
+                                                   "_row_fact:13": [13]}}
     assert computing_helpers(tmp_path) == {}  # a fact is text for the prose: no number-only helper
 
 
