@@ -121,6 +121,15 @@ def relative_change(new: float, old: float) -> float:
     return new / old - 1
 
 
+def per_minute(rate_per_s: float) -> float:
+    """A rate per second as a rate per minute.
+
+    >>> per_minute(0.125)
+    7.5
+    """
+    return rate_per_s * 60
+
+
 def bisect_increasing(f, target: float, low: float, high: float, steps: int) -> float:
     """The ``x`` in ``[low, high]`` where an increasing ``f(x)`` reaches ``target``, by ``steps`` halvings.
 
