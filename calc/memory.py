@@ -31,7 +31,7 @@ from calc.units import GB, round_sig
 __all__ = [
     "WEIGHT_FORMATS", "KV_DTYPES", "WEIGHT_BITS", "KV_DTYPE_BYTES", "WeightBytes", "weight_bytes",
     "weights_bytes_per_gpu", "kv_bytes_per_token", "kv_bytes_per_token_per_gpu", "kv_heads_per_gpu",
-    "allowed_tp", "check_tp", "kv_tokens_per_request", "kv_bytes_per_request", "gqa_kv_heads", "kv_bytes_per_token_by_attention",
+    "allowed_tp", "check_tp", "query_heads_per_gpu", "kv_tokens_per_request", "kv_bytes_per_request", "gqa_kv_heads", "kv_bytes_per_token_by_attention",
     "KVCapacity", "kv_capacity", "default_activation_bytes", "default_non_torch_bytes",
     "ACTIVATION_WORKSPACE_BYTES", "NON_TORCH_BASE_BYTES", "NON_TORCH_TP_BYTES",
 ]
@@ -230,6 +230,19 @@ def kv_heads_per_gpu(model: Model, tp: int = 1) -> int:
     if model.attention == "mla":
         return 1
     return max(1, model.kv_heads // tp)
+
+
+def query_heads_per_gpu(model: Model, tp: int = 1) -> int:
+    """Attention (query) heads each GPU computes under tensor parallelism ``tp``: the heads split evenly
+    (Megatron-LM's column-parallel attention, https://arxiv.org/abs/1909.08053, section 3; vLLM checks that
+    ``tp`` divides them).
+
+    >>> query_heads_per_gpu(get_model("llama-3.1-70b"), 4)
+    16
+    """
+    model = get_model(model)
+    tp = check_tp(model, tp)
+    return model.attention_heads // tp
 
 
 def kv_bytes_per_token_per_gpu(model: Model, tp: int = 1, kv_dtype: str = "bf16") -> int:
