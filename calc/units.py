@@ -121,6 +121,15 @@ def relative_change(new: float, old: float) -> float:
     return new / old - 1
 
 
+def ratio(value: float, other: float) -> float:
+    """How many times ``other`` fits in ``value`` (e.g. prompt tokens per answer token).
+
+    >>> ratio(1024, 256)
+    4.0
+    """
+    return value / other
+
+
 def per_minute(rate_per_s: float) -> float:
     """A rate per second as a rate per minute.
 
