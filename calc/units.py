@@ -130,6 +130,24 @@ def ratio(value: float, other: float) -> float:
     return value / other
 
 
+def ms_to_s(milliseconds: float) -> float:
+    """Milliseconds as seconds.
+
+    >>> ms_to_s(50)
+    0.05
+    """
+    return milliseconds / 1000
+
+
+def per_second(interval_s: float) -> float:
+    """Events per second at one every ``interval_s`` seconds (e.g. one user's tokens/s at an inter-token latency).
+
+    >>> per_second(0.05)
+    20.0
+    """
+    return 1 / interval_s
+
+
 def per_minute(rate_per_s: float) -> float:
     """A rate per second as a rate per minute.
 
