@@ -42,6 +42,7 @@ from calc.units import round_sig
 __all__ = [
     "POLICIES", "Request", "reserved_tokens", "token_state_fraction", "AllocationResult", "compare_allocation",
     "contiguous_max_concurrency", "concurrency", "paged_waste_bound_tokens", "sharegpt_like_requests",
+    "blocks_for", "contiguous_promise_tokens", "paged_reservation", "requests_in_flight", "waste_percent",
 ]
 
 POLICIES = ("max", "pow2", "oracle", "paged")
@@ -302,3 +303,57 @@ def sharegpt_like_requests(n: int = 1000, *, seed: int = 0, mean_prompt_tokens: 
         output = min(output, max_model_len - prompt)
         out.append(Request(prompt, output))
     return out
+
+
+def blocks_for(tokens: int, block_size: int = 16) -> int:
+    """Blocks of ``block_size`` tokens that ``tokens`` occupy under paging: the last one may be part-full.
+
+    >>> blocks_for(1280), blocks_for(1281)
+    (80, 81)
+    """
+    tokens = check_range("tokens", tokens, 0, 10**12, integer=True)
+    block_size = check_range("block_size", block_size, 1, 1 << 20, integer=True)
+    return -(-tokens // block_size)
+
+
+def contiguous_promise_tokens(request_tokens: int, max_model_len: int) -> int:
+    """The slots a contiguous allocator reserves for a request beyond what it uses: ``max_model_len`` minus the
+    request's tokens (vLLM paper, Kwon et al. 2023, https://arxiv.org/abs/2309.06180, section 3: "reserved" slots).
+
+    >>> contiguous_promise_tokens(1280, 8192)
+    6912
+    """
+    return check_range("max_model_len", max_model_len, request_tokens, _MAX_LEN, integer=True) - request_tokens
+
+
+def paged_reservation(prompt_tokens: int, generated_tokens: int, *, output_tokens: int, max_model_len: int,
+                      block_size: int = 16) -> dict:
+    """A request's paged reservation part-way through its answer: the tokens it holds, the slots its blocks
+    reserve (:func:`reserved_tokens`), the blocks, and the empty slots of its last block.
+
+    >>> paged_reservation(1000, 37, output_tokens=256, max_model_len=8192)
+    {'tokens': 1037, 'slots': 1040, 'blocks': 65, 'empty_slots': 3}
+    """
+    slots = reserved_tokens(prompt_tokens, output_tokens, "paged", max_model_len=max_model_len, block_size=block_size,
+                            generated_tokens=generated_tokens)
+    tokens = prompt_tokens + generated_tokens
+    return {"tokens": tokens, "slots": slots, "blocks": slots // block_size, "empty_slots": slots - tokens}
+
+
+def requests_in_flight(throughput_requests_per_s: float, mean_stay_s: float) -> float:
+    """Little's law: the requests in the system on average are the rate they complete at times how long each
+    stays (Little, Operations Research 9(3), 1961, https://doi.org/10.1287/opre.9.3.383).
+
+    >>> requests_in_flight(2.5, 40.0)
+    100.0
+    """
+    return throughput_requests_per_s * mean_stay_s
+
+
+def waste_percent(token_share_percent: float) -> float:
+    """The KV slots wasted, in percent, when ``token_share_percent`` of them hold tokens.
+
+    >>> waste_percent(96.3)
+    3.700000000000003
+    """
+    return 100 - token_share_percent
