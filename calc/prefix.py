@@ -41,6 +41,7 @@ __all__ = [
     "ORDERS", "cached_prefix_tokens", "prefix_cache_hit", "hit_tokens_for_layout", "fleet_prefill_saved",
     "prefill_time_s", "replica_ceiling", "CHUNK_TOKENS", "MAX_RUNNING", "BLOCK_TOKENS", "LAYOUTS",
     "TIMESTAMP_TOKENS", "layout_parts", "layout_hit", "PREFIX_CACHING_PRESET", "prefix_caching_scenario",
+    "missed_prefix_tokens", "cached_blocks",
 ]
 
 _ENGINE = Scenario()
@@ -361,3 +362,22 @@ def prefix_caching_scenario(*, layout: str = "stable-first", prefix_caching: str
         request_class["prefix_tokens"] = shared["leading_identical_tokens"]
         request_class["prompt_tokens"] = shared["prompt_tokens"] - shared["leading_identical_tokens"]
     return copy.deepcopy(data)
+
+
+def missed_prefix_tokens(prefix_tokens: int, hit_tokens: int) -> int:
+    """The tokens of a shared prefix the cache does not serve: vLLM caches whole blocks only, so the prefix's
+    last part-full block is computed again (the hit is a whole number of blocks, :func:`layout_hit`).
+
+    >>> missed_prefix_tokens(2_010, 2_000)
+    10
+    """
+    return prefix_tokens - hit_tokens
+
+
+def cached_blocks(hit_tokens: int, block_tokens: int = BLOCK_TOKENS) -> int:
+    """The whole KV blocks a prefix-cache hit of ``hit_tokens`` reuses.
+
+    >>> cached_blocks(2_496)
+    156
+    """
+    return hit_tokens // block_tokens

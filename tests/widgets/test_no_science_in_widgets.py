@@ -46,7 +46,7 @@ FACTS_ARITHMETIC_LEFT: dict[str, int] = {
     "deep_economics": 15, "deep_memory_equation": 4, "deep_quantization": 3, "deep_roofline": 8,
     "deep_serving_engines": 3, "deep_trade_off_triangle": 3, "disaggregation": 29, "drill_kv_bytes": 5,
     "fp8_weights": 17, "gb_vs_gib": 28, "int8_and_4_bit": 5,
-    "playground": 5, "prefix_caching": 15,
+    "playground": 5,
     "primer": 13, "reserving_the_maximum": 13,
     "speculation_at_saturation": 9, "system_prompt": 20,
 }
