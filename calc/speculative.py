@@ -32,6 +32,7 @@ from calc.roofline import decode_step, smallest_batch_where, step_coefficients
 from calc.units import bisect_increasing
 
 __all__ = [
+    "verify_tokens_in_batch",
     "tokens_ceiling",
     "max_tokens_per_step",
     "cycle_times",
@@ -142,6 +143,16 @@ def cycle_times(target_step_s: float, draft_cost_ratio: float, k: int, speedup_f
     draft_step = _check_cost_ratio(draft_cost_ratio) * target_step_s
     return {"draft_step_s": draft_step, "cycle_s": target_step_s + _check_k(k) * draft_step,
             "per_token_s": target_step_s / speedup_factor}
+
+
+def verify_tokens_in_batch(config, batch: int) -> int:
+    """The tokens one verifying step of ``batch`` sequences runs through the target: each sequence's
+    ``verify_tokens`` (its drafts, or a tree's nodes, plus its own; Li et al. 2024, EAGLE, section 4).
+
+    >>> verify_tokens_in_batch(EAGLE_LIKE, 64) == 64 * EAGLE_LIKE.verify_tokens
+    True
+    """
+    return check_range("batch", batch, 1, 10**6, integer=True) * config.verify_tokens
 
 
 def speedup(acceptance: float, k: int, draft_cost_ratio: float) -> float:

@@ -48,7 +48,7 @@ FACTS_ARITHMETIC_LEFT: dict[str, int] = {
     "fp8_weights": 17, "gb_vs_gib": 28, "int8_and_4_bit": 5,
     "playground": 5,
     "primer": 13, "reserving_the_maximum": 13,
-    "speculation_at_saturation": 9, "system_prompt": 20,
+    "system_prompt": 20,
 }
 ARITHMETIC = (ast.Add, ast.Sub, ast.Mult, ast.Div, ast.FloorDiv, ast.Mod, ast.Pow)
 
