@@ -43,6 +43,7 @@ __all__ = [
     "POLICIES", "Request", "reserved_tokens", "token_state_fraction", "AllocationResult", "compare_allocation",
     "contiguous_max_concurrency", "concurrency", "paged_waste_bound_tokens", "sharegpt_like_requests",
     "blocks_for", "contiguous_promise_tokens", "paged_reservation", "requests_in_flight", "waste_percent",
+    "contiguous_reservation", "longest_prompt_tokens",
 ]
 
 POLICIES = ("max", "pow2", "oracle", "paged")
@@ -357,3 +358,31 @@ def waste_percent(token_share_percent: float) -> float:
     3.700000000000003
     """
     return 100 - token_share_percent
+
+
+def contiguous_reservation(capacity_tokens: int, request_tokens: int, max_model_len: int) -> dict:
+    """A KV cache of ``capacity_tokens`` under contiguous reservations of ``max_model_len`` each (step 4): the
+    requests that fit, the slots they reserve, the tokens they hold at their end, the slots promised but never
+    filled and that as a share of the cache, and the share of its reservation a request fills at its end.
+    Source: :func:`contiguous_max_concurrency`; Kwon et al. 2023 (https://arxiv.org/abs/2309.06180, section 3).
+
+    >>> r = contiguous_reservation(399_169, 1_280, 8_192)
+    >>> r["requests"], r["reserved_tokens"], r["held_tokens"], r["promised_tokens"], round(r["end_share"], 4)
+    (48, 393216, 61440, 331776, 0.1562)
+    """
+    n = contiguous_max_concurrency(capacity_tokens, max_model_len)
+    request_tokens = check_range("request_tokens", request_tokens, 1, max_model_len, integer=True)
+    promised = n * (max_model_len - request_tokens)
+    return {"requests": n, "reserved_tokens": n * max_model_len, "held_tokens": n * request_tokens,
+            "promised_tokens": promised, "promised_share": promised / capacity_tokens,
+            "end_share": request_tokens / max_model_len}
+
+
+def longest_prompt_tokens(max_model_len: int, answer_tokens: int) -> int:
+    """The longest prompt that still leaves room for an answer of ``answer_tokens`` within ``max_model_len``
+    (vLLM refuses a request whose prompt + max tokens exceed it).
+
+    >>> longest_prompt_tokens(8_192, 256)
+    7936
+    """
+    return check_range("max_model_len", max_model_len, answer_tokens, _MAX_LEN, integer=True) - answer_tokens
