@@ -43,7 +43,7 @@ __all__ = [
     "POLICIES", "Request", "reserved_tokens", "token_state_fraction", "AllocationResult", "compare_allocation",
     "contiguous_max_concurrency", "concurrency", "paged_waste_bound_tokens", "sharegpt_like_requests",
     "blocks_for", "contiguous_promise_tokens", "paged_reservation", "requests_in_flight", "waste_percent",
-    "contiguous_reservation", "longest_prompt_tokens",
+    "contiguous_reservation", "longest_prompt_tokens", "fit_report",
 ]
 
 POLICIES = ("max", "pow2", "oracle", "paged")
@@ -386,3 +386,15 @@ def longest_prompt_tokens(max_model_len: int, answer_tokens: int) -> int:
     7936
     """
     return check_range("max_model_len", max_model_len, answer_tokens, _MAX_LEN, integer=True) - answer_tokens
+
+
+def fit_report(capacity_tokens: int, requests: int, request_tokens: int) -> dict:
+    """``requests`` of ``request_tokens`` each against a KV cache of ``capacity_tokens``: the tokens they need,
+    how many fit whole (:func:`contiguous_max_concurrency`) and how many are left over.
+
+    >>> fit_report(399_169, 200, 4_000)
+    {'tokens': 800000, 'fit': 99, 'short': 101}
+    """
+    requests = check_range("requests", requests, 0, 10**9, integer=True)
+    fit = contiguous_max_concurrency(capacity_tokens, request_tokens)
+    return {"tokens": requests * request_tokens, "fit": fit, "short": requests - fit}
