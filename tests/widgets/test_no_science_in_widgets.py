@@ -44,7 +44,7 @@ FACTS_ARITHMETIC_LEFT: dict[str, int] = {
     "plan": 1,  # another engineer's page this session: migrates after it merges
     "deep_attention": 4,
     "deep_economics": 15, "deep_memory_equation": 4, "deep_roofline": 8,
-    "deep_trade_off_triangle": 3, "disaggregation": 29, "drill_kv_bytes": 5,
+    "disaggregation": 29, "drill_kv_bytes": 5,
     "fp8_weights": 17, "gb_vs_gib": 28, "int8_and_4_bit": 5,
     "playground": 5,
     "primer": 13,
