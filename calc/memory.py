@@ -31,7 +31,7 @@ from calc.units import GB, round_sig
 __all__ = [
     "WEIGHT_FORMATS", "KV_DTYPES", "WEIGHT_BITS", "KV_DTYPE_BYTES", "WeightBytes", "weight_bytes",
     "weights_bytes_per_gpu", "kv_bytes_per_token", "kv_bytes_per_token_per_gpu", "kv_heads_per_gpu",
-    "allowed_tp", "check_tp", "query_heads_per_gpu", "kv_tokens_per_request", "kv_bytes_per_request", "gqa_kv_heads", "kv_bytes_per_token_by_attention",
+    "allowed_tp", "check_tp", "query_heads_per_gpu", "kv_tokens_per_request", "kv_bytes_per_request", "gqa_kv_heads", "gqa_group_size", "kv_bytes_full_attention", "kv_bytes_per_token_by_attention",
     "KVCapacity", "kv_capacity", "default_activation_bytes", "default_non_torch_bytes",
     "ACTIVATION_WORKSPACE_BYTES", "NON_TORCH_BASE_BYTES", "NON_TORCH_TP_BYTES",
 ]
@@ -245,6 +245,17 @@ def query_heads_per_gpu(model: Model, tp: int = 1) -> int:
     return model.attention_heads // tp
 
 
+def gqa_group_size(model: Model) -> int:
+    """Query heads that share one KV head (1 for MHA, all of them for MQA; Ainslie et al. 2023,
+    https://arxiv.org/abs/2305.13245, section 2.2).
+
+    >>> gqa_group_size(get_model("mistral-7b")), gqa_group_size(get_model("llama-2-7b"))
+    (4, 1)
+    """
+    model = get_model(model)
+    return model.attention_heads // model.kv_heads
+
+
 def kv_bytes_per_token_per_gpu(model: Model, tp: int = 1, kv_dtype: str = "bf16") -> int:
     """KV bytes per token held on each GPU under tensor parallelism ``tp``.
 
@@ -296,6 +307,16 @@ def kv_bytes_per_request(model: Model, context_tokens: int, kv_dtype: str = "bf1
 #: Query heads per KV head when a model that is not GQA is drawn as GQA: Llama 3's ratio (64 query heads, 8 KV
 #: heads; https://huggingface.co/meta-llama/Llama-3.1-70B/blob/main/config.json, ``num_key_value_heads``).
 GQA_QUERY_HEADS_PER_KV_HEAD = 8
+
+
+def kv_bytes_full_attention(model: Model, tokens: int, kv_dtype: str = "bf16") -> int:
+    """The KV bytes of ``tokens`` if every token were cached: what a request would hold without a sliding
+    window (:func:`kv_bytes_per_request` caps a windowed model at its window).
+
+    >>> kv_bytes_full_attention(get_model("mistral-7b"), 32_768) == 32_768 * kv_bytes_per_token(get_model("mistral-7b"))
+    True
+    """
+    return check_range("tokens", tokens, 0, 10**12, integer=True) * kv_bytes_per_token(model, kv_dtype)
 
 
 def gqa_kv_heads(model: Model) -> int:
