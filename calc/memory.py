@@ -31,7 +31,7 @@ from calc.units import GB, round_sig
 __all__ = [
     "WEIGHT_FORMATS", "KV_DTYPES", "WEIGHT_BITS", "KV_DTYPE_BYTES", "WeightBytes", "weight_bytes",
     "weights_bytes_per_gpu", "kv_bytes_per_token", "kv_bytes_per_token_per_gpu", "kv_heads_per_gpu",
-    "allowed_tp", "check_tp", "query_heads_per_gpu", "kv_tokens_per_request", "kv_bytes_per_request", "gqa_kv_heads", "gqa_group_size", "kv_bytes_full_attention", "kv_bytes_per_token_by_attention",
+    "allowed_tp", "check_tp", "query_heads_per_gpu", "kv_tokens_per_request", "kv_bytes_per_request", "gqa_kv_heads", "gqa_group_size", "kv_bytes_full_attention", "requests_in_bytes", "kv_bytes_per_token_by_attention",
     "KVCapacity", "kv_capacity", "default_activation_bytes", "default_non_torch_bytes",
     "ACTIVATION_WORKSPACE_BYTES", "NON_TORCH_BASE_BYTES", "NON_TORCH_TP_BYTES",
 ]
@@ -317,6 +317,16 @@ def kv_bytes_full_attention(model: Model, tokens: int, kv_dtype: str = "bf16") -
     True
     """
     return check_range("tokens", tokens, 0, 10**12, integer=True) * kv_bytes_per_token(model, kv_dtype)
+
+
+def requests_in_bytes(capacity_bytes: float, request_bytes: float) -> int:
+    """Whole requests of ``request_bytes`` of KV each that ``capacity_bytes`` holds.
+
+    >>> requests_in_bytes(40e9, 524_288_000)
+    76
+    """
+    check_positive("request_bytes", request_bytes)
+    return int(check_positive("capacity_bytes", capacity_bytes, allow_zero=True) // request_bytes)
 
 
 def gqa_kv_heads(model: Model) -> int:
