@@ -31,7 +31,7 @@ from calc.units import GB, round_sig
 __all__ = [
     "WEIGHT_FORMATS", "KV_DTYPES", "WEIGHT_BITS", "KV_DTYPE_BYTES", "WeightBytes", "weight_bytes",
     "weights_bytes_per_gpu", "kv_bytes_per_token", "kv_bytes_per_token_per_gpu", "kv_heads_per_gpu",
-    "allowed_tp", "check_tp", "query_heads_per_gpu", "kv_tokens_per_request", "kv_bytes_per_request", "gqa_kv_heads", "gqa_group_size", "kv_bytes_full_attention", "requests_in_bytes", "kv_bytes_per_token_by_attention",
+    "allowed_tp", "check_tp", "query_heads_per_gpu", "kv_tokens_per_request", "kv_bytes_per_request", "gqa_kv_heads", "gqa_group_size", "kv_bytes_full_attention", "requests_in_bytes", "bits_per_weight", "freed_bytes", "kv_bytes_per_token_by_attention",
     "KVCapacity", "kv_capacity", "default_activation_bytes", "default_non_torch_bytes",
     "ACTIVATION_WORKSPACE_BYTES", "NON_TORCH_BASE_BYTES", "NON_TORCH_TP_BYTES",
 ]
@@ -327,6 +327,24 @@ def requests_in_bytes(capacity_bytes: float, request_bytes: float) -> int:
     """
     check_positive("request_bytes", request_bytes)
     return int(check_positive("capacity_bytes", capacity_bytes, allow_zero=True) // request_bytes)
+
+
+def bits_per_weight(total_bytes: float, params: float) -> float:
+    """The bits each weight takes all in: a format's bytes (payload, scales and the 16-bit rest) x 8 / parameters.
+
+    >>> round(bits_per_weight(18.2e9, 70.6e9), 4)
+    2.0623
+    """
+    return total_bytes * 8 / check_positive("params", params)
+
+
+def freed_bytes(before_bytes: float, after_bytes: float) -> float:
+    """The memory a smaller format frees: the bytes before minus the bytes after (per GPU when both are).
+
+    >>> freed_bytes(35.3e9, 18.2e9)
+    17100000000.0
+    """
+    return before_bytes - after_bytes
 
 
 def gqa_kv_heads(model: Model) -> int:
