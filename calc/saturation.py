@@ -16,7 +16,7 @@ from __future__ import annotations
 from calc.errors import check_positive, check_range
 from calc.roofline import CALIBRATED
 
-__all__ = ["roofline_points", "batching_gain", "steady_mix", "batch_kv", "traffic_demand"]
+__all__ = ["roofline_points", "weights_read_s", "batching_gain", "steady_mix", "batch_kv", "traffic_demand"]
 
 
 def roofline_points(coef, efficiency=CALIBRATED) -> dict:
@@ -37,6 +37,16 @@ def roofline_points(coef, efficiency=CALIBRATED) -> dict:
             "achieved_ridge_flops_per_byte": coef.linear_flops_per_s * efficiency.compute / achieved,
             "weights_read_bytes": weights, "weights_floor_s": floor_s,
             "max_tokens_per_s_per_request": 1 / floor_s}
+
+
+def weights_read_s(weights_bytes: float, bytes_per_s: float) -> float:
+    """The floor of one decode step: each GPU reads its share of the weights once at ``bytes_per_s`` (the
+    roofline's memory bound, section 2 of Williams et al.).
+
+    >>> weights_read_s(35.3e9, 3.35e12)
+    0.01053731343283582
+    """
+    return weights_bytes / check_positive("bytes_per_s", bytes_per_s)
 
 
 def batching_gain(one_step_s: float, batch_step_s: float, batch: int) -> float:
