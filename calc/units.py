@@ -121,6 +121,25 @@ def relative_change(new: float, old: float) -> float:
     return new / old - 1
 
 
+def from_bytes(n_bytes: float, unit: str) -> float:
+    """``n_bytes`` in ``unit`` (the inverse of :func:`to_bytes`; decimal KB..TB, binary KiB..TiB).
+
+    >>> from_bytes(80e9, "GiB"), from_bytes(GiB, "GB")
+    (74.50580596923828, 1.073741824)
+    """
+    check_choice("unit", unit, tuple(UNITS))
+    return n_bytes / UNITS[unit]
+
+
+def bytes_beyond(n_bytes: float, other_bytes: float) -> float:
+    """How many bytes ``n_bytes`` holds beyond ``other_bytes`` (negative when fewer).
+
+    >>> bytes_beyond(85_520_809_984, 80_000_000_000)
+    5520809984
+    """
+    return n_bytes - other_bytes
+
+
 def ratio(value: float, other: float) -> float:
     """How many times ``other`` fits in ``value`` (e.g. prompt tokens per answer token).
 

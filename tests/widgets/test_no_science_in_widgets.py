@@ -43,7 +43,7 @@ FACTS_ARITHMETIC_LEFT: dict[str, int] = {
     "accuracy": 0,  # another engineer's page this session: migrates after it merges
     "plan": 1,  # another engineer's page this session: migrates after it merges
     "deep_economics": 15, "disaggregation": 29,
-    "gb_vs_gib": 28, "playground": 5,
+    "playground": 5,
 }
 ARITHMETIC = (ast.Add, ast.Sub, ast.Mult, ast.Div, ast.FloorDiv, ast.Mod, ast.Pow)
 
