@@ -42,6 +42,8 @@ from calc.units import round_sig
 __all__ = [
     "POLICIES", "Request", "reserved_tokens", "token_state_fraction", "AllocationResult", "compare_allocation",
     "contiguous_max_concurrency", "concurrency", "paged_waste_bound_tokens", "sharegpt_like_requests",
+    "blocks_for", "contiguous_promise_tokens", "paged_reservation", "requests_in_flight", "waste_percent",
+    "contiguous_reservation", "longest_prompt_tokens", "fit_report",
 ]
 
 POLICIES = ("max", "pow2", "oracle", "paged")
@@ -302,3 +304,97 @@ def sharegpt_like_requests(n: int = 1000, *, seed: int = 0, mean_prompt_tokens: 
         output = min(output, max_model_len - prompt)
         out.append(Request(prompt, output))
     return out
+
+
+def blocks_for(tokens: int, block_size: int = 16) -> int:
+    """Blocks of ``block_size`` tokens that ``tokens`` occupy under paging: the last one may be part-full.
+
+    >>> blocks_for(1280), blocks_for(1281)
+    (80, 81)
+    """
+    tokens = check_range("tokens", tokens, 0, 10**12, integer=True)
+    block_size = check_range("block_size", block_size, 1, 1 << 20, integer=True)
+    return -(-tokens // block_size)
+
+
+def contiguous_promise_tokens(request_tokens: int, max_model_len: int) -> int:
+    """The slots a contiguous allocator reserves for a request beyond what it uses: ``max_model_len`` minus the
+    request's tokens (vLLM paper, Kwon et al. 2023, https://arxiv.org/abs/2309.06180, section 3: "reserved" slots).
+
+    >>> contiguous_promise_tokens(1280, 8192)
+    6912
+    """
+    return check_range("max_model_len", max_model_len, request_tokens, _MAX_LEN, integer=True) - request_tokens
+
+
+def paged_reservation(prompt_tokens: int, generated_tokens: int, *, output_tokens: int, max_model_len: int,
+                      block_size: int = 16) -> dict:
+    """A request's paged reservation part-way through its answer: the tokens it holds, the slots its blocks
+    reserve (:func:`reserved_tokens`), the blocks, and the empty slots of its last block.
+
+    >>> paged_reservation(1000, 37, output_tokens=256, max_model_len=8192)
+    {'tokens': 1037, 'slots': 1040, 'blocks': 65, 'empty_slots': 3}
+    """
+    slots = reserved_tokens(prompt_tokens, output_tokens, "paged", max_model_len=max_model_len, block_size=block_size,
+                            generated_tokens=generated_tokens)
+    tokens = prompt_tokens + generated_tokens
+    return {"tokens": tokens, "slots": slots, "blocks": slots // block_size, "empty_slots": slots - tokens}
+
+
+def requests_in_flight(throughput_requests_per_s: float, mean_stay_s: float) -> float:
+    """Little's law: the requests in the system on average are the rate they complete at times how long each
+    stays (Little, Operations Research 9(3), 1961, https://doi.org/10.1287/opre.9.3.383).
+
+    >>> requests_in_flight(2.5, 40.0)
+    100.0
+    """
+    return throughput_requests_per_s * mean_stay_s
+
+
+def waste_percent(token_share_percent: float) -> float:
+    """The KV slots wasted, in percent, when ``token_share_percent`` of them hold tokens.
+
+    >>> waste_percent(96.3)
+    3.700000000000003
+    """
+    return 100 - token_share_percent
+
+
+def contiguous_reservation(capacity_tokens: int, request_tokens: int, max_model_len: int) -> dict:
+    """A KV cache of ``capacity_tokens`` under contiguous reservations of ``max_model_len`` each (step 4): the
+    requests that fit, the slots they reserve, the tokens they hold at their end, the slots promised but never
+    filled and that as a share of the cache, and the share of its reservation a request fills at its end.
+    Source: :func:`contiguous_max_concurrency`; Kwon et al. 2023 (https://arxiv.org/abs/2309.06180, section 3).
+
+    >>> r = contiguous_reservation(399_169, 1_280, 8_192)
+    >>> r["requests"], r["reserved_tokens"], r["held_tokens"], r["promised_tokens"], round(r["end_share"], 4)
+    (48, 393216, 61440, 331776, 0.1562)
+    """
+    n = contiguous_max_concurrency(capacity_tokens, max_model_len)
+    request_tokens = check_range("request_tokens", request_tokens, 1, max_model_len, integer=True)
+    promised = n * (max_model_len - request_tokens)
+    return {"requests": n, "reserved_tokens": n * max_model_len, "held_tokens": n * request_tokens,
+            "promised_tokens": promised, "promised_share": promised / capacity_tokens,
+            "end_share": request_tokens / max_model_len}
+
+
+def longest_prompt_tokens(max_model_len: int, answer_tokens: int) -> int:
+    """The longest prompt that still leaves room for an answer of ``answer_tokens`` within ``max_model_len``
+    (vLLM refuses a request whose prompt + max tokens exceed it).
+
+    >>> longest_prompt_tokens(8_192, 256)
+    7936
+    """
+    return check_range("max_model_len", max_model_len, answer_tokens, _MAX_LEN, integer=True) - answer_tokens
+
+
+def fit_report(capacity_tokens: int, requests: int, request_tokens: int) -> dict:
+    """``requests`` of ``request_tokens`` each against a KV cache of ``capacity_tokens``: the tokens they need,
+    how many fit whole (:func:`contiguous_max_concurrency`) and how many are left over.
+
+    >>> fit_report(399_169, 200, 4_000)
+    {'tokens': 800000, 'fit': 99, 'short': 101}
+    """
+    requests = check_range("requests", requests, 0, 10**9, integer=True)
+    fit = contiguous_max_concurrency(capacity_tokens, request_tokens)
+    return {"tokens": requests * request_tokens, "fit": fit, "short": requests - fit}

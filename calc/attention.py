@@ -10,7 +10,7 @@ from __future__ import annotations
 from calc.catalog import get_model
 from calc.context import prefill_flops, unfused_attention_scores_bytes
 from calc.errors import CalcError, check_range
-from calc.memory import KV_DTYPE_BYTES, check_tp, kv_bytes_per_token_by_attention, kv_capacity
+from calc.memory import KV_DTYPE_BYTES, check_tp, gqa_kv_heads, kv_bytes_per_token_by_attention, kv_capacity
 
 __all__ = ["KINDS", "ACTIVATION_BYTES", "kv_by_kind", "attention_traffic"]
 
@@ -26,8 +26,7 @@ def _heads_per_gpu(model, kind: str, tp: int) -> int:
     if kind == "mha":
         return max(1, model.attention_heads // tp)
     if kind == "gqa":
-        kv = model.kv_heads if model.attention == "gqa" else max(1, model.attention_heads // 8)
-        return max(1, kv // tp)
+        return max(1, gqa_kv_heads(model) // tp)
     return 1
 
 

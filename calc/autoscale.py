@@ -19,7 +19,8 @@ import math
 
 from calc.errors import CalcError, check_positive, check_range
 
-__all__ = ["scale_up_delay_s", "warm_headroom", "load_after_s", "replicas_needed", "ramp_headroom", "steepest_ramp"]
+__all__ = ["scale_up_delay_s", "warm_headroom", "load_after_s", "replicas_needed", "ramp_headroom", "steepest_ramp",
+           "rate_at_s", "first_scale_up", "headroom_comparison"]
 
 MAX_S = 30 * 24 * 3600
 
@@ -164,3 +165,52 @@ def steepest_ramp(phases: list) -> dict:
         if slope > best["slope_rps_per_s"]:
             best = {"start_rps": start, "end_rps": end, "slope_rps_per_s": slope}
     return best
+
+
+def rate_at_s(phases: list, t_s: float) -> float:
+    """A fleet scenario's arrival rate (requests/s) at ``t_s``: each traffic phase ramps linearly from its
+    ``rate_per_s`` to its ``end_rate_per_s`` (or holds ``rate_per_s``); after the last phase, its end rate.
+
+    >>> rate_at_s([{"duration_s": 60, "rate_per_s": 2}, {"duration_s": 120, "rate_per_s": 2, "end_rate_per_s": 8}], 120)
+    5.0
+    """
+    start = 0.0
+    for p in phases:
+        end = start + p["duration_s"]
+        if t_s <= end:
+            stop = p.get("end_rate_per_s", p["rate_per_s"])
+            return p["rate_per_s"] + (stop - p["rate_per_s"]) * (t_s - start) / p["duration_s"]
+        start = end
+    return phases[-1].get("end_rate_per_s", phases[-1]["rate_per_s"])
+
+
+def first_scale_up(summary: dict, phases: list, *, delay_s: float, replica_capacity_rps: float) -> dict:
+    """A fleet run's first scale-up: when the autoscaler decided (``up_s``, on which signal ``value``), when the
+    new replica served (``ready_s``: ``delay_s`` later, :func:`scale_up_delay_s`), the traffic at both moments
+    (:func:`rate_at_s`) and the traffic at ``ready_s`` in replicas' worth (``ready_multiple``).
+
+    >>> run = {"scale_events": [{"t_s": 120.0, "value": 5.0}]}
+    >>> phases = [{"duration_s": 60, "rate_per_s": 2}, {"duration_s": 120, "rate_per_s": 2, "end_rate_per_s": 8}]
+    >>> first_scale_up(run, phases, delay_s=30, replica_capacity_rps=2.5)
+    {'up_s': 120.0, 'value': 5.0, 'ready_s': 150.0, 'rate_at_up_rps': 5.0, 'rate_at_ready_rps': 6.5, 'ready_multiple': 2.6}
+    """
+    first = summary["scale_events"][0]
+    ready = first["t_s"] + delay_s
+    rate_at_ready = rate_at_s(phases, ready)
+    return {"up_s": first["t_s"], "value": first["value"], "ready_s": ready,
+            "rate_at_up_rps": rate_at_s(phases, first["t_s"]), "rate_at_ready_rps": rate_at_ready,
+            "ready_multiple": rate_at_ready / replica_capacity_rps}
+
+
+def headroom_comparison(warm: dict, queue: dict, gpu_util: dict) -> dict:
+    """What warm headroom costs and buys against scaling on the queue alone and on GPU-Util (step 15): the
+    extra replica-hours over the queue's run, the hours saved against GPU-Util's, and GPU-Util's TTFT p99 over
+    the headroom's (each a run summary's ``replica_hours`` and ``ttft_p99_s``).
+
+    >>> headroom_comparison({"replica_hours": 3, "ttft_p99_s": 0.5}, {"replica_hours": 2, "ttft_p99_s": 60},
+    ...                     {"replica_hours": 4, "ttft_p99_s": 1.5})
+    {'extra_hours_fraction': 0.5, 'hours_saving_fraction': 0.25, 'p99_ratio': 3.0}
+    """
+    return {"extra_hours_fraction": warm["replica_hours"] / queue["replica_hours"] - 1,
+            "hours_saving_fraction": 1 - warm["replica_hours"] / gpu_util["replica_hours"],
+            "p99_ratio": gpu_util["ttft_p99_s"] / warm["ttft_p99_s"]}

@@ -30,6 +30,9 @@ __all__ = [
     "unfused_attention_scores_bytes",
     "context_cost",
     "context_cost_curve",
+    "replica_context_fit",
+    "cost_growth",
+    "scores_against_gpu",
 ]
 
 MAX_TOKENS = 100_000_000
@@ -170,3 +173,51 @@ def context_cost_curve(model, gpu, contexts, **kwargs) -> list[dict]:
     if not contexts:
         raise CalcError("contexts must hold at least one context length; got none", "contexts")
     return [context_cost(model, gpu, c, **kwargs) for c in contexts]
+
+
+def replica_context_fit(capacity_tokens: int, *, long_tokens: int, short_tokens: int, window_tokens: int) -> dict:
+    """How one replica's KV cache of ``capacity_tokens`` holds long requests beside short ones (step 13): the
+    share one long request takes, how many long, full-window or short requests fit whole, and how many short
+    ones still fit beside one long request or beside the full-window requests that fit.
+    Source: contiguous reservations, :func:`calc.allocation.contiguous_max_concurrency` (capacity // length).
+
+    >>> replica_context_fit(399_169, long_tokens=100_000, short_tokens=1_280, window_tokens=131_072)
+    {'long_share': 0.2505204562478549, 'long_fit': 3, 'window_fit': 3, 'beside_window': 4, 'short_fit': 311, 'beside_long': 233}
+    """
+    capacity = check_range("capacity_tokens", capacity_tokens, 0, 10**12, integer=True)
+    long_tokens = check_range("long_tokens", long_tokens, 1, MAX_TOKENS, integer=True)
+    short_tokens = check_range("short_tokens", short_tokens, 1, MAX_TOKENS, integer=True)
+    window_tokens = check_range("window_tokens", window_tokens, 1, MAX_TOKENS, integer=True)
+    return {
+        "long_share": long_tokens / capacity,
+        "long_fit": capacity // long_tokens,
+        "window_fit": capacity // window_tokens,
+        "beside_window": (capacity - capacity // window_tokens * window_tokens) // short_tokens,
+        "short_fit": capacity // short_tokens,
+        "beside_long": (capacity - long_tokens) // short_tokens,
+    }
+
+
+def cost_growth(small: dict, large: dict) -> dict:
+    """How much more a larger context costs than a smaller one, from two :func:`context_cost` results: the
+    prefill time and KV bytes as multiples, and the decode step's added seconds.
+
+    >>> cost_growth({"prefill_s": 1.0, "kv_bytes": 10, "decode_step_s": 0.02},
+    ...             {"prefill_s": 12.0, "kv_bytes": 100, "decode_step_s": 0.025})
+    {'prefill_ratio': 12.0, 'kv_ratio': 10.0, 'decode_added_s': 0.005000000000000001}
+    """
+    return {"prefill_ratio": large["prefill_s"] / small["prefill_s"],
+            "kv_ratio": large["kv_bytes"] / small["kv_bytes"],
+            "decode_added_s": large["decode_step_s"] - small["decode_step_s"]}
+
+
+def scores_against_gpu(matrix_bytes: float, traffic_bytes: float, gpu) -> dict:
+    """The attention scores a GPU would materialise (:func:`unfused_attention_scores_bytes`, its share) against
+    that GPU: the matrix as a multiple of its memory, and the seconds its HBM takes to move the traffic.
+
+    >>> from calc.catalog import get_gpu
+    >>> r = scores_against_gpu(400e9, 6.7e12, get_gpu("h100-sxm-80gb"))
+    >>> r["memory_multiple"], r["move_s"]
+    (5.0, 2.0)
+    """
+    return {"memory_multiple": matrix_bytes / gpu.memory_bytes_marketed, "move_s": traffic_bytes / gpu.hbm_bytes_per_s}

@@ -26,6 +26,7 @@ from calc.roofline import (
 from calc.units import SECONDS_PER_HOUR
 
 __all__ = [
+    "HOURS_PER_MONTH", "usd_per_month", "free_batching_usd", "cost_ratio",
     "H100_LISTINGS", "H100_LISTINGS_SOURCE", "usd_per_million_tokens", "replica_usd_per_hour", "price_replica",
     "cost_vs_batch", "batching_discount", "batching_limit", "steady_batching_limit", "sustained_at_latency",
     "decode_rows", "prefill_rows", "ITL_TARGET_S", "MAX_NUM_SEQS", "BATCHING_FLOOR", "replica_numbers",
@@ -74,7 +75,38 @@ def replica_usd_per_hour(usd_per_gpu_hour: float, gpus: int) -> float:
     return price * gpus
 
 
-def price_replica(*, usd_per_gpu_hour: float, gpus: int, sustained_tokens_per_s: float, hours_per_month: float = 730.0) -> dict:
+HOURS_PER_MONTH = 730.0  # a month on average: 8,760 hours a year / 12
+
+
+def usd_per_month(usd_per_hour: float, hours_per_month: float = HOURS_PER_MONTH) -> float:
+    """What an hourly price comes to over a month of ``hours_per_month`` (730 on average: 8,760 / 12).
+
+    >>> round(usd_per_month(15.12), 2)
+    11037.6
+    """
+    return check_positive("usd_per_hour", usd_per_hour, allow_zero=True) * check_range("hours_per_month", hours_per_month, 1, 744)
+
+
+def free_batching_usd(usd_per_million: float, batch: int, larger_batch: int) -> float:
+    """What ``larger_batch`` would cost per million tokens if its step took no longer than ``batch``'s: the cost
+    falls with the batch (the step's price is shared) until the step itself grows (step 17).
+
+    >>> round(free_batching_usd(6.6, 10, 100), 3)
+    0.66
+    """
+    return usd_per_million / (larger_batch / batch)
+
+
+def cost_ratio(usd: float, other_usd: float) -> float:
+    """How many times one cost per million tokens is another.
+
+    >>> cost_ratio(64.24, 6.6)
+    9.733333333333333
+    """
+    return usd / check_positive("other_usd", other_usd)
+
+
+def price_replica(*, usd_per_gpu_hour: float, gpus: int, sustained_tokens_per_s: float, hours_per_month: float = HOURS_PER_MONTH) -> dict:
     """Price a deployment from two measured numbers: GPU-hours and sustained tokens/s.
 
     ``sustained_tokens_per_s`` is what the replica holds *at the latency target*
@@ -94,7 +126,7 @@ def price_replica(*, usd_per_gpu_hour: float, gpus: int, sustained_tokens_per_s:
         "gpus": gpus,
         "gpu_hours_per_hour": float(gpus),
         "usd_per_hour": usd_per_hour,
-        "usd_per_month": usd_per_hour * months,
+        "usd_per_month": usd_per_month(usd_per_hour, months),
         "tokens_per_hour": float(rate * SECONDS_PER_HOUR),
         "usd_per_million_tokens": usd_per_million_tokens(usd_per_hour, rate),
     }

@@ -40,7 +40,7 @@ __all__ = [
     "PRESET", "SURGE_PHASE", "SWEEP_SEEDS", "LOW_SHARE", "HIGH_SHARE", "TTFT_ALERT_S", "DOCUMENT_SHARE_MAX", "incident_scenario",
     "prompt_tokens_per_sample", "incident_run", "phase_windows", "seed_sweep", "prefill_tokens_per_s",
     "prompt_statistics", "request_class", "values_in_phase", "alert_page", "TTFT_ALERT_FOR_S", "TUNING_KNOB",
-    "TITLE_PEAK_S", "peak_scan",
+    "TITLE_PEAK_S", "peak_scan", "surge_load", "request_sizes", "first_crossing_s", "crossing_lead_s",
 ]
 
 PRESET = "step19-incident-p99"
@@ -291,3 +291,79 @@ def prompt_statistics(seed: int | None = None) -> dict:
         lengths = [r.prompt_tokens for r in requests if r.class_index == index]
         out[name] = sum(lengths) / len(lengths) if lengths else 0.0
     return out
+
+
+# --------------------------------------------------------------------------------------- what the page derives
+@functools.lru_cache(maxsize=8)
+def surge_load(seed: int | None = None) -> dict:
+    """The surge minute's prompt load against the fleet's prefill, from the request logs (step 19's diagnosis).
+
+    Prompt tokens per second are the request rate times the mean prompt (rounded to whole tokens, as the
+    dashboard's panel shows it); one replica prefills :func:`prefill_tokens_per_s`; so the prompts alone need
+    ``rate x mean prompt / prefill per replica`` replicas' worth of compute, a share of the fleet's
+    ``replicas x prefill per replica``. ``documents_expected`` is the surge's rate x document share x length
+    (what a reader expects; ``prompt_statistics()["documents_in_surge"]`` is what the seed sent).
+    Source: the preset (``calc/sim/presets/step19-incident-p99.json``) and the roofline of a prefill.
+
+    >>> load = surge_load()
+    >>> load["prompt_before"], load["prompt_during"], round(load["prefill_replicas_during"], 2)
+    (1029, 1926, 2.31)
+    >>> round(load["prefill_share_during"], 2), load["documents_expected"], load["gpus"]
+    (0.77, 72, 12)
+    """
+    data = incident_scenario(seed=seed)
+    surge = data["fleet"]["traffic"][SURGE_PHASE]
+    rate, replicas = surge["rate_per_s"], data["fleet"]["replicas"]
+    st = prompt_statistics(seed)
+    m0, m1 = round(st["before"]), round(st["during"])
+    per_replica = prefill_tokens_per_s()
+    start, end = phase_windows()[SURGE_PHASE]
+    return {
+        "rate_per_s": rate, "replicas": replicas, "gpus": replicas * lesson.TP, "more_replicas": replicas + 1,
+        "surge_start_s": start, "surge_end_s": end, "surge_duration_s": end - start,
+        "documents_expected": round(rate * surge["shares"]["document"] * (end - start)),
+        "prompt_before": m0, "prompt_during": m1, "prompt_ratio": m1 / m0,
+        "prompt_tokens_per_s_before": rate * m0, "prompt_tokens_per_s_during": rate * m1,
+        "prefill_per_replica": per_replica, "prefill_fleet": per_replica * replicas,
+        "prefill_replicas_before": rate * m0 / per_replica, "prefill_replicas_during": rate * m1 / per_replica,
+        "prefill_share_before": rate * m0 / (per_replica * replicas),
+        "prefill_share_during": rate * m1 / (per_replica * replicas),
+    }
+
+
+def request_sizes(seed: int | None = None) -> dict:
+    """The request classes' sizes (prompt + output tokens) and what they mean for one replica's KV cache: how
+    many whole documents fill the running example's cache (step 1's tokens), and a document's size in chats.
+
+    >>> sizes = request_sizes()
+    >>> sizes["document_tokens"], sizes["documents_fill_replica"], round(sizes["document_over_chat"], 2)
+    (19800, 20, 15.47)
+    """
+    from calc.allocation import contiguous_max_concurrency
+
+    data = incident_scenario(seed=seed)
+    chat, doc = request_class(data, "chat"), request_class(data, "document")
+    doc_tokens = doc["prompt_tokens"] + doc["output_tokens"]
+    chat_tokens = chat["prompt_tokens"] + chat["output_tokens"]
+    return {"document_tokens": doc_tokens, "chat_tokens": chat_tokens,
+            "documents_fill_replica": contiguous_max_concurrency(lesson.KV_CAPACITY_TOKENS, doc_tokens),
+            "document_over_chat": doc_tokens / chat_tokens}
+
+
+def first_crossing_s(series: dict, key: str, threshold: float) -> float:
+    """The first sample time (s) at which ``series[key]`` is at or above ``threshold`` (a dashboard alert's
+    first sample; None samples never cross).
+
+    >>> first_crossing_s({"t_s": [5.0, 10.0, 15.0], "q": [2, None, 12]}, "q", 10)
+    15.0
+    """
+    return next(t for t, v in zip(series["t_s"], series[key]) if v is not None and v >= threshold)
+
+
+def crossing_lead_s(series: dict, key: str, threshold: float, phase: int = SURGE_PHASE) -> float:
+    """Seconds from the start of traffic phase ``phase`` to :func:`first_crossing_s`.
+
+    >>> crossing_lead_s({"t_s": [60.0, 75.0], "q": [2, 12]}, "q", 10)
+    15.0
+    """
+    return first_crossing_s(series, key, threshold) - phase_windows()[phase][0]

@@ -31,7 +31,7 @@ from calc.units import GB, round_sig
 __all__ = [
     "WEIGHT_FORMATS", "KV_DTYPES", "WEIGHT_BITS", "KV_DTYPE_BYTES", "WeightBytes", "weight_bytes",
     "weights_bytes_per_gpu", "kv_bytes_per_token", "kv_bytes_per_token_per_gpu", "kv_heads_per_gpu",
-    "allowed_tp", "check_tp", "kv_tokens_per_request", "kv_bytes_per_request", "kv_bytes_per_token_by_attention",
+    "allowed_tp", "check_tp", "query_heads_per_gpu", "kv_tokens_per_request", "kv_bytes_per_request", "gqa_kv_heads", "gqa_group_size", "kv_bytes_full_attention", "requests_in_bytes", "bits_per_weight", "freed_bytes", "kv_bytes_per_token_by_attention",
     "KVCapacity", "kv_capacity", "default_activation_bytes", "default_non_torch_bytes",
     "ACTIVATION_WORKSPACE_BYTES", "NON_TORCH_BASE_BYTES", "NON_TORCH_TP_BYTES",
 ]
@@ -232,6 +232,30 @@ def kv_heads_per_gpu(model: Model, tp: int = 1) -> int:
     return max(1, model.kv_heads // tp)
 
 
+def query_heads_per_gpu(model: Model, tp: int = 1) -> int:
+    """Attention (query) heads each GPU computes under tensor parallelism ``tp``: the heads split evenly
+    (Megatron-LM's column-parallel attention, https://arxiv.org/abs/1909.08053, section 3; vLLM checks that
+    ``tp`` divides them).
+
+    >>> query_heads_per_gpu(get_model("llama-3.1-70b"), 4)
+    16
+    """
+    model = get_model(model)
+    tp = check_tp(model, tp)
+    return model.attention_heads // tp
+
+
+def gqa_group_size(model: Model) -> int:
+    """Query heads that share one KV head (1 for MHA, all of them for MQA; Ainslie et al. 2023,
+    https://arxiv.org/abs/2305.13245, section 2.2).
+
+    >>> gqa_group_size(get_model("mistral-7b")), gqa_group_size(get_model("llama-2-7b"))
+    (4, 1)
+    """
+    model = get_model(model)
+    return model.attention_heads // model.kv_heads
+
+
 def kv_bytes_per_token_per_gpu(model: Model, tp: int = 1, kv_dtype: str = "bf16") -> int:
     """KV bytes per token held on each GPU under tensor parallelism ``tp``.
 
@@ -280,6 +304,65 @@ def kv_bytes_per_request(model: Model, context_tokens: int, kv_dtype: str = "bf1
     return kv_tokens_per_request(model, context_tokens) * kv_bytes_per_token(model, kv_dtype)
 
 
+#: Query heads per KV head when a model that is not GQA is drawn as GQA: Llama 3's ratio (64 query heads, 8 KV
+#: heads; https://huggingface.co/meta-llama/Llama-3.1-70B/blob/main/config.json, ``num_key_value_heads``).
+GQA_QUERY_HEADS_PER_KV_HEAD = 8
+
+
+def kv_bytes_full_attention(model: Model, tokens: int, kv_dtype: str = "bf16") -> int:
+    """The KV bytes of ``tokens`` if every token were cached: what a request would hold without a sliding
+    window (:func:`kv_bytes_per_request` caps a windowed model at its window).
+
+    >>> kv_bytes_full_attention(get_model("mistral-7b"), 32_768) == 32_768 * kv_bytes_per_token(get_model("mistral-7b"))
+    True
+    """
+    return check_range("tokens", tokens, 0, 10**12, integer=True) * kv_bytes_per_token(model, kv_dtype)
+
+
+def requests_in_bytes(capacity_bytes: float, request_bytes: float) -> int:
+    """Whole requests of ``request_bytes`` of KV each that ``capacity_bytes`` holds.
+
+    >>> requests_in_bytes(40e9, 524_288_000)
+    76
+    """
+    check_positive("request_bytes", request_bytes)
+    return int(check_positive("capacity_bytes", capacity_bytes, allow_zero=True) // request_bytes)
+
+
+def bits_per_weight(total_bytes: float, params: float) -> float:
+    """The bits each weight takes all in: a format's bytes (payload, scales and the 16-bit rest) x 8 / parameters.
+
+    >>> round(bits_per_weight(18.2e9, 70.6e9), 4)
+    2.0623
+    """
+    return total_bytes * 8 / check_positive("params", params)
+
+
+def freed_bytes(before_bytes: float, after_bytes: float) -> float:
+    """The memory a smaller format frees: the bytes before minus the bytes after (per GPU when both are).
+
+    >>> freed_bytes(35.3e9, 18.2e9)
+    17100000000.0
+    """
+    return before_bytes - after_bytes
+
+
+def gqa_kv_heads(model: Model) -> int:
+    """The KV heads of ``model`` under grouped-query attention: its own when it is GQA, else one KV head per
+    :data:`GQA_QUERY_HEADS_PER_KV_HEAD` query heads (at least one). The one rule for "this model, with GQA"
+    (the attention deep dive's comparison, step 2's variants, :func:`kv_bytes_per_token_by_attention`).
+    Source: Ainslie et al., "GQA" (2023, https://arxiv.org/abs/2305.13245, section 2.2: groups of query heads
+    share one KV head).
+
+    >>> gqa_kv_heads(get_model("llama-3.1-8b")), gqa_kv_heads(get_model("llama-2-7b")), gqa_kv_heads(get_model("deepseek-v3"))
+    (8, 4, 16)
+    """
+    model = get_model(model)
+    if model.attention == "gqa":
+        return model.kv_heads
+    return max(1, model.attention_heads // GQA_QUERY_HEADS_PER_KV_HEAD)
+
+
 def kv_bytes_per_token_by_attention(model: Model, kv_dtype: str = "bf16") -> dict[str, int]:
     """The same model's KV bytes per token under MHA, its own GQA, MQA and an MLA latent.
 
@@ -304,7 +387,7 @@ def kv_bytes_per_token_by_attention(model: Model, kv_dtype: str = "bf16") -> dic
     n = model.layers
     return {
         "mha": n * 2 * model.attention_heads * head_dim * b,
-        "gqa": n * 2 * (model.kv_heads if model.attention == "gqa" else max(1, model.attention_heads // 8)) * head_dim * b,
+        "gqa": n * 2 * gqa_kv_heads(model) * head_dim * b,
         "mqa": n * 2 * head_dim * b,
         "mla": n * latent * b,
     }
@@ -396,6 +479,43 @@ class KVCapacity:
         True
         """
         return self.weights_bytes
+
+    @property
+    def weights_bytes_replica(self) -> float:
+        """The weights of the whole replica: per GPU x TP (each GPU holds 1/TP of them).
+
+        >>> c = kv_capacity(get_model("llama-3.1-70b"), "h100-sxm-80gb", tp=4); c.weights_bytes_replica == 4 * c.weights_bytes
+        True
+        """
+        return self.weights_bytes * self.tp
+
+    @property
+    def kv_cache_bytes_replica(self) -> float:
+        """The KV cache of the whole replica: per GPU x TP (vLLM splits the KV heads over the GPUs).
+
+        >>> c = kv_capacity(get_model("llama-3.1-70b"), "h100-sxm-80gb", tp=4); c.kv_cache_bytes_replica == 4 * c.kv_cache_bytes
+        True
+        """
+        return self.kv_cache_bytes * self.tp
+
+    @property
+    def overhead_bytes(self) -> float:
+        """What one GPU spends besides the weights and the KV cache: the activation workspace and the non-torch
+        overhead (CUDA context, NCCL buffers; vLLM's ``determine_available_memory``).
+
+        >>> c = kv_capacity(get_model("llama-3.1-70b"), "h100-sxm-80gb", tp=4); c.overhead_bytes == c.activation_bytes + c.non_torch_bytes
+        True
+        """
+        return self.activation_bytes + self.non_torch_bytes
+
+    @property
+    def unclaimed_fraction(self) -> float:
+        """The share of GPU memory vLLM leaves alone: 1 - ``gpu_memory_utilization``.
+
+        >>> round(kv_capacity(get_model("llama-3.1-8b"), "h100-sxm-80gb").unclaimed_fraction, 6)
+        0.1
+        """
+        return 1 - self.gpu_memory_utilization
 
     def to_dict(self) -> dict:
         """Every field as JSON-ready data: byte terms as whole bytes, other floats to 6 significant digits.

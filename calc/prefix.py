@@ -41,6 +41,7 @@ __all__ = [
     "ORDERS", "cached_prefix_tokens", "prefix_cache_hit", "hit_tokens_for_layout", "fleet_prefill_saved",
     "prefill_time_s", "replica_ceiling", "CHUNK_TOKENS", "MAX_RUNNING", "BLOCK_TOKENS", "LAYOUTS",
     "TIMESTAMP_TOKENS", "layout_parts", "layout_hit", "PREFIX_CACHING_PRESET", "prefix_caching_scenario",
+    "missed_prefix_tokens", "cached_blocks", "repeated_prefix_cost", "prefill_busy_share", "repeated_prefix_tokens",
 ]
 
 _ENGINE = Scenario()
@@ -361,3 +362,61 @@ def prefix_caching_scenario(*, layout: str = "stable-first", prefix_caching: str
         request_class["prefix_tokens"] = shared["leading_identical_tokens"]
         request_class["prompt_tokens"] = shared["prompt_tokens"] - shared["leading_identical_tokens"]
     return copy.deepcopy(data)
+
+
+def missed_prefix_tokens(prefix_tokens: int, hit_tokens: int) -> int:
+    """The tokens of a shared prefix the cache does not serve: vLLM caches whole blocks only, so the prefix's
+    last part-full block is computed again (the hit is a whole number of blocks, :func:`layout_hit`).
+
+    >>> missed_prefix_tokens(2_010, 2_000)
+    10
+    """
+    return prefix_tokens - hit_tokens
+
+
+def cached_blocks(hit_tokens: int, block_tokens: int = BLOCK_TOKENS) -> int:
+    """The whole KV blocks a prefix-cache hit of ``hit_tokens`` reuses.
+
+    >>> cached_blocks(2_496)
+    156
+    """
+    return hit_tokens // block_tokens
+
+
+def repeated_prefix_cost(system_prompt_tokens: int, question_tokens: int, *, tp: int, usd_per_gpu_hour: float) -> dict:
+    """What prefilling the same system prompt with every request costs without a prefix cache (step 11): the
+    prompt, the system prompt's share of it, the prefill of the whole prompt and of the question alone
+    (:func:`prefill_time_s`), their ratio, and the GPU-hours and USD per million requests spent on the repeated
+    part (``(full - question) x TP GPUs``). Source: :func:`prefill_time_s`; prices from the catalog.
+
+    >>> r = repeated_prefix_cost(2_500, 1_024, tp=4, usd_per_gpu_hour=2.5)
+    >>> r["prompt_tokens"], round(r["system_share"], 3), round(r["prefill_ratio"], 1)
+    (3524, 0.709, 3.5)
+    """
+    from calc.units import SECONDS_PER_HOUR
+
+    prompt = system_prompt_tokens + question_tokens
+    full_s, question_s = prefill_time_s(prompt), prefill_time_s(question_tokens)
+    hours = (full_s - question_s) * tp / SECONDS_PER_HOUR * 1e6
+    return {"prompt_tokens": prompt, "system_share": system_prompt_tokens / prompt, "full_prefill_s": full_s,
+            "question_prefill_s": question_s, "prefill_ratio": full_s / question_s,
+            "repeated_gpu_hours_per_million": hours, "repeated_usd_per_million": hours * usd_per_gpu_hour}
+
+
+def prefill_busy_share(rate_per_s: float, prefill_s: float) -> float:
+    """The share of one replica's time its prefills take at ``rate_per_s`` requests of ``prefill_s`` each
+    (one prefill after another: utilization = arrival rate x service time, Little's law).
+
+    >>> prefill_busy_share(2.0, 0.25)
+    0.5
+    """
+    return rate_per_s * prefill_s
+
+
+def repeated_prefix_tokens(requests: int, prefix_tokens: int) -> int:
+    """The prompt tokens a run of ``requests`` spends on the same prefix when nothing is cached.
+
+    >>> repeated_prefix_tokens(1_000, 2_500)
+    2500000
+    """
+    return requests * prefix_tokens

@@ -32,6 +32,10 @@ from calc.roofline import decode_step, smallest_batch_where, step_coefficients
 from calc.units import bisect_increasing
 
 __all__ = [
+    "verify_tokens_in_batch",
+    "tokens_ceiling",
+    "max_tokens_per_step",
+    "cycle_times",
     "MAX_DRAFT_TOKENS",
     "best_k",
     "draft_cost_ratio",
@@ -104,6 +108,51 @@ def expected_tokens_per_step(acceptance: float, k: int) -> float:
     if a == 1.0:
         return float(k + 1)
     return (1.0 - a ** (k + 1)) / (1.0 - a)
+
+
+def tokens_ceiling(acceptance: float) -> float:
+    """The most tokens a target step yields on average however long the draft: ``1 / (1 - a)``, the limit of
+    :func:`expected_tokens_per_step` as ``k`` grows (Leviathan et al. 2023, Eq. 1, a geometric series).
+
+    >>> round(tokens_ceiling(0.7), 4)
+    3.3333
+    """
+    a = _check_acceptance(acceptance)
+    if a == 1.0:
+        raise CalcError("acceptance must be below 1 for a finite ceiling; got 1.0", "acceptance")
+    return 1 / (1 - a)
+
+
+def max_tokens_per_step(k: int) -> int:
+    """The tokens a target step yields when it keeps every drafted token: the ``k`` drafts plus its own.
+
+    >>> max_tokens_per_step(4)
+    5
+    """
+    return _check_k(k) + 1
+
+
+def cycle_times(target_step_s: float, draft_cost_ratio: float, k: int, speedup_factor: float) -> dict:
+    """One speculation cycle in seconds: a draft step (``draft_cost_ratio`` x the target's step), the cycle
+    (the target's verifying step plus ``k`` draft steps) and the time per token once speculation gives
+    ``speedup_factor`` (Leviathan et al. 2023, section 3.4: the cost of a cycle).
+
+    >>> cycle_times(0.02, 0.05, 4, 2.0)
+    {'draft_step_s': 0.001, 'cycle_s': 0.024, 'per_token_s': 0.01}
+    """
+    draft_step = _check_cost_ratio(draft_cost_ratio) * target_step_s
+    return {"draft_step_s": draft_step, "cycle_s": target_step_s + _check_k(k) * draft_step,
+            "per_token_s": target_step_s / speedup_factor}
+
+
+def verify_tokens_in_batch(config, batch: int) -> int:
+    """The tokens one verifying step of ``batch`` sequences runs through the target: each sequence's
+    ``verify_tokens`` (its drafts, or a tree's nodes, plus its own; Li et al. 2024, EAGLE, section 4).
+
+    >>> verify_tokens_in_batch(EAGLE_LIKE, 64) == 64 * EAGLE_LIKE.verify_tokens
+    True
+    """
+    return check_range("batch", batch, 1, 10**6, integer=True) * config.verify_tokens
 
 
 def speedup(acceptance: float, k: int, draft_cost_ratio: float) -> float:

@@ -112,6 +112,70 @@ def to_bytes(value: float, unit: str) -> float:
     return int(n_bytes) if float(n_bytes).is_integer() else n_bytes
 
 
+def relative_change(new: float, old: float) -> float:
+    """How much larger ``new`` is than ``old``, as a fraction: ``new / old - 1`` (negative when smaller).
+
+    >>> round(relative_change(GiB, GB), 6), relative_change(90, 100)
+    (0.073742, -0.09999999999999998)
+    """
+    return new / old - 1
+
+
+def from_bytes(n_bytes: float, unit: str) -> float:
+    """``n_bytes`` in ``unit`` (the inverse of :func:`to_bytes`; decimal KB..TB, binary KiB..TiB).
+
+    >>> from_bytes(80e9, "GiB"), from_bytes(GiB, "GB")
+    (74.50580596923828, 1.073741824)
+    """
+    check_choice("unit", unit, tuple(UNITS))
+    return n_bytes / UNITS[unit]
+
+
+def bytes_beyond(n_bytes: float, other_bytes: float) -> float:
+    """How many bytes ``n_bytes`` holds beyond ``other_bytes`` (negative when fewer).
+
+    >>> bytes_beyond(85_520_809_984, 80_000_000_000)
+    5520809984
+    """
+    return n_bytes - other_bytes
+
+
+def ratio(value: float, other: float) -> float:
+    """How many times ``other`` fits in ``value`` (e.g. prompt tokens per answer token).
+
+    >>> ratio(1024, 256)
+    4.0
+    """
+    return value / other
+
+
+def ms_to_s(milliseconds: float) -> float:
+    """Milliseconds as seconds.
+
+    >>> ms_to_s(50)
+    0.05
+    """
+    return milliseconds / 1000
+
+
+def per_second(interval_s: float) -> float:
+    """Events per second at one every ``interval_s`` seconds (e.g. one user's tokens/s at an inter-token latency).
+
+    >>> per_second(0.05)
+    20.0
+    """
+    return 1 / interval_s
+
+
+def per_minute(rate_per_s: float) -> float:
+    """A rate per second as a rate per minute.
+
+    >>> per_minute(0.125)
+    7.5
+    """
+    return rate_per_s * 60
+
+
 def bisect_increasing(f, target: float, low: float, high: float, steps: int) -> float:
     """The ``x`` in ``[low, high]`` where an increasing ``f(x)`` reaches ``target``, by ``steps`` halvings.
 

@@ -43,9 +43,9 @@ def page_module_of(kind: str, request) -> str | None:
 
     >>> page_module_of("widget", {"name": "kv_cache_arithmetic.kv_per_token", "options": {}})
     'kv_cache_arithmetic'
-    >>> page_module_of("facts", "accuracy"), page_module_of("scan", {"text_sha256": "0"})
+    >>> page_module_of("facts", {"module": "accuracy", "names": ["mape"]}), page_module_of("scan", {"text_sha256": "0"})
     ('accuracy', None)
     """
     if kind in BLOCK_KINDS:
         return request["name"].strip().rpartition(".")[0] or None
-    return request if kind == "facts" else None
+    return request["module"] if kind == "facts" else None

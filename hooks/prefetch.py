@@ -74,14 +74,16 @@ def group_name(kind: str, request) -> str:
     """Entries of one page module run in one process and share its lru_caches (page modules do not import one
     another: tests/widgets/test_page_imports.py); a notebook and a figure's diagrams module are groups apart.
 
-    >>> group_name("facts", "accuracy"), group_name("figure", {"name": "kv.block_table", "options": {}})
-    ('accuracy', 'figure:kv')
+    >>> group_name("facts", {"module": "accuracy", "names": ["mape"]})
+    'accuracy'
+    >>> group_name("figure", {"name": "kv.block_table", "options": {}})
+    'figure:kv'
     """
     if kind == "notebook":
         return f"notebook:{request['src_uri']}"
     if kind == "figure":
         return "figure:" + request["name"].rsplit(".", 1)[0]
-    return request if kind == "facts" else request["name"].rsplit(".", 1)[0]
+    return request["module"] if kind == "facts" else request["name"].rsplit(".", 1)[0]
 
 
 class Prefetch:

@@ -102,8 +102,8 @@ def scan(files, config, digests: build_cache.Digests) -> tuple[list, dict]:
         with open(file.abs_src_path, encoding="utf-8-sig") as handle:
             body, meta = get_data(handle.read())
         own_module = facts.page_module(file.src_uri, meta)
-        for match in facts.FACT.finditer(body):
-            add(file, "facts", match.group(1) or own_module)
+        for request in facts.requests(body, own_module):
+            add(file, "facts", request)
         if BLOCK_START.search(body):
             for kind, request in scanned_blocks(body, config, digests):
                 add(file, kind, request)

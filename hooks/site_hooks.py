@@ -223,7 +223,7 @@ def on_page_markdown(markdown, page, config, files, **kwargs):
     import facts
 
     return facts.fill(markdown, facts.page_module(page.file.src_uri, page.meta), page.file.src_uri,
-                      lambda module: _build.value("facts", module))
+                      lambda request: _build.value("facts", request))
 
 
 def on_page_content(html, page, config, files, **kwargs):

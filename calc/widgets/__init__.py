@@ -14,7 +14,7 @@ from __future__ import annotations
 import importlib
 import pkgutil
 
-_INFRASTRUCTURE = {"framework", "runtime", "charts", "views"}
+_INFRASTRUCTURE = {"framework", "runtime", "charts", "views", "controls"}
 _loaded = False
 
 

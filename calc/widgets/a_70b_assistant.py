@@ -21,19 +21,22 @@ The lesson's figures (Llama 3.1 70B, bf16, TP 4, four H100s counted as 80e9 byte
 
 from __future__ import annotations
 
+import functools
 from typing import Annotated
 
 from calc import lesson
 from calc.allocation import contiguous_max_concurrency
 from calc.catalog import GPUS, MEMORY_BASES, MODELS, get_gpu, get_model
 from calc.lesson import (
-    ANSWER_TOKENS, LESSON_PARAM_DIGITS, MAX_MODEL_LEN, PROMPT_TOKENS, replica_capacity, vllm_maximum_concurrency,
+    ANSWER_TOKENS, LESSON_PARAM_DIGITS, MAX_MODEL_LEN, PROMPT_TOKENS, REQUEST_TOKENS, replica_capacity,
+    vllm_maximum_concurrency,
 )
-from calc.memory import KV_DTYPES, WEIGHT_FORMATS, kv_bytes_per_request, kv_heads_per_gpu
-from calc.units import GB, GiB, KiB, MiB, format_bytes, format_number, round_sig
+from calc.memory import kv_bytes_per_request, kv_heads_per_gpu
+from calc.units import GB, GiB, KiB, MiB, format_bytes, format_number, relative_change, round_sig
 from calc.widgets.charts import PALETTE, line_chart
-from calc.widgets.framework import Choice, FloatRange, IntRange, output, view, widget
-from calc.widgets.views import replica_memory_view
+from calc.widgets.controls import Gpu, KvDtype, Model, TensorParallel, Weights
+from calc.widgets.framework import Choice, FloatRange, IntRange, fact, facts_of, output, view, widget
+from calc.widgets.views import percent_text, replica_memory_view, signed_percent_text
 
 __all__ = ["memory_view", "tokens_in_flight", "facts"]
 
@@ -48,8 +51,6 @@ _BASIS_LABELS = (
     ("marketed", "Datasheet: GB × 10⁹ (the lesson)"),
     ("runtime", "nvidia-smi: MiB × 2²⁰"),
 )
-MODEL_CHOICES = tuple((key, model.name) for key, model in MODELS.items())
-GPU_CHOICES = tuple((key, gpu.name) for key, gpu in GPUS.items())
 LENGTH_POINTS = (256, 512, 1_024, 2_048, 4_096, 8_192, 16_384, 32_768, 65_536, 131_072)
 
 
@@ -64,11 +65,11 @@ def _gib(n_bytes: float) -> str:
 
 @widget
 def memory_view(
-    model: Annotated[str, Choice(MODEL_CHOICES, label="Model")] = lesson.REPLICA["model"],
-    gpu: Annotated[str, Choice(GPU_CHOICES, label="GPU")] = lesson.REPLICA["gpu"],
-    tp: Annotated[int, IntRange(1, 64, 1, "GPUs", label="Tensor parallel")] = lesson.REPLICA["tp"],
-    weights: Annotated[str, Choice(WEIGHT_FORMATS, label="Weight precision")] = lesson.REPLICA["weights"],
-    kv_dtype: Annotated[str, Choice(KV_DTYPES, label="KV cache dtype")] = lesson.REPLICA["kv_dtype"],
+    model: Model = lesson.REPLICA["model"],
+    gpu: Gpu = lesson.REPLICA["gpu"],
+    tp: TensorParallel = lesson.REPLICA["tp"],
+    weights: Weights = lesson.REPLICA["weights"],
+    kv_dtype: KvDtype = lesson.REPLICA["kv_dtype"],
     gpu_memory_utilization: Annotated[float, FloatRange(0.01, 1.0, 0.01, label="Memory utilization",
                                                         help="vLLM's gpu_memory_utilization")]
     = lesson.REPLICA["gpu_memory_utilization"],
@@ -155,66 +156,289 @@ def tokens_in_flight(
     )
 
 
-def facts() -> dict[str, str]:
-    """Numbers quoted in the step's prose, computed from calc.
+# --------------------------------------------------------------------------------------- facts
+# Each fact is computed alone when a page names it ({{ name }} here, {{ a_70b_assistant:name }} elsewhere: 25 uses).
+@functools.cache
+def _cap():
+    """The running example's replica, sized for the lesson's request (prompt + answer)."""
+    return replica_capacity(max_model_len=REQUEST_TOKENS)
 
-    >>> f = facts()
-    >>> f["weights_per_gpu"], f["kv_per_gpu"], f["kv_tokens"], f["requests_at_max_len"]
-    ('35.3 GB', '32.7 GB', '399,169', '48')
+
+@functools.cache
+def _exact():
+    return replica_capacity(parameter_count="exact")
+
+
+@functools.cache
+def _runtime():
+    return replica_capacity(memory_basis="runtime")
+
+
+def _model():
+    return get_model(_cap().model_key)
+
+
+def _gpu():
+    return get_gpu(_cap().gpu_key)
+
+
+def _mib(n_bytes: float) -> str:
+    return f"{n_bytes / MiB:,.0f}"
+
+
+def _kib(n_bytes: float) -> str:
+    return f"{n_bytes / KiB:g}"
+
+
+def _billions(count: float) -> str:
+    return format_number(count / 1e9)
+
+
+@fact("model")
+def _model_name():
+    return _model().name
+
+
+@fact("gpu")
+def _gpu_name():
+    return _gpu().name
+
+
+@fact("tp")
+def _tp():
+    return str(_cap().tp)
+
+
+@fact
+def params_exact():
+    return f"{_model().total_params:,}"
+
+
+@fact
+def params_rounded():
+    return f"{_billions(round_sig(_model().total_params, LESSON_PARAM_DIGITS))} B"
+
+
+@fact
+def gpu_gb():
+    return f"{_gb(_gpu().memory_bytes_marketed)} GB"
+
+
+@fact
+def gpu_gib():
+    return f"{_gib(_gpu().memory_bytes_marketed)} GiB"
+
+
+@fact
+def gpu_runtime_mib():
+    return f"{_mib(_gpu().memory_bytes_runtime)} MiB"
+
+
+@fact
+def gpu_runtime_gb():
+    return f"{_gb(_gpu().memory_bytes_runtime)} GB"
+
+
+@fact
+def gpu_runtime_gib():
+    return f"{_gib(_gpu().memory_bytes_runtime)} GiB"
+
+
+@fact
+def utilization_pct():
+    """>>> utilization_pct(), unclaimed_pct()
+    ('90%', '10%')
     """
-    cap = replica_capacity(max_model_len=PROMPT_TOKENS + ANSWER_TOKENS)
-    exact = replica_capacity(parameter_count="exact")
-    runtime = replica_capacity(memory_basis="runtime")
-    model, gpu = get_model(cap.model_key), get_gpu(cap.gpu_key)
-    tokens = cap.kv_cache_tokens_raw
-    length = PROMPT_TOKENS + ANSWER_TOKENS
-    overhead = cap.activation_bytes + cap.non_torch_bytes
-    per_request = kv_bytes_per_request(model, length, cap.kv_dtype)
-    return {
-        "model": model.name,
-        "gpu": gpu.name,
-        "tp": str(cap.tp),
-        "params_exact": f"{model.total_params:,}",
-        "params_rounded": f"{format_number(round_sig(model.total_params, LESSON_PARAM_DIGITS) / 1e9)} B",
-        "gpu_gb": f"{_gb(gpu.memory_bytes_marketed)} GB",
-        "gpu_gib": f"{_gib(gpu.memory_bytes_marketed)} GiB",
-        "gpu_runtime_mib": f"{gpu.memory_bytes_runtime / MiB:,.0f} MiB",
-        "gpu_runtime_gb": f"{_gb(gpu.memory_bytes_runtime)} GB",
-        "gpu_runtime_gib": f"{_gib(gpu.memory_bytes_runtime)} GiB",
-        "utilization_pct": f"{format_number(cap.gpu_memory_utilization * 100)}%",
-        "unclaimed_pct": f"{format_number((1 - cap.gpu_memory_utilization) * 100)}%",
-        "requested": f"{_gb(cap.requested_bytes)} GB",
-        "unclaimed": f"{_gb(cap.unclaimed_bytes)} GB",
-        "weights_per_gpu": f"{_gb(cap.weights_bytes)} GB",
-        "weights_total": f"{_gb(cap.weights_bytes * cap.tp)} GB",
-        "activation": f"{_gb(cap.activation_bytes)} GB",
-        "non_torch": f"{_gb(cap.non_torch_bytes)} GB",
-        "overhead_total": f"{_gb(overhead)} GB",
-        "kv_per_gpu": f"{_gb(cap.kv_cache_bytes)} GB",
-        "kv_per_gpu_gib": f"{_gib(cap.kv_cache_bytes)} GiB",
-        "kv_replica": f"{_gb(cap.kv_cache_bytes * cap.tp)} GB",
-        "kv_per_token": f"{cap.kv_bytes_per_token:,} bytes",
-        "kv_per_token_kib": f"{cap.kv_bytes_per_token / KiB:g} KiB",
-        "kv_per_token_gpu": f"{cap.kv_bytes_per_token_per_gpu:,} bytes",
-        "kv_per_token_gpu_kib": f"{cap.kv_bytes_per_token_per_gpu / KiB:g} KiB",
-        "kv_heads": str(model.kv_heads),
-        "kv_heads_per_gpu": str(kv_heads_per_gpu(model, cap.tp)),
-        "gib_over_gb_pct": f"{format_number((GiB / GB - 1) * 100, 2)}%",
-        "kv_tokens": f"{tokens:,}",
-        "kv_tokens_exact": f"{exact.kv_cache_tokens_raw:,}",
-        "kv_tokens_exact_change": f"{(exact.kv_cache_tokens_raw - tokens) / tokens * 100:+.2f}%",
-        "weights_exact_per_gpu": f"{exact.weights_bytes:,.0f} bytes",
-        "vllm_blocks": f"{cap.kv_cache_blocks:,}",
-        "vllm_tokens": f"{cap.kv_cache_tokens:,}",
-        "block_size": str(cap.block_size),
-        "kv_tokens_runtime": f"{runtime.kv_cache_tokens_raw:,}",
-        "runtime_gain_pct": f"{format_number((runtime.kv_cache_tokens_raw / tokens - 1) * 100, 2)}%",
-        "prompt_tokens": f"{PROMPT_TOKENS:,}",
-        "answer_tokens": f"{ANSWER_TOKENS:,}",
-        "request_tokens": f"{length:,}",
-        "kv_per_request": format_bytes(per_request),
-        "requests_at_request_len": f"{contiguous_max_concurrency(tokens, length):,}",
-        "vllm_concurrency": f"{vllm_maximum_concurrency(MAX_MODEL_LEN):,.2f}x",
-        "max_model_len": f"{MAX_MODEL_LEN:,}",
-        "requests_at_max_len": f"{contiguous_max_concurrency(tokens, MAX_MODEL_LEN):,}",
-    }
+    return percent_text(_cap().gpu_memory_utilization)
+
+
+@fact
+def unclaimed_pct():
+    return percent_text(_cap().unclaimed_fraction)
+
+
+@fact
+def requested():
+    return f"{_gb(_cap().requested_bytes)} GB"
+
+
+@fact
+def unclaimed():
+    return f"{_gb(_cap().unclaimed_bytes)} GB"
+
+
+@fact
+def weights_per_gpu():
+    """>>> weights_per_gpu(), weights_total()
+    ('35.3 GB', '141 GB')
+    """
+    return f"{_gb(_cap().weights_bytes)} GB"
+
+
+@fact
+def weights_total():
+    return f"{_gb(_cap().weights_bytes_replica)} GB"
+
+
+@fact
+def activation():
+    return f"{_gb(_cap().activation_bytes)} GB"
+
+
+@fact
+def non_torch():
+    return f"{_gb(_cap().non_torch_bytes)} GB"
+
+
+@fact
+def overhead_total():
+    return f"{_gb(_cap().overhead_bytes)} GB"
+
+
+@fact
+def kv_per_gpu():
+    """>>> kv_per_gpu(), kv_replica()
+    ('32.7 GB', '131 GB')
+    """
+    return f"{_gb(_cap().kv_cache_bytes)} GB"
+
+
+@fact
+def kv_per_gpu_gib():
+    return f"{_gib(_cap().kv_cache_bytes)} GiB"
+
+
+@fact
+def kv_replica():
+    return f"{_gb(_cap().kv_cache_bytes_replica)} GB"
+
+
+@fact
+def kv_per_token():
+    return f"{_cap().kv_bytes_per_token:,} bytes"
+
+
+@fact
+def kv_per_token_kib():
+    return f"{_kib(_cap().kv_bytes_per_token)} KiB"
+
+
+@fact
+def kv_per_token_gpu():
+    return f"{_cap().kv_bytes_per_token_per_gpu:,} bytes"
+
+
+@fact
+def kv_per_token_gpu_kib():
+    return f"{_kib(_cap().kv_bytes_per_token_per_gpu)} KiB"
+
+
+@fact
+def kv_heads():
+    return str(_model().kv_heads)
+
+
+@fact("kv_heads_per_gpu")
+def _kv_heads_per_gpu():
+    return str(kv_heads_per_gpu(_model(), _cap().tp))
+
+
+@fact
+def gib_over_gb_pct():
+    return percent_text(relative_change(GiB, GB), 2)
+
+
+@fact
+def kv_tokens():
+    """The running example's KV cache in tokens (vLLM's raw figure, before whole blocks).
+
+    >>> kv_tokens()
+    '399,169'
+    """
+    return f"{_cap().kv_cache_tokens_raw:,}"
+
+
+@fact
+def kv_tokens_exact():
+    return f"{_exact().kv_cache_tokens_raw:,}"
+
+
+@fact
+def kv_tokens_exact_change():
+    return signed_percent_text(relative_change(_exact().kv_cache_tokens_raw, _cap().kv_cache_tokens_raw))
+
+
+@fact
+def weights_exact_per_gpu():
+    return f"{_exact().weights_bytes:,.0f} bytes"
+
+
+@fact
+def vllm_blocks():
+    return f"{_cap().kv_cache_blocks:,}"
+
+
+@fact
+def vllm_tokens():
+    return f"{_cap().kv_cache_tokens:,}"
+
+
+@fact
+def block_size():
+    return str(_cap().block_size)
+
+
+@fact
+def kv_tokens_runtime():
+    return f"{_runtime().kv_cache_tokens_raw:,}"
+
+
+@fact
+def runtime_gain_pct():
+    return percent_text(relative_change(_runtime().kv_cache_tokens_raw, _cap().kv_cache_tokens_raw), 2)
+
+
+@fact
+def prompt_tokens():
+    return f"{PROMPT_TOKENS:,}"
+
+
+@fact
+def answer_tokens():
+    return f"{ANSWER_TOKENS:,}"
+
+
+@fact
+def request_tokens():
+    return f"{REQUEST_TOKENS:,}"
+
+
+@fact
+def kv_per_request():
+    return format_bytes(kv_bytes_per_request(_model(), REQUEST_TOKENS, _cap().kv_dtype))
+
+
+@fact
+def requests_at_request_len():
+    return f"{contiguous_max_concurrency(_cap().kv_cache_tokens_raw, REQUEST_TOKENS):,}"
+
+
+@fact
+def vllm_concurrency():
+    return f"{vllm_maximum_concurrency(MAX_MODEL_LEN):,.2f}x"
+
+
+@fact
+def max_model_len():
+    return f"{MAX_MODEL_LEN:,}"
+
+
+@fact
+def requests_at_max_len():
+    """>>> requests_at_max_len()
+    '48'
+    """
+    return f"{contiguous_max_concurrency(_cap().kv_cache_tokens_raw, MAX_MODEL_LEN):,}"
+
+
+facts = facts_of(__name__)

@@ -21,7 +21,7 @@ from typing import Annotated
 
 from calc import lesson
 from calc.accuracy import load_measurements
-from calc.allocation import paged_waste_bound_tokens
+from calc.allocation import fit_report, paged_waste_bound_tokens
 from calc.autoscale import scale_up_delay_s, warm_headroom
 from calc.catalog import GPUS, MODELS, get_gpu, get_model
 from calc.context import prefill_flops, requests_displaced, unfused_attention_scores_bytes
@@ -29,8 +29,7 @@ from calc.cost import ITL_TARGET_S, price_replica, replica_numbers  # replica_nu
 from calc.errors import CalcError
 from calc.lesson import ANSWER_TOKENS, MAX_MODEL_LEN, PROMPT_TOKENS
 from calc.memory import (
-    KV_DTYPES, WEIGHT_FORMATS, kv_bytes_per_request, kv_bytes_per_token, kv_bytes_per_token_by_attention,
-    kv_bytes_per_token_per_gpu, weight_bytes,
+    kv_bytes_per_request, kv_bytes_per_token, kv_bytes_per_token_by_attention, kv_bytes_per_token_per_gpu, weight_bytes,
 )
 from calc.parallel import allreduce_bytes_on_wire, pipeline_bubble_fraction
 from calc.prefix import prefix_cache_hit
@@ -40,7 +39,8 @@ from calc.sim import presets
 from calc.sim_views import fleet_scale_up_delay_s
 from calc.speculative import EAGLE_LIKE, break_even_batch, expected_tokens_per_step, speedup
 from calc.units import GB, KiB, SECONDS_PER_HOUR, TB, format_bytes, format_number
-from calc.widgets.framework import Choice, FloatRange, IntRange, output, view, widget
+from calc.widgets.controls import Gpu, KvDtype, Model, TensorParallel, Weights
+from calc.widgets.framework import FloatRange, IntRange, fact, facts_of, output, view, widget
 
 __all__ = ["facts", "your_replica", "replica_numbers"]
 
@@ -63,8 +63,6 @@ GROWTH_PER_MIN = 0.05
 #: Step 18's pipeline example: four stages, one micro-batch against sixteen.
 PP_STAGES, PP_MICROBATCHES = 4, 16
 
-_MODEL_CHOICES = tuple((key, model.name) for key, model in MODELS.items())
-_GPU_CHOICES = tuple((key, gpu.name) for key, gpu in GPUS.items())
 
 
 def _gb(n_bytes: float) -> str:
@@ -85,11 +83,11 @@ def _usd(value: float) -> str:
 
 @widget
 def your_replica(
-    model: Annotated[str, Choice(_MODEL_CHOICES, label="Model")] = lesson.REPLICA["model"],
-    gpu: Annotated[str, Choice(_GPU_CHOICES, label="GPU")] = lesson.REPLICA["gpu"],
-    tp: Annotated[int, IntRange(1, 64, 1, "GPUs", label="Tensor parallel")] = lesson.REPLICA["tp"],
-    weights: Annotated[str, Choice(WEIGHT_FORMATS, label="Weight precision")] = lesson.REPLICA["weights"],
-    kv_dtype: Annotated[str, Choice(KV_DTYPES, label="KV cache dtype")] = lesson.REPLICA["kv_dtype"],
+    model: Model = lesson.REPLICA["model"],
+    gpu: Gpu = lesson.REPLICA["gpu"],
+    tp: TensorParallel = lesson.REPLICA["tp"],
+    weights: Weights = lesson.REPLICA["weights"],
+    kv_dtype: KvDtype = lesson.REPLICA["kv_dtype"],
     gpu_memory_utilization: Annotated[float, FloatRange(0.05, 1.0, 0.01, label="Memory utilization")]
     = lesson.REPLICA["gpu_memory_utilization"],
     prompt_tokens: Annotated[int, IntRange(1, 10_000_000, 1, "tokens", label="Prompt")] = PROMPT_TOKENS,
@@ -166,67 +164,252 @@ def _seconds(value: float) -> str:
     return f"{format_number(value)} s"
 
 
-def facts() -> dict[str, str]:
-    """The cheat sheet's own numbers: what no step states as a fact (the rest the page borrows).
+# --------------------------------------------------------------------------------------- facts
+# The cheat sheet's own numbers: what no step states as a fact (the rest the page borrows). Every figure a step
+# already quotes is written on the page as ``{{ step_module:name }}``, the same fact, not recomputed here (one
+# story: ``tests/site/test_one_story.py``). What is left is computed from the science with the steps' inputs
+# (calc.lesson), each fact alone when a page names it.
+def _text(value: str) -> str:
+    """A dollar sign would open inline math (pymdownx.arithmatex): the prose gets it escaped."""
+    return value.replace("$", "\\$")
 
-    Every figure a step already quotes is written on the page as ``{{ step_module:name }}``,
-    the same fact, not recomputed here (one story: ``tests/site/test_one_story.py``).
-    What is left is computed from the science with the steps' inputs (calc.lesson).
 
-    >>> f = facts()
-    >>> f["itl_b64"], f["ridge_fp8"], f["scores_per_layer_all_heads"], f["quiz_fit_bf16"], f["hit_tokens_wrong_order"]
-    ('18.2 ms', '591', '1.28 TB', '99', '0')
-    """
-    f: dict[str, str] = {}
-    m70, m8 = get_model(lesson.MODEL), get_model("llama-3.1-8b")
-    gpu = get_gpu(lesson.GPU)
-    coef = lesson.coefficients()
-    f.update(model=m70.name, gpu=gpu.name, tp=str(lesson.TP), kv_heads_70b=str(m70.kv_heads),
-             attention_heads_70b=str(m70.attention_heads), prompt_tokens=f"{PROMPT_TOKENS:,}",
-             answer_tokens=f"{ANSWER_TOKENS:,}", block_size=str(lesson.REPLICA["block_size"]),
-             conversation_tokens=f"{CONVERSATION_TOKENS:,}", price_date=str(gpu.price_date))
-    # --- fewer bytes per token (steps 6-10)
-    int4 = weight_bytes(m70, "int4")
+def _m70():
+    return get_model(lesson.MODEL)
+
+
+def _delta(model: str, weights: str) -> str:
     deltas = {(d["model"], d["weights"]): d["delta_points"] for d in accuracy_deltas()}
-    f.update(
-        itl_b64=_ms(itl_s(coef, batch=64, context_tokens=lesson.DECODE_CONTEXT_TOKENS)),
-        ridge_fp8=format_number(ridge_point_flops_per_byte(gpu, "fp8")),
-        int4_weights=_gb(int4.total_bytes), int4_payload=_gb(int4.payload_bytes),
-        bf16_weights=_gb(weight_bytes(m70, "bf16").total_bytes),
-        delta_70b_fp8=f"{deltas[('llama-3.1-70b', 'fp8')]:+.2f}",
-        delta_70b_int4=f"{deltas[('llama-3.1-70b', 'int4')]:+.2f}",
-        delta_8b_fp8=f"{deltas[('llama-3.1-8b', 'fp8')]:+.2f}",
-        delta_8b_int4=f"{deltas[('llama-3.1-8b', 'int4')]:+.2f}",
-        break_even=str(break_even_batch(step_coefficients(m8, gpu), context_tokens=SPEC_CONTEXT_TOKENS)),
-        break_even_published=format_number(_published("eagle3-paper-eagle-break-even-batch")),
-    )
-    # --- shared prefixes and long contexts (steps 11-13)
+    return f"{deltas[(model, weights)]:+.2f}"
+
+
+def _tb(n_bytes: float) -> str:
+    return f"{format_number(n_bytes / TB)} TB"
+
+
+def _quiz(kv_dtype: str = "bf16", weights: str | None = None) -> dict:
+    if kv_dtype == "bf16":
+        capacity = lesson.KV_CAPACITY_TOKENS
+    elif weights is None:
+        capacity = lesson.kv_capacity(kv_dtype=kv_dtype).kv_cache_tokens_raw
+    else:
+        capacity = lesson.kv_capacity(kv_dtype=kv_dtype, weights=weights).kv_cache_tokens_raw
+    return fit_report(capacity, QUIZ_CONVERSATIONS, CONVERSATION_TOKENS)
+
+
+@fact("model")
+def _model_name():
+    return _text(_m70().name)
+
+
+@fact("gpu")
+def _gpu_name():
+    return _text(get_gpu(lesson.GPU).name)
+
+
+@fact("tp")
+def _tp():
+    return str(lesson.TP)
+
+
+@fact
+def kv_heads_70b():
+    return str(_m70().kv_heads)
+
+
+@fact
+def attention_heads_70b():
+    return str(_m70().attention_heads)
+
+
+@fact
+def prompt_tokens():
+    return f"{PROMPT_TOKENS:,}"
+
+
+@fact
+def answer_tokens():
+    return f"{ANSWER_TOKENS:,}"
+
+
+@fact
+def block_size():
+    return str(lesson.REPLICA["block_size"])
+
+
+@fact
+def conversation_tokens():
+    return f"{CONVERSATION_TOKENS:,}"
+
+
+@fact
+def price_date():
+    return _text(str(get_gpu(lesson.GPU).price_date))
+
+
+# --- fewer bytes per token (steps 6-10)
+@fact
+def itl_b64():
+    """>>> itl_b64(), ridge_fp8()
+    ('18.2 ms', '591')
+    """
+    return _ms(itl_s(lesson.coefficients(), batch=64, context_tokens=lesson.DECODE_CONTEXT_TOKENS))
+
+
+@fact
+def ridge_fp8():
+    return format_number(ridge_point_flops_per_byte(get_gpu(lesson.GPU), "fp8"))
+
+
+@fact
+def int4_weights():
+    return _gb(weight_bytes(_m70(), "int4").total_bytes)
+
+
+@fact
+def int4_payload():
+    return _gb(weight_bytes(_m70(), "int4").payload_bytes)
+
+
+@fact
+def bf16_weights():
+    return _gb(weight_bytes(_m70(), "bf16").total_bytes)
+
+
+@fact
+def delta_70b_fp8():
+    return _delta("llama-3.1-70b", "fp8")
+
+
+@fact
+def delta_70b_int4():
+    return _delta("llama-3.1-70b", "int4")
+
+
+@fact
+def delta_8b_fp8():
+    return _delta("llama-3.1-8b", "fp8")
+
+
+@fact
+def delta_8b_int4():
+    return _delta("llama-3.1-8b", "int4")
+
+
+@fact
+def break_even():
+    return str(break_even_batch(step_coefficients(get_model("llama-3.1-8b"), get_gpu(lesson.GPU)),
+                                context_tokens=SPEC_CONTEXT_TOKENS))
+
+
+@fact
+def break_even_published():
+    return format_number(_published("eagle3-paper-eagle-break-even-batch"))
+
+
+# --- shared prefixes and long contexts (steps 11-13)
+@fact
+def hit_tokens_wrong_order():
+    """>>> hit_tokens_wrong_order()
+    '0'
+    """
     wrong = prefix_cache_hit(shared_tokens=SYSTEM_PROMPT_TOKENS, variable_tokens=PROMPT_TOKENS,
                              block_size_tokens=lesson.REPLICA["block_size"], order="variable-first")
-    scores = unfused_attention_scores_bytes(m70, LONG_TOKENS)  # all 64 heads; step 13 quotes one GPU's 16
-    f.update(hit_tokens_wrong_order=f"{wrong['hit_tokens']:,}",
-             scores_per_layer_all_heads=f"{format_number(scores['matrix_bytes_per_layer'] / TB)} TB")
-    # --- autoscaling (steps 14-15): warm headroom over step 15's scale-up delay
-    gpu_util = _summary("step14-scale-on-gpu-util")
+    return f"{wrong['hit_tokens']:,}"
+
+
+@fact
+def scores_per_layer_all_heads():
+    """All 64 heads; step 13 quotes one GPU's 16.
+
+    >>> scores_per_layer_all_heads()
+    '1.28 TB'
+    """
+    return _tb(unfused_attention_scores_bytes(_m70(), LONG_TOKENS)["matrix_bytes_per_layer"])
+
+
+# --- autoscaling (steps 14-15): warm headroom over step 15's scale-up delay
+@fact
+def util_replicas():
+    run = _summary("step14-scale-on-gpu-util")
+    return f"{run['replicas_initial']} → {run['replicas_max']} → {run['replicas_final']}"
+
+
+@fact
+def growth():
+    return _pct(GROWTH_PER_MIN)
+
+
+@fact
+def headroom():
     head = warm_headroom(load_rps=1.0, growth_per_min=GROWTH_PER_MIN, delay_s=fleet_scale_up_delay_s(),
                          replica_capacity_rps=1.0)
-    f.update(util_replicas=f"{gpu_util['replicas_initial']} → {gpu_util['replicas_max']} → {gpu_util['replicas_final']}",
-             growth=_pct(GROWTH_PER_MIN), headroom=_pct(head["headroom_fraction"], 2))
-    # --- the frontier (step 18)
-    f.update(allreduces=str(coef.allreduces_per_step),
-             wire_share=format_number(allreduce_bytes_on_wire(1.0, lesson.TP), 2),
-             pp_stages=str(PP_STAGES), pp_microbatches=str(PP_MICROBATCHES),
-             bubble_one=_pct(pipeline_bubble_fraction(PP_STAGES, 1)),
-             bubble_many=_pct(pipeline_bubble_fraction(PP_STAGES, PP_MICROBATCHES)))
-    # the quiz: 200 conversations of 4,000 tokens on the running example (capacities as steps 1, 3 and 8 quote them)
-    fp8_kv = lesson.kv_capacity(kv_dtype="fp8").kv_cache_tokens_raw
-    fp8_both = lesson.kv_capacity(kv_dtype="fp8", weights="fp8").kv_cache_tokens_raw
-    f.update(
-        quiz_conversations=f"{QUIZ_CONVERSATIONS:,}", quiz_tokens=f"{QUIZ_CONVERSATIONS * CONVERSATION_TOKENS:,}",
-        quiz_fit_bf16=f"{lesson.KV_CAPACITY_TOKENS // CONVERSATION_TOKENS:,}",
-        quiz_fit_fp8_kv=f"{fp8_kv // CONVERSATION_TOKENS:,}",
-        quiz_short_fp8=f"{QUIZ_CONVERSATIONS - fp8_kv // CONVERSATION_TOKENS:,}",
-        quiz_fit_fp8_both=f"{fp8_both // CONVERSATION_TOKENS:,}",
-    )
-    # A dollar sign would open inline math (pymdownx.arithmatex): the prose gets it escaped.
-    return {key: value.replace("$", "\\$") for key, value in f.items()}
+    return _pct(head["headroom_fraction"], 2)
+
+
+# --- the frontier (step 18)
+@fact
+def allreduces():
+    return str(lesson.coefficients().allreduces_per_step)
+
+
+@fact
+def wire_share():
+    return format_number(allreduce_bytes_on_wire(1.0, lesson.TP), 2)
+
+
+@fact
+def pp_stages():
+    return str(PP_STAGES)
+
+
+@fact
+def pp_microbatches():
+    return str(PP_MICROBATCHES)
+
+
+@fact
+def bubble_one():
+    return _pct(pipeline_bubble_fraction(PP_STAGES, 1))
+
+
+@fact
+def bubble_many():
+    return _pct(pipeline_bubble_fraction(PP_STAGES, PP_MICROBATCHES))
+
+
+# --- the quiz: 200 conversations of 4,000 tokens on the running example (capacities as steps 1, 3 and 8 quote them)
+@fact
+def quiz_conversations():
+    return f"{QUIZ_CONVERSATIONS:,}"
+
+
+@fact
+def quiz_tokens():
+    return f"{_quiz()['tokens']:,}"
+
+
+@fact
+def quiz_fit_bf16():
+    """>>> quiz_fit_bf16()
+    '99'
+    """
+    return f"{_quiz()['fit']:,}"
+
+
+@fact
+def quiz_fit_fp8_kv():
+    return f"{_quiz('fp8')['fit']:,}"
+
+
+@fact
+def quiz_short_fp8():
+    return f"{_quiz('fp8')['short']:,}"
+
+
+@fact
+def quiz_fit_fp8_both():
+    return f"{_quiz('fp8', 'fp8')['fit']:,}"
+
+
+facts = facts_of(__name__)

@@ -16,23 +16,25 @@ running example at Lambda's listed H100 price:
 
 from __future__ import annotations
 
+import functools
 import math
 from typing import Annotated
 
 from calc import lesson
 from calc.catalog import GPUS, MODELS, get_gpu, get_model
 from calc.cost import (
-    H100_LISTINGS, batching_discount, batching_limit, cost_vs_batch, replica_usd_per_hour, steady_batching_limit,
-    usd_per_million_tokens,
+    H100_LISTINGS, batching_discount, batching_limit, cost_ratio, cost_vs_batch, free_batching_usd,
+    replica_usd_per_hour, steady_batching_limit, usd_per_million_tokens, usd_per_month,
 )
 from calc.cost import _POWERS, MAX_NUM_SEQS, _coefficients, decode_rows, prefill_rows
 from calc.errors import CalcError
-from calc.lesson import ANSWER_TOKENS, DECODE_CONTEXT_TOKENS, PROMPT_TOKENS, kv_batch_limit, replica_capacity
-from calc.memory import WEIGHT_FORMATS
+from calc.lesson import ANSWER_TOKENS, DECODE_CONTEXT_TOKENS, PROMPT_TOKENS, REQUEST_TOKENS, kv_batch_limit, replica_capacity
 from calc.roofline import first_compute_bound_batch, first_compute_bound_steady_batch
-from calc.units import format_number
+from calc.units import format_number, ratio
 from calc.widgets.charts import PALETTE, line_chart
-from calc.widgets.framework import Choice, FloatRange, IntRange, Toggle, output, table, view, widget
+from calc.widgets.controls import Gpu, Model, Weights, tensor_parallel
+from calc.widgets.framework import FloatRange, IntRange, Toggle, fact, facts_of, output, table, view, widget
+from calc.widgets.views import percent_text
 
 __all__ = ["LESSON_CONTEXT_TOKENS", "EFFICIENCY_FLOOR", "decode_rows", "prefill_rows", "price_note", "cost_by_batch",
            "facts"]
@@ -62,8 +64,6 @@ def price_note(gpu: str, usd_per_gpu_hour: float) -> str:
 
 # --- the widget ---------------------------------------------------------------------------------
 
-MODEL_CHOICES = tuple((key, m.name) for key, m in MODELS.items())
-GPU_CHOICES = tuple((key, g.name) for key, g in GPUS.items())
 
 
 def _usd(value: float) -> str:
@@ -76,10 +76,10 @@ def _ms(seconds: float) -> str:
 
 @widget
 def cost_by_batch(
-    model: Annotated[str, Choice(MODEL_CHOICES, label="Model")] = lesson.REPLICA["model"],
-    gpu: Annotated[str, Choice(GPU_CHOICES, label="GPU")] = lesson.REPLICA["gpu"],
-    tp: Annotated[int, IntRange(1, 64, label="GPUs per replica (tensor parallel)")] = lesson.REPLICA["tp"],
-    weights: Annotated[str, Choice(WEIGHT_FORMATS, label="Weight precision")] = lesson.REPLICA["weights"],
+    model: Model = lesson.REPLICA["model"],
+    gpu: Gpu = lesson.REPLICA["gpu"],
+    tp: tensor_parallel("GPUs per replica (tensor parallel)", unit="") = lesson.REPLICA["tp"],
+    weights: Weights = lesson.REPLICA["weights"],
     usd_per_gpu_hour: Annotated[float, FloatRange(0.01, 100, 0.01, "USD", label="Price per GPU-hour")] =
         _GPU.price_usd_per_hour,
     prompt_tokens: Annotated[int, IntRange(1, 100_000, 64, "tokens", label="Prompt")] = PROMPT_TOKENS,
@@ -174,68 +174,227 @@ def cost_by_batch(
 
 # --- facts --------------------------------------------------------------------------------------
 
-def _no_math_dollars(facts: dict[str, str]) -> dict[str, str]:
+# Each fact is computed alone when a page names it ({{ cost_per_million_tokens:name }} elsewhere: 8 uses).
+def _no_math_dollars(text: str) -> str:
     """Dollar signs as the HTML entity: two "$" in one paragraph would otherwise read as inline math (KaTeX)."""
-    return {key: value.replace("$", "&#36;") for key, value in facts.items()}
+    return text.replace("$", "&#36;")
 
 
-def facts() -> dict[str, str]:
-    """Numbers quoted in the step's prose, computed from calc.
+@functools.cache
+def _replica_usd_hour() -> float:
+    return replica_usd_per_hour(_GPU.price_usd_per_hour, lesson.REPLICA["tp"])
 
-    >>> f = {key: value.replace("&#36;", "$") for key, value in facts().items()}
-    >>> f["usd_1"], f["usd_10"], f["discount"], f["limit"], f["kv_limit"], f["floor_batch"]
-    ('$64.24', '$6.60', '9.74', '38', '311', '256')
+
+@functools.cache
+def _limit() -> int:
+    return batching_limit(_coefficients(), context_tokens=LESSON_CONTEXT_TOKENS, efficiency_floor=EFFICIENCY_FLOOR)
+
+
+def _floor_batch() -> int:
+    """As many running as the KV cache holds, but never more than the engine runs (max_num_seqs)."""
+    return min(kv_batch_limit(), MAX_NUM_SEQS)
+
+
+@functools.cache
+def _decode_usd(batch: int, weights: str = lesson.REPLICA["weights"]) -> dict:
+    return decode_rows(weights=weights, batches=(batch,))[0]
+
+
+@functools.cache
+def _prefill(batch: int) -> dict:
+    return prefill_rows(batches=(batch,))[0]
+
+
+def _usd_fact(text: str) -> str:
+    return _no_math_dollars(text)
+
+
+@fact
+def gpu():
+    return _GPU.name
+
+
+@fact
+def price():
+    return _usd_fact(f"${_GPU.price_usd_per_hour:.2f}")
+
+
+@fact
+def price_date():
+    return _GPU.price_date
+
+
+@fact
+def price_seller():
+    return _usd_fact(price_note(_GPU.key, _GPU.price_usd_per_hour).split(", listed")[0])
+
+
+@fact
+def gpus():
+    return str(lesson.REPLICA["tp"])
+
+
+@fact
+def price_others():
+    return _usd_fact(" and ".join(f"{seller} ${usd:.2f}" for seller, usd in H100_LISTINGS[1:]))
+
+
+@fact
+def prompt_per_answer():
+    return format_number(ratio(PROMPT_TOKENS, ANSWER_TOKENS))
+
+
+@fact
+def replica_usd_hour():
+    return _usd_fact(_usd(_replica_usd_hour()))
+
+
+@fact
+def replica_usd_month():
+    return _usd_fact(f"${usd_per_month(_replica_usd_hour()):,.0f}")
+
+
+@fact
+def context():
+    return f"{LESSON_CONTEXT_TOKENS:,}"
+
+
+@fact
+def step_1():
+    return _ms(_decode_usd(1)["step_s"])
+
+
+@fact
+def step_10():
+    return _ms(_decode_usd(10)["step_s"])
+
+
+@fact
+def step_100():
+    return _ms(_decode_usd(100)["step_s"])
+
+
+@fact
+def tps_1():
+    return format_number(_decode_usd(1)["tokens_per_s"])
+
+
+@fact
+def tps_10():
+    return format_number(_decode_usd(10)["tokens_per_s"])
+
+
+@fact
+def usd_1():
+    """>>> usd_1(), usd_10()
+    ('&#36;64.24', '&#36;6.60')
     """
-    coef = _coefficients()
-    price = _GPU.price_usd_per_hour
-    usd_hour = replica_usd_per_hour(price, lesson.REPLICA["tp"])
-    kv_limit = kv_batch_limit()
-    # The floor: as many running as the KV cache holds, but never more than the engine runs (max_num_seqs).
-    floor_batch = min(kv_limit, MAX_NUM_SEQS)
-    compute_from = first_compute_bound_batch(coef, context_tokens=LESSON_CONTEXT_TOKENS)
-    limit = batching_limit(coef, context_tokens=LESSON_CONTEXT_TOKENS, efficiency_floor=EFFICIENCY_FLOOR)
-    batches = (1, 10, 100, limit, floor_batch)
-    d = {r["batch"]: r for r in decode_rows(batches=batches)}
-    p = {r["batch"]: r for r in prefill_rows(batches=(1, 10, floor_batch))}
-    p_compute = first_compute_bound_steady_batch(coef, input_tokens=PROMPT_TOKENS, output_tokens=ANSWER_TOKENS)
-    fp8 = {r["batch"]: r for r in decode_rows(weights="fp8", batches=(1, 10))}
-    return _no_math_dollars({
-        "gpu": _GPU.name,
-        "price": f"${price:.2f}",
-        "price_date": _GPU.price_date,
-        "price_seller": price_note(_GPU.key, price).split(", listed")[0],
-        "gpus": str(lesson.REPLICA["tp"]),
-        "price_others": " and ".join(f"{seller} ${usd:.2f}" for seller, usd in H100_LISTINGS[1:]),
-        "prompt_per_answer": format_number(PROMPT_TOKENS / ANSWER_TOKENS),
-        "replica_usd_hour": _usd(usd_hour),
-        "replica_usd_month": f"${usd_hour * 730:,.0f}",
-        "context": f"{LESSON_CONTEXT_TOKENS:,}",
-        "step_1": _ms(d[1]["step_s"]),
-        "step_10": _ms(d[10]["step_s"]),
-        "step_100": _ms(d[100]["step_s"]),
-        "tps_1": format_number(d[1]["tokens_per_s"]),
-        "tps_10": format_number(d[10]["tokens_per_s"]),
-        "usd_1": _usd(d[1]["usd_per_million_tokens"]),
-        "usd_10": _usd(d[10]["usd_per_million_tokens"]),
-        "usd_100": _usd(d[100]["usd_per_million_tokens"]),
-        "usd_100_if_free": _usd(d[10]["usd_per_million_tokens"] / 10),
-        "discount": f"{batching_discount(coef, context_tokens=LESSON_CONTEXT_TOKENS):.2f}",
-        "discount_10_100": format_number(batching_discount(coef, context_tokens=LESSON_CONTEXT_TOKENS,
-                                                           batch_low=10, batch_high=100)),
-        "floor_pct": f"{format_number(EFFICIENCY_FLOOR * 100)}%",
-        "limit": f"{limit:,}",
-        "usd_limit": _usd(d[limit]["usd_per_million_tokens"]),
-        "compute_from": f"{compute_from:,}",
-        "kv_limit": f"{kv_limit:,}",
-        "request_tokens": f"{PROMPT_TOKENS + ANSWER_TOKENS:,}",
-        "max_num_seqs": f"{MAX_NUM_SEQS:,}",
-        "floor_batch": f"{floor_batch:,}",
-        "usd_floor": _usd(d[floor_batch]["usd_per_million_tokens"]),
-        "prefill_discount": format_number(p[1]["usd_per_million_tokens"] / p[10]["usd_per_million_tokens"], 3),
-        "prefill_compute_from": f"{p_compute:,}",
-        "prefill_usd_floor": _usd(p[floor_batch]["usd_per_million_tokens"]),
-        "prefill_over_decode": format_number(p[floor_batch]["usd_per_million_tokens"]
-                                             / d[floor_batch]["usd_per_million_tokens"], 2),
-        "fp8_usd_1": _usd(fp8[1]["usd_per_million_tokens"]),
-        "fp8_usd_10": _usd(fp8[10]["usd_per_million_tokens"]),
-    })
+    return _usd_fact(_usd(_decode_usd(1)["usd_per_million_tokens"]))
+
+
+@fact
+def usd_10():
+    return _usd_fact(_usd(_decode_usd(10)["usd_per_million_tokens"]))
+
+
+@fact
+def usd_100():
+    return _usd_fact(_usd(_decode_usd(100)["usd_per_million_tokens"]))
+
+
+@fact
+def usd_100_if_free():
+    return _usd_fact(_usd(free_batching_usd(_decode_usd(10)["usd_per_million_tokens"], 10, 100)))
+
+
+@fact
+def discount():
+    """>>> discount(), limit(), kv_limit(), floor_batch()
+    ('9.74', '38', '311', '256')
+    """
+    return f"{batching_discount(_coefficients(), context_tokens=LESSON_CONTEXT_TOKENS):.2f}"
+
+
+@fact
+def discount_10_100():
+    return format_number(batching_discount(_coefficients(), context_tokens=LESSON_CONTEXT_TOKENS,
+                                           batch_low=10, batch_high=100))
+
+
+@fact
+def floor_pct():
+    return percent_text(EFFICIENCY_FLOOR)
+
+
+@fact
+def limit():
+    return f"{_limit():,}"
+
+
+@fact
+def usd_limit():
+    return _usd_fact(_usd(_decode_usd(_limit())["usd_per_million_tokens"]))
+
+
+@fact
+def compute_from():
+    return f"{first_compute_bound_batch(_coefficients(), context_tokens=LESSON_CONTEXT_TOKENS):,}"
+
+
+@fact
+def kv_limit():
+    return f"{kv_batch_limit():,}"
+
+
+@fact
+def request_tokens():
+    return f"{REQUEST_TOKENS:,}"
+
+
+@fact
+def max_num_seqs():
+    return f"{MAX_NUM_SEQS:,}"
+
+
+@fact
+def floor_batch():
+    return f"{_floor_batch():,}"
+
+
+@fact
+def usd_floor():
+    return _usd_fact(_usd(_decode_usd(_floor_batch())["usd_per_million_tokens"]))
+
+
+@fact
+def prefill_discount():
+    return format_number(cost_ratio(_prefill(1)["usd_per_million_tokens"], _prefill(10)["usd_per_million_tokens"]), 3)
+
+
+@fact
+def prefill_compute_from():
+    return f"{first_compute_bound_steady_batch(_coefficients(), input_tokens=PROMPT_TOKENS, output_tokens=ANSWER_TOKENS):,}"
+
+
+@fact
+def prefill_usd_floor():
+    return _usd_fact(_usd(_prefill(_floor_batch())["usd_per_million_tokens"]))
+
+
+@fact
+def prefill_over_decode():
+    return format_number(cost_ratio(_prefill(_floor_batch())["usd_per_million_tokens"],
+                                    _decode_usd(_floor_batch())["usd_per_million_tokens"]), 2)
+
+
+@fact
+def fp8_usd_1():
+    return _usd_fact(_usd(_decode_usd(1, "fp8")["usd_per_million_tokens"]))
+
+
+@fact
+def fp8_usd_10():
+    return _usd_fact(_usd(_decode_usd(10, "fp8")["usd_per_million_tokens"]))
+
+
+facts = facts_of(__name__)

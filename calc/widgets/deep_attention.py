@@ -20,15 +20,17 @@ Two separate savings, often confused:
 
 from __future__ import annotations
 
+import functools
 from typing import Annotated
 
 from calc import lesson as running_example
 from calc.attention import KINDS, attention_traffic, kv_by_kind
 from calc.catalog import GPUS, MODELS, get_gpu, get_model
-from calc.memory import KV_DTYPES, kv_bytes_per_token_by_attention
-from calc.units import format_bytes, format_number
+from calc.memory import gqa_group_size, kv_bytes_per_token_by_attention, kv_heads_per_gpu
+from calc.units import format_bytes, format_number, ratio
 from calc.widgets.charts import bar_chart, line_chart
-from calc.widgets.framework import Choice, IntRange, output, table, view, widget
+from calc.widgets.controls import Gpu, KvDtype, Model, TpChoice
+from calc.widgets.framework import IntRange, fact, facts_of, output, table, view, widget
 
 __all__ = ["kv_per_kind", "flash_attention", "facts"]
 
@@ -39,17 +41,14 @@ QUIZ_CONTEXT = 1_280
 CONTEXT_TOKENS = 4_096
 LONG_PROMPT = 100_000
 PROMPT_POINTS = (1_024, 4_096, 16_384, 65_536, 131_072)
-MODEL_CHOICES = tuple((key, model.name) for key, model in MODELS.items())
-GPU_CHOICES = tuple((key, gpu.name) for key, gpu in GPUS.items())
-TP_CHOICES = ("1", "2", "4", "8")
 
 
 @widget
 def kv_per_kind(
-    model: Annotated[str, Choice(MODEL_CHOICES, label="Model")] = WORKSHOP_MODEL,
-    gpu: Annotated[str, Choice(GPU_CHOICES, label="GPU")] = GPU,
-    tp: Annotated[str, Choice(TP_CHOICES, label="GPUs (tensor parallel)")] = "1",
-    kv_dtype: Annotated[str, Choice(KV_DTYPES, label="KV cache dtype")] = "bf16",
+    model: Model = WORKSHOP_MODEL,
+    gpu: Gpu = GPU,
+    tp: TpChoice = "1",
+    kv_dtype: KvDtype = "bf16",
     context_tokens: Annotated[int, IntRange(1, 10_000_000, 256, "tokens", label="Context per request")]
     = CONTEXT_TOKENS,
 ):
@@ -84,7 +83,7 @@ def kv_per_kind(
 
 @widget
 def flash_attention(
-    model: Annotated[str, Choice(MODEL_CHOICES, label="Model")] = LESSON_MODEL,
+    model: Model = LESSON_MODEL,
     prompt_tokens: Annotated[int, IntRange(1, 10_000_000, 1024, "tokens", label="Prompt")] = LONG_PROMPT,
 ):
     """The score matrix FlashAttention never writes: scratch memory and HBM traffic of attention, fused or not."""
@@ -114,65 +113,252 @@ def flash_attention(
     )
 
 
-def facts() -> dict[str, str]:
-    """Numbers quoted in the page's prose (the notebook prints the same, computed on its own).
+# --------------------------------------------------------------------------------------- facts
+# Each fact is computed alone when a page names it ({{ deep_attention:name }} elsewhere: 1 use).
+def _mistral():
+    return get_model(WORKSHOP_MODEL)
 
-    >>> f = facts()
-    >>> f["mha"], f["gqa"], f["mla_deepseek"]
+
+@functools.cache
+def _rows() -> dict:
+    return kv_by_kind(_mistral(), GPU, context_tokens=CONTEXT_TOKENS)
+
+
+def _deepseek():
+    return get_model("deepseek-v3")
+
+
+def _ds() -> dict:
+    return kv_bytes_per_token_by_attention(_deepseek())
+
+
+@functools.cache
+def _traffic(prompt_tokens: int) -> dict:
+    return attention_traffic(LESSON_MODEL, prompt_tokens)
+
+
+@functools.cache
+def _quiz() -> dict:
+    """The quiz is about the lesson's replica: its KV room is the lesson's one capacity (calc.lesson)."""
+    return kv_by_kind(get_model(LESSON_MODEL), GPU, tp=LESSON_TP, context_tokens=QUIZ_CONTEXT,
+                      room_bytes_per_gpu=running_example.kv_capacity().kv_cache_bytes)
+
+
+def _bytes(n: int) -> str:
+    return f"{n:,} B"
+
+
+@fact
+def model_name():
+    return _mistral().name
+
+
+@fact
+def heads():
+    return str(_mistral().attention_heads)
+
+
+@fact
+def kv_heads():
+    return str(_mistral().kv_heads)
+
+
+@fact
+def group():
+    return str(gqa_group_size(_mistral()))
+
+
+@fact
+def context():
+    return f"{CONTEXT_TOKENS:,}"
+
+
+@fact
+def mha():
+    """>>> mha(), gqa(), mla_deepseek()
     ('524,288 B', '131,072 B', '70,272 B')
     """
-    mistral = get_model(WORKSHOP_MODEL)
-    rows = kv_by_kind(mistral, GPU, context_tokens=CONTEXT_TOKENS)
-    deepseek = get_model("deepseek-v3")
-    ds = kv_bytes_per_token_by_attention(deepseek)
-    t = attention_traffic(LESSON_MODEL, LONG_PROMPT)
-    short = attention_traffic(LESSON_MODEL, PROMPT_POINTS[0])
-    group = mistral.attention_heads // mistral.kv_heads
-    lesson = get_model(LESSON_MODEL)
-    # The quiz is about the lesson's replica: its KV room is the lesson's one capacity (calc.lesson).
-    quiz = kv_by_kind(lesson, GPU, tp=LESSON_TP, context_tokens=QUIZ_CONTEXT,
-                      room_bytes_per_gpu=running_example.kv_capacity().kv_cache_bytes)
-    return {
-        "model_name": mistral.name,
-        "heads": str(mistral.attention_heads),
-        "kv_heads": str(mistral.kv_heads),
-        "group": str(group),
-        "context": f"{CONTEXT_TOKENS:,}",
-        "mha": f"{rows['mha']['kv_bytes_per_token']:,} B",
-        "gqa": f"{rows['gqa']['kv_bytes_per_token']:,} B",
-        "mqa": f"{rows['mqa']['kv_bytes_per_token']:,} B",
-        "mla": f"{rows['mla']['kv_bytes_per_token']:,} B",
-        "mha_requests": f"{rows['mha']['requests']:,}",
-        "gqa_requests": f"{rows['gqa']['requests']:,}",
-        "mqa_requests": f"{rows['mqa']['requests']:,}",
-        "mla_requests": f"{rows['mla']['requests']:,}",
-        "mha_over_gqa": format_number(rows["mha"]["kv_bytes_per_token"] / rows["gqa"]["kv_bytes_per_token"]),
-        "deepseek_latent": f"{deepseek.kv_lora_rank} + {deepseek.qk_rope_head_dim}",
-        "deepseek_layers": str(deepseek.layers),
-        "deepseek_heads": str(deepseek.attention_heads),
-        "mla_deepseek": f"{ds['mla']:,} B",
-        "mha_deepseek": f"{ds['mha']:,} B",
-        "mla_saving_deepseek": format_number(ds["mha"] / ds["mla"]),
-        "long_prompt": f"{LONG_PROMPT:,}",
-        "lesson_model": get_model(LESSON_MODEL).name,
-        "scratch": format_bytes(t["scratch_bytes"]),
-        "unfused": format_bytes(t["unfused_bytes"]),
-        "fused": format_bytes(t["fused_minimum_bytes"]),
-        "traffic_ratio": format_number(t["ratio"]),
-        "short_prompt": f"{PROMPT_POINTS[0]:,}",
-        "short_ratio": format_number(short["ratio"]),
-        "attention_share_long": f"{t['attention_share']:.0%}",
-        "attention_share_short": f"{short['attention_share']:.0%}",
-        "quiz_tp": str(LESSON_TP),
-        "quiz_context": f"{QUIZ_CONTEXT:,}",
-        "quiz_gqa_gib": format_bytes(quiz["gqa"]["kv_bytes_per_token"], binary=True),
-        "quiz_mha_gib": format_bytes(quiz["mha"]["kv_bytes_per_token"], binary=True),
-        "quiz_mla_kib": format_bytes(quiz["mla"]["kv_bytes_per_token"], binary=True),
-        "quiz_gqa_per_gpu": format_bytes(quiz["gqa"]["kv_bytes_per_token_per_gpu"], binary=True),
-        "quiz_mla_per_gpu": format_bytes(quiz["mla"]["kv_bytes_per_token_per_gpu"], binary=True),
-        "quiz_kv_heads": str(lesson.kv_heads),
-        "quiz_heads_per_gpu": str(lesson.kv_heads // LESSON_TP),
-        "quiz_gqa_requests": f"{quiz['gqa']['requests']:,}",
-        "quiz_mla_requests": f"{quiz['mla']['requests']:,}",
-        "quiz_mha_requests": f"{quiz['mha']['requests']:,}",
-    }
+    return _bytes(_rows()["mha"]["kv_bytes_per_token"])
+
+
+@fact
+def gqa():
+    return _bytes(_rows()["gqa"]["kv_bytes_per_token"])
+
+
+@fact
+def mqa():
+    return _bytes(_rows()["mqa"]["kv_bytes_per_token"])
+
+
+@fact
+def mla():
+    return _bytes(_rows()["mla"]["kv_bytes_per_token"])
+
+
+@fact
+def mha_requests():
+    return f"{_rows()['mha']['requests']:,}"
+
+
+@fact
+def gqa_requests():
+    return f"{_rows()['gqa']['requests']:,}"
+
+
+@fact
+def mqa_requests():
+    return f"{_rows()['mqa']['requests']:,}"
+
+
+@fact
+def mla_requests():
+    return f"{_rows()['mla']['requests']:,}"
+
+
+@fact
+def mha_over_gqa():
+    return format_number(ratio(_rows()["mha"]["kv_bytes_per_token"], _rows()["gqa"]["kv_bytes_per_token"]))
+
+
+@fact
+def deepseek_latent():
+    return f"{_deepseek().kv_lora_rank} + {_deepseek().qk_rope_head_dim}"
+
+
+@fact
+def deepseek_layers():
+    return str(_deepseek().layers)
+
+
+@fact
+def deepseek_heads():
+    return str(_deepseek().attention_heads)
+
+
+@fact
+def mla_deepseek():
+    return _bytes(_ds()["mla"])
+
+
+@fact
+def mha_deepseek():
+    return _bytes(_ds()["mha"])
+
+
+@fact
+def mla_saving_deepseek():
+    return format_number(ratio(_ds()["mha"], _ds()["mla"]))
+
+
+@fact
+def long_prompt():
+    return f"{LONG_PROMPT:,}"
+
+
+@fact
+def lesson_model():
+    return get_model(LESSON_MODEL).name
+
+
+@fact
+def scratch():
+    return format_bytes(_traffic(LONG_PROMPT)["scratch_bytes"])
+
+
+@fact
+def unfused():
+    return format_bytes(_traffic(LONG_PROMPT)["unfused_bytes"])
+
+
+@fact
+def fused():
+    return format_bytes(_traffic(LONG_PROMPT)["fused_minimum_bytes"])
+
+
+@fact
+def traffic_ratio():
+    return format_number(_traffic(LONG_PROMPT)["ratio"])
+
+
+@fact
+def short_prompt():
+    return f"{PROMPT_POINTS[0]:,}"
+
+
+@fact
+def short_ratio():
+    return format_number(_traffic(PROMPT_POINTS[0])["ratio"])
+
+
+@fact
+def attention_share_long():
+    return f"{_traffic(LONG_PROMPT)['attention_share']:.0%}"
+
+
+@fact
+def attention_share_short():
+    return f"{_traffic(PROMPT_POINTS[0])['attention_share']:.0%}"
+
+
+@fact
+def quiz_tp():
+    return str(LESSON_TP)
+
+
+@fact
+def quiz_context():
+    return f"{QUIZ_CONTEXT:,}"
+
+
+@fact
+def quiz_gqa_gib():
+    return format_bytes(_quiz()["gqa"]["kv_bytes_per_token"], binary=True)
+
+
+@fact
+def quiz_mha_gib():
+    return format_bytes(_quiz()["mha"]["kv_bytes_per_token"], binary=True)
+
+
+@fact
+def quiz_mla_kib():
+    return format_bytes(_quiz()["mla"]["kv_bytes_per_token"], binary=True)
+
+
+@fact
+def quiz_gqa_per_gpu():
+    return format_bytes(_quiz()["gqa"]["kv_bytes_per_token_per_gpu"], binary=True)
+
+
+@fact
+def quiz_mla_per_gpu():
+    return format_bytes(_quiz()["mla"]["kv_bytes_per_token_per_gpu"], binary=True)
+
+
+@fact
+def quiz_kv_heads():
+    return str(get_model(LESSON_MODEL).kv_heads)
+
+
+@fact
+def quiz_heads_per_gpu():
+    return str(kv_heads_per_gpu(get_model(LESSON_MODEL), LESSON_TP))
+
+
+@fact
+def quiz_gqa_requests():
+    return f"{_quiz()['gqa']['requests']:,}"
+
+
+@fact
+def quiz_mla_requests():
+    return f"{_quiz()['mla']['requests']:,}"
+
+
+@fact
+def quiz_mha_requests():
+    return f"{_quiz()['mha']['requests']:,}"
+
+
+facts = facts_of(__name__)

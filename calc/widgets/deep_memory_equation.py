@@ -20,15 +20,17 @@ workspace and non-PyTorch memory :mod:`calc.memory` assumes for one GPU.
 
 from __future__ import annotations
 
+import functools
 import math
 from typing import Annotated
 
 from calc.catalog import GPUS, MODELS, get_model
 from calc.memory import DEFAULT_OVERHEAD_BYTES, UTILIZATION, memory_budget, memory_curve
-from calc.memory import KV_DTYPES, WEIGHT_FORMATS, kv_bytes_per_token, weight_bytes
-from calc.units import GB, format_bytes, format_number
+from calc.memory import kv_bytes_full_attention, kv_bytes_per_token, weight_bytes
+from calc.units import GB, format_bytes, format_number, ratio
 from calc.widgets.charts import PALETTE, bar_chart, line_chart
-from calc.widgets.framework import Choice, FloatRange, IntRange, Toggle, output, view, widget
+from calc.widgets.controls import Gpu, KvDtype, Model, weight_format
+from calc.widgets.framework import FloatRange, IntRange, Toggle, fact, facts_of, output, view, widget
 
 __all__ = ["budget", "facts", "WORKSHOP_MODEL"]
 
@@ -41,8 +43,6 @@ SMALL_GPU, BIG_GPU = "l4", "h100-sxm-80gb"
 EXAMPLE_USERS, EXAMPLE_CONTEXT = 16, 4_096
 QUIZ_CONTEXT = 8_192
 
-MODEL_CHOICES = tuple((key, model.name) for key, model in MODELS.items())
-GPU_CHOICES = tuple((key, gpu.name) for key, gpu in GPUS.items())
 
 
 def _users_axis(limit: int) -> list[int]:
@@ -53,10 +53,10 @@ def _users_axis(limit: int) -> list[int]:
 
 @widget
 def budget(
-    model: Annotated[str, Choice(MODEL_CHOICES, label="Model")] = WORKSHOP_MODEL,
-    weights: Annotated[str, Choice(WEIGHT_FORMATS, label="Weights")] = "bf16",
-    kv_dtype: Annotated[str, Choice(KV_DTYPES, label="KV cache dtype")] = "bf16",
-    gpu: Annotated[str, Choice(GPU_CHOICES, label="GPU")] = SMALL_GPU,
+    model: Model = WORKSHOP_MODEL,
+    weights: weight_format("Weights") = "bf16",
+    kv_dtype: KvDtype = "bf16",
+    gpu: Gpu = SMALL_GPU,
     users: Annotated[int, IntRange(0, 100_000, 1, "requests", label="Concurrent users")] = EXAMPLE_USERS,
     context_tokens: Annotated[int, IntRange(1, 10_000_000, 256, "tokens", label="Context per user")] = EXAMPLE_CONTEXT,
     overhead_gb: Annotated[float, FloatRange(0, 100, 0.5, "GB", label="Overhead",
@@ -126,51 +126,202 @@ def budget(
     )
 
 
-def facts() -> dict[str, str]:
-    """Numbers quoted in the page's prose (the notebook prints the same, computed on its own).
+# --------------------------------------------------------------------------------------- facts
+# Each fact is computed alone when a page names it ({{ deep_memory_equation:name }} elsewhere: 2 uses).
+def _model():
+    return get_model(WORKSHOP_MODEL)
 
-    >>> f = facts()
-    >>> f["kv_per_token"], f["users_small_gpu"], f["users_big_gpu"]
+
+def _weights_bytes() -> float:
+    return weight_bytes(_model(), "bf16").total_bytes
+
+
+def _per_token() -> int:
+    return kv_bytes_per_token(_model(), "bf16")
+
+
+@functools.cache
+def _budget(gpu: str, users: int = EXAMPLE_USERS, context_tokens: int = EXAMPLE_CONTEXT) -> dict:
+    return memory_budget(_model(), gpu, users=users, context_tokens=context_tokens)
+
+
+def _small() -> dict:
+    return _budget(SMALL_GPU)
+
+
+def _quiz() -> dict:
+    return _budget(BIG_GPU, 1, QUIZ_CONTEXT)
+
+
+def _long_kv() -> int:
+    return kv_bytes_full_attention(_model(), CURVE_CONTEXTS[-1], "bf16")
+
+
+def _billions(count: float) -> str:
+    return format_number(count / 1e9)
+
+
+@fact
+def model_name():
+    return _model().name
+
+
+@fact
+def params_b():
+    return _billions(_model().total_params)
+
+
+@fact
+def weights_bf16():
+    return format_bytes(_weights_bytes())
+
+
+@fact
+def layers():
+    return str(_model().layers)
+
+
+@fact
+def kv_heads():
+    return str(_model().kv_heads)
+
+
+@fact
+def head_dim():
+    return str(_model().head_dim)
+
+
+@fact
+def kv_per_token():
+    """>>> kv_per_token(), users_small_gpu(), users_big_gpu()
     ('131,072 bytes', '7', '101')
     """
-    model = get_model(WORKSHOP_MODEL)
-    w = weight_bytes(model, "bf16").total_bytes
-    per_token = kv_bytes_per_token(model, "bf16")
-    small = memory_budget(model, SMALL_GPU, users=EXAMPLE_USERS, context_tokens=EXAMPLE_CONTEXT)
-    big = memory_budget(model, BIG_GPU, users=EXAMPLE_USERS, context_tokens=EXAMPLE_CONTEXT)
-    quiz = memory_budget(model, BIG_GPU, users=1, context_tokens=QUIZ_CONTEXT)
-    long_kv = CURVE_CONTEXTS[-1] * per_token
-    return {
-        "model_name": model.name,
-        "params_b": format_number(model.total_params / 1e9),
-        "weights_bf16": format_bytes(w),
-        "layers": str(model.layers),
-        "kv_heads": str(model.kv_heads),
-        "head_dim": str(model.head_dim),
-        "kv_per_token": f"{per_token:,} bytes",
-        "kv_per_token_kb": format_bytes(per_token),
-        "overhead": format_bytes(DEFAULT_OVERHEAD_BYTES),
-        "example_users": f"{EXAMPLE_USERS:,}",
-        "example_context": f"{EXAMPLE_CONTEXT:,}",
-        "kv_per_user": format_bytes(small["kv_bytes_per_user"]),
-        "example_kv": format_bytes(small["kv_bytes"]),
-        "example_total": format_bytes(small["total_bytes"]),
-        "small_gpu": small["gpu"],
-        "small_gpu_memory": format_bytes(small["gpu_bytes"]),
-        "utilization": f"{UTILIZATION:.0%}",
-        "small_gpu_usable": format_bytes(small["usable_bytes"]),
-        "small_gpu_short": format_bytes(-small["free_bytes"]) if not small["fits"] else "0 B",
-        "users_small_gpu": f"{small['max_users']:,}",
-        "big_gpu": big["gpu"],
-        "users_big_gpu": f"{big['max_users']:,}",
-        "kv_equals_weights_tokens": f"{small['kv_equals_weights_tokens']:,}",
-        "kv_equals_weights_users": f"{math.ceil(small['kv_equals_weights_tokens'] / EXAMPLE_CONTEXT):,}",
-        "long_context": f"{CURVE_CONTEXTS[-1]:,}",
-        "long_kv": format_bytes(long_kv),
-        "long_kv_share": f"{long_kv / w:.0%}",
-        "window": f"{model.sliding_window:,}",
-        "quiz_context": f"{QUIZ_CONTEXT:,}",
-        "quiz_room": format_bytes(quiz["kv_room_bytes"]),
-        "quiz_kv_per_user": format_bytes(quiz["kv_bytes_per_user"]),
-        "quiz_users": f"{quiz['max_users']:,}",
-    }
+    return f"{_per_token():,} bytes"
+
+
+@fact
+def kv_per_token_kb():
+    return format_bytes(_per_token())
+
+
+@fact
+def overhead():
+    return format_bytes(DEFAULT_OVERHEAD_BYTES)
+
+
+@fact
+def example_users():
+    return f"{EXAMPLE_USERS:,}"
+
+
+@fact
+def example_context():
+    return f"{EXAMPLE_CONTEXT:,}"
+
+
+@fact
+def kv_per_user():
+    return format_bytes(_small()["kv_bytes_per_user"])
+
+
+@fact
+def example_kv():
+    return format_bytes(_small()["kv_bytes"])
+
+
+@fact
+def example_total():
+    return format_bytes(_small()["total_bytes"])
+
+
+@fact
+def small_gpu():
+    return _small()["gpu"]
+
+
+@fact
+def small_gpu_memory():
+    return format_bytes(_small()["gpu_bytes"])
+
+
+@fact
+def utilization():
+    return f"{UTILIZATION:.0%}"
+
+
+@fact
+def small_gpu_usable():
+    return format_bytes(_small()["usable_bytes"])
+
+
+@fact
+def small_gpu_short():
+    return format_bytes(-_small()["free_bytes"]) if not _small()["fits"] else "0 B"
+
+
+@fact
+def users_small_gpu():
+    return f"{_small()['max_users']:,}"
+
+
+@fact
+def big_gpu():
+    return _budget(BIG_GPU)["gpu"]
+
+
+@fact
+def users_big_gpu():
+    return f"{_budget(BIG_GPU)['max_users']:,}"
+
+
+@fact
+def kv_equals_weights_tokens():
+    return f"{_small()['kv_equals_weights_tokens']:,}"
+
+
+@fact
+def kv_equals_weights_users():
+    return f"{math.ceil(ratio(_small()['kv_equals_weights_tokens'], EXAMPLE_CONTEXT)):,}"
+
+
+@fact
+def long_context():
+    return f"{CURVE_CONTEXTS[-1]:,}"
+
+
+@fact
+def long_kv():
+    return format_bytes(_long_kv())
+
+
+@fact
+def long_kv_share():
+    return f"{ratio(_long_kv(), _weights_bytes()):.0%}"
+
+
+@fact
+def window():
+    return f"{_model().sliding_window:,}"
+
+
+@fact
+def quiz_context():
+    return f"{QUIZ_CONTEXT:,}"
+
+
+@fact
+def quiz_room():
+    return format_bytes(_quiz()["kv_room_bytes"])
+
+
+@fact
+def quiz_kv_per_user():
+    return format_bytes(_quiz()["kv_bytes_per_user"])
+
+
+@fact
+def quiz_users():
+    return f"{_quiz()['max_users']:,}"
+
+
+facts = facts_of(__name__)

@@ -32,17 +32,15 @@ from calc.quantization import (
     CONTEXT_TOKENS, GROUP_SIZES, ROUNDING_SCHEMES, SAMPLE_GROUPS, SAMPLE_WEIGHTS, STUDY_SUMMARY, accuracy_deltas,
     formats_rows, nf4_levels, normal_sample, quantize_group, rounding_errors, sample_groups, weight_formats_table,
 )
-from calc.units import format_bytes, format_number
+from calc.units import format_bytes, format_number, ratio
 from calc.widgets.charts import bar_chart
-from calc.widgets.framework import Choice, IntRange, output, table, view, widget
+from calc.widgets.controls import Gpu, Model, TpChoice
+from calc.widgets.framework import Choice, IntRange, fact, facts_of, output, table, view, widget
 
 __all__ = ["formats", "rounding", "facts"]
 
 WORKSHOP_MODEL, SMALL_GPU = "mistral-7b", "l4"
 
-MODEL_CHOICES = tuple((key, model.name) for key, model in MODELS.items())
-GPU_CHOICES = tuple((key, gpu.name) for key, gpu in GPUS.items())
-TP_CHOICES = ("1", "2", "4", "8")
 
 
 def _accuracy_text(row: dict) -> str:
@@ -56,9 +54,9 @@ def _accuracy_text(row: dict) -> str:
 
 @widget
 def formats(
-    model: Annotated[str, Choice(MODEL_CHOICES, label="Model")] = WORKSHOP_MODEL,
-    gpu: Annotated[str, Choice(GPU_CHOICES, label="GPU")] = SMALL_GPU,
-    tp: Annotated[str, Choice(TP_CHOICES, label="GPUs (tensor parallel)")] = "1",
+    model: Model = WORKSHOP_MODEL,
+    gpu: Gpu = SMALL_GPU,
+    tp: TpChoice = "1",
     group_size: Annotated[str, Choice(tuple((str(g), f"{g} weights") for g in GROUP_SIZES),
                                       label="4-bit group size")] = "128",
     context_tokens: Annotated[int, IntRange(1, 10_000_000, 256, "tokens", label="Context per user")] = CONTEXT_TOKENS,
@@ -156,57 +154,217 @@ def _widget_errors(group_size: int, seed: int) -> dict[str, dict]:
     return rounding_errors(group_size=group_size, groups=sample_groups(group_size), seed=seed)
 
 
-def facts() -> dict[str, str]:
-    """Numbers quoted in the page's prose (the notebook prints the same, computed on its own).
+# --------------------------------------------------------------------------------------- facts
+# Each fact is computed alone when a page names it ({{ deep_quantization:name }} elsewhere: 2 uses).
+@functools.cache
+def _rows(group_size: int = 128) -> dict:
+    return {r["weights"]: r for r in formats_rows(WORKSHOP_MODEL, SMALL_GPU, group_size=group_size)}
 
-    >>> f = facts()
-    >>> f["bf16"], f["int4_nominal"], f["int4_payload"], f["int4_total"]
+
+@functools.cache
+def _on_lesson() -> dict:
+    return {r["weights"]: r for r in weight_formats_table(lesson.MODEL, lesson.GPU, tp=lesson.TP)}
+
+
+def _delta(model: str, weights: str) -> dict:
+    return accuracy_deltas(model, weights)[0]
+
+
+@functools.cache
+def _errors() -> dict:
+    return rounding_errors()
+
+
+def _gb_short(n_bytes: float) -> str:
+    return format_number(round(n_bytes / 1e9, 1)) + " GB"
+
+
+@fact
+def model_name():
+    return get_model(WORKSHOP_MODEL).name
+
+
+@fact
+def params():
+    return f"{get_model(WORKSHOP_MODEL).total_params:,}"
+
+
+@fact
+def bf16():
+    """>>> bf16(), int4_nominal(), int4_payload(), int4_total()
     ('14.5 GB', '3.62 GB', '3.49 GB', '4.15 GB')
     """
-    rows = {r["weights"]: r for r in formats_rows(WORKSHOP_MODEL, SMALL_GPU)}
-    nf4_64 = {r["weights"]: r for r in formats_rows(WORKSHOP_MODEL, SMALL_GPU, group_size=64)}["nf4"]
-    on_lesson = {r["weights"]: r for r in weight_formats_table(lesson.MODEL, lesson.GPU, tp=lesson.TP)}
-    fp8_70b = accuracy_deltas(lesson.MODEL, "fp8")[0]
-    int4_70b = accuracy_deltas(lesson.MODEL, "int4")[0]
-    int4_8b = accuracy_deltas("llama-3.1-8b", "int4")[0]
-    errors = rounding_errors()
-    model = get_model(WORKSHOP_MODEL)
-    return {
-        "model_name": model.name,
-        "params": f"{model.total_params:,}",
-        "bf16": format_bytes(rows["bf16"]["total_bytes"]),
-        "int8_nominal": format_bytes(rows["int8"]["nominal_bytes"]),
-        "int8_total": format_bytes(rows["int8"]["total_bytes"]),
-        "int4_nominal": format_bytes(rows["int4"]["nominal_bytes"]),
-        "int4_nominal_short": format_number(round(rows["int4"]["nominal_bytes"] / 1e9, 1)) + " GB",
-        "int4_payload": format_bytes(rows["int4"]["payload_bytes"]),
-        "int4_scales": format_bytes(rows["int4"]["scale_bytes"]),
-        "kept_16bit": format_bytes(rows["int4"]["unquantized_bytes"]),
-        "int4_total": format_bytes(rows["int4"]["total_bytes"]),
-        "int4_bits_all_in": format_number(rows["int4"]["effective_bits_per_weight"]),
-        "nf4_64_total": format_bytes(nf4_64["total_bytes"]),
-        "shrink_int4": format_number(rows["bf16"]["total_bytes"] / rows["int4"]["total_bytes"]),
-        "small_gpu": get_gpu(SMALL_GPU).name,
-        "context": f"{CONTEXT_TOKENS:,}",
-        "users_bf16": format_number(rows["bf16"]["users"]),
-        "users_int8": format_number(rows["int8"]["users"]),
-        "users_int4": format_number(rows["int4"]["users"]),
-        "int4_speedup": format_number(rows["int4"]["decode_speedup"]),
-        "int8_speedup": format_number(rows["int8"]["decode_speedup"]),
-        "lesson_fp8_speedup": format_number(on_lesson["fp8"]["decode_speedup"]),
-        "lesson_fp8_kv_gain": format_number(on_lesson["fp8"]["kv_room_gain"]),
-        "lesson_int4_speedup": format_number(on_lesson["int4"]["decode_speedup"]),
-        "fp8_70b_loss": f"{-fp8_70b['delta_points']:.2f}",
-        "int4_70b_loss": f"{-int4_70b['delta_points']:.2f}",
-        "int4_8b_loss": f"{-int4_8b['delta_points']:.2f}",
-        "int4_8b_base": f"{int4_8b['base']:g}",
-        "int4_8b_quantized": f"{int4_8b['quantized']:g}",
-        "int8_study": STUDY_SUMMARY["int8"],
-        "int4_error": f"{errors['int4']['relative_rms_error']:.1%}",
-        "nf4_error": f"{errors['nf4']['relative_rms_error']:.1%}",
-        "int8_error": f"{errors['int8']['relative_rms_error']:.1%}",
-        "int4_zero_share": f"{errors['int4']['zero_share']:.0%}",
-        "sample_groups": f"{SAMPLE_GROUPS}",
-        "sample_weights": f"{SAMPLE_WEIGHTS:,}",
-        "sample_group_size": f"{SAMPLE_WEIGHTS // SAMPLE_GROUPS}",
-    }
+    return format_bytes(_rows()["bf16"]["total_bytes"])
+
+
+@fact
+def int8_nominal():
+    return format_bytes(_rows()["int8"]["nominal_bytes"])
+
+
+@fact
+def int8_total():
+    return format_bytes(_rows()["int8"]["total_bytes"])
+
+
+@fact
+def int4_nominal():
+    return format_bytes(_rows()["int4"]["nominal_bytes"])
+
+
+@fact
+def int4_nominal_short():
+    return _gb_short(_rows()["int4"]["nominal_bytes"])
+
+
+@fact
+def int4_payload():
+    return format_bytes(_rows()["int4"]["payload_bytes"])
+
+
+@fact
+def int4_scales():
+    return format_bytes(_rows()["int4"]["scale_bytes"])
+
+
+@fact
+def kept_16bit():
+    return format_bytes(_rows()["int4"]["unquantized_bytes"])
+
+
+@fact
+def int4_total():
+    return format_bytes(_rows()["int4"]["total_bytes"])
+
+
+@fact
+def int4_bits_all_in():
+    return format_number(_rows()["int4"]["effective_bits_per_weight"])
+
+
+@fact
+def nf4_64_total():
+    return format_bytes(_rows(64)["nf4"]["total_bytes"])
+
+
+@fact
+def shrink_int4():
+    return format_number(ratio(_rows()["bf16"]["total_bytes"], _rows()["int4"]["total_bytes"]))
+
+
+@fact
+def small_gpu():
+    return get_gpu(SMALL_GPU).name
+
+
+@fact
+def context():
+    return f"{CONTEXT_TOKENS:,}"
+
+
+@fact
+def users_bf16():
+    return format_number(_rows()["bf16"]["users"])
+
+
+@fact
+def users_int8():
+    return format_number(_rows()["int8"]["users"])
+
+
+@fact
+def users_int4():
+    return format_number(_rows()["int4"]["users"])
+
+
+@fact
+def int4_speedup():
+    return format_number(_rows()["int4"]["decode_speedup"])
+
+
+@fact
+def int8_speedup():
+    return format_number(_rows()["int8"]["decode_speedup"])
+
+
+@fact
+def lesson_fp8_speedup():
+    return format_number(_on_lesson()["fp8"]["decode_speedup"])
+
+
+@fact
+def lesson_fp8_kv_gain():
+    return format_number(_on_lesson()["fp8"]["kv_room_gain"])
+
+
+@fact
+def lesson_int4_speedup():
+    return format_number(_on_lesson()["int4"]["decode_speedup"])
+
+
+@fact
+def fp8_70b_loss():
+    return f"{-_delta(lesson.MODEL, 'fp8')['delta_points']:.2f}"
+
+
+@fact
+def int4_70b_loss():
+    return f"{-_delta(lesson.MODEL, 'int4')['delta_points']:.2f}"
+
+
+@fact
+def int4_8b_loss():
+    return f"{-_delta('llama-3.1-8b', 'int4')['delta_points']:.2f}"
+
+
+@fact
+def int4_8b_base():
+    return f"{_delta('llama-3.1-8b', 'int4')['base']:g}"
+
+
+@fact
+def int4_8b_quantized():
+    return f"{_delta('llama-3.1-8b', 'int4')['quantized']:g}"
+
+
+@fact
+def int8_study():
+    return STUDY_SUMMARY["int8"]
+
+
+@fact
+def int4_error():
+    return f"{_errors()['int4']['relative_rms_error']:.1%}"
+
+
+@fact
+def nf4_error():
+    return f"{_errors()['nf4']['relative_rms_error']:.1%}"
+
+
+@fact
+def int8_error():
+    return f"{_errors()['int8']['relative_rms_error']:.1%}"
+
+
+@fact
+def int4_zero_share():
+    return f"{_errors()['int4']['zero_share']:.0%}"
+
+
+@fact("sample_groups")
+def _sample_groups():
+    return f"{SAMPLE_GROUPS}"
+
+
+@fact
+def sample_weights():
+    return f"{SAMPLE_WEIGHTS:,}"
+
+
+@fact
+def sample_group_size():
+    return format_number(ratio(SAMPLE_WEIGHTS, SAMPLE_GROUPS))
+
+
+facts = facts_of(__name__)

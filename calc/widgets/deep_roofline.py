@@ -20,6 +20,7 @@ with efficiency factors fitted on one published row, :data:`calc.roofline.CALIBR
 
 from __future__ import annotations
 
+import functools
 from typing import Annotated
 
 from calc.catalog import GPUS, MODELS, get_gpu, get_model
@@ -27,11 +28,13 @@ from calc.errors import CalcError
 from calc.lesson import DECODE_CONTEXT_TOKENS, PROMPT_TOKENS
 from calc.lesson import MODEL as LESSON_MODEL
 from calc.lesson import TP as LESSON_TP
-from calc.memory import WEIGHT_FORMATS, check_tp
+from calc.memory import check_tp
 from calc.roofline import CALIBRATED, first_compute_bound_batch, step_coefficients, ttft_s
-from calc.units import format_bytes, format_number, round_sig
+from calc.saturation import batching_gain
+from calc.units import format_bytes, format_number, per_second, ratio, round_sig
 from calc.widgets.charts import PALETTE, line_chart
-from calc.widgets.framework import Choice, IntRange, output, view, widget
+from calc.widgets.controls import Gpu, Model, TpChoice, weight_format
+from calc.widgets.framework import IntRange, fact, facts_of, output, view, widget
 from calc.roofline import bandwidth_wall_s, batch_sweep, roofline_points
 from calc.roofline import max_kv_batch as max_batch
 
@@ -47,9 +50,6 @@ PROMPT_POINTS = (128, 256, 512, 1_024, 2_048, 4_096, 8_192, 16_384, 32_768)
 INTENSITY_RANGE = (0.1, 100_000.0)
 EXAMPLE_BATCH = 64
 
-MODEL_CHOICES = tuple((key, model.name) for key, model in MODELS.items())
-GPU_CHOICES = tuple((key, gpu.name) for key, gpu in GPUS.items())
-TP_CHOICES = tuple(str(tp) for tp in (1, 2, 4, 8))
 
 
 def _coefficients(model, gpu, tp: int, weights: str):
@@ -63,10 +63,10 @@ def _tp_of(model: str, tp: str) -> int:
 
 @widget
 def roofline(
-    model: Annotated[str, Choice(MODEL_CHOICES, label="Model")] = WORKSHOP_MODEL,
-    gpu: Annotated[str, Choice(GPU_CHOICES, label="GPU")] = GPU,
-    tp: Annotated[str, Choice(TP_CHOICES, label="GPUs (tensor parallel)")] = "1",
-    weights: Annotated[str, Choice(WEIGHT_FORMATS, label="Weights")] = "bf16",
+    model: Model = WORKSHOP_MODEL,
+    gpu: Gpu = GPU,
+    tp: TpChoice = "1",
+    weights: weight_format("Weights") = "bf16",
     batch: Annotated[int, IntRange(1, 4096, 1, "sequences", label="Decode batch")] = 1,
     prompt_tokens: Annotated[int, IntRange(1, 1_000_000, 128, "tokens", label="Prompt")] = PROMPT_TOKENS,
     context_tokens: Annotated[int, IntRange(1, 1_000_000, 128, "tokens", label="Context while decoding")]
@@ -128,10 +128,10 @@ def roofline(
 
 @widget
 def latency(
-    model: Annotated[str, Choice(MODEL_CHOICES, label="Model")] = WORKSHOP_MODEL,
-    gpu: Annotated[str, Choice(GPU_CHOICES, label="GPU")] = GPU,
-    tp: Annotated[str, Choice(TP_CHOICES, label="GPUs (tensor parallel)")] = "1",
-    weights: Annotated[str, Choice(WEIGHT_FORMATS, label="Weights")] = "bf16",
+    model: Model = WORKSHOP_MODEL,
+    gpu: Gpu = GPU,
+    tp: TpChoice = "1",
+    weights: weight_format("Weights") = "bf16",
     context_tokens: Annotated[int, IntRange(1, 1_000_000, 128, "tokens", label="Context while decoding")]
     = CONTEXT_TOKENS,
     batch: Annotated[int, IntRange(1, 4096, 1, "sequences", label="Decode batch")] = EXAMPLE_BATCH,
@@ -187,53 +187,191 @@ def latency(
     )
 
 
-def facts() -> dict[str, str]:
-    """Numbers quoted in the page's prose (the notebook prints the same, computed on its own).
+# --------------------------------------------------------------------------------------- facts
+# Each fact is computed alone when a page names it ({{ deep_roofline:name }} elsewhere: 1 use).
+@functools.cache
+def _points(model: str = WORKSHOP_MODEL, tp: int = 1, batch: int = 1) -> dict:
+    return roofline_points(model, GPU, tp=tp, batch=batch, prompt_tokens=PROMPT_TOKENS, context_tokens=CONTEXT_TOKENS)
 
-    >>> f = facts()
-    >>> f["ridge"], f["decode_intensity"], f["lesson_itl_ms"]
+
+@functools.cache
+def _wall_s(model: str = WORKSHOP_MODEL, tp: int = 1) -> float:
+    return bandwidth_wall_s(model, GPU, tp=tp)
+
+
+@functools.cache
+def _sweep() -> list:
+    return batch_sweep(WORKSHOP_MODEL, GPU, context_tokens=CONTEXT_TOKENS)
+
+
+def _big() -> dict:
+    return _points(batch=EXAMPLE_BATCH)
+
+
+def _lesson() -> dict:
+    return _points(LESSON_MODEL, LESSON_TP)
+
+
+def _ms(seconds: float) -> str:
+    return f"{format_number(seconds * MS)} ms"
+
+
+def _tera(value: float) -> str:
+    return format_number(value / 1e12)
+
+
+@fact
+def model_name():
+    return get_model(WORKSHOP_MODEL).name
+
+
+@fact
+def gpu_name():
+    return get_gpu(GPU).name
+
+
+@fact
+def peak_tflops():
+    return _tera(get_gpu(GPU).flops("bf16"))
+
+
+@fact
+def bandwidth_tb_s():
+    return _tera(get_gpu(GPU).hbm_bytes_per_s)
+
+
+@fact
+def ridge():
+    """>>> ridge(), decode_intensity(), lesson_itl_ms()
     ('295', '1.03', '15.3 ms')
     """
-    gpu = get_gpu(GPU)
-    p = roofline_points(WORKSHOP_MODEL, GPU, batch=1, prompt_tokens=PROMPT_TOKENS, context_tokens=CONTEXT_TOKENS)
-    big = roofline_points(WORKSHOP_MODEL, GPU, batch=EXAMPLE_BATCH, prompt_tokens=PROMPT_TOKENS,
-                          context_tokens=CONTEXT_TOKENS)
-    wall = bandwidth_wall_s(WORKSHOP_MODEL, GPU)
-    sweep = batch_sweep(WORKSHOP_MODEL, GPU, context_tokens=CONTEXT_TOKENS)
+    return format_number(_points()["ridge_flops_per_byte"])
+
+
+@fact
+def ridge_fp8():
+    return format_number(get_gpu(GPU).ridge_point_flops_per_byte("fp8"))
+
+
+@fact
+def weights_read():
+    return format_bytes(_points()["weight_bytes_per_gpu"])
+
+
+@fact
+def wall_ms():
+    return _ms(_wall_s())
+
+
+@fact
+def wall_tokens_per_s():
+    return format_number(per_second(_wall_s()))
+
+
+@fact
+def memory_efficiency():
+    return f"{CALIBRATED.memory:.0%}"
+
+
+@fact
+def compute_efficiency():
+    return f"{CALIBRATED.compute:.0%}"
+
+
+@fact
+def prompt_tokens():
+    return f"{PROMPT_TOKENS:,}"
+
+
+@fact
+def context_tokens():
+    return f"{CONTEXT_TOKENS:,}"
+
+
+@fact
+def decode_intensity():
+    return format_number(_points()["decode"]["intensity_flops_per_byte"])
+
+
+@fact
+def prefill_intensity():
+    return format_number(_points()["prefill"]["intensity_flops_per_byte"])
+
+
+@fact
+def itl_ms():
+    return _ms(_points()["decode"]["time_s"])
+
+
+@fact
+def itl_tokens_per_s():
+    return format_number(per_second(_points()["decode"]["time_s"]))
+
+
+@fact
+def ttft_ms():
+    return _ms(_points()["prefill"]["time_s"])
+
+
+@fact
+def example_batch():
+    return f"{EXAMPLE_BATCH:,}"
+
+
+@fact
+def batch_itl_ms():
+    return _ms(_big()["decode"]["time_s"])
+
+
+@fact
+def batch_tokens_per_s():
+    return format_number(ratio(EXAMPLE_BATCH, _big()["decode"]["time_s"]))
+
+
+@fact
+def batch_intensity():
+    return format_number(_big()["decode"]["intensity_flops_per_byte"])
+
+
+@fact
+def batch_speedup():
+    return format_number(batching_gain(_points()["decode"]["time_s"], _big()["decode"]["time_s"], EXAMPLE_BATCH))
+
+
+@fact
+def plateau_tokens_per_s():
+    return format_number(_sweep()[-1]["tokens_per_s"])
+
+
+@fact
+def plateau_batch():
+    return f"{_sweep()[-1]['batch']:,}"
+
+
+@fact
+def short_context_compute_batch():
     short = first_compute_bound_batch(_coefficients(WORKSHOP_MODEL, GPU, 1, "bf16"), context_tokens=16)
-    lesson = roofline_points(LESSON_MODEL, GPU, tp=LESSON_TP, batch=1, prompt_tokens=PROMPT_TOKENS,
-                             context_tokens=CONTEXT_TOKENS)
-    lesson_wall = bandwidth_wall_s(LESSON_MODEL, GPU, tp=LESSON_TP)
-    ms = lambda s: f"{format_number(s * MS)} ms"  # noqa: E731
-    return {
-        "model_name": get_model(WORKSHOP_MODEL).name,
-        "gpu_name": gpu.name,
-        "peak_tflops": format_number(gpu.flops("bf16") / 1e12),
-        "bandwidth_tb_s": format_number(gpu.hbm_bytes_per_s / 1e12),
-        "ridge": format_number(p["ridge_flops_per_byte"]),
-        "ridge_fp8": format_number(gpu.ridge_point_flops_per_byte("fp8")),
-        "weights_read": format_bytes(p["weight_bytes_per_gpu"]),
-        "wall_ms": ms(wall),
-        "wall_tokens_per_s": format_number(1 / wall),
-        "memory_efficiency": f"{CALIBRATED.memory:.0%}",
-        "compute_efficiency": f"{CALIBRATED.compute:.0%}",
-        "prompt_tokens": f"{PROMPT_TOKENS:,}",
-        "context_tokens": f"{CONTEXT_TOKENS:,}",
-        "decode_intensity": format_number(p["decode"]["intensity_flops_per_byte"]),
-        "prefill_intensity": format_number(p["prefill"]["intensity_flops_per_byte"]),
-        "itl_ms": ms(p["decode"]["time_s"]),
-        "itl_tokens_per_s": format_number(1 / p["decode"]["time_s"]),
-        "ttft_ms": ms(p["prefill"]["time_s"]),
-        "example_batch": f"{EXAMPLE_BATCH:,}",
-        "batch_itl_ms": ms(big["decode"]["time_s"]),
-        "batch_tokens_per_s": format_number(EXAMPLE_BATCH / big["decode"]["time_s"]),
-        "batch_intensity": format_number(big["decode"]["intensity_flops_per_byte"]),
-        "batch_speedup": format_number(EXAMPLE_BATCH / big["decode"]["time_s"] * p["decode"]["time_s"]),
-        "plateau_tokens_per_s": format_number(sweep[-1]["tokens_per_s"]),
-        "plateau_batch": f"{sweep[-1]['batch']:,}",
-        "short_context_compute_batch": f"{short:,}" if short else "never",
-        "lesson_weights_per_gpu": format_bytes(lesson["weight_bytes_per_gpu"]),
-        "lesson_wall_ms": ms(lesson_wall),
-        "lesson_itl_ms": ms(lesson["decode"]["time_s"]),
-        "lesson_ttft_ms": ms(lesson["prefill"]["time_s"]),
-    }
+    return f"{short:,}" if short else "never"
+
+
+@fact
+def lesson_weights_per_gpu():
+    return format_bytes(_lesson()["weight_bytes_per_gpu"])
+
+
+@fact
+def lesson_wall_ms():
+    return _ms(_wall_s(LESSON_MODEL, LESSON_TP))
+
+
+@fact
+def lesson_itl_ms():
+    return _ms(_lesson()["decode"]["time_s"])
+
+
+@fact
+def lesson_ttft_ms():
+    return _ms(_lesson()["prefill"]["time_s"])
+
+
+facts = facts_of(__name__)

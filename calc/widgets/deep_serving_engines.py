@@ -23,14 +23,15 @@ history's KV kept, each turn prefills only its new tokens
 
 from __future__ import annotations
 
+import functools
 from typing import Annotated
 
 from calc import lesson
 from calc.batching import BATCHING, LENGTHS, RATE_PER_S, REQUESTS, STATIC_BATCH, compare_runs, conversation_prefill, scenario
 from calc.roofline import prefill_chunk
-from calc.units import format_number
+from calc.units import format_number, ratio
 from calc.widgets.charts import line_chart
-from calc.widgets.framework import Choice, FloatRange, IntRange, output, stream, view, widget
+from calc.widgets.framework import Choice, FloatRange, IntRange, fact, facts_of, output, stream, view, widget
 from calc.widgets.simulation import simulation_views
 
 __all__ = ["engine", "conversation", "facts"]
@@ -94,50 +95,180 @@ def conversation(
     )
 
 
-def facts() -> dict[str, str]:
-    """Numbers quoted in the page's prose (the notebook prints the same, computed on its own).
+# --------------------------------------------------------------------------------------- facts
+# Each fact is computed alone when a page names it ({{ deep_serving_engines:name }} elsewhere: 4 uses); the runs
+# are cached in calc.batching.compare_runs.
+def _live(kind: str) -> dict:
+    return compare_runs()[kind]
 
-    >>> f = facts()
-    >>> f["static_ttft_p50"], f["continuous_ttft_p50"]
+
+def _offline(kind: str) -> dict:
+    return compare_runs(arrival="all-at-once")[kind]
+
+
+def _throughput_ratio(runs: dict) -> float:
+    return ratio(runs["continuous"]["throughput_output_tokens_per_s"], runs["static"]["throughput_output_tokens_per_s"])
+
+
+@functools.cache
+def _chat() -> dict:
+    return conversation_prefill(turns=CHAT_TURNS, turn_tokens=CHAT_TURN_TOKENS, system_tokens=CHAT_SYSTEM_TOKENS)
+
+
+def _secs(value: float) -> str:
+    return f"{format_number(value)} s"
+
+
+def _pct(value: float) -> str:
+    return f"{value:.0%}"
+
+
+@fact
+def rate():
+    return format_number(RATE_PER_S)
+
+
+@fact
+def requests():
+    return f"{REQUESTS:,}"
+
+
+@fact
+def arrival_span():
+    return _secs(ratio(REQUESTS, RATE_PER_S))
+
+
+@fact
+def static_batch():
+    return str(STATIC_BATCH)
+
+
+@fact
+def static_ttft_p50():
+    """>>> static_ttft_p50(), continuous_ttft_p50()
     ('180 s', '0.0488 s')
     """
-    live = compare_runs()
-    offline = compare_runs(arrival="all-at-once")
-    offline_small = compare_runs(static_batch_size=SMALL_STATIC_BATCH, arrival="all-at-once")
-    chat = conversation_prefill(turns=CHAT_TURNS, turn_tokens=CHAT_TURN_TOKENS, system_tokens=CHAT_SYSTEM_TOKENS)
-    s, c = live["static"], live["continuous"]
-    secs = lambda v: f"{format_number(v)} s"  # noqa: E731
-    pct = lambda v: f"{v:.0%}"  # noqa: E731
-    return {
-        "rate": format_number(RATE_PER_S),
-        "requests": f"{REQUESTS:,}",
-        "arrival_span": secs(REQUESTS / RATE_PER_S),
-        "static_batch": str(STATIC_BATCH),
-        "static_ttft_p50": secs(s["ttft_p50_s"]),
-        "static_ttft_p99": secs(s["ttft_p99_s"]),
-        "static_queue_max": f"{s['queue_depth_max']:,}",
-        "static_duration": secs(s["duration_s"]),
-        "static_tokens_per_s": format_number(s["throughput_output_tokens_per_s"]),
-        "static_kv_share": pct(s["kv_token_share"]),
-        "continuous_ttft_p50": secs(c["ttft_p50_s"]),
-        "continuous_ttft_p99": secs(c["ttft_p99_s"]),
-        "continuous_queue_max": f"{c['queue_depth_max']:,}",
-        "continuous_duration": secs(c["duration_s"]),
-        "continuous_tokens_per_s": format_number(c["throughput_output_tokens_per_s"]),
-        "continuous_kv_share": pct(c["kv_token_share"]),
-        "continuous_batch_max": f"{c['running_max']:,}",
-        "offline_static_tokens_per_s": format_number(offline["static"]["throughput_output_tokens_per_s"]),
-        "offline_continuous_tokens_per_s": format_number(offline["continuous"]["throughput_output_tokens_per_s"]),
-        "offline_ratio": format_number(offline["continuous"]["throughput_output_tokens_per_s"]
-                                       / offline["static"]["throughput_output_tokens_per_s"]),
-        "small_static_batch": str(SMALL_STATIC_BATCH),
-        "offline_small_ratio": format_number(offline_small["continuous"]["throughput_output_tokens_per_s"]
-                                             / offline_small["static"]["throughput_output_tokens_per_s"]),
-        "offline_static_kv_share": pct(offline["static"]["kv_token_share"]),
-        "chat_turns": str(CHAT_TURNS),
-        "chat_turn_tokens": f"{CHAT_TURN_TOKENS:,}",
-        "chat_system_tokens": f"{CHAT_SYSTEM_TOKENS:,}",
-        "chat_without": f"{chat['tokens_without_cache']:,}",
-        "chat_with": f"{chat['tokens_with_cache']:,}",
-        "chat_saved": pct(chat["saved_fraction"]),
-    }
+    return _secs(_live("static")["ttft_p50_s"])
+
+
+@fact
+def static_ttft_p99():
+    return _secs(_live("static")["ttft_p99_s"])
+
+
+@fact
+def static_queue_max():
+    return f"{_live('static')['queue_depth_max']:,}"
+
+
+@fact
+def static_duration():
+    return _secs(_live("static")["duration_s"])
+
+
+@fact
+def static_tokens_per_s():
+    return format_number(_live("static")["throughput_output_tokens_per_s"])
+
+
+@fact
+def static_kv_share():
+    return _pct(_live("static")["kv_token_share"])
+
+
+@fact
+def continuous_ttft_p50():
+    return _secs(_live("continuous")["ttft_p50_s"])
+
+
+@fact
+def continuous_ttft_p99():
+    return _secs(_live("continuous")["ttft_p99_s"])
+
+
+@fact
+def continuous_queue_max():
+    return f"{_live('continuous')['queue_depth_max']:,}"
+
+
+@fact
+def continuous_duration():
+    return _secs(_live("continuous")["duration_s"])
+
+
+@fact
+def continuous_tokens_per_s():
+    return format_number(_live("continuous")["throughput_output_tokens_per_s"])
+
+
+@fact
+def continuous_kv_share():
+    return _pct(_live("continuous")["kv_token_share"])
+
+
+@fact
+def continuous_batch_max():
+    return f"{_live('continuous')['running_max']:,}"
+
+
+@fact
+def offline_static_tokens_per_s():
+    return format_number(_offline("static")["throughput_output_tokens_per_s"])
+
+
+@fact
+def offline_continuous_tokens_per_s():
+    return format_number(_offline("continuous")["throughput_output_tokens_per_s"])
+
+
+@fact
+def offline_ratio():
+    return format_number(_throughput_ratio(compare_runs(arrival="all-at-once")))
+
+
+@fact
+def small_static_batch():
+    return str(SMALL_STATIC_BATCH)
+
+
+@fact
+def offline_small_ratio():
+    return format_number(_throughput_ratio(compare_runs(static_batch_size=SMALL_STATIC_BATCH, arrival="all-at-once")))
+
+
+@fact
+def offline_static_kv_share():
+    return _pct(_offline("static")["kv_token_share"])
+
+
+@fact
+def chat_turns():
+    return str(CHAT_TURNS)
+
+
+@fact
+def chat_turn_tokens():
+    return f"{CHAT_TURN_TOKENS:,}"
+
+
+@fact
+def chat_system_tokens():
+    return f"{CHAT_SYSTEM_TOKENS:,}"
+
+
+@fact
+def chat_without():
+    return f"{_chat()['tokens_without_cache']:,}"
+
+
+@fact
+def chat_with():
+    return f"{_chat()['tokens_with_cache']:,}"
+
+
+@fact
+def chat_saved():
+    return _pct(_chat()["saved_fraction"])
+
+
+facts = facts_of(__name__)

@@ -24,9 +24,9 @@ from calc.errors import CalcError
 from calc.quantization import STUDY_SUMMARY, accuracy_deltas
 from calc.sim import Scenario, simulate
 from calc.tradeoff import CAPS, FORMATS, REPLICAS, _check_replica, best_under, corners, frontier
-from calc.units import format_number
+from calc.units import format_number, ms_to_s, ratio
 from calc.widgets.charts import line_chart
-from calc.widgets.framework import Choice, FloatRange, IntRange, output, stream, table, view, widget
+from calc.widgets.framework import Choice, FloatRange, IntRange, fact, facts_of, output, stream, table, view, widget
 from calc.widgets.simulation import simulation_views
 
 __all__ = ["triangle", "operating_point", "facts"]
@@ -118,60 +118,202 @@ def _live(weights: str, max_num_seqs: int) -> dict:
     return simulate(Scenario.from_dict(scenario)).summary
 
 
-def facts() -> dict[str, str]:
-    """Numbers quoted in the page's prose (the notebook prints the same, computed on its own).
+# --------------------------------------------------------------------------------------- facts
+# Each fact is computed alone when a page names it; the frontier, the corners and the live runs once each.
+@lru_cache(maxsize=None)
+def _frontier_bf16() -> dict:
+    return {p["max_num_seqs"]: p for p in frontier("llama-3.1-70b")["bf16"]}
 
-    >>> f = facts()
-    >>> f["bf16_cap1_itl"]
-    '19.4 ms'
-    >>> f["corner_lt_weights"]
-    'fp8'
-    """
-    f = frontier("llama-3.1-70b")
-    target = ITL_TARGET_MS / MS
-    c = corners("llama-3.1-70b", target)
-    bf = {p["max_num_seqs"]: p for p in f["bf16"]}
-    ms = lambda s: f"{format_number(s * MS)} ms"  # noqa: E731
-    usd = lambda p: f"${p['usd_per_million']:,.2f}"  # noqa: E731
-    small, big = bf[CAPS[0]], bf[CAPS[-1]]
-    lq, tq, lt = c["latency_quality"], c["throughput_quality"], c["latency_throughput"]
-    live_small = _live("bf16", 32)
-    live_bf16 = _live("bf16", 256)
-    live_fp8 = _live("fp8", 256)
-    int8b = accuracy_deltas("llama-3.1-8b", "int4")[0]
-    fp8_70b = accuracy_deltas("llama-3.1-70b", "fp8")[0]
-    if lt is None or lq is None:
+
+@lru_cache(maxsize=None)
+def _corners() -> dict:
+    c = corners("llama-3.1-70b", ms_to_s(ITL_TARGET_MS))
+    if c["latency_throughput"] is None or c["latency_quality"] is None:
         raise CalcError("the page's ITL target must be met by bf16 and by a lower-bit format", "itl_target_ms")
-    return {
-        "itl_target": f"{format_number(ITL_TARGET_MS)} ms",
-        "caps": ", ".join(str(cap) for cap in CAPS),
-        "bf16_cap1_itl": ms(small["itl_p50_s"]),
-        "bf16_cap1_tps": format_number(small["tokens_per_s"]),
-        "bf16_cap1_usd": usd(small),
-        "bf16_cap256_itl": ms(big["itl_p50_s"]),
-        "bf16_cap256_tps": format_number(big["tokens_per_s"]),
-        "bf16_cap256_usd": usd(big),
-        "cost_ratio": format_number(small["usd_per_million"] / big["usd_per_million"]),
-        "corner_lq_cap": str(lq["max_num_seqs"]),
-        "corner_lq_itl": ms(lq["itl_p50_s"]),
-        "corner_lq_tps": format_number(lq["tokens_per_s"]),
-        "corner_lq_usd": usd(lq),
-        "corner_tq_itl": ms(tq["itl_p50_s"]),
-        "corner_tq_tps": format_number(tq["tokens_per_s"]),
-        "corner_lt_weights": lt["weights"],
-        "corner_lt_cap": str(lt["max_num_seqs"]),
-        "corner_lt_itl": ms(lt["itl_p50_s"]),
-        "corner_lt_tps": format_number(lt["tokens_per_s"]),
-        "corner_lt_usd": usd(lt),
-        "corner_lt_delta": f"{accuracy_deltas('llama-3.1-70b', lt['weights'])[0]['delta_points']:+.2f}",
-        "fp8_70b_delta": f"{fp8_70b['delta_points']:+.2f}",
-        "fp8_70b_loss": f"{-fp8_70b['delta_points']:.2f}",
-        "int4_8b_loss": f"{-int8b['delta_points']:.2f}",
-        "live_rate": format_number(LIVE_RATE),
-        "live_small_ttft": f"{format_number(live_small['ttft_p50_s'])} s",
-        "live_small_queue": f"{live_small['queue_depth_max']:,}",
-        "live_bf16_ttft": f"{format_number(live_bf16['ttft_p50_s'])} s",
-        "live_bf16_itl": ms(live_bf16["itl_p50_s"]),
-        "live_fp8_ttft": f"{format_number(live_fp8['ttft_p50_s'])} s",
-        "live_fp8_itl": ms(live_fp8["itl_p50_s"]),
-    }
+    return c
+
+
+@lru_cache(maxsize=None)
+def _live_run(weights: str, max_num_seqs: int) -> dict:
+    return _live(weights, max_num_seqs)
+
+
+def _small() -> dict:
+    return _frontier_bf16()[CAPS[0]]
+
+
+def _big() -> dict:
+    return _frontier_bf16()[CAPS[-1]]
+
+
+def _ms(seconds: float) -> str:
+    return f"{format_number(seconds * MS)} ms"
+
+
+def _usd(point: dict) -> str:
+    return f"${point['usd_per_million']:,.2f}"
+
+
+def _s(seconds: float) -> str:
+    return f"{format_number(seconds)} s"
+
+
+@fact
+def itl_target():
+    return f"{format_number(ITL_TARGET_MS)} ms"
+
+
+@fact
+def caps():
+    return ", ".join(str(cap) for cap in CAPS)
+
+
+@fact
+def bf16_cap1_itl():
+    """>>> bf16_cap1_itl(), corner_lt_weights()
+    ('19.4 ms', 'fp8')
+    """
+    return _ms(_small()["itl_p50_s"])
+
+
+@fact
+def bf16_cap1_tps():
+    return format_number(_small()["tokens_per_s"])
+
+
+@fact
+def bf16_cap1_usd():
+    return _usd(_small())
+
+
+@fact
+def bf16_cap256_itl():
+    return _ms(_big()["itl_p50_s"])
+
+
+@fact
+def bf16_cap256_tps():
+    return format_number(_big()["tokens_per_s"])
+
+
+@fact
+def bf16_cap256_usd():
+    return _usd(_big())
+
+
+@fact
+def cost_ratio():
+    return format_number(ratio(_small()["usd_per_million"], _big()["usd_per_million"]))
+
+
+@fact
+def corner_lq_cap():
+    return str(_corners()["latency_quality"]["max_num_seqs"])
+
+
+@fact
+def corner_lq_itl():
+    return _ms(_corners()["latency_quality"]["itl_p50_s"])
+
+
+@fact
+def corner_lq_tps():
+    return format_number(_corners()["latency_quality"]["tokens_per_s"])
+
+
+@fact
+def corner_lq_usd():
+    return _usd(_corners()["latency_quality"])
+
+
+@fact
+def corner_tq_itl():
+    return _ms(_corners()["throughput_quality"]["itl_p50_s"])
+
+
+@fact
+def corner_tq_tps():
+    return format_number(_corners()["throughput_quality"]["tokens_per_s"])
+
+
+@fact
+def corner_lt_weights():
+    return _corners()["latency_throughput"]["weights"]
+
+
+@fact
+def corner_lt_cap():
+    return str(_corners()["latency_throughput"]["max_num_seqs"])
+
+
+@fact
+def corner_lt_itl():
+    return _ms(_corners()["latency_throughput"]["itl_p50_s"])
+
+
+@fact
+def corner_lt_tps():
+    return format_number(_corners()["latency_throughput"]["tokens_per_s"])
+
+
+@fact
+def corner_lt_usd():
+    return _usd(_corners()["latency_throughput"])
+
+
+@fact
+def corner_lt_delta():
+    return f"{accuracy_deltas('llama-3.1-70b', _corners()['latency_throughput']['weights'])[0]['delta_points']:+.2f}"
+
+
+@fact
+def fp8_70b_delta():
+    return f"{accuracy_deltas('llama-3.1-70b', 'fp8')[0]['delta_points']:+.2f}"
+
+
+@fact
+def fp8_70b_loss():
+    return f"{-accuracy_deltas('llama-3.1-70b', 'fp8')[0]['delta_points']:.2f}"
+
+
+@fact
+def int4_8b_loss():
+    return f"{-accuracy_deltas('llama-3.1-8b', 'int4')[0]['delta_points']:.2f}"
+
+
+@fact
+def live_rate():
+    return format_number(LIVE_RATE)
+
+
+@fact
+def live_small_ttft():
+    return _s(_live_run("bf16", 32)["ttft_p50_s"])
+
+
+@fact
+def live_small_queue():
+    return f"{_live_run('bf16', 32)['queue_depth_max']:,}"
+
+
+@fact
+def live_bf16_ttft():
+    return _s(_live_run("bf16", 256)["ttft_p50_s"])
+
+
+@fact
+def live_bf16_itl():
+    return _ms(_live_run("bf16", 256)["itl_p50_s"])
+
+
+@fact
+def live_fp8_ttft():
+    return _s(_live_run("fp8", 256)["ttft_p50_s"])
+
+
+@fact
+def live_fp8_itl():
+    return _ms(_live_run("fp8", 256)["itl_p50_s"])
+
+
+facts = facts_of(__name__)

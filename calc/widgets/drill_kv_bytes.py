@@ -29,10 +29,11 @@ from typing import Annotated
 from calc.catalog import GPUS, MODELS, get_gpu, get_model
 from calc.memory import (
     KV_DTYPE_BYTES, allowed_tp, kv_bytes_per_request, kv_bytes_per_token, kv_bytes_per_token_per_gpu, kv_heads_per_gpu,
+    requests_in_bytes,
 )
-from calc.units import GB, GiB, KiB, MiB, format_bytes, format_number
+from calc.units import GB, GiB, KiB, MiB, format_bytes, format_number, to_bytes
 from calc.lesson import replica_capacity
-from calc.widgets.framework import IntRange, drill
+from calc.widgets.framework import IntRange, drill, fact, facts_of
 
 __all__ = ["bytes_per_token_drill", "conversation_drill", "conversations_fit_drill", "per_gpu_drill",
            "fp8_capacity_drill", "facts", "DRILL_MODELS", "SEED_CONTROL"]
@@ -284,32 +285,95 @@ def fp8_capacity_drill(seed: Annotated[int, SEED_CONTROL] = 0):
     )
 
 
-def facts() -> dict[str, str]:
-    """Numbers quoted in the drill page's prose, computed from calc.
+# --------------------------------------------------------------------------------------- facts
+# Each fact is computed alone when a page names it ({{ drill_kv_bytes:name }} elsewhere: 1 use).
+def _per_token() -> int:
+    return kv_bytes_per_token(get_model(WORKED_MODEL))
 
-    >>> f = facts()
-    >>> f["kv_per_token_8b"], f["conversation_8b"], f["fit_8b"], f["kv_per_gpu_70b_tp4"]
+
+def _conversation() -> int:
+    return kv_bytes_per_request(get_model(WORKED_MODEL), WORKED_CONVERSATION_TOKENS)
+
+
+def _kib(n_bytes: float) -> str:
+    return f"{n_bytes / KiB:g}"
+
+
+def _mib(n_bytes: float) -> str:
+    return f"{n_bytes / MiB:g}"
+
+
+@fact
+def kv_per_token_8b():
+    """>>> kv_per_token_8b(), conversation_8b(), fit_8b(), kv_per_gpu_70b_tp4()
     ('131,072 bytes', '524 MB', '76', '81,920 bytes')
     """
-    model = get_model(WORKED_MODEL)
-    per_token = kv_bytes_per_token(model)
-    conversation = kv_bytes_per_request(model, WORKED_CONVERSATION_TOKENS)
-    model_70b = get_model(WORKED_TP_MODEL)
-    per_gpu = kv_bytes_per_token_per_gpu(model_70b, WORKED_TP)
-    bf16, fp8 = replica_capacity(), replica_capacity(kv_dtype="fp8")
-    return {
-        "kv_per_token_8b": f"{per_token:,} bytes",
-        "kv_per_token_8b_kib": f"{per_token / KiB:g} KiB",
-        "kv_per_token_8b_mib": f"{per_token / MiB:g} MiB",
-        "conversation_tokens": f"{WORKED_CONVERSATION_TOKENS:,}",
-        "conversation_8b": format_bytes(conversation),
-        "conversation_8b_mib": f"{conversation / MiB:g} MiB",
-        "fit_memory": f"{WORKED_KV_MEMORY_GB} GB",
-        "fit_8b": f"{int(WORKED_KV_MEMORY_GB * GB // conversation):,}",
-        "kv_per_gpu_70b_tp4": f"{per_gpu:,} bytes",
-        "kv_per_token_70b": f"{kv_bytes_per_token(model_70b):,} bytes",
-        "tp": str(WORKED_TP),
-        "tokens_bf16": f"{bf16.kv_cache_tokens_raw:,}",
-        "tokens_fp8": f"{fp8.kv_cache_tokens_raw:,}",
-        "gpus_in_catalog": str(len(GPUS)),
-    }
+    return f"{_per_token():,} bytes"
+
+
+@fact
+def kv_per_token_8b_kib():
+    return f"{_kib(_per_token())} KiB"
+
+
+@fact
+def kv_per_token_8b_mib():
+    return f"{_mib(_per_token())} MiB"
+
+
+@fact
+def conversation_tokens():
+    return f"{WORKED_CONVERSATION_TOKENS:,}"
+
+
+@fact
+def conversation_8b():
+    return format_bytes(_conversation())
+
+
+@fact
+def conversation_8b_mib():
+    return f"{_mib(_conversation())} MiB"
+
+
+@fact
+def fit_memory():
+    return f"{WORKED_KV_MEMORY_GB} GB"
+
+
+@fact
+def fit_8b():
+    return f"{requests_in_bytes(to_bytes(WORKED_KV_MEMORY_GB, 'GB'), _conversation()):,}"
+
+
+@fact
+def kv_per_gpu_70b_tp4():
+    return f"{kv_bytes_per_token_per_gpu(get_model(WORKED_TP_MODEL), WORKED_TP):,} bytes"
+
+
+@fact
+def kv_per_token_70b():
+    return f"{kv_bytes_per_token(get_model(WORKED_TP_MODEL)):,} bytes"
+
+
+@fact
+def tp():
+    return str(WORKED_TP)
+
+
+@fact
+def tokens_bf16():
+    return f"{replica_capacity().kv_cache_tokens_raw:,}"
+
+
+@fact
+def tokens_fp8():
+    return f"{replica_capacity(kv_dtype='fp8').kv_cache_tokens_raw:,}"
+
+
+@fact
+def gpus_in_catalog():
+    return str(len(GPUS))
+
+
+facts = facts_of(__name__)

@@ -19,19 +19,20 @@ running example sustains far fewer tokens at the same target:
 
 from __future__ import annotations
 
+import functools
 import math
 import random
 from typing import Annotated
 
 from calc import lesson
 from calc.catalog import GPUS, MODELS, get_gpu, get_model
-from calc.cost import H100_LISTINGS, H100_LISTINGS_SOURCE, price_replica, sustained_at_latency
-from calc.memory import WEIGHT_FORMATS
+from calc.cost import H100_LISTINGS, H100_LISTINGS_SOURCE, cost_ratio, price_replica, sustained_at_latency
 from calc.roofline import step_coefficients, steady_state_step
-from calc.units import SECONDS_PER_HOUR, format_number, round_sig
+from calc.units import SECONDS_PER_HOUR, format_number, ms_to_s, per_second, round_sig
 from calc.lesson import ANSWER_TOKENS, PROMPT_TOKENS, kv_batch_limit
 from calc.widgets.charts import line_chart
-from calc.widgets.framework import Choice, FloatRange, IntRange, drill, output, view, widget
+from calc.widgets.controls import Gpu, Model, Weights, tensor_parallel
+from calc.widgets.framework import FloatRange, IntRange, drill, fact, facts_of, output, view, widget
 
 __all__ = ["sustained_at_target", "price_from_measurements", "price_drill", "latency_table_drill",
            "monthly_bill_drill", "facts", "PRICED_REPLICAS"]
@@ -88,16 +89,14 @@ def _tps(value: float) -> str:
 
 # --- widgets ------------------------------------------------------------------------------------
 
-MODEL_CHOICES = tuple((key, m.name) for key, m in MODELS.items())
-GPU_CHOICES = tuple((key, g.name) for key, g in GPUS.items())
 
 
 @widget
 def sustained_at_target(
-    model: Annotated[str, Choice(MODEL_CHOICES, label="Model")] = lesson.REPLICA["model"],
-    gpu: Annotated[str, Choice(GPU_CHOICES, label="GPU")] = lesson.REPLICA["gpu"],
-    tp: Annotated[int, IntRange(1, 64, label="GPUs per replica (tensor parallel)")] = lesson.REPLICA["tp"],
-    weights: Annotated[str, Choice(WEIGHT_FORMATS, label="Weight precision")] = lesson.REPLICA["weights"],
+    model: Model = lesson.REPLICA["model"],
+    gpu: Gpu = lesson.REPLICA["gpu"],
+    tp: tensor_parallel("GPUs per replica (tensor parallel)", unit="") = lesson.REPLICA["tp"],
+    weights: Weights = lesson.REPLICA["weights"],
     prompt_tokens: Annotated[int, IntRange(1, 100_000, 64, "tokens", label="Prompt")] = PROMPT_TOKENS,
     answer_tokens: Annotated[int, IntRange(2, 32_000, 64, "tokens", label="Answer")] = ANSWER_TOKENS,
     itl_target_ms: Annotated[float, FloatRange(1, 2_000, 5, "ms", label="Inter-token latency target")] =
@@ -312,63 +311,204 @@ def monthly_bill_drill(seed: Annotated[int, IntRange(0, 1_000_000, label="Seed")
 
 # --- facts --------------------------------------------------------------------------------------
 
-def _no_math_dollars(facts: dict[str, str]) -> dict[str, str]:
+# Each fact is computed alone when a page names it ({{ drill_price_a_replica:name }} elsewhere: 7 uses).
+def _no_math_dollars(text: str) -> str:
     """Dollar signs as the HTML entity: two "$" in one paragraph would otherwise read as inline math (KaTeX)."""
-    return {key: value.replace("$", "&#36;") for key, value in facts.items()}
+    return text.replace("$", "&#36;")
 
 
-def facts() -> dict[str, str]:
-    """Numbers quoted in the step's prose, computed from calc.
+@functools.cache
+def _at_target(target_ms: int) -> tuple[dict, dict, int]:
+    """(decode only, with prefill, the batch cap) of the running example at an ITL target (ms)."""
+    return _sustained(lesson.REPLICA["model"], lesson.REPLICA["gpu"], lesson.REPLICA["tp"], lesson.REPLICA["weights"],
+                      PROMPT_TOKENS, ANSWER_TOKENS, ms_to_s(target_ms), MAX_NUM_SEQS)
 
-    >>> f = {key: value.replace("&#36;", "$") for key, value in facts().items()}
-    >>> f["decode_tps"], f["prefill_tps"], f["prefill_usd"], f["worked_usd"]
-    ('8,266', '2,275', '$1.85', '$1.85')
+
+def _priced(sustained_tokens_per_s: float) -> dict:
+    return price_replica(usd_per_gpu_hour=_GPU.price_usd_per_hour, gpus=lesson.REPLICA["tp"],
+                         sustained_tokens_per_s=sustained_tokens_per_s)
+
+
+def _decode() -> dict:
+    return _at_target(ITL_TARGET_MS)[0]
+
+
+def _mixed() -> dict:
+    return _at_target(ITL_TARGET_MS)[1]
+
+
+def _ms(seconds: float) -> str:
+    return f"{format_number(seconds * 1000)} ms"
+
+
+def _billions(count: float) -> str:
+    return format_number(count / 1e9)
+
+
+def _usd_fact(value: float) -> str:
+    return _no_math_dollars(_usd(value))
+
+
+@fact
+def target_ms():
+    return f"{ITL_TARGET_MS} ms"
+
+
+@fact
+def per_user_tps():
+    return format_number(per_second(ms_to_s(ITL_TARGET_MS)))
+
+
+@fact
+def price():
+    return _no_math_dollars(f"${_GPU.price_usd_per_hour:.2f}")
+
+
+@fact
+def price_date():
+    return _GPU.price_date
+
+
+@fact
+def listings():
+    return _no_math_dollars(", ".join(f"{seller} ${usd:.2f}" for seller, usd in H100_LISTINGS))
+
+
+@fact
+def listings_source():
+    return _no_math_dollars(H100_LISTINGS_SOURCE)
+
+
+@fact
+def gpus():
+    return str(lesson.REPLICA["tp"])
+
+
+@fact
+def usd_hour():
+    return _usd_fact(_priced(_decode()["tokens_per_s"])["usd_per_hour"])
+
+
+@fact
+def cap():
+    return f"{_at_target(ITL_TARGET_MS)[2]:,}"
+
+
+@fact
+def max_num_seqs():
+    return f"{MAX_NUM_SEQS:,}"
+
+
+@fact
+def decode_batch():
+    return f"{_decode()['batch']:,}"
+
+
+@fact
+def decode_itl():
+    return _ms(_decode()["itl_s"])
+
+
+@fact
+def decode_tps():
+    """>>> decode_tps(), prefill_tps()
+    ('8,266', '2,275')
     """
-    target_s = ITL_TARGET_MS / 1000
-    model, gpu, tp = lesson.REPLICA["model"], lesson.REPLICA["gpu"], lesson.REPLICA["tp"]
-    decode, mixed, cap = _sustained(model, gpu, tp, lesson.REPLICA["weights"], PROMPT_TOKENS, ANSWER_TOKENS,
-                                    target_s, MAX_NUM_SEQS)
-    price = _GPU.price_usd_per_hour
-    d = price_replica(usd_per_gpu_hour=price, gpus=tp, sustained_tokens_per_s=decode["tokens_per_s"])
-    m = price_replica(usd_per_gpu_hour=price, gpus=tp, sustained_tokens_per_s=mixed["tokens_per_s"])
-    worked = price_drill(0)
-    tight = _sustained(model, gpu, tp, lesson.REPLICA["weights"], PROMPT_TOKENS, ANSWER_TOKENS,
-                       TIGHT_TARGET_MS / 1000, MAX_NUM_SEQS)[1]
-    loose = _sustained(model, gpu, tp, lesson.REPLICA["weights"], PROMPT_TOKENS, ANSWER_TOKENS,
-                       LOOSE_TARGET_MS / 1000, MAX_NUM_SEQS)[1]
-    usd = lambda r: _usd(price_replica(usd_per_gpu_hour=price, gpus=tp,  # noqa: E731
-                                       sustained_tokens_per_s=r["tokens_per_s"])["usd_per_million_tokens"])
-    monthly = monthly_bill_drill(0)
-    return _no_math_dollars({
-        "target_ms": f"{ITL_TARGET_MS} ms",
-        "per_user_tps": format_number(1000 / ITL_TARGET_MS),
-        "price": f"${price:.2f}",
-        "price_date": _GPU.price_date,
-        "listings": ", ".join(f"{seller} ${usd:.2f}" for seller, usd in H100_LISTINGS),
-        "listings_source": H100_LISTINGS_SOURCE,
-        "gpus": str(tp),
-        "usd_hour": _usd(d["usd_per_hour"]),
-        "cap": f"{cap:,}",
-        "max_num_seqs": f"{MAX_NUM_SEQS:,}",
-        "decode_batch": f"{decode['batch']:,}",
-        "decode_itl": f"{format_number(decode['itl_s'] * 1000)} ms",
-        "decode_tps": format_number(decode["tokens_per_s"]),
-        "decode_usd": _usd(d["usd_per_million_tokens"]),
-        "prefill_batch": f"{mixed['batch']:,}",
-        "prefill_itl": f"{format_number(mixed['itl_s'] * 1000)} ms",
-        "prefill_tps": format_number(mixed["tokens_per_s"]),
-        "prefill_usd": _usd(m["usd_per_million_tokens"]),
-        "prefill_over_decode": format_number(m["usd_per_million_tokens"] / d["usd_per_million_tokens"], 2),
-        "sustained_measured": f"{_DEFAULT_SUSTAINED:,.0f}",
-        "worked_usd": _usd(worked["answer"]),
-        "worked_month": f"${price_replica(usd_per_gpu_hour=price, gpus=tp, sustained_tokens_per_s=_DEFAULT_SUSTAINED)['usd_per_month']:,.0f}",
-        "monthly_volume": f"{format_number(MONTHLY_TOKENS_WORKED / 1e9)} billion",
-        "monthly_answer": monthly["answer_text"],
-        "hours_per_month": str(HOURS_PER_MONTH),
-        "tight_ms": f"{TIGHT_TARGET_MS} ms",
-        "tight_batch": f"{tight['batch']:,}",
-        "tight_usd": usd(tight),
-        "loose_ms": f"{LOOSE_TARGET_MS} ms",
-        "loose_batch": f"{loose['batch']:,}",
-        "loose_usd": usd(loose),
-    })
+    return format_number(_decode()["tokens_per_s"])
+
+
+@fact
+def decode_usd():
+    return _usd_fact(_priced(_decode()["tokens_per_s"])["usd_per_million_tokens"])
+
+
+@fact
+def prefill_batch():
+    return f"{_mixed()['batch']:,}"
+
+
+@fact
+def prefill_itl():
+    return _ms(_mixed()["itl_s"])
+
+
+@fact
+def prefill_tps():
+    return format_number(_mixed()["tokens_per_s"])
+
+
+@fact
+def prefill_usd():
+    """>>> prefill_usd(), worked_usd()
+    ('&#36;1.85', '&#36;1.85')
+    """
+    return _usd_fact(_priced(_mixed()["tokens_per_s"])["usd_per_million_tokens"])
+
+
+@fact
+def prefill_over_decode():
+    return format_number(cost_ratio(_priced(_mixed()["tokens_per_s"])["usd_per_million_tokens"],
+                                    _priced(_decode()["tokens_per_s"])["usd_per_million_tokens"]), 2)
+
+
+@fact
+def sustained_measured():
+    return f"{_DEFAULT_SUSTAINED:,.0f}"
+
+
+@fact
+def worked_usd():
+    return _usd_fact(price_drill(0)["answer"])
+
+
+@fact
+def worked_month():
+    return _no_math_dollars(f"${_priced(_DEFAULT_SUSTAINED)['usd_per_month']:,.0f}")
+
+
+@fact
+def monthly_volume():
+    return f"{_billions(MONTHLY_TOKENS_WORKED)} billion"
+
+
+@fact
+def monthly_answer():
+    return _no_math_dollars(monthly_bill_drill(0)["answer_text"])
+
+
+@fact
+def hours_per_month():
+    return str(HOURS_PER_MONTH)
+
+
+@fact
+def tight_ms():
+    return f"{TIGHT_TARGET_MS} ms"
+
+
+@fact
+def tight_batch():
+    return f"{_at_target(TIGHT_TARGET_MS)[1]['batch']:,}"
+
+
+@fact
+def tight_usd():
+    return _usd_fact(_priced(_at_target(TIGHT_TARGET_MS)[1]["tokens_per_s"])["usd_per_million_tokens"])
+
+
+@fact
+def loose_ms():
+    return f"{LOOSE_TARGET_MS} ms"
+
+
+@fact
+def loose_batch():
+    return f"{_at_target(LOOSE_TARGET_MS)[1]['batch']:,}"
+
+
+@fact
+def loose_usd():
+    return _usd_fact(_priced(_at_target(LOOSE_TARGET_MS)[1]["tokens_per_s"])["usd_per_million_tokens"])
+
+
+facts = facts_of(__name__)

@@ -23,19 +23,22 @@ as :func:`calc.lesson.kv_capacity` does for every format with scales.
 
 from __future__ import annotations
 
+import functools
 from typing import Annotated
 
 from calc import lesson
 from calc.catalog import get_gpu, get_model
-from calc.memory import WEIGHT_BITS, WEIGHT_FORMATS, KVCapacity, weight_bytes
+from calc.allocation import contiguous_max_concurrency
+from calc.memory import WEIGHT_BITS, WEIGHT_FORMATS, KVCapacity, bits_per_weight, freed_bytes, weight_bytes
 from calc.roofline import decode_step, ttft_s
 from calc.sim import presets
-from calc.units import GB, format_number, round_sig
+from calc.units import GB, format_number, ratio, round_sig
 from calc.lesson import DECODE_CONTEXT_TOKENS, PROMPT_TOKENS, REQUEST_TOKENS
 from calc.widgets.charts import PALETTE, bar_chart, line_chart
-from calc.widgets.framework import Choice, FloatRange, IntRange, output, stream, table, view, widget
+from calc.widgets.framework import Choice, FloatRange, IntRange, fact, facts_of, output, stream, table, view, widget
 from calc.sim_views import preset_summary, scenario_for
 from calc.widgets.simulation import simulation_views
+from calc.widgets.views import percent_text
 
 __all__ = ["memory_before_after", "step_before_after", "twice_the_traffic",
            "facts", "BEFORE", "AFTER", "SIM_PRESET"]
@@ -222,73 +225,289 @@ def _scenario(weights: str, rate_per_s: float) -> dict:
     return data
 
 
-def facts() -> dict[str, str]:
-    """Numbers quoted in the step's prose, computed from calc.
+# --------------------------------------------------------------------------------------- facts
+# Each fact is computed alone when a page names it ({{ fp8_weights:name }} elsewhere: 4 uses).
+def _model():
+    return get_model(lesson.REPLICA["model"])
 
-    >>> f = facts()
-    >>> f["weights_before"], f["weights_after"], f["kv_tokens_before"], f["kv_tokens_after"], f["step_after"]
+
+@functools.cache
+def _capacity(weights: str) -> KVCapacity:
+    return lesson.kv_capacity(weights=weights)
+
+
+def _weights(weights: str):
+    return weight_bytes(_model(), weights)
+
+
+@functools.cache
+def _decode_one(weights: str) -> dict:
+    return decode_step(lesson.coefficients(weights), batch=1, context_tokens=DECODE_CONTEXT_TOKENS)
+
+
+def _sim(weights: str) -> dict:
+    return preset_summary(SIM_PRESET, weights=weights)
+
+
+def _saturated_batch() -> int:
+    """Step 6's saturated batch: vLLM's cap on running sequences."""
+    return _sim(BEFORE)["running_max"]
+
+
+def _requests(weights: str) -> int:
+    return contiguous_max_concurrency(_capacity(weights).kv_cache_tokens_raw, REQUEST_TOKENS)
+
+
+def _ms(seconds: float, digits: int = 3) -> str:
+    return f"{format_number(seconds * 1000, digits)} ms"
+
+
+def _mb(n_bytes: float) -> str:
+    return f"{format_number(n_bytes / 1e6)} MB"
+
+
+@fact("model")
+def _model_name():
+    return _model().name
+
+
+@fact("gpu")
+def _gpu_name():
+    return get_gpu(lesson.REPLICA["gpu"]).name
+
+
+@fact("tp")
+def _tp():
+    return str(lesson.REPLICA["tp"])
+
+
+@fact
+def params_exact():
+    return f"{_model().total_params:,}"
+
+
+@fact
+def weights_before():
+    """>>> weights_before(), weights_after(), kv_tokens_before(), kv_tokens_after(), step_after()
     ('35.3 GB', '18.2 GB', '399,169', '608,266', '8.58 ms')
     """
-    model, gpu = get_model(lesson.REPLICA["model"]), get_gpu(lesson.REPLICA["gpu"])
-    before, after = lesson.kv_capacity(weights=BEFORE), lesson.kv_capacity(weights=AFTER)
-    wb_before, wb_after = weight_bytes(model, BEFORE), weight_bytes(model, AFTER)
-    step_b, step_a = lesson.decode_ms(BEFORE), lesson.decode_ms(AFTER)
-    d_b = decode_step(lesson.coefficients(BEFORE), batch=1, context_tokens=DECODE_CONTEXT_TOKENS)
-    d_a = decode_step(lesson.coefficients(AFTER), batch=1, context_tokens=DECODE_CONTEXT_TOKENS)
-    sim_b, sim_a = preset_summary(SIM_PRESET, weights=BEFORE), preset_summary(SIM_PRESET, weights=AFTER)
-    sat = sim_b["running_max"]  # step 6's saturated batch: vLLM's cap on running sequences
-    ttft_b = ttft_s(lesson.coefficients(BEFORE), prompt_tokens=PROMPT_TOKENS)
-    ttft_a = ttft_s(lesson.coefficients(AFTER), prompt_tokens=PROMPT_TOKENS)
-    requests_b = before.kv_cache_tokens_raw // REQUEST_TOKENS
-    requests_a = after.kv_cache_tokens_raw // REQUEST_TOKENS
-    return {
-        "model": model.name,
-        "gpu": gpu.name,
-        "tp": str(lesson.REPLICA["tp"]),
-        "params_exact": f"{model.total_params:,}",
-        "weights_before": _gb(before.weights_bytes),
-        "weights_after": _gb(after.weights_bytes),
-        "weights_total_before": _gb(wb_before.total_bytes),
-        "weights_total_after": _gb(wb_after.total_bytes),
-        "fp8_payload": _gb(wb_after.payload_bytes),
-        "fp8_scales": f"{format_number(wb_after.scale_bytes / 1e6)} MB",
-        "fp8_unquantized": _gb(wb_after.unquantized_bytes),
-        "effective_bits_after": format_number(wb_after.total_bytes * 8 / model.total_params),
-        "weights_read_before": _gb(lesson.coefficients(BEFORE).weight_bytes_read(1)),
-        "freed_per_gpu": _gb(before.weights_bytes - after.weights_bytes),
-        "kv_per_gpu_before": _gb(before.kv_cache_bytes),
-        "kv_per_gpu_after": _gb(after.kv_cache_bytes),
-        "kv_tokens_before": f"{before.kv_cache_tokens_raw:,}",
-        "kv_tokens_after": f"{after.kv_cache_tokens_raw:,}",
-        "kv_gain_pct": _pct(after.kv_cache_tokens_raw / before.kv_cache_tokens_raw),
-        "kv_per_token_gpu": f"{before.kv_bytes_per_token_per_gpu:,} bytes",
-        "request_tokens": f"{REQUEST_TOKENS:,}",
-        "decode_context": f"{DECODE_CONTEXT_TOKENS:,}",
-        "requests_before": f"{requests_b:,}",
-        "requests_after": f"{requests_a:,}",
-        "step_before": f"{format_number(step_b)} ms",
-        "step_after": f"{format_number(step_a)} ms",
-        "step_ratio": f"{format_number(step_b / step_a)}x",
-        "step_share": f"{format_number(step_a / step_b * 100, 2)}%",
-        "weights_s_before": f"{format_number(d_b['weights_s'] * 1000)} ms",
-        "weights_s_after": f"{format_number(d_a['weights_s'] * 1000)} ms",
-        "comm_ms": f"{format_number(d_b['comm_s'] * 1000)} ms",
-        "kv_ms": f"{format_number(d_b['kv_s'] * 1000, 2)} ms",
-        "sat_batch": f"{sat:,}",
-        "step_sat_before": f"{format_number(lesson.decode_ms(BEFORE, sat))} ms",
-        "sat_bound_before": decode_step(lesson.coefficients(BEFORE), batch=sat,
-                                        context_tokens=DECODE_CONTEXT_TOKENS)["bound"] + "-bound",
-        "step_sat_after": f"{format_number(lesson.decode_ms(AFTER, sat))} ms",
-        "ttft_before": f"{format_number(ttft_b * 1000)} ms",
-        "ttft_after": f"{format_number(ttft_a * 1000)} ms",
-        "sim_rate": format_number(SIM_RATE_PER_S),
-        "sim_ttft_p99_before": f"{format_number(sim_b['ttft_p99_s'])} s",
-        "sim_ttft_p99_after": f"{format_number(sim_a['ttft_p99_s'])} s",
-        "sim_queue_max_before": f"{sim_b['queue_depth_max']:,}",
-        "sim_queue_max_after": f"{sim_a['queue_depth_max']:,}",
-        "sim_tokens_per_s_before": f"{format_number(sim_b['throughput_output_tokens_per_s'])}",
-        "sim_tokens_per_s_after": f"{format_number(sim_a['throughput_output_tokens_per_s'])}",
-        "sim_kv_peak_after": f"{format_number(sim_a['kv_use_peak'] * 100, 2)}%",
-        "sim_cost_before": f"${sim_b['cost_usd_per_million_output_tokens']:,.2f}",
-        "sim_cost_after": f"${sim_a['cost_usd_per_million_output_tokens']:,.2f}",
-    }
+    return _gb(_capacity(BEFORE).weights_bytes)
+
+
+@fact
+def weights_after():
+    return _gb(_capacity(AFTER).weights_bytes)
+
+
+@fact
+def weights_total_before():
+    return _gb(_weights(BEFORE).total_bytes)
+
+
+@fact
+def weights_total_after():
+    return _gb(_weights(AFTER).total_bytes)
+
+
+@fact
+def fp8_payload():
+    return _gb(_weights(AFTER).payload_bytes)
+
+
+@fact
+def fp8_scales():
+    return _mb(_weights(AFTER).scale_bytes)
+
+
+@fact
+def fp8_unquantized():
+    return _gb(_weights(AFTER).unquantized_bytes)
+
+
+@fact
+def effective_bits_after():
+    return format_number(bits_per_weight(_weights(AFTER).total_bytes, _model().total_params))
+
+
+@fact
+def weights_read_before():
+    return _gb(lesson.coefficients(BEFORE).weight_bytes_read(1))
+
+
+@fact
+def freed_per_gpu():
+    return _gb(freed_bytes(_capacity(BEFORE).weights_bytes, _capacity(AFTER).weights_bytes))
+
+
+@fact
+def kv_per_gpu_before():
+    return _gb(_capacity(BEFORE).kv_cache_bytes)
+
+
+@fact
+def kv_per_gpu_after():
+    return _gb(_capacity(AFTER).kv_cache_bytes)
+
+
+@fact
+def kv_tokens_before():
+    return f"{_capacity(BEFORE).kv_cache_tokens_raw:,}"
+
+
+@fact
+def kv_tokens_after():
+    return f"{_capacity(AFTER).kv_cache_tokens_raw:,}"
+
+
+@fact
+def kv_gain_pct():
+    return _pct(ratio(_capacity(AFTER).kv_cache_tokens_raw, _capacity(BEFORE).kv_cache_tokens_raw))
+
+
+@fact
+def kv_per_token_gpu():
+    return f"{_capacity(BEFORE).kv_bytes_per_token_per_gpu:,} bytes"
+
+
+@fact
+def request_tokens():
+    return f"{REQUEST_TOKENS:,}"
+
+
+@fact
+def decode_context():
+    return f"{DECODE_CONTEXT_TOKENS:,}"
+
+
+@fact
+def requests_before():
+    return f"{_requests(BEFORE):,}"
+
+
+@fact
+def requests_after():
+    return f"{_requests(AFTER):,}"
+
+
+@fact
+def step_before():
+    return f"{format_number(lesson.decode_ms(BEFORE))} ms"
+
+
+@fact
+def step_after():
+    return f"{format_number(lesson.decode_ms(AFTER))} ms"
+
+
+@fact
+def step_ratio():
+    return f"{format_number(ratio(lesson.decode_ms(BEFORE), lesson.decode_ms(AFTER)))}x"
+
+
+@fact
+def step_share():
+    return percent_text(ratio(lesson.decode_ms(AFTER), lesson.decode_ms(BEFORE)), 2)
+
+
+@fact
+def weights_s_before():
+    return _ms(_decode_one(BEFORE)["weights_s"])
+
+
+@fact
+def weights_s_after():
+    return _ms(_decode_one(AFTER)["weights_s"])
+
+
+@fact
+def comm_ms():
+    return _ms(_decode_one(BEFORE)["comm_s"])
+
+
+@fact
+def kv_ms():
+    return _ms(_decode_one(BEFORE)["kv_s"], 2)
+
+
+@fact
+def sat_batch():
+    return f"{_saturated_batch():,}"
+
+
+@fact
+def step_sat_before():
+    return f"{format_number(lesson.decode_ms(BEFORE, _saturated_batch()))} ms"
+
+
+@fact
+def sat_bound_before():
+    step = decode_step(lesson.coefficients(BEFORE), batch=_saturated_batch(), context_tokens=DECODE_CONTEXT_TOKENS)
+    return f"{step['bound']}-bound"
+
+
+@fact
+def step_sat_after():
+    return f"{format_number(lesson.decode_ms(AFTER, _saturated_batch()))} ms"
+
+
+@fact
+def ttft_before():
+    return _ms(ttft_s(lesson.coefficients(BEFORE), prompt_tokens=PROMPT_TOKENS))
+
+
+@fact
+def ttft_after():
+    return _ms(ttft_s(lesson.coefficients(AFTER), prompt_tokens=PROMPT_TOKENS))
+
+
+@fact
+def sim_rate():
+    return format_number(SIM_RATE_PER_S)
+
+
+@fact
+def sim_ttft_p99_before():
+    return f"{format_number(_sim(BEFORE)['ttft_p99_s'])} s"
+
+
+@fact
+def sim_ttft_p99_after():
+    return f"{format_number(_sim(AFTER)['ttft_p99_s'])} s"
+
+
+@fact
+def sim_queue_max_before():
+    return f"{_sim(BEFORE)['queue_depth_max']:,}"
+
+
+@fact
+def sim_queue_max_after():
+    return f"{_sim(AFTER)['queue_depth_max']:,}"
+
+
+@fact
+def sim_tokens_per_s_before():
+    return f"{format_number(_sim(BEFORE)['throughput_output_tokens_per_s'])}"
+
+
+@fact
+def sim_tokens_per_s_after():
+    return f"{format_number(_sim(AFTER)['throughput_output_tokens_per_s'])}"
+
+
+@fact
+def sim_kv_peak_after():
+    return percent_text(_sim(AFTER)["kv_use_peak"], 2)
+
+
+@fact
+def sim_cost_before():
+    return f"${_sim(BEFORE)['cost_usd_per_million_output_tokens']:,.2f}"
+
+
+@fact
+def sim_cost_after():
+    return f"${_sim(AFTER)['cost_usd_per_million_output_tokens']:,.2f}"
+
+
+facts = facts_of(__name__)

@@ -37,7 +37,7 @@ from calc.units import format_number, round_sig
 __all__ = [
     "Choice", "IntRange", "FloatRange", "Text", "Toggle",
     "widget", "stream", "drill", "view", "collect_stream", "output", "table", "call", "describe", "REGISTRY", "Widget",
-    "MAX_TEXT_CHARS",
+    "MAX_TEXT_CHARS", "fact", "fact_names", "fact_values", "facts_of", "FACTS",
 ]
 
 MAX_TEXT_CHARS = 200_000  # a pasted config.json is a few KB; anything far larger is a mistake
@@ -330,6 +330,112 @@ def describe(name: str) -> dict:
         controls.append(spec)
     return {"name": name, "kind": entry.kind, "controls": controls, "doc": entry.doc, "budget_s": entry.budget_s,
             "warm": entry.meta.get("warm", True)}
+
+
+# --- facts ----------------------------------------------------------------------------------
+#
+# A fact is a number a page's prose quotes (``{{ name }}``, or ``{{ page:name }}`` from another page): a function of
+# no arguments registered with :func:`fact`, named after itself. The build asks for the facts a page names and
+# computes only those (:func:`fact_values`); what several facts need that is costly (a simulation, a capacity) is a
+# cached private function of the module (``functools.cache``), so it runs once per process whichever fact asks.
+
+FACTS: dict[str, dict[str, Callable[[], object]]] = {}  # page module (``kv_cache_arithmetic``) -> name -> function
+
+
+def _module_tail(module: str) -> str:
+    prefix = "calc.widgets."
+    return module[len(prefix):] if module.startswith(prefix) else module.rsplit(".", 1)[-1]
+
+
+def fact(name_or_function: str | Callable | None = None):
+    """Register a function of no arguments as a fact of its page module, under its own name or the one given.
+
+    Used bare (``@fact``) or with a name (``@fact("tp")``, for a fact whose name is taken in the module). The
+    function is returned unchanged, so a test or a doctest calls it alone.
+
+    >>> @fact
+    ... def answer_tokens():
+    ...     "The answer of the running example, in tokens."
+    ...     return f"{256:,}"
+    >>> @fact("tp")
+    ... def _tensor_parallel():
+    ...     return 4
+    >>> fact_names("framework"), fact_values("framework", ["tp"])
+    (['answer_tokens', 'tp'], {'tp': '4'})
+    >>> del FACTS["framework"]
+    """
+    def register(function: Callable, name: str) -> Callable:
+        if inspect.signature(function).parameters:
+            raise TypeError(f"fact {name}: a fact takes no arguments")
+        facts = FACTS.setdefault(_module_tail(function.__module__), {})
+        if name in facts:
+            raise TypeError(f"fact {name} is registered twice in {function.__module__}")
+        facts[name] = function
+        return function
+
+    if callable(name_or_function):
+        return register(name_or_function, name_or_function.__name__)
+    return lambda function: register(function, name_or_function or function.__name__)
+
+
+def _facts_module(module: str):
+    """Import page module ``module`` (its facts register as it loads); None when there is no such page module."""
+    import importlib
+
+    try:
+        return importlib.import_module(f"calc.widgets.{module}")
+    except ModuleNotFoundError as error:
+        if error.name in (f"calc.widgets.{module}", "calc.widgets"):
+            return None
+        raise
+
+
+def fact_names(module: str) -> list[str]:
+    """The names of page module ``module``'s facts (registered, or the keys of an older module's ``facts()``).
+
+    >>> "kv_tokens" in fact_names("a_70b_assistant"), fact_names("no_such_page_module")
+    (True, [])
+    """
+    page = _facts_module(module)
+    if module in FACTS:
+        return list(FACTS[module])
+    return list(page.facts()) if page is not None and hasattr(page, "facts") else []
+
+
+def fact_values(module: str, names: Iterable[str] | None = None) -> dict[str, str]:
+    """The facts ``names`` of page module ``module`` as text (every fact when ``names`` is None); a name the
+    module lacks is left out, for the caller to report with :func:`fact_names`.
+
+    Only the named facts are computed. A page module that still has one ``facts()`` returning a dict (not
+    :func:`fact`) has the whole dict computed and the names picked from it.
+
+    >>> fact_values("a_70b_assistant", ["kv_tokens", "no_such_fact"])
+    {'kv_tokens': '399,169'}
+    >>> fact_values("no_such_page_module", ["x"])
+    {}
+    """
+    page = _facts_module(module)
+    if module in FACTS:
+        registered = FACTS[module]
+        wanted = list(registered) if names is None else [n for n in names if n in registered]
+        return {name: str(registered[name]()) for name in wanted}
+    if page is None or not hasattr(page, "facts"):
+        return {}
+    every = page.facts()
+    wanted = list(every) if names is None else [n for n in names if n in every]
+    return {name: str(every[name]) for name in wanted}
+
+
+def facts_of(module: str) -> Callable[[], dict[str, object]]:
+    """A page module's ``facts()``: every registered fact by name, computed (``facts = facts_of(__name__)`` at
+    the end of a page module keeps the one-call form for notebooks, tests and ``scripts/dump_invariants.py``)."""
+    tail = _module_tail(module)
+
+    def facts() -> dict[str, object]:
+        return {name: function() for name, function in FACTS.get(tail, {}).items()}
+
+    facts.__doc__ = f"Every fact of calc.widgets.{tail}, computed (each is a function of its own: FACTS[{tail!r}])."
+    return facts
 
 
 # --- views ----------------------------------------------------------------------------------

@@ -16,6 +16,7 @@ H100 is 74.5 GiB, while ``nvidia-smi`` reports 81,559 MiB, which is 85.5 GB.
 
 from __future__ import annotations
 
+import functools
 import math
 from typing import Annotated
 
@@ -23,8 +24,9 @@ from calc import lesson
 from calc import memory
 from calc.catalog import GPUS, get_gpu, get_model
 from calc.errors import CalcError, check_choice
-from calc.units import GB, KB, MB, TB, GiB, KiB, MiB, TiB, format_bytes, format_number
-from calc.widgets.framework import Choice, FloatRange, output, table, view, widget
+from calc.units import GB, KB, MB, TB, GiB, KiB, MiB, TiB, bytes_beyond, format_bytes, format_number, from_bytes, relative_change
+from calc.widgets.framework import Choice, FloatRange, fact, facts_of, output, table, view, widget
+from calc.widgets.views import percent_text
 from calc.units import MAX_BYTES, UNITS, to_bytes
 
 __all__ = ["convert", "gpu_memory", "VLLM_LOG", "facts"]
@@ -106,65 +108,249 @@ def gpu_memory(gpu: Annotated[str, Choice(tuple((k, g.name) for k, g in GPUS.ite
     )
 
 
-def facts() -> dict[str, str]:
-    """Numbers quoted in the note's prose, each computed from the catalog or calc.memory.
+# --------------------------------------------------------------------------------------- facts
+# Each fact is computed alone when a page names it ({{ gb_vs_gib:name }} elsewhere: 1 use). Every conversion is
+# calc.units' (to_bytes, from_bytes), every gap calc.units.relative_change.
+def _h100():
+    return get_gpu(lesson.REPLICA["gpu"])
 
-    >>> f = facts()
-    >>> f["h100_gib"], f["smi_mib"], f["kv_tokens_marketed"]
-    ('74.5 GiB', '81,559 MiB', '399,169')
-    """
-    h100 = get_gpu(lesson.REPLICA["gpu"])
-    marketed, runtime = h100.memory_bytes("marketed"), h100.memory_bytes("runtime")
+
+def _marketed() -> int:
+    return _h100().memory_bytes("marketed")
+
+
+def _runtime() -> int:
+    return _h100().memory_bytes("runtime")
+
+
+@functools.cache
+def _on(memory_basis: str):
+    """The running example's KV capacity with the GPU counted on ``memory_basis`` (weights = 70.6e9 x 2 / 4, as
+    the lesson counts them)."""
     replica = dict(lesson.REPLICA)
     model, gpu = get_model(replica.pop("model")), replica.pop("gpu")
     replica.pop("memory_basis")
-    rounded = lesson.kv_capacity(rounded_params=True)  # weights = 70.6e9 x 2 / 4, as the lesson counts
-    on_box = memory.kv_capacity(model, gpu, memory_basis="marketed", weights_bytes=rounded.weights_bytes, **replica)
-    on_smi = memory.kv_capacity(model, gpu, memory_basis="runtime", weights_bytes=rounded.weights_bytes, **replica)
-    model_8b = get_model(VLLM_LOG["model"])
-    weights_8b = memory.weight_bytes(model_8b, "bf16").total_bytes
-    kv_8b = memory.kv_bytes_per_token(model_8b, "bf16")
-    gaps = {name: 100 * (binary / decimal - 1) for name, binary, decimal in
-            (("kb", KiB, KB), ("mb", MiB, MB), ("gb", GiB, GB), ("tb", TiB, TB))}
-    return {
-        "gb_bytes": f"{GB:,}",
-        "gib_bytes": f"{GiB:,}",
-        "gib_in_gb": f"{GiB / GB:.4f}",
-        "gb_in_gib": f"{GB / GiB:.4f}",
-        "gap_kb": f"{format_number(gaps['kb'], 2)}%",
-        "gap_mb": f"{format_number(gaps['mb'], 2)}%",
-        "gap_gb": f"{format_number(gaps['gb'], 2)}%",
-        "gap_tb": f"{format_number(gaps['tb'], 2)}%",
-        "h100_gb": f"{format_number(marketed / GB)} GB",
-        "h100_bytes": f"{marketed:,}",
-        "h100_gib": f"{format_number(marketed / GiB)} GiB",
-        "smi_mib": f"{runtime / MiB:,.0f} MiB",
-        "smi_mib_plain": f"{runtime / MiB:.0f}",
-        "smi_bytes": f"{runtime:,}",
-        "smi_gb": f"{format_number(runtime / GB)} GB",
-        "smi_gib": f"{format_number(runtime / GiB)} GiB",
-        "smi_over_box": f"{format_number(100 * (runtime / marketed - 1), 2)}%",
-        "smi_minus_box": format_bytes(runtime - marketed),
-        "utilization": f"{replica['gpu_memory_utilization']:.0%}",
-        "requested_box": format_bytes(on_box.requested_bytes),
-        "requested_smi": format_bytes(on_smi.requested_bytes),
-        "weights_per_gpu": format_bytes(on_box.weights_bytes),
-        "kv_bytes_box": format_bytes(on_box.kv_cache_bytes),
-        "kv_bytes_smi": format_bytes(on_smi.kv_cache_bytes),
-        "kv_per_token_per_gpu": f"{on_box.kv_bytes_per_token_per_gpu:,} bytes",
-        "kv_tokens_marketed": f"{on_box.kv_cache_tokens_raw:,}",
-        "kv_tokens_runtime": f"{on_smi.kv_cache_tokens_raw:,}",
-        "kv_tokens_gain": f"{format_number(100 * (on_smi.kv_cache_tokens_raw / on_box.kv_cache_tokens_raw - 1))}%",
-        "vllm_weights_gib": f"{VLLM_LOG['weights_gib']}",
-        "vllm_weights_gb": f"{format_number(VLLM_LOG['weights_gib'] * GiB / GB, 4)} GB",
-        "vllm_total_gib": f"{VLLM_LOG['total_gib']}",
-        "vllm_total_gb": f"{format_number(VLLM_LOG['total_gib'] * GiB / GB, 3)} GB",
-        "vllm_kv_gib": f"{VLLM_LOG['kv_cache_gib']}",
-        "vllm_kv_gb": f"{format_number(VLLM_LOG['kv_cache_gib'] * GiB / GB, 3)} GB",
-        "weights_8b_bytes": f"{weights_8b:,}",
-        "weights_8b_gb": f"{format_number(weights_8b / GB, 4)} GB",
-        "weights_8b_gib": f"{format_number(weights_8b / GiB, 4)} GiB",
-        "kv_8b": f"{kv_8b:,} bytes",
-        "kv_8b_kib": f"{format_number(kv_8b / KiB)} KiB",
-        "kv_8b_kb": f"{format_number(kv_8b / KB)} KB",
-    }
+    rounded = lesson.kv_capacity(rounded_params=True)
+    return memory.kv_capacity(model, gpu, memory_basis=memory_basis, weights_bytes=rounded.weights_bytes, **replica)
+
+
+def _weights_8b() -> float:
+    return memory.weight_bytes(get_model(VLLM_LOG["model"]), "bf16").total_bytes
+
+
+def _kv_8b() -> int:
+    return memory.kv_bytes_per_token(get_model(VLLM_LOG["model"]), "bf16")
+
+
+def _gap(binary: str, decimal: str) -> str:
+    return percent_text(relative_change(to_bytes(1, binary), to_bytes(1, decimal)), 2)
+
+
+def _log_in_gb(gib: float, digits: int) -> str:
+    return f"{format_number(from_bytes(to_bytes(gib, 'GiB'), 'GB'), digits)} GB"
+
+
+@fact
+def gb_bytes():
+    return f"{GB:,}"
+
+
+@fact
+def gib_bytes():
+    return f"{GiB:,}"
+
+
+@fact
+def gib_in_gb():
+    return f"{from_bytes(GiB, 'GB'):.4f}"
+
+
+@fact
+def gb_in_gib():
+    return f"{from_bytes(GB, 'GiB'):.4f}"
+
+
+@fact
+def gap_kb():
+    return _gap("KiB", "KB")
+
+
+@fact
+def gap_mb():
+    return _gap("MiB", "MB")
+
+
+@fact
+def gap_gb():
+    return _gap("GiB", "GB")
+
+
+@fact
+def gap_tb():
+    return _gap("TiB", "TB")
+
+
+@fact
+def h100_gb():
+    return f"{format_number(from_bytes(_marketed(), 'GB'))} GB"
+
+
+@fact
+def h100_bytes():
+    return f"{_marketed():,}"
+
+
+@fact
+def h100_gib():
+    """>>> h100_gib(), smi_mib(), kv_tokens_marketed()
+    ('74.5 GiB', '81,559 MiB', '399,169')
+    """
+    return f"{format_number(from_bytes(_marketed(), 'GiB'))} GiB"
+
+
+@fact
+def smi_mib():
+    return f"{from_bytes(_runtime(), 'MiB'):,.0f} MiB"
+
+
+@fact
+def smi_mib_plain():
+    return f"{from_bytes(_runtime(), 'MiB'):.0f}"
+
+
+@fact
+def smi_bytes():
+    return f"{_runtime():,}"
+
+
+@fact
+def smi_gb():
+    return f"{format_number(from_bytes(_runtime(), 'GB'))} GB"
+
+
+@fact
+def smi_gib():
+    return f"{format_number(from_bytes(_runtime(), 'GiB'))} GiB"
+
+
+@fact
+def smi_over_box():
+    return percent_text(relative_change(_runtime(), _marketed()), 2)
+
+
+@fact
+def smi_minus_box():
+    return format_bytes(bytes_beyond(_runtime(), _marketed()))
+
+
+@fact
+def utilization():
+    return f"{lesson.REPLICA['gpu_memory_utilization']:.0%}"
+
+
+@fact
+def requested_box():
+    return format_bytes(_on("marketed").requested_bytes)
+
+
+@fact
+def requested_smi():
+    return format_bytes(_on("runtime").requested_bytes)
+
+
+@fact
+def weights_per_gpu():
+    return format_bytes(_on("marketed").weights_bytes)
+
+
+@fact
+def kv_bytes_box():
+    return format_bytes(_on("marketed").kv_cache_bytes)
+
+
+@fact
+def kv_bytes_smi():
+    return format_bytes(_on("runtime").kv_cache_bytes)
+
+
+@fact
+def kv_per_token_per_gpu():
+    return f"{_on('marketed').kv_bytes_per_token_per_gpu:,} bytes"
+
+
+@fact
+def kv_tokens_marketed():
+    return f"{_on('marketed').kv_cache_tokens_raw:,}"
+
+
+@fact
+def kv_tokens_runtime():
+    return f"{_on('runtime').kv_cache_tokens_raw:,}"
+
+
+@fact
+def kv_tokens_gain():
+    return percent_text(relative_change(_on("runtime").kv_cache_tokens_raw, _on("marketed").kv_cache_tokens_raw))
+
+
+@fact
+def vllm_weights_gib():
+    return f"{VLLM_LOG['weights_gib']}"
+
+
+@fact
+def vllm_weights_gb():
+    return _log_in_gb(VLLM_LOG["weights_gib"], 4)
+
+
+@fact
+def vllm_total_gib():
+    return f"{VLLM_LOG['total_gib']}"
+
+
+@fact
+def vllm_total_gb():
+    return _log_in_gb(VLLM_LOG["total_gib"], 3)
+
+
+@fact
+def vllm_kv_gib():
+    return f"{VLLM_LOG['kv_cache_gib']}"
+
+
+@fact
+def vllm_kv_gb():
+    return _log_in_gb(VLLM_LOG["kv_cache_gib"], 3)
+
+
+@fact
+def weights_8b_bytes():
+    return f"{_weights_8b():,}"
+
+
+@fact
+def weights_8b_gb():
+    return f"{format_number(from_bytes(_weights_8b(), 'GB'), 4)} GB"
+
+
+@fact
+def weights_8b_gib():
+    return f"{format_number(from_bytes(_weights_8b(), 'GiB'), 4)} GiB"
+
+
+@fact
+def kv_8b():
+    return f"{_kv_8b():,} bytes"
+
+
+@fact
+def kv_8b_kib():
+    return f"{format_number(from_bytes(_kv_8b(), 'KiB'))} KiB"
+
+
+@fact
+def kv_8b_kb():
+    return f"{format_number(from_bytes(_kv_8b(), 'KB'))} KB"
+
+
+facts = facts_of(__name__)

@@ -30,11 +30,12 @@ from typing import Annotated
 
 from calc import lesson
 from calc.incident import (
-    HIGH_SHARE, LOW_SHARE, PRESET, TTFT_ALERT_FOR_S, TTFT_ALERT_S, SURGE_PHASE, alert_page, incident_run, incident_scenario, phase_windows, prefill_tokens_per_s,
-    prompt_statistics, request_class, seed_sweep, values_in_phase,
+    HIGH_SHARE, LOW_SHARE, PRESET, TTFT_ALERT_FOR_S, TTFT_ALERT_S, SURGE_PHASE, alert_page, crossing_lead_s,
+    first_crossing_s, incident_run, incident_scenario, prefill_tokens_per_s, prompt_statistics, request_class,
+    request_sizes, seed_sweep, surge_load, values_in_phase,
 )
 from calc.units import format_number, round_sig
-from calc.widgets.framework import Choice, IntRange, drill, output, stream
+from calc.widgets.framework import Choice, IntRange, drill, fact, facts_of, output, stream
 from calc.widgets.views import FRAME, SEED, dashboard_views, seconds_text, share_text
 
 __all__ = ["PRESET", "dashboard", "documents_per_minute_drill", "prefill_load_drill", "facts"]
@@ -222,137 +223,542 @@ def prefill_load_drill(seed: Annotated[int, IntRange(0, 1_000_000, label="Seed")
 
 
 # --------------------------------------------------------------------------------------- facts
+# Each fact is computed alone when a page names it ({{ name }} here, {{ incident_p99_ttft:name }} elsewhere); the
+# runs they share are cached in calc.incident (incident_run, prompt_statistics, surge_load).
 def _tokens(value: float) -> str:
     return format_number(round(value))
 
 
-def facts() -> dict[str, str]:
-    """Numbers quoted in the page's prose, from the incident run and calc (computed once per build).
+def _summary() -> dict:
+    return incident_run().summary
 
-    >>> f = facts()
-    >>> f["replicas"], f["rate"], f["gpu_util_before"], f["kv_peak"]
-    ('3', '15', '100%', '100%')
-    >>> f["alert_peak_title"], f["alert_peak"], f["alert_peak_at_s"], f["ttft_p99"]
-    ('36 seconds', '36.3 s', '155', '28.8 s')
-    >>> f["ttft_alert"], f["ttft_alert_for"], f["ttft_alert_s"], f["ttft_alert_fired_s"]
+
+def _series() -> dict:
+    return incident_run().time_series
+
+
+def _class_summary(name: str) -> dict:
+    return next(c for c in _summary()["classes"] if c["name"] == name)
+
+
+def _class(name: str) -> dict:
+    return request_class(incident_scenario(), name)
+
+
+def _mean_in_phase(key: str, phase: int) -> float:
+    return statistics.fmean(values_in_phase(_series(), key, phase))
+
+
+def _max_in_phase(key: str, phase: int):
+    return max(values_in_phase(_series(), key, phase))
+
+
+def _share_run(share: float) -> dict:
+    return incident_run(document_share=share).summary
+
+
+@fact
+def low_share():
+    return format_number(LOW_SHARE)
+
+
+@fact
+def high_share():
+    return format_number(HIGH_SHARE)
+
+
+@fact
+def low_share_pct():
+    """>>> low_share_pct(), high_share_pct()
+    ('4%', '16%')
+    """
+    return share_text(LOW_SHARE)
+
+
+@fact
+def high_share_pct():
+    return share_text(HIGH_SHARE)
+
+
+@fact
+def quiet_ttft_p99():
+    return seconds_text(_share_run(0.0)["ttft_p99_s"])
+
+
+@fact
+def low_ttft_p99():
+    return seconds_text(_share_run(LOW_SHARE)["ttft_p99_s"])
+
+
+@fact
+def low_queue_max():
+    return format_number(_share_run(LOW_SHARE)["queue_depth_max"])
+
+
+@fact
+def high_ttft_p99():
+    return seconds_text(_share_run(HIGH_SHARE)["ttft_p99_s"])
+
+
+@fact
+def high_queue_max():
+    return format_number(_share_run(HIGH_SHARE)["queue_depth_max"])
+
+
+@fact
+def high_run_s():
+    return format_number(round(_share_run(HIGH_SHARE)["duration_s"]))
+
+
+@fact
+def more_replicas():
+    return str(surge_load()["more_replicas"])
+
+
+def _more_replicas_run() -> dict:
+    return incident_run(replicas=surge_load()["more_replicas"]).summary
+
+
+@fact
+def more_ttft_p99():
+    return seconds_text(_more_replicas_run()["ttft_p99_s"])
+
+
+@fact
+def more_queue_max():
+    return format_number(_more_replicas_run()["queue_depth_max"])
+
+
+@fact
+def doc_tokens():
+    return f"{request_sizes()['document_tokens']:,}"
+
+
+@fact
+def max_model_len():
+    return f"{incident_scenario()['max_model_len']:,}"
+
+
+@fact
+def queue_alert_lead_s():
+    """The queue alert fires this long after the surge starts.
+
+    >>> queue_alert_lead_s(), queue_alert_s()
+    ('10', '70')
+    """
+    return format_number(crossing_lead_s(_series(), "queue_depth", QUEUE_ALERT))
+
+
+@fact
+def queue_alert():
+    return str(QUEUE_ALERT)
+
+
+@fact
+def queue_alert_s():
+    return format_number(first_crossing_s(_series(), "queue_depth", QUEUE_ALERT))
+
+
+@fact
+def kv_alert_pct():
+    return share_text(KV_ALERT)
+
+
+@fact
+def kv_alert_s():
+    return format_number(first_crossing_s(_series(), "kv_use_fraction", KV_ALERT))
+
+
+@fact
+def ttft_alert():
+    return seconds_text(TTFT_ALERT_S)
+
+
+@fact
+def ttft_alert_s():
+    return format_number(alert_page()["crossed_s"])
+
+
+@fact
+def ttft_alert_for():
+    return seconds_text(TTFT_ALERT_FOR_S)
+
+
+@fact
+def ttft_alert_fired_s():
+    """>>> ttft_alert(), ttft_alert_for(), ttft_alert_s(), ttft_alert_fired_s()
     ('5 s', '30 s', '80', '110')
     """
-    data = incident_scenario()
-    result = incident_run()
-    s, ts = result.summary, result.time_series
-    windows = phase_windows()
-    chat, doc, batch = request_class(data, "chat"), request_class(data, "document"), request_class(data, "batch")
-    surge = data["fleet"]["traffic"][SURGE_PHASE]
-    st = prompt_statistics()
-    m0, m1, docs = round(st["before"]), round(st["during"]), st["documents_in_surge"]
-    rate = surge["rate_per_s"]
-    per_replica = prefill_tokens_per_s()
-    per_replica_doc = prefill_tokens_per_s(prompt_tokens=doc["prompt_tokens"])
-    replicas = data["fleet"]["replicas"]
-    sweep = seed_sweep()
-    kv_tokens = lesson.KV_CAPACITY_TOKENS  # the running example's capacity, as step 1 quotes it
-    p99_window = [v for v in ts["ttft_p99_s"] if v is not None]
-    before_p99 = values_in_phase(ts, "ttft_p99_s", 0)
-    classes = {c["name"]: c for c in s["classes"]}
-    doc_tokens = doc["prompt_tokens"] + doc["output_tokens"]
-    chat_tokens = chat["prompt_tokens"] + chat["output_tokens"]
-    queue_alert = next(t for t, q in zip(ts["t_s"], ts["queue_depth"]) if q >= QUEUE_ALERT)
-    kv_alert = next(t for t, k in zip(ts["t_s"], ts["kv_use_fraction"]) if k >= KV_ALERT)
-    quiet, low, high = (incident_run(document_share=x).summary for x in (0.0, LOW_SHARE, HIGH_SHARE))
-    page = alert_page()
-    more = incident_run(replicas=replicas + 1).summary
-    return {
-        "low_share": format_number(LOW_SHARE),
-        "high_share": format_number(HIGH_SHARE),
-        "low_share_pct": f"{format_number(LOW_SHARE * 100)}%",
-        "high_share_pct": f"{format_number(HIGH_SHARE * 100)}%",
-        "quiet_ttft_p99": seconds_text(quiet["ttft_p99_s"]),
-        "low_ttft_p99": seconds_text(low["ttft_p99_s"]),
-        "low_queue_max": format_number(low["queue_depth_max"]),
-        "high_ttft_p99": seconds_text(high["ttft_p99_s"]),
-        "high_queue_max": format_number(high["queue_depth_max"]),
-        "high_run_s": format_number(round(high["duration_s"])),
-        "more_replicas": str(replicas + 1),
-        "more_ttft_p99": seconds_text(more["ttft_p99_s"]),
-        "more_queue_max": format_number(more["queue_depth_max"]),
-        "doc_tokens": f"{doc_tokens:,}",
-        "max_model_len": f"{data['max_model_len']:,}",
-        "queue_alert_lead_s": format_number(queue_alert - windows[SURGE_PHASE][0]),
-        "queue_alert": str(QUEUE_ALERT),
-        "queue_alert_s": format_number(queue_alert),
-        "kv_alert_pct": share_text(KV_ALERT),
-        "kv_alert_s": format_number(kv_alert),
-        "ttft_alert": seconds_text(TTFT_ALERT_S),
-        "ttft_alert_s": format_number(page["crossed_s"]),
-        "ttft_alert_for": seconds_text(TTFT_ALERT_FOR_S),
-        "ttft_alert_fired_s": format_number(page["fired_s"]),
-        # The title quotes the panel's peak, the dashboard's "TTFT p99 at the peak" tile, to the whole second.
-        "alert_peak_title": f"{round(page['peak_s'])} seconds",
-        "alert_peak": seconds_text(page["peak_s"]),
-        "alert_peak_at_s": format_number(page["peak_at_s"]),
-        "replicas": str(replicas),
-        "gpus": str(replicas * 4),
-        "rate": format_number(rate),
-        "surge_start_s": format_number(windows[SURGE_PHASE][0]),
-        "surge_end_s": format_number(windows[SURGE_PHASE][1]),
-        "surge_duration_s": format_number(windows[SURGE_PHASE][1] - windows[SURGE_PHASE][0]),
-        "run_s": format_number(round(s["duration_s"])),
-        "chat_prompt": _tokens(chat["prompt_tokens"]),
-        "chat_output": _tokens(chat["output_tokens"]),
-        "doc_prompt": _tokens(doc["prompt_tokens"]),
-        "doc_output": _tokens(doc["output_tokens"]),
-        "batch_prompt": _tokens(batch["prompt_tokens"]),
-        "batch_output": _tokens(batch["output_tokens"]),
-        "batch_share_pct": f"{batch['share'] * 100:.0f}%",
-        "doc_share_pct": f"{surge['shares']['document'] * 100:.0f}%",
-        "docs_expected": format_number(round(rate * surge["shares"]["document"] * (windows[1][1] - windows[1][0]))),
-        "docs_sent": str(docs),
-        "requests_total": f"{s['requests_total']:,}",
-        "ttft_p99": seconds_text(s["ttft_p99_s"]),
-        "ttft_p50": seconds_text(s["ttft_p50_s"]),
-        "ttft_p90": seconds_text(s["ttft_p90_s"]),
-        "ttft_p99_window_peak": seconds_text(max(p99_window)),
-        "ttft_p99_before": seconds_text(max(before_p99)),
-        "chat_ttft_p99": seconds_text(classes["chat"]["ttft_p99_s"]),
-        "doc_ttft_p99": seconds_text(classes["document"]["ttft_p99_s"]),
-        "itl_p50": seconds_text(s["itl_p50_s"]),
-        "itl_p99": seconds_text(s["itl_p99_s"]),
-        "e2e_p99": seconds_text(s["e2e_p99_s"]),
-        "rate_before": format_number(statistics.fmean(values_in_phase(ts, "requests_per_s", 0))),
-        "rate_during": format_number(statistics.fmean(values_in_phase(ts, "requests_per_s", SURGE_PHASE))),
-        "gpu_util_before": share_text(statistics.fmean(values_in_phase(ts, "gpu_util_reported", 0))),
-        "gpu_util_during": share_text(statistics.fmean(values_in_phase(ts, "gpu_util_reported", SURGE_PHASE))),
-        "gpu_util_run": share_text(s["gpu_util_reported"]),
-        "compute_before": share_text(statistics.fmean(values_in_phase(ts, "compute_utilization", 0))),
-        "compute_during": share_text(statistics.fmean(values_in_phase(ts, "compute_utilization", SURGE_PHASE))),
-        "queue_before_max": format_number(max(values_in_phase(ts, "queue_depth", 0))),
-        "queue_max": format_number(s["queue_depth_max"]),
-        "kv_before_peak": share_text(max(values_in_phase(ts, "kv_use_fraction", 0))),
-        "kv_peak": share_text(s["kv_use_peak"]),
-        "running_max": format_number(s["running_max"]),
-        "preemptions": format_number(s["preemptions"]),
-        "doc_prompt_measured": _tokens(st["document"]),
-        "chat_prompt_measured": _tokens(st["chat"]),
-        "prefill_share_during": f"{rate * m1 / (per_replica * replicas) * 100:.0f}%",
-        "prefill_share_before": f"{rate * m0 / (per_replica * replicas) * 100:.0f}%",
-        "prompt_before": _tokens(m0),
-        "prompt_during": _tokens(m1),
-        "prompt_ratio": format_number(m1 / m0, 2),
-        "prompt_tokens_per_s_before": _tokens(rate * m0),
-        "prompt_tokens_per_s_during": _tokens(rate * m1),
-        "prefill_per_replica": _tokens(per_replica),
-        "prefill_per_replica_doc": _tokens(per_replica_doc),
-        "prefill_fleet": _tokens(per_replica * replicas),
-        "prefill_replicas_before": format_number(rate * m0 / per_replica),
-        "prefill_replicas_during": format_number(rate * m1 / per_replica),
-        "kv_tokens": f"{kv_tokens:,}",
-        "docs_fill_replica": str(kv_tokens // doc_tokens),
-        "doc_over_chat": format_number(doc_tokens / chat_tokens, 2),
-        "sweep_seeds": str(len(sweep)),
-        "sweep_min": seconds_text(min(sweep)),
-        "sweep_max": seconds_text(max(sweep)),
-        "sweep_median": seconds_text(statistics.median(sweep)),
-        "seed": str(data["seed"]),
-        "cost_usd": f"${s['cost_usd']:,.2f}",
-        "replica_hours": f"{format_number(s['replica_hours'])} h",
-    }
+    return format_number(alert_page()["fired_s"])
+
+
+@fact
+def alert_peak_title():
+    """The title quotes the panel's peak, the dashboard's "TTFT p99 at the peak" tile, to the whole second.
+
+    >>> alert_peak_title(), alert_peak(), alert_peak_at_s()
+    ('36 seconds', '36.3 s', '155')
+    """
+    return f"{round(alert_page()['peak_s'])} seconds"
+
+
+@fact
+def alert_peak():
+    return seconds_text(alert_page()["peak_s"])
+
+
+@fact
+def alert_peak_at_s():
+    return format_number(alert_page()["peak_at_s"])
+
+
+@fact
+def replicas():
+    """>>> replicas(), gpus(), rate()
+    ('3', '12', '15')
+    """
+    return str(surge_load()["replicas"])
+
+
+@fact
+def gpus():
+    return str(surge_load()["gpus"])
+
+
+@fact
+def rate():
+    return format_number(surge_load()["rate_per_s"])
+
+
+@fact
+def surge_start_s():
+    return format_number(surge_load()["surge_start_s"])
+
+
+@fact
+def surge_end_s():
+    return format_number(surge_load()["surge_end_s"])
+
+
+@fact
+def surge_duration_s():
+    return format_number(surge_load()["surge_duration_s"])
+
+
+@fact
+def run_s():
+    return format_number(round(_summary()["duration_s"]))
+
+
+@fact
+def chat_prompt():
+    return _tokens(_class("chat")["prompt_tokens"])
+
+
+@fact
+def chat_output():
+    return _tokens(_class("chat")["output_tokens"])
+
+
+@fact
+def doc_prompt():
+    return _tokens(_class("document")["prompt_tokens"])
+
+
+@fact
+def doc_output():
+    return _tokens(_class("document")["output_tokens"])
+
+
+@fact
+def batch_prompt():
+    return _tokens(_class("batch")["prompt_tokens"])
+
+
+@fact
+def batch_output():
+    return _tokens(_class("batch")["output_tokens"])
+
+
+@fact
+def batch_share_pct():
+    return share_text(_class("batch")["share"])
+
+
+@fact
+def doc_share_pct():
+    return share_text(incident_scenario()["fleet"]["traffic"][SURGE_PHASE]["shares"]["document"])
+
+
+@fact
+def docs_expected():
+    return format_number(surge_load()["documents_expected"])
+
+
+@fact
+def docs_sent():
+    return str(prompt_statistics()["documents_in_surge"])
+
+
+@fact
+def requests_total():
+    return f"{_summary()['requests_total']:,}"
+
+
+@fact
+def ttft_p99():
+    """The run's TTFT p99 over all its requests (the panel's peak is :func:`alert_peak`).
+
+    >>> ttft_p99()
+    '28.8 s'
+    """
+    return seconds_text(_summary()["ttft_p99_s"])
+
+
+@fact
+def ttft_p50():
+    return seconds_text(_summary()["ttft_p50_s"])
+
+
+@fact
+def ttft_p90():
+    return seconds_text(_summary()["ttft_p90_s"])
+
+
+@fact
+def ttft_p99_window_peak():
+    return seconds_text(max(v for v in _series()["ttft_p99_s"] if v is not None))
+
+
+@fact
+def ttft_p99_before():
+    return seconds_text(_max_in_phase("ttft_p99_s", 0))
+
+
+@fact
+def chat_ttft_p99():
+    return seconds_text(_class_summary("chat")["ttft_p99_s"])
+
+
+@fact
+def doc_ttft_p99():
+    return seconds_text(_class_summary("document")["ttft_p99_s"])
+
+
+@fact
+def itl_p50():
+    return seconds_text(_summary()["itl_p50_s"])
+
+
+@fact
+def itl_p99():
+    return seconds_text(_summary()["itl_p99_s"])
+
+
+@fact
+def e2e_p99():
+    return seconds_text(_summary()["e2e_p99_s"])
+
+
+@fact
+def rate_before():
+    return format_number(_mean_in_phase("requests_per_s", 0))
+
+
+@fact
+def rate_during():
+    return format_number(_mean_in_phase("requests_per_s", SURGE_PHASE))
+
+
+@fact
+def gpu_util_before():
+    """GPU-Util looks the same before and during the surge.
+
+    >>> gpu_util_before(), gpu_util_during()
+    ('100%', '100%')
+    """
+    return share_text(_mean_in_phase("gpu_util_reported", 0))
+
+
+@fact
+def gpu_util_during():
+    return share_text(_mean_in_phase("gpu_util_reported", SURGE_PHASE))
+
+
+@fact
+def gpu_util_run():
+    return share_text(_summary()["gpu_util_reported"])
+
+
+@fact
+def compute_before():
+    return share_text(_mean_in_phase("compute_utilization", 0))
+
+
+@fact
+def compute_during():
+    return share_text(_mean_in_phase("compute_utilization", SURGE_PHASE))
+
+
+@fact
+def queue_before_max():
+    return format_number(_max_in_phase("queue_depth", 0))
+
+
+@fact
+def queue_max():
+    return format_number(_summary()["queue_depth_max"])
+
+
+@fact
+def kv_before_peak():
+    return share_text(_max_in_phase("kv_use_fraction", 0))
+
+
+@fact
+def kv_peak():
+    return share_text(_summary()["kv_use_peak"])
+
+
+@fact
+def running_max():
+    return format_number(_summary()["running_max"])
+
+
+@fact
+def preemptions():
+    return format_number(_summary()["preemptions"])
+
+
+@fact
+def doc_prompt_measured():
+    return _tokens(prompt_statistics()["document"])
+
+
+@fact
+def chat_prompt_measured():
+    return _tokens(prompt_statistics()["chat"])
+
+
+@fact
+def prefill_share_during():
+    """The share of the fleet's prefill compute the prompts alone take, during the surge and before it.
+
+    >>> prefill_share_during(), prefill_share_before()
+    ('77%', '41%')
+    """
+    return share_text(surge_load()["prefill_share_during"])
+
+
+@fact
+def prefill_share_before():
+    return share_text(surge_load()["prefill_share_before"])
+
+
+@fact
+def prompt_before():
+    return _tokens(surge_load()["prompt_before"])
+
+
+@fact
+def prompt_during():
+    return _tokens(surge_load()["prompt_during"])
+
+
+@fact
+def prompt_ratio():
+    return format_number(surge_load()["prompt_ratio"], 2)
+
+
+@fact
+def prompt_tokens_per_s_before():
+    return _tokens(surge_load()["prompt_tokens_per_s_before"])
+
+
+@fact
+def prompt_tokens_per_s_during():
+    return _tokens(surge_load()["prompt_tokens_per_s_during"])
+
+
+@fact
+def prefill_per_replica():
+    return _tokens(surge_load()["prefill_per_replica"])
+
+
+@fact
+def prefill_per_replica_doc():
+    return _tokens(prefill_tokens_per_s(prompt_tokens=_class("document")["prompt_tokens"]))
+
+
+@fact
+def prefill_fleet():
+    return _tokens(surge_load()["prefill_fleet"])
+
+
+@fact
+def prefill_replicas_before():
+    return format_number(surge_load()["prefill_replicas_before"])
+
+
+@fact
+def prefill_replicas_during():
+    return format_number(surge_load()["prefill_replicas_during"])
+
+
+@fact
+def kv_tokens():
+    """The running example's KV cache, as step 1 quotes it."""
+    return f"{lesson.KV_CAPACITY_TOKENS:,}"
+
+
+@fact
+def docs_fill_replica():
+    return str(request_sizes()["documents_fill_replica"])
+
+
+@fact
+def doc_over_chat():
+    return format_number(request_sizes()["document_over_chat"], 2)
+
+
+@fact
+def sweep_seeds():
+    return str(len(seed_sweep()))
+
+
+@fact
+def sweep_min():
+    """The run's TTFT p99 over the seed sweep: the same traffic, other random draws.
+
+    >>> sweep_min(), sweep_max(), sweep_median()
+    ('17.2 s', '76.8 s', '45.6 s')
+    """
+    return seconds_text(min(seed_sweep()))
+
+
+@fact
+def sweep_max():
+    return seconds_text(max(seed_sweep()))
+
+
+@fact
+def sweep_median():
+    return seconds_text(statistics.median(seed_sweep()))
+
+
+@fact
+def seed():
+    return str(incident_scenario()["seed"])
+
+
+@fact
+def cost_usd():
+    return f"${_summary()['cost_usd']:,.2f}"
+
+
+@fact
+def replica_hours():
+    return f"{format_number(_summary()['replica_hours'])} h"
+
+
+facts = facts_of(__name__)

@@ -18,6 +18,7 @@ embeddings and head.
 
 from __future__ import annotations
 
+import functools
 from typing import Annotated
 
 from calc import lesson
@@ -30,9 +31,10 @@ from calc.quantization import (
 )
 from calc.roofline import decode_step, step_coefficients
 from calc.sim_views import preset_summary
-from calc.units import GB, format_number
+from calc.units import GB, format_number, relative_change
 from calc.widgets.charts import PALETTE, bar_chart, line_chart
-from calc.widgets.framework import Choice, IntRange, output, table, view, widget
+from calc.widgets.controls import weight_format
+from calc.widgets.framework import Choice, IntRange, fact, facts_of, output, table, view, widget
 
 __all__ = ["REPLICAS", "kv_tokens", "formats", "published_accuracy", "kv_formats", "facts"]
 
@@ -194,7 +196,7 @@ def published_accuracy(
 
 @widget
 def kv_formats(
-    weights: Annotated[str, Choice(WEIGHT_FORMATS, label="Weights")] = lesson.REPLICA["weights"],
+    weights: weight_format("Weights") = lesson.REPLICA["weights"],
     batch: Annotated[int, IntRange(1, 1024, 1, "sequences", label="Decode batch")] = KV_BATCH,
     context_tokens: Annotated[int, IntRange(1, 131_072, 64, "tokens", label="Context per sequence")] = KV_CONTEXT_TOKENS,
 ):
@@ -240,77 +242,262 @@ def kv_formats(
     )
 
 
-def facts() -> dict[str, str]:
-    """Numbers quoted in the step's prose, computed from calc.
+# --------------------------------------------------------------------------------------- facts
+# Each fact is computed alone when a page names it ({{ int8_and_4_bit:name }} elsewhere: 1 use); the facts of one
+# format (weights, speed-up, KV tokens; the preset's run; a published accuracy row) are registered in loops.
+def _model():
+    return get_model(lesson.REPLICA["model"])
 
-    >>> f = facts()
-    >>> f["acc_70b_fp8"], f["acc_8b_int4"], f["int4_sat_step"], f["bf16_sat_step"]
-    ('-0.11', '-1.75', '31 ms', '31 ms')
-    """
+
+@functools.cache
+def _rows() -> dict:
+    return {row["weights"]: row for row in weight_formats_table(_model(), GPU, tp=lesson.REPLICA["tp"], batch=1,
+                                                                context_tokens=DECODE_CONTEXT_TOKENS)}
+
+
+@functools.cache
+def _tokens(weights: str, kv_dtype: str | None = None) -> int:
     r = lesson.REPLICA
-    model = get_model(r["model"])
-    rows = {row["weights"]: row for row in weight_formats_table(model, GPU, tp=r["tp"], batch=1,
-                                                                 context_tokens=DECODE_CONTEXT_TOKENS)}
-    tokens = {fmt: kv_tokens(r["model"], r["tp"], fmt) for fmt in WEIGHT_FORMATS}
-    sat = {fmt: decode_step(step_coefficients(model, GPU, tp=r["tp"], weights=fmt), batch=SATURATED_BATCH,
-                            context_tokens=DECODE_CONTEXT_TOKENS) for fmt in ("bf16", "fp8", "int4")}
-    mistral = get_model("mistral-7b")
-    m16, m4 = weight_bytes(mistral, "bf16"), weight_bytes(mistral, "int4")
-    w4 = weight_bytes(model, "int4")
-    kv = {row["kv_dtype"]: row for row in kv_formats_table(model, GPU, tp=r["tp"], batch=KV_BATCH,
-                                                           context_tokens=KV_CONTEXT_TOKENS)}
-    acc = {(a["model"], a["weights"]): a for a in accuracy_deltas()}
-    out = {
-        "model": model.name,
-        "tp": str(r["tp"]),
-        "gpu": get_gpu(GPU).name,
-        "decode_context": f"{DECODE_CONTEXT_TOKENS:,}",
-        "sat_batch": f"{SATURATED_BATCH:,}",
-        "int4_effective_bits": format_number(rows["int4"]["effective_bits_per_weight"]),
-        "nf4_effective_bits": format_number(rows["nf4"]["effective_bits_per_weight"]),
-        "int4_group": str(w4.group_size),
-        "int4_scales": _gb(w4.scale_bytes),
-        "int4_unquantized": _gb(w4.unquantized_bytes),
-        "int4_total": _gb(w4.total_bytes),
-        "int4_nominal": _gb(w4.nominal_bytes),
-        "bf16_sat_step": _ms(sat["bf16"]["time_s"]),
-        "fp8_sat_step": _ms(sat["fp8"]["time_s"]),
-        "int4_sat_step": _ms(sat["int4"]["time_s"]),
-        "kv_batch": f"{KV_BATCH:,}",
-        "kv_context": f"{KV_CONTEXT_TOKENS:,}",
-        "kv_per_token_bf16": f"{kv['bf16']['kv_bytes_per_token']:,} bytes",
-        "kv_per_token_fp8": f"{kv['fp8']['kv_bytes_per_token']:,} bytes",
-        "kv_tokens_bf16": f"{tokens['bf16']:,}",
-        "kv_tokens_fp8kv": f"{kv_tokens(r['model'], r['tp'], 'bf16', 'fp8'):,}",
-        "kv_tokens_fp8_both": f"{kv_tokens(r['model'], r['tp'], 'fp8', 'fp8'):,}",
-        "kv_step_speedup": f"{format_number(kv['fp8']['decode_speedup'])}x",
-        "mistral_params": f"{mistral.total_params:,}",
-        "mistral_bf16": _gb(m16.total_bytes),
-        "mistral_int4_nominal": _gb(m4.nominal_bytes),
-        "mistral_int4_nominal_rounded": f"{format_number(m4.nominal_bytes / GB, 2)} GB",
-        "mistral_int4_payload": _gb(m4.payload_bytes),
-        "mistral_int4_scales": _gb(m4.scale_bytes),
-        "mistral_int4_unquantized": _gb(m4.unquantized_bytes),
-        "mistral_int4_total": _gb(m4.total_bytes),
-        "study_fp8": STUDY_SUMMARY["fp8"],
-        "study_int8": STUDY_SUMMARY["int8"],
-        "study_int4": STUDY_SUMMARY["int4"],
-        "study_source": STUDY_SOURCE,
-        "metric": ACCURACY[0]["metric"],
-    }
-    for fmt in ("bf16", "fp8", "int4"):
-        run = preset_summary(SIM_PRESET, weights=fmt)
-        out[f"sim_ttft_p99_{fmt}"] = f"{format_number(run['ttft_p99_s'])} s"
-        out[f"sim_tokens_per_s_{fmt}"] = format_number(run["throughput_output_tokens_per_s"])
-    for fmt in ("bf16", "fp8", "int8", "int4", "nf4"):
-        out[f"weights_{fmt}"] = _gb(rows[fmt]["weights_bytes_per_gpu"])
-        out[f"speedup_{fmt}"] = f"{format_number(rows[fmt]['decode_speedup'])}x"
-        out[f"kv_tokens_{fmt}"] = f"{tokens[fmt]:,}"
-        out[f"kv_gain_{fmt}"] = f"{(tokens[fmt] / tokens['bf16'] - 1) * 100:+.0f}%"
-    for (m, fmt), a in acc.items():
-        tag = "70b" if m == "llama-3.1-70b" else "8b"
-        out[f"acc_{tag}_{fmt}"] = f"{a['delta_points']:+.2f}"
-        out[f"acc_{tag}_{fmt}_base"] = f"{a['base']:g}"
-        out[f"acc_{tag}_{fmt}_quantized"] = f"{a['quantized']:g}"
-        out[f"acc_{tag}_{fmt}_recovery"] = f"{a['recovery'] * 100:.1f}%"
-    return out
+    return kv_tokens(r["model"], r["tp"], weights) if kv_dtype is None else kv_tokens(r["model"], r["tp"], weights, kv_dtype)
+
+
+@functools.cache
+def _saturated_step_s(weights: str) -> float:
+    coef = step_coefficients(_model(), GPU, tp=lesson.REPLICA["tp"], weights=weights)
+    return decode_step(coef, batch=SATURATED_BATCH, context_tokens=DECODE_CONTEXT_TOKENS)["time_s"]
+
+
+@functools.cache
+def _kv_rows() -> dict:
+    return {row["kv_dtype"]: row for row in kv_formats_table(_model(), GPU, tp=lesson.REPLICA["tp"], batch=KV_BATCH,
+                                                              context_tokens=KV_CONTEXT_TOKENS)}
+
+
+def _w4():
+    return weight_bytes(_model(), "int4")
+
+
+def _mistral(weights: str):
+    return weight_bytes(get_model("mistral-7b"), weights)
+
+
+def _gb_digits(n_bytes: float, digits: int) -> str:
+    return f"{format_number(n_bytes / GB, digits)} GB"
+
+
+def _signed_percent(fraction: float) -> str:
+    return f"{fraction * 100:+.0f}%"
+
+
+def _accuracy(model: str, weights: str) -> dict:
+    return accuracy_deltas(model, weights)[0]
+
+
+def _loop_fact(name: str, text) -> None:
+    """Register fact ``name`` whose text is ``text()`` (the facts of one format or accuracy row)."""
+    def value():
+        return text()
+
+    value.__name__ = value.__qualname__ = name
+    value.__module__ = __name__
+    fact(value)
+
+
+@fact("model")
+def _model_name():
+    return _model().name
+
+
+@fact("tp")
+def _tp():
+    return str(lesson.REPLICA["tp"])
+
+
+@fact("gpu")
+def _gpu_name():
+    return get_gpu(GPU).name
+
+
+@fact
+def decode_context():
+    return f"{DECODE_CONTEXT_TOKENS:,}"
+
+
+@fact
+def sat_batch():
+    return f"{SATURATED_BATCH:,}"
+
+
+@fact
+def int4_effective_bits():
+    return format_number(_rows()["int4"]["effective_bits_per_weight"])
+
+
+@fact
+def nf4_effective_bits():
+    return format_number(_rows()["nf4"]["effective_bits_per_weight"])
+
+
+@fact
+def int4_group():
+    return str(_w4().group_size)
+
+
+@fact
+def int4_scales():
+    return _gb(_w4().scale_bytes)
+
+
+@fact
+def int4_unquantized():
+    return _gb(_w4().unquantized_bytes)
+
+
+@fact
+def int4_total():
+    return _gb(_w4().total_bytes)
+
+
+@fact
+def int4_nominal():
+    return _gb(_w4().nominal_bytes)
+
+
+@fact
+def bf16_sat_step():
+    """>>> int4_sat_step(), bf16_sat_step()
+    ('31 ms', '31 ms')
+    """
+    return _ms(_saturated_step_s("bf16"))
+
+
+@fact
+def fp8_sat_step():
+    return _ms(_saturated_step_s("fp8"))
+
+
+@fact
+def int4_sat_step():
+    return _ms(_saturated_step_s("int4"))
+
+
+@fact
+def kv_batch():
+    return f"{KV_BATCH:,}"
+
+
+@fact
+def kv_context():
+    return f"{KV_CONTEXT_TOKENS:,}"
+
+
+@fact
+def kv_per_token_bf16():
+    return f"{_kv_rows()['bf16']['kv_bytes_per_token']:,} bytes"
+
+
+@fact
+def kv_per_token_fp8():
+    return f"{_kv_rows()['fp8']['kv_bytes_per_token']:,} bytes"
+
+
+@fact
+def kv_tokens_fp8kv():
+    return f"{_tokens('bf16', 'fp8'):,}"
+
+
+@fact
+def kv_tokens_fp8_both():
+    return f"{_tokens('fp8', 'fp8'):,}"
+
+
+@fact
+def kv_step_speedup():
+    return f"{format_number(_kv_rows()['fp8']['decode_speedup'])}x"
+
+
+@fact
+def mistral_params():
+    return f"{get_model('mistral-7b').total_params:,}"
+
+
+@fact
+def mistral_bf16():
+    return _gb(_mistral("bf16").total_bytes)
+
+
+@fact
+def mistral_int4_nominal():
+    return _gb(_mistral("int4").nominal_bytes)
+
+
+@fact
+def mistral_int4_nominal_rounded():
+    return _gb_digits(_mistral("int4").nominal_bytes, 2)
+
+
+@fact
+def mistral_int4_payload():
+    return _gb(_mistral("int4").payload_bytes)
+
+
+@fact
+def mistral_int4_scales():
+    return _gb(_mistral("int4").scale_bytes)
+
+
+@fact
+def mistral_int4_unquantized():
+    return _gb(_mistral("int4").unquantized_bytes)
+
+
+@fact
+def mistral_int4_total():
+    return _gb(_mistral("int4").total_bytes)
+
+
+@fact
+def study_fp8():
+    return STUDY_SUMMARY["fp8"]
+
+
+@fact
+def study_int8():
+    return STUDY_SUMMARY["int8"]
+
+
+@fact
+def study_int4():
+    return STUDY_SUMMARY["int4"]
+
+
+@fact
+def study_source():
+    return STUDY_SOURCE
+
+
+@fact
+def metric():
+    return ACCURACY[0]["metric"]
+
+
+for _fmt in ("bf16", "fp8", "int4"):
+    _loop_fact(f"sim_ttft_p99_{_fmt}",
+               lambda fmt=_fmt: f"{format_number(preset_summary(SIM_PRESET, weights=fmt)['ttft_p99_s'])} s")
+    _loop_fact(f"sim_tokens_per_s_{_fmt}",
+               lambda fmt=_fmt: format_number(preset_summary(SIM_PRESET, weights=fmt)["throughput_output_tokens_per_s"]))
+for _fmt in ("bf16", "fp8", "int8", "int4", "nf4"):
+    _loop_fact(f"weights_{_fmt}", lambda fmt=_fmt: _gb(_rows()[fmt]["weights_bytes_per_gpu"]))
+    _loop_fact(f"speedup_{_fmt}", lambda fmt=_fmt: f"{format_number(_rows()[fmt]['decode_speedup'])}x")
+    _loop_fact(f"kv_tokens_{_fmt}", lambda fmt=_fmt: f"{_tokens(fmt):,}")
+    _loop_fact(f"kv_gain_{_fmt}", lambda fmt=_fmt: _signed_percent(relative_change(_tokens(fmt), _tokens("bf16"))))
+for _row in ACCURACY:
+    _tag = "70b" if _row["model"] == "llama-3.1-70b" else "8b"
+    _key = (_row["model"], _row["weights"])
+    _loop_fact(f"acc_{_tag}_{_row['weights']}", lambda key=_key: f"{_accuracy(*key)['delta_points']:+.2f}")
+    _loop_fact(f"acc_{_tag}_{_row['weights']}_base", lambda key=_key: f"{_accuracy(*key)['base']:g}")
+    _loop_fact(f"acc_{_tag}_{_row['weights']}_quantized", lambda key=_key: f"{_accuracy(*key)['quantized']:g}")
+    _loop_fact(f"acc_{_tag}_{_row['weights']}_recovery", lambda key=_key: format(_accuracy(*key)["recovery"], ".1%"))
+
+
+facts = facts_of(__name__)

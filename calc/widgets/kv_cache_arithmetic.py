@@ -20,13 +20,15 @@ from typing import Annotated
 
 from calc.catalog import MODELS, Model, get_model
 from calc.errors import CalcError
-from calc.memory import KV_DTYPES, kv_bytes_per_token
-from calc.units import GB, GiB, KiB, MiB, format_bytes, format_number
+from calc.memory import gqa_kv_heads, kv_bytes_per_request, kv_bytes_per_token, kv_bytes_per_token_by_attention
+from calc.units import GB, GiB, KiB, MiB, format_bytes, format_number, ratio
 from calc.widgets.charts import line_chart
-from calc.widgets.framework import Choice, IntRange, drill, output, view, widget
+from calc.widgets import controls
+from calc.widgets.controls import KvDtype
+from calc.widgets.framework import Choice, IntRange, drill, fact, facts_of, output, view, widget
 
 CUSTOM = "custom"
-MODEL_CHOICES = tuple((key, model.name) for key, model in MODELS.items()) + ((CUSTOM, "By hand (the fields below)"),)
+MODEL_CHOICES = controls.MODEL_CHOICES + ((CUSTOM, "By hand (the fields below)"),)
 CONVERSATION_TOKENS = 4_000  # the lesson's example conversation on the 8B model
 CONTEXT_POINTS = (1_024, 2_048, 4_096, 8_192, 16_384, 32_768, 65_536, 131_072)
 
@@ -67,7 +69,7 @@ def attention_variants(model) -> dict[str, object]:
     {'MHA (64 KV heads)': 64, 'GQA (8 KV heads)': 8, 'MQA (1 KV head)': 1}
     """
     heads = model.attention_heads
-    gqa_heads = model.kv_heads if 1 < model.kv_heads < heads else max(1, heads // 8)
+    gqa_heads = gqa_kv_heads(model)
     base = dataclasses.replace(model, attention="gqa", kv_lora_rank=0, qk_rope_head_dim=0, q_lora_rank=0,
                                qk_nope_head_dim=0, v_head_dim=0)
     variants = {
@@ -83,7 +85,7 @@ def attention_variants(model) -> dict[str, object]:
 @widget
 def kv_per_token(
     model: Annotated[str, Choice(MODEL_CHOICES, label="Model")] = "llama-3.1-8b",
-    kv_dtype: Annotated[str, Choice(KV_DTYPES, label="KV cache dtype")] = "bf16",
+    kv_dtype: KvDtype = "bf16",
     context_tokens: Annotated[int, IntRange(1, 10_000_000, 256, "tokens", label="Tokens in the request")] = CONVERSATION_TOKENS,
     layers: Annotated[int, IntRange(1, 1_000, label="Layers", help="used when the model is 'By hand'")] = 32,
     attention_heads: Annotated[int, IntRange(1, 1_024, label="Attention heads", help="used when 'By hand'")] = 32,
@@ -156,27 +158,86 @@ def kv_bytes_drill(seed: Annotated[int, IntRange(0, 1_000_000, label="Seed")] = 
     }
 
 
-def facts() -> dict[str, str]:
-    """Numbers quoted in the page's prose, computed here so the page cannot drift from calc.
+# --------------------------------------------------------------------------------------- facts
+# Each fact is computed alone when a page names it ({{ kv_cache_arithmetic:name }} elsewhere: 7 uses).
+def _per_token(key: str) -> int:
+    return kv_bytes_per_token(get_model(key), "bf16")
 
-    >>> facts()["conversation_8b"]
+
+def _conversation_8b() -> int:
+    return kv_bytes_per_request(get_model("llama-3.1-8b"), CONVERSATION_TOKENS, "bf16")
+
+
+def _mha_70b() -> int:
+    return kv_bytes_per_token_by_attention(get_model("llama-3.1-70b"))["mha"]
+
+
+def _kib(n_bytes: float) -> str:
+    return f"{n_bytes / KiB:g}"
+
+
+def _mib(n_bytes: float) -> str:
+    return f"{n_bytes / MiB:g}"
+
+
+def _gib(n_bytes: float) -> str:
+    return f"{n_bytes / GiB:.2f}"
+
+
+@fact
+def kv_per_token_8b():
+    """>>> kv_per_token_8b(), kv_per_token_8b_kib()
+    ('131,072 bytes', '128 KiB')
+    """
+    return f"{_per_token('llama-3.1-8b'):,} bytes"
+
+
+@fact
+def kv_per_token_8b_kib():
+    return f"{_kib(_per_token('llama-3.1-8b'))} KiB"
+
+
+@fact
+def conversation_tokens():
+    return f"{CONVERSATION_TOKENS:,}"
+
+
+@fact
+def conversation_8b():
+    """>>> conversation_8b()
     '524 MB'
     """
-    model = get_model("llama-3.1-8b")
-    per_token = kv_bytes_per_token(model, "bf16")
-    conversation = per_token * CONVERSATION_TOKENS
-    model_70b = get_model("llama-3.1-70b")
-    per_token_70b = kv_bytes_per_token(model_70b, "bf16")
-    mha_70b = kv_bytes_per_token(dataclasses.replace(model_70b, attention="mha", kv_heads=model_70b.attention_heads))
-    return {
-        "kv_per_token_8b": f"{per_token:,} bytes",
-        "kv_per_token_8b_kib": f"{per_token / KiB:g} KiB",
-        "conversation_tokens": f"{CONVERSATION_TOKENS:,}",
-        "conversation_8b": format_bytes(conversation),
-        "conversation_8b_mib": f"{conversation / MiB:g} MiB",
-        "conversation_8b_gib": f"{conversation / GiB:.2f} GiB",
-        "kv_per_token_70b": f"{per_token_70b:,} bytes",
-        "kv_per_token_70b_kib": f"{per_token_70b / KiB:g} KiB",
-        "mha_over_gqa_70b": f"{mha_70b // per_token_70b}",
-        "kv_per_token_70b_mha_kib": f"{mha_70b / KiB:g} KiB",
-    }
+    return format_bytes(_conversation_8b())
+
+
+@fact
+def conversation_8b_mib():
+    return f"{_mib(_conversation_8b())} MiB"
+
+
+@fact
+def conversation_8b_gib():
+    return f"{_gib(_conversation_8b())} GiB"
+
+
+@fact
+def kv_per_token_70b():
+    return f"{_per_token('llama-3.1-70b'):,} bytes"
+
+
+@fact
+def kv_per_token_70b_kib():
+    return f"{_kib(_per_token('llama-3.1-70b'))} KiB"
+
+
+@fact
+def mha_over_gqa_70b():
+    return format_number(ratio(_mha_70b(), _per_token("llama-3.1-70b")))
+
+
+@fact
+def kv_per_token_70b_mha_kib():
+    return f"{_kib(_mha_70b())} KiB"
+
+
+facts = facts_of(__name__)

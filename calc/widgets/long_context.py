@@ -17,16 +17,22 @@ nor the FLOPs.
 
 from __future__ import annotations
 
+import functools
 from typing import Annotated
 
 from calc import lesson
 from calc.catalog import get_gpu, get_model
-from calc.context import context_cost, prefill_flops, requests_displaced, unfused_attention_scores_bytes
+from calc.context import (
+    context_cost, cost_growth, prefill_flops, replica_context_fit, requests_displaced, scores_against_gpu,
+    unfused_attention_scores_bytes,
+)
 from calc.lesson import replica_kv_tokens
-from calc.memory import KV_DTYPES, kv_bytes_per_request, kv_bytes_per_token_per_gpu
+from calc.memory import kv_bytes_per_request, kv_bytes_per_token_per_gpu, query_heads_per_gpu
 from calc.units import GB, TB, format_bytes, format_number
 from calc.widgets.charts import PALETTE, bar_chart, line_chart
-from calc.widgets.framework import Choice, IntRange, output, table, view, widget
+from calc.widgets.controls import KvDtype
+from calc.widgets.framework import IntRange, fact, facts_of, output, table, view, widget
+from calc.widgets.views import share_text
 
 __all__ = ["LONG_TOKENS", "SHORT_TOKENS", "MAX_CONTEXT_TOKENS", "replica_kv_tokens", "context_growth",
            "long_vs_short", "flash_attention", "facts"]
@@ -114,7 +120,7 @@ def long_vs_short(
     long_tokens: Annotated[int, IntRange(1_024, MAX_CONTEXT_TOKENS, 1_024, "tokens",
                                          label="Long request")] = LONG_TOKENS,
     short_tokens: Annotated[int, IntRange(64, 32_768, 64, "tokens", label="Ordinary conversation")] = SHORT_TOKENS,
-    kv_dtype: Annotated[str, Choice(KV_DTYPES, label="KV cache dtype")] = "bf16",
+    kv_dtype: KvDtype = "bf16",
 ):
     """How many ordinary conversations one long request displaces from the replica's KV cache."""
     model = get_model(MODEL)
@@ -258,50 +264,203 @@ def _tb(n_bytes: float) -> str:
     return f"{format_number(n_bytes / TB)} TB"
 
 
-def facts() -> dict[str, str]:
-    """Numbers quoted in the page's prose, computed here so the page cannot drift from calc.
+# --------------------------------------------------------------------------------------- facts
+# Each fact is computed alone when a page names it ({{ long_context:name }} elsewhere: 11 uses).
+@functools.cache
+def _fact_cost(n: int) -> dict:
+    return _cost(n)
 
-    >>> f = facts()
-    >>> f["conversations"], f["long_share_pct"], f["prefill_long_s"]
-    ('78', '25.1%', '14.3 s')
-    """
-    model = get_model(MODEL)
-    r = requests_displaced(model, long_tokens=LONG_TOKENS, short_tokens=SHORT_TOKENS)
-    capacity = replica_kv_tokens()
-    short, ten_k, long, window = _cost(SHORT_TOKENS), _cost(TEN_K_TOKENS), _cost(LONG_TOKENS), _cost(MAX_CONTEXT_TOKENS)
+
+@functools.cache
+def _displaced() -> dict:
+    return requests_displaced(get_model(MODEL), long_tokens=LONG_TOKENS, short_tokens=SHORT_TOKENS)
+
+
+@functools.cache
+def _fit() -> dict:
+    return replica_context_fit(replica_kv_tokens(), long_tokens=LONG_TOKENS, short_tokens=SHORT_TOKENS,
+                               window_tokens=MAX_CONTEXT_TOKENS)
+
+
+def _growth_10x() -> dict:
+    return cost_growth(_fact_cost(TEN_K_TOKENS), _fact_cost(LONG_TOKENS))
+
+
+def _scores_on_gpu() -> dict:
     scores = _scores_per_gpu(LONG_TOKENS)
-    gpu = get_gpu(GPU)
-    return {
-        "long_tokens": f"{LONG_TOKENS:,}",
-        "short_tokens": f"{SHORT_TOKENS:,}",
-        "window_tokens": f"{MAX_CONTEXT_TOKENS:,}",
-        "ten_k_tokens": f"{TEN_K_TOKENS:,}",
-        "conversations": f"{r['conversations']}",
-        "ratio": format_number(r["ratio"]),
-        "long_kv": format_bytes(r["long_kv_bytes"]),
-        "short_kv": format_bytes(r["short_kv_bytes"]),
-        "replica_tokens": f"{capacity:,}",
-        "long_share_pct": f"{LONG_TOKENS / capacity * 100:.1f}%",
-        "long_fit": f"{capacity // LONG_TOKENS}",
-        "window_fit": f"{capacity // MAX_CONTEXT_TOKENS}",
-        "beside_window": f"{(capacity - capacity // MAX_CONTEXT_TOKENS * MAX_CONTEXT_TOKENS) // SHORT_TOKENS}",
-        "short_fit": f"{capacity // SHORT_TOKENS}",
-        "beside_long": f"{(capacity - LONG_TOKENS) // SHORT_TOKENS}",
-        "prefill_short_ms": f"{short['prefill_s'] * 1000:,.0f} ms",
-        "prefill_10k_s": f"{format_number(ten_k['prefill_s'])} s",
-        "prefill_long_s": f"{format_number(long['prefill_s'])} s",
-        "prefill_window_s": f"{format_number(window['prefill_s'])} s",
-        "prefill_10x_ratio": f"{long['prefill_s'] / ten_k['prefill_s']:.1f}",
-        "kv_10x_ratio": f"{long['kv_bytes'] / ten_k['kv_bytes']:.0f}",
-        "attention_share_short_pct": f"{short['attention_share'] * 100:.0f}%",
-        "attention_share_long_pct": f"{long['attention_share'] * 100:.0f}%",
-        "decode_short_ms": f"{short['decode_step_s'] * 1000:.1f} ms",
-        "decode_long_ms": f"{long['decode_step_s'] * 1000:.1f} ms",
-        "decode_added_ms": f"{(long['decode_step_s'] - short['decode_step_s']) * 1000:.1f} ms",
-        "scores_layer_gpu": format_bytes(scores["matrix_bytes_per_layer"]),
-        "scores_over_memory": f"{scores['matrix_bytes_per_layer'] / gpu.memory_bytes_marketed:.0f}",
-        "scores_traffic_gpu": _tb(scores["hbm_traffic_bytes"]),
-        "scores_move_s": f"{format_number(scores['hbm_traffic_bytes'] / gpu.hbm_bytes_per_s)} s",
-        "heads_per_gpu": f"{model.attention_heads // TP}",
-        "layers": f"{model.layers}",
-    }
+    return scores_against_gpu(scores["matrix_bytes_per_layer"], scores["hbm_traffic_bytes"], get_gpu(GPU))
+
+
+def _ms(seconds: float, decimals: int) -> str:
+    return f"{seconds * 1000:,.{decimals}f} ms"
+
+
+@fact
+def long_tokens():
+    return f"{LONG_TOKENS:,}"
+
+
+@fact
+def short_tokens():
+    return f"{SHORT_TOKENS:,}"
+
+
+@fact
+def window_tokens():
+    return f"{MAX_CONTEXT_TOKENS:,}"
+
+
+@fact
+def ten_k_tokens():
+    return f"{TEN_K_TOKENS:,}"
+
+
+@fact
+def conversations():
+    """One long request holds the KV of this many ordinary conversations.
+
+    >>> conversations(), long_share_pct()
+    ('78', '25.1%')
+    """
+    return f"{_displaced()['conversations']}"
+
+
+@fact
+def ratio():
+    return format_number(_displaced()["ratio"])
+
+
+@fact
+def long_kv():
+    return format_bytes(_displaced()["long_kv_bytes"])
+
+
+@fact
+def short_kv():
+    return format_bytes(_displaced()["short_kv_bytes"])
+
+
+@fact
+def replica_tokens():
+    return f"{replica_kv_tokens():,}"
+
+
+@fact
+def long_share_pct():
+    return format(_fit()['long_share'], '.1%')
+
+
+@fact
+def long_fit():
+    return f"{_fit()['long_fit']}"
+
+
+@fact
+def window_fit():
+    return f"{_fit()['window_fit']}"
+
+
+@fact
+def beside_window():
+    return f"{_fit()['beside_window']}"
+
+
+@fact
+def short_fit():
+    return f"{_fit()['short_fit']}"
+
+
+@fact
+def beside_long():
+    return f"{_fit()['beside_long']}"
+
+
+@fact
+def prefill_short_ms():
+    return _ms(_fact_cost(SHORT_TOKENS)["prefill_s"], 0)
+
+
+@fact
+def prefill_10k_s():
+    return f"{format_number(_fact_cost(TEN_K_TOKENS)['prefill_s'])} s"
+
+
+@fact
+def prefill_long_s():
+    """>>> prefill_long_s()
+    '14.3 s'
+    """
+    return f"{format_number(_fact_cost(LONG_TOKENS)['prefill_s'])} s"
+
+
+@fact
+def prefill_window_s():
+    return f"{format_number(_fact_cost(MAX_CONTEXT_TOKENS)['prefill_s'])} s"
+
+
+@fact
+def prefill_10x_ratio():
+    return f"{_growth_10x()['prefill_ratio']:.1f}"
+
+
+@fact
+def kv_10x_ratio():
+    return f"{_growth_10x()['kv_ratio']:.0f}"
+
+
+@fact
+def attention_share_short_pct():
+    return share_text(_fact_cost(SHORT_TOKENS)["attention_share"])
+
+
+@fact
+def attention_share_long_pct():
+    return share_text(_fact_cost(LONG_TOKENS)["attention_share"])
+
+
+@fact
+def decode_short_ms():
+    return _ms(_fact_cost(SHORT_TOKENS)["decode_step_s"], 1)
+
+
+@fact
+def decode_long_ms():
+    return _ms(_fact_cost(LONG_TOKENS)["decode_step_s"], 1)
+
+
+@fact
+def decode_added_ms():
+    return _ms(cost_growth(_fact_cost(SHORT_TOKENS), _fact_cost(LONG_TOKENS))["decode_added_s"], 1)
+
+
+@fact
+def scores_layer_gpu():
+    return format_bytes(_scores_per_gpu(LONG_TOKENS)["matrix_bytes_per_layer"])
+
+
+@fact
+def scores_over_memory():
+    return f"{_scores_on_gpu()['memory_multiple']:.0f}"
+
+
+@fact
+def scores_traffic_gpu():
+    return _tb(_scores_per_gpu(LONG_TOKENS)["hbm_traffic_bytes"])
+
+
+@fact
+def scores_move_s():
+    return f"{format_number(_scores_on_gpu()['move_s'])} s"
+
+
+@fact
+def heads_per_gpu():
+    return f"{query_heads_per_gpu(get_model(MODEL), TP)}"
+
+
+@fact
+def layers():
+    return f"{get_model(MODEL).layers}"
+
+
+facts = facts_of(__name__)

@@ -24,20 +24,22 @@ from typing import Annotated
 from calc import lesson
 from calc.accuracy import published_token_share, token_state_percent
 from calc.allocation import (
-    POLICIES, compare_allocation, concurrency, contiguous_max_concurrency, paged_waste_bound_tokens, reserved_tokens,
+    POLICIES, blocks_for, compare_allocation, concurrency, contiguous_max_concurrency, contiguous_promise_tokens,
+    paged_reservation, paged_waste_bound_tokens, requests_in_flight, reserved_tokens, waste_percent,
 )
 from calc.catalog import get_model
 from calc.errors import CalcError
-from calc.lesson import ANSWER_TOKENS, MAX_MODEL_LEN, PROMPT_TOKENS
-from calc.memory import kv_bytes_per_token
+from calc.lesson import ANSWER_TOKENS, MAX_MODEL_LEN, PROMPT_TOKENS, REQUEST_TOKENS
+from calc.memory import kv_bytes_per_request, kv_bytes_per_token
 from calc.sim import presets
 from calc.sim.fleet import Fleet, simulate_fleet
 from calc.sim.live import MAX_EVENTS_PER_FRAME, block_map
 from calc.sim_views import BREAK_PRESET, FIX_PRESET, SIDES, side_by_side_scenarios
 from calc.sim_views import preset_summary, scenario_for
-from calc.units import NS_PER_S, format_bytes, format_number, round_sig
+from calc.units import NS_PER_S, format_bytes, format_number, ratio, round_sig
 from calc.widgets.charts import PALETTE, bar_chart
-from calc.widgets.framework import Choice, FloatRange, IntRange, output, stream, table, view, widget
+from calc.widgets.framework import Choice, FloatRange, IntRange, fact, facts_of, output, stream, table, view, widget
+from calc.widgets.views import share_text
 
 __all__ = ["allocation_shares", "side_by_side", "side_by_side_scenarios", "facts", "POLICY_LABELS",
            "SATURATION_PRESET"]
@@ -356,93 +358,380 @@ def _side_by_side_final() -> dict:
     return collect_stream(check_view(v) for v in side_by_side())
 
 
-def facts() -> dict[str, str]:
-    """Numbers quoted in the step's prose, computed from calc and the simulator.
+# --------------------------------------------------------------------------------------- facts
+# Each fact is computed alone when a page names it ({{ paged_attention:name }} elsewhere: 6 uses); the presets'
+# runs are cached (calc.sim_views.preset_summary).
+QUIZ_PROMPT_TOKENS, QUIZ_GENERATED_TOKENS, QUIZ_BLOCK_SIZE = 1_000, 37, 16
 
-    >>> f = facts()
-    >>> f["paged_requests"], f["contiguous_requests"], f["paged_share_published"], f["waste_published"]
-    ('311', '48', '96.3%', '3.7%')
+
+def _model():
+    return get_model(lesson.REPLICA["model"])
+
+
+def _per_token() -> int:
+    return kv_bytes_per_token(_model(), lesson.REPLICA["kv_dtype"])
+
+
+def _kv_bytes(tokens: int) -> int:
+    return kv_bytes_per_request(_model(), tokens, lesson.REPLICA["kv_dtype"])
+
+
+@functools.cache
+def _paged() -> int:
+    return concurrency(_LESSON_TOKENS, [(PROMPT_TOKENS, ANSWER_TOKENS)], "paged", max_model_len=MAX_MODEL_LEN)
+
+
+def _contiguous() -> int:
+    return contiguous_max_concurrency(_LESSON_TOKENS, MAX_MODEL_LEN)
+
+
+def _published(policy: str) -> float:
+    return published_token_share(PUBLISHED_IDS[policy])[0]
+
+
+@functools.cache
+def _ours(policy: str) -> float:
+    return token_state_percent(policy, mean_prompt_tokens=SHAREGPT_PROMPT_TOKENS,
+                               mean_output_tokens=SHAREGPT_OUTPUT_TOKENS)
+
+
+def _paged_run() -> dict:
+    return preset_summary(FIX_PRESET)
+
+
+def _broken() -> dict:
+    return preset_summary(BREAK_PRESET)
+
+
+def _saturated() -> dict:
+    return preset_summary(SATURATION_PRESET)
+
+
+@functools.cache
+def _final_outputs() -> dict:
+    return _side_by_side_final()["outputs"]
+
+
+@functools.cache
+def _quiz() -> dict:
+    return paged_reservation(QUIZ_PROMPT_TOKENS, QUIZ_GENERATED_TOKENS, output_tokens=ANSWER_TOKENS,
+                             max_model_len=MAX_MODEL_LEN, block_size=QUIZ_BLOCK_SIZE)
+
+
+@functools.cache
+def _capped() -> dict:
+    return simulate_fleet(scenario_for(FIX_PRESET, max_num_seqs=_contiguous())).summary
+
+
+@functools.cache
+def _shares(block_size: int | None = None) -> dict:
+    return (allocation_shares() if block_size is None else allocation_shares(block_size=block_size))["outputs"]
+
+
+def _percent(value: float) -> str:
+    return f"{format_number(value)}%"
+
+
+@fact
+def kv_tokens():
+    return f"{_LESSON_TOKENS:,}"
+
+
+@fact
+def request_tokens():
+    return f"{REQUEST_TOKENS:,}"
+
+
+@fact
+def max_model_len():
+    return f"{MAX_MODEL_LEN:,}"
+
+
+@fact
+def blocks_per_request():
+    return f"{blocks_for(REQUEST_TOKENS, 16):,}"
+
+
+@fact
+def paged_requests():
+    """>>> paged_requests(), contiguous_requests()
+    ('311', '48')
     """
-    model = get_model(lesson.REPLICA["model"])
-    per_token = kv_bytes_per_token(model, lesson.REPLICA["kv_dtype"])
-    request = [(PROMPT_TOKENS, ANSWER_TOKENS)]
-    length = PROMPT_TOKENS + ANSWER_TOKENS
-    paged = concurrency(_LESSON_TOKENS, request, "paged", max_model_len=MAX_MODEL_LEN)
-    contiguous = contiguous_max_concurrency(_LESSON_TOKENS, MAX_MODEL_LEN)
-    bound = paged_waste_bound_tokens(16)
-    paged_run, broken, saturated = preset_summary(FIX_PRESET), preset_summary(BREAK_PRESET), \
-        preset_summary(SATURATION_PRESET)
-    published = {p: published_token_share(PUBLISHED_IDS[p])[0] for p in POLICIES}
-    cite = published_token_share(PUBLISHED_IDS["paged"])[1]
-    ours = {p: token_state_percent(p, mean_prompt_tokens=SHAREGPT_PROMPT_TOKENS,
-                                   mean_output_tokens=SHAREGPT_OUTPUT_TOKENS) for p in POLICIES}
-    quiz_prompt, quiz_generated, block = 1_000, 37, 16
-    quiz_slots = reserved_tokens(quiz_prompt, ANSWER_TOKENS, "paged", max_model_len=MAX_MODEL_LEN, block_size=block,
-                                 generated_tokens=quiz_generated)
-    quiz_tokens = quiz_prompt + quiz_generated
-    little = paged_run["throughput_requests_per_s"] * paged_run["e2e_mean_s"]
-    final = _side_by_side_final()
-    capped = simulate_fleet(scenario_for(FIX_PRESET, max_num_seqs=contiguous)).summary
-    big = allocation_shares(block_size=BIG_BLOCK)["outputs"]
-    small = allocation_shares()["outputs"]
-    return {
-        "kv_tokens": f"{_LESSON_TOKENS:,}",
-        "request_tokens": f"{length:,}",
-        "max_model_len": f"{MAX_MODEL_LEN:,}",
-        "blocks_per_request": f"{-(-length // 16):,}",
-        "paged_requests": f"{paged:,}",
-        "contiguous_requests": f"{contiguous:,}",
-        "paged_gain": format_number(paged / contiguous),
-        "sim_gain": format_number(final["outputs"]["p_running_max"]["value"] / final["outputs"]["c_running_max"]["value"], 2),
-        "waste_bound_tokens": f"{bound:,}",
-        "waste_bound_bytes": format_bytes(bound * per_token),
-        "contiguous_promise_bytes": format_bytes((MAX_MODEL_LEN - length) * per_token),
-        "kv_per_token": f"{per_token:,} bytes",
-        "max_share_published": f"{format_number(published['max'])}%",
-        "pow2_share_published": f"{format_number(published['pow2'])}%",
-        "oracle_share_published": f"{format_number(published['oracle'])}%",
-        "paged_share_published": f"{format_number(published['paged'])}%",
-        "waste_published": f"{format_number(100 - published['paged'])}%",
-        "published_cite": cite,
-        "max_share_calc": f"{format_number(ours['max'])}%",
-        "oracle_share_calc": f"{format_number(ours['oracle'])}%",
-        "paged_share_calc": f"{format_number(ours['paged'])}%",
-        "sim_rate": format_number(presets.load_data(FIX_PRESET)["workload"]["rate_per_s"]),
-        "sim_running_max": f"{paged_run['running_max']:,}",
-        "sim_running_mean": format_number(paged_run["running_mean"]),
-        "sim_queue_max": f"{paged_run['queue_depth_max']:,}",
-        "sim_ttft_p99": f"{format_number(paged_run['ttft_p99_s'])} s",
-        "sim_token_share": f"{paged_run['kv_token_share'] * 100:.1f}%",
-        "sim_kv_use_peak": _pct(paged_run["kv_use_peak"]),
-        "sim_compute_util": f"{paged_run['compute_utilization'] * 100:.0f}%",
-        "sim_throughput": f"{format_number(paged_run['throughput_output_tokens_per_s'])} tokens/s",
-        "sim_requests_per_s": format_number(paged_run["throughput_requests_per_s"]),
-        "sim_e2e_mean": f"{format_number(paged_run['e2e_mean_s'])} s",
-        "little_batch": format_number(little),
-        "broken_ttft_p99": f"{format_number(broken['ttft_p99_s'])} s",
-        "broken_running_max": f"{broken['running_max']:,}",
-        "broken_throughput": f"{format_number(broken['throughput_output_tokens_per_s'])} tokens/s",
-        "broken_token_share": f"{broken['kv_token_share'] * 100:.1f}%",
-        "broken_compute_util": f"{broken['compute_utilization'] * 100:.0f}%",
-        "side_c_ttft_p99": final["outputs"]["c_ttft_p99_s"]["text"],
-        "side_p_ttft_p99": final["outputs"]["p_ttft_p99_s"]["text"],
-        "saturated_rate": format_number(presets.load_data(SATURATION_PRESET)["workload"]["rate_per_s"]),
-        "saturated_running_max": f"{saturated['running_max']:,}",
-        "saturated_kv_use_peak": _pct(saturated["kv_use_peak"]),
-        "saturated_queue_max": f"{saturated['queue_depth_max']:,}",
-        "quiz_prompt": f"{quiz_prompt:,}",
-        "quiz_generated": f"{quiz_generated:,}",
-        "quiz_tokens": f"{quiz_tokens:,}",
-        "quiz_blocks": f"{quiz_slots // block:,}",
-        "quiz_slots": f"{quiz_slots:,}",
-        "quiz_empty": f"{quiz_slots - quiz_tokens:,}",
-        "quiz_block": f"{block}",
-        "capped_queue_max": f"{capped['queue_depth_max']:,}",
-        "capped_ttft_p99": f"{format_number(capped['ttft_p99_s'])} s",
-        "big_block": f"{BIG_BLOCK}",
-        "big_block_bound": f"{paged_waste_bound_tokens(BIG_BLOCK):,}",
-        "big_block_share": _pct(big["paged_share"]["value"]),
-        "small_block_share": _pct(small["paged_share"]["value"]),
-        "long_max_len": f"{LONG_MAX_LEN}",
-        "long_max_len_slabs": f"{contiguous_max_concurrency(preset_summary(BREAK_PRESET)['kv_cache_tokens'], LONG_MAX_LEN):,}",
-    }
+    return f"{_paged():,}"
+
+
+@fact
+def contiguous_requests():
+    return f"{_contiguous():,}"
+
+
+@fact
+def paged_gain():
+    return format_number(ratio(_paged(), _contiguous()))
+
+
+@fact
+def sim_gain():
+    final = _final_outputs()
+    return format_number(ratio(final["p_running_max"]["value"], final["c_running_max"]["value"]), 2)
+
+
+@fact
+def waste_bound_tokens():
+    return f"{paged_waste_bound_tokens(16):,}"
+
+
+@fact
+def waste_bound_bytes():
+    return format_bytes(_kv_bytes(paged_waste_bound_tokens(16)))
+
+
+@fact
+def contiguous_promise_bytes():
+    return format_bytes(_kv_bytes(contiguous_promise_tokens(REQUEST_TOKENS, MAX_MODEL_LEN)))
+
+
+@fact
+def kv_per_token():
+    return f"{_per_token():,} bytes"
+
+
+@fact
+def max_share_published():
+    return _percent(_published("max"))
+
+
+@fact
+def pow2_share_published():
+    return _percent(_published("pow2"))
+
+
+@fact
+def oracle_share_published():
+    return _percent(_published("oracle"))
+
+
+@fact
+def paged_share_published():
+    """>>> paged_share_published(), waste_published()
+    ('96.3%', '3.7%')
+    """
+    return _percent(_published("paged"))
+
+
+@fact
+def waste_published():
+    return _percent(waste_percent(_published("paged")))
+
+
+@fact
+def published_cite():
+    return published_token_share(PUBLISHED_IDS["paged"])[1]
+
+
+@fact
+def max_share_calc():
+    return _percent(_ours("max"))
+
+
+@fact
+def oracle_share_calc():
+    return _percent(_ours("oracle"))
+
+
+@fact
+def paged_share_calc():
+    return _percent(_ours("paged"))
+
+
+@fact
+def sim_rate():
+    return format_number(presets.load_data(FIX_PRESET)["workload"]["rate_per_s"])
+
+
+@fact
+def sim_running_max():
+    return f"{_paged_run()['running_max']:,}"
+
+
+@fact
+def sim_running_mean():
+    return format_number(_paged_run()["running_mean"])
+
+
+@fact
+def sim_queue_max():
+    return f"{_paged_run()['queue_depth_max']:,}"
+
+
+@fact
+def sim_ttft_p99():
+    return f"{format_number(_paged_run()['ttft_p99_s'])} s"
+
+
+@fact
+def sim_token_share():
+    return format(_paged_run()["kv_token_share"], ".1%")
+
+
+@fact
+def sim_kv_use_peak():
+    return _pct(_paged_run()["kv_use_peak"])
+
+
+@fact
+def sim_compute_util():
+    return share_text(_paged_run()["compute_utilization"])
+
+
+@fact
+def sim_throughput():
+    return f"{format_number(_paged_run()['throughput_output_tokens_per_s'])} tokens/s"
+
+
+@fact
+def sim_requests_per_s():
+    return format_number(_paged_run()["throughput_requests_per_s"])
+
+
+@fact
+def sim_e2e_mean():
+    return f"{format_number(_paged_run()['e2e_mean_s'])} s"
+
+
+@fact
+def little_batch():
+    return format_number(requests_in_flight(_paged_run()["throughput_requests_per_s"], _paged_run()["e2e_mean_s"]))
+
+
+@fact
+def broken_ttft_p99():
+    return f"{format_number(_broken()['ttft_p99_s'])} s"
+
+
+@fact
+def broken_running_max():
+    return f"{_broken()['running_max']:,}"
+
+
+@fact
+def broken_throughput():
+    return f"{format_number(_broken()['throughput_output_tokens_per_s'])} tokens/s"
+
+
+@fact
+def broken_token_share():
+    return format(_broken()["kv_token_share"], ".1%")
+
+
+@fact
+def broken_compute_util():
+    return share_text(_broken()["compute_utilization"])
+
+
+@fact
+def side_c_ttft_p99():
+    return _final_outputs()["c_ttft_p99_s"]["text"]
+
+
+@fact
+def side_p_ttft_p99():
+    return _final_outputs()["p_ttft_p99_s"]["text"]
+
+
+@fact
+def saturated_rate():
+    return format_number(presets.load_data(SATURATION_PRESET)["workload"]["rate_per_s"])
+
+
+@fact
+def saturated_running_max():
+    return f"{_saturated()['running_max']:,}"
+
+
+@fact
+def saturated_kv_use_peak():
+    return _pct(_saturated()["kv_use_peak"])
+
+
+@fact
+def saturated_queue_max():
+    return f"{_saturated()['queue_depth_max']:,}"
+
+
+@fact
+def quiz_prompt():
+    return f"{QUIZ_PROMPT_TOKENS:,}"
+
+
+@fact
+def quiz_generated():
+    return f"{QUIZ_GENERATED_TOKENS:,}"
+
+
+@fact
+def quiz_tokens():
+    return f"{_quiz()['tokens']:,}"
+
+
+@fact
+def quiz_blocks():
+    return f"{_quiz()['blocks']:,}"
+
+
+@fact
+def quiz_slots():
+    return f"{_quiz()['slots']:,}"
+
+
+@fact
+def quiz_empty():
+    return f"{_quiz()['empty_slots']:,}"
+
+
+@fact
+def quiz_block():
+    return f"{QUIZ_BLOCK_SIZE}"
+
+
+@fact
+def capped_queue_max():
+    return f"{_capped()['queue_depth_max']:,}"
+
+
+@fact
+def capped_ttft_p99():
+    return f"{format_number(_capped()['ttft_p99_s'])} s"
+
+
+@fact
+def big_block():
+    return f"{BIG_BLOCK}"
+
+
+@fact
+def big_block_bound():
+    return f"{paged_waste_bound_tokens(BIG_BLOCK):,}"
+
+
+@fact
+def big_block_share():
+    return _pct(_shares(BIG_BLOCK)["paged_share"]["value"])
+
+
+@fact
+def small_block_share():
+    return _pct(_shares()["paged_share"]["value"])
+
+
+@fact
+def long_max_len():
+    return f"{LONG_MAX_LEN}"
+
+
+@fact
+def long_max_len_slabs():
+    return f"{contiguous_max_concurrency(_broken()['kv_cache_tokens'], LONG_MAX_LEN):,}"
+
+
+facts = facts_of(__name__)

@@ -33,7 +33,6 @@ from calc.catalog import GPUS, MODELS, get_gpu, get_model
 from calc.cost import cost_vs_batch, replica_usd_per_hour, sustained_at_latency, usd_per_million_tokens
 from calc.errors import CalcError
 from calc.lesson import weighs_rounded
-from calc.memory import KV_DTYPES, WEIGHT_FORMATS
 from calc.roofline import itl_s, step_coefficients, ttft_s
 from calc.sim.hardware import kv_sizing
 from calc.sim.kv_blocks import ALLOCATIONS
@@ -45,6 +44,7 @@ from calc.sim_views import playground_scenario_data as scenario_data
 from calc.units import GB, SECONDS_PER_HOUR, format_number, round_sig
 from calc.widgets.views import replica_memory_view
 from calc.widgets.charts import PALETTE, line_chart
+from calc.widgets.controls import KvDtype, TensorParallel, Weights
 from calc.widgets.framework import Choice, FloatRange, IntRange, collect_stream, output, stream, view, widget
 from calc.widgets.simulation import metrics, simulation_views
 
@@ -77,9 +77,9 @@ KNOBS: dict[str, tuple[object, object]] = {
     # the replica: memory view
     "model": (Annotated[str, Choice(tuple((k, m.name) for k, m in MODELS.items()), label="Model")], _D["model"]),
     "gpu": (Annotated[str, Choice(tuple((k, g.name) for k, g in GPUS.items()), label="GPU")], _D["gpu"]),
-    "tp": (Annotated[int, IntRange(1, 64, 1, "GPUs", label="Tensor parallel")], _D["tp"]),
-    "weights": (Annotated[str, Choice(WEIGHT_FORMATS, label="Weight precision")], _D["weights"]),
-    "kv_dtype": (Annotated[str, Choice(KV_DTYPES, label="KV cache dtype")], _D["kv_dtype"]),
+    "tp": (TensorParallel, _D["tp"]),
+    "weights": (Weights, _D["weights"]),
+    "kv_dtype": (KvDtype, _D["kv_dtype"]),
     "gpu_memory_utilization": (Annotated[float, FloatRange(0.05, 1.0, 0.01, label="Memory utilization",
                                                            help="vLLM's gpu_memory_utilization")],
                                _D["gpu_memory_utilization"]),

@@ -22,7 +22,7 @@ from functools import lru_cache
 from typing import Annotated
 
 from calc.errors import CalcError
-from calc.prefix import BLOCK_TOKENS, prefill_time_s, replica_ceiling
+from calc.prefix import BLOCK_TOKENS, cached_blocks, missed_prefix_tokens, prefill_time_s, replica_ceiling
 from calc.prefix import LAYOUTS, PREFIX_CACHING_PRESET, TIMESTAMP_TOKENS, layout_hit, layout_parts, prefix_caching_scenario
 from calc.sim import presets
 from calc.sim.fleet import simulate_fleet
@@ -32,11 +32,11 @@ from calc.sim_views import (
 )
 from calc.sim_views import SYSTEM_PROMPT_ANSWER_TOKENS as ANSWER_TOKENS
 from calc.sim_views import SYSTEM_PROMPT_RATE_PER_S as RATE_PER_S
-from calc.units import format_number
+from calc.units import format_number, ratio
 from calc.widgets.charts import PALETTE, bar_chart
-from calc.widgets.framework import Choice, FloatRange, IntRange, output, stream, table, view, widget
+from calc.widgets.framework import Choice, FloatRange, IntRange, fact, facts_of, output, stream, table, view, widget
 from calc.widgets.simulation import simulation_views
-from calc.widgets.views import with_hit_rate
+from calc.widgets.views import share_text, with_hit_rate
 
 __all__ = ["PRESET", "LAYOUTS", "TIMESTAMP_TOKENS", "layout_parts", "layout_hit", "keeps_up_with_traffic",
            "prompt_layout", "before_after", "replica", "facts"]
@@ -206,65 +206,247 @@ def replica(
                                                        rate_per_s=rate_per_s), frame_interval_s))
 
 
-def facts() -> dict[str, str]:
-    """Numbers quoted in the page's prose, computed here so the page cannot drift from calc.
+# --------------------------------------------------------------------------------------- facts
+# Each fact is computed alone when a page names it ({{ prefix_caching:name }} elsewhere: 5 uses).
+UNEVEN_PREFIX_TOKENS = SYSTEM_PROMPT_TOKENS + 10  # a system prompt that ends 10 tokens into a block
 
-    >>> f = facts()
-    >>> f["hit_tokens"], f["hit_rate_pct"], f["after_ttft_p99_s"], f["before_ttft_p99_s"]
-    ('2,496', '70.8%', '0.351 s', '51.8 s')
+
+@lru_cache(maxsize=None)
+def _layout(layout: str, system_prompt_tokens: int | None = None) -> dict:
+    return layout_hit(layout) if system_prompt_tokens is None else layout_hit(layout, system_prompt_tokens=system_prompt_tokens)
+
+
+def _stable() -> dict:
+    return _layout("stable-first")
+
+
+@lru_cache(maxsize=None)
+def _before() -> dict:
+    return presets.run(SYSTEM_PROMPT_PRESET).summary
+
+
+@lru_cache(maxsize=None)
+def _after() -> dict:
+    return presets.run(PRESET).summary
+
+
+def _ms(seconds: float) -> str:
+    return f"{seconds * 1000:,.0f} ms"
+
+
+def _layout_ms(layout: str) -> str:
+    hit = _layout(layout)
+    return _ms(prefill_time_s(hit["prompt_tokens"], hit["hit_tokens"]))
+
+
+def _uneven_hit() -> int:
+    return _layout("stable-first", UNEVEN_PREFIX_TOKENS)["hit_tokens"]
+
+
+@fact
+def system_prompt_tokens():
+    return f"{SYSTEM_PROMPT_TOKENS:,}"
+
+
+@fact
+def question_tokens():
+    return f"{QUESTION_TOKENS:,}"
+
+
+@fact
+def rate():
+    return format_number(RATE_PER_S)
+
+
+@fact
+def requests():
+    return f"{_after()['requests_total']:,}"
+
+
+@fact
+def block_size():
+    return f"{BLOCK_TOKENS}"
+
+
+@fact
+def prompt_tokens():
+    return f"{_stable()['prompt_tokens']:,}"
+
+
+@fact
+def hit_tokens():
+    """>>> hit_tokens(), hit_rate_pct()
+    ('2,496', '70.8%')
     """
-    stable = layout_hit("stable-first")
-    prompt = stable["prompt_tokens"]
-    hit = stable["hit_tokens"]
-    before = presets.run(SYSTEM_PROMPT_PRESET).summary
-    after = presets.run(PRESET).summary
-    cold_s = prefill_time_s(prompt)
-    warm_s = prefill_time_s(prompt, hit)
-    ceiling_before = replica_ceiling(SYSTEM_PROMPT_TOKENS)["requests_per_s"]
-    ceiling_after = replica_ceiling(SYSTEM_PROMPT_TOKENS, cached=True)["requests_per_s"]
-    uneven = SYSTEM_PROMPT_TOKENS + 10  # a system prompt that ends 10 tokens into a block
-    stamp_first = layout_hit("timestamp-first")
-    stamp_after = layout_hit("timestamp-after")
-    uneven_hit = layout_hit("stable-first", system_prompt_tokens=uneven)["hit_tokens"]
-    return {
-        "system_prompt_tokens": f"{SYSTEM_PROMPT_TOKENS:,}",
-        "question_tokens": f"{QUESTION_TOKENS:,}",
-        "rate": format_number(RATE_PER_S),
-        "requests": f"{after['requests_total']:,}",
-        "block_size": f"{BLOCK_TOKENS}",
-        "prompt_tokens": f"{prompt:,}",
-        "hit_tokens": f"{hit:,}",
-        "hit_blocks": f"{hit // BLOCK_TOKENS:,}",
-        "missed_prefix_tokens": f"{SYSTEM_PROMPT_TOKENS - hit:,}",
-        "computed_tokens": f"{stable['computed_tokens']:,}",
-        "hit_rate_pct": f"{stable['hit_rate'] * 100:.1f}%",
-        "timestamp_tokens": f"{TIMESTAMP_TOKENS}",
-        "cold_ms": f"{cold_s * 1000:,.0f} ms",
-        "warm_ms": f"{warm_s * 1000:,.0f} ms",
-        "ceiling_before_rps": format_number(ceiling_before),
-        "ceiling_after_rps": format_number(ceiling_after),
-        "before_ttft_p50_s": f"{format_number(before['ttft_p50_s'])} s",
-        "before_ttft_p99_s": f"{format_number(before['ttft_p99_s'])} s",
-        "after_ttft_p50_s": f"{format_number(after['ttft_p50_s'])} s",
-        "after_ttft_p99_s": f"{format_number(after['ttft_p99_s'])} s",
-        "ttft_p99_ratio": f"{before['ttft_p99_s'] / after['ttft_p99_s']:,.0f}",
-        "before_tokens_per_s": f"{before['throughput_output_tokens_per_s']:,.0f}",
-        "after_tokens_per_s": f"{after['throughput_output_tokens_per_s']:,.0f}",
-        "before_rps": format_number(before["throughput_requests_per_s"]),
-        "after_rps": format_number(after["throughput_requests_per_s"]),
-        "arrival_rps": format_number(after["arrival_rate_per_s"]),
-        "before_prefilled": f"{before['prefill_tokens_computed']:,}",
-        "after_prefilled": f"{after['prefill_tokens_computed']:,}",
-        "sim_hit_rate_pct": f"{after['prefix_cache_hit_rate'] * 100:.1f}%",
-        "after_kv_peak_pct": f"{after['kv_use_peak'] * 100:.0f}%",
-        "before_kv_peak_pct": f"{before['kv_use_peak'] * 100:.0f}%",
-        "stamp_first_hit_pct": f"{stamp_first['hit_rate'] * 100:.0f}%",
-        "stamp_first_computed": f"{stamp_first['computed_tokens']:,}",
-        "stamp_first_ms": f"{prefill_time_s(stamp_first['prompt_tokens'], stamp_first['hit_tokens']) * 1000:,.0f} ms",
-        "stamp_after_hit_pct": f"{stamp_after['hit_rate'] * 100:.1f}%",
-        "stamp_after_computed": f"{stamp_after['computed_tokens']:,}",
-        "stamp_after_ms": f"{prefill_time_s(stamp_after['prompt_tokens'], stamp_after['hit_tokens']) * 1000:,.0f} ms",
-        "uneven_prefix_tokens": f"{uneven:,}",
-        "uneven_hit_tokens": f"{uneven_hit:,}",
-        "uneven_missed_tokens": f"{uneven - uneven_hit:,}",
-    }
+    return f"{_stable()['hit_tokens']:,}"
+
+
+@fact
+def hit_blocks():
+    return f"{cached_blocks(_stable()['hit_tokens'], BLOCK_TOKENS):,}"
+
+
+@fact("missed_prefix_tokens")
+def _missed_prefix_tokens():
+    return f"{missed_prefix_tokens(SYSTEM_PROMPT_TOKENS, _stable()['hit_tokens']):,}"
+
+
+@fact
+def computed_tokens():
+    return f"{_stable()['computed_tokens']:,}"
+
+
+@fact
+def hit_rate_pct():
+    return format(_stable()["hit_rate"], ".1%")
+
+
+@fact
+def timestamp_tokens():
+    return f"{TIMESTAMP_TOKENS}"
+
+
+@fact
+def cold_ms():
+    return _ms(prefill_time_s(_stable()["prompt_tokens"]))
+
+
+@fact
+def warm_ms():
+    return _ms(prefill_time_s(_stable()["prompt_tokens"], _stable()["hit_tokens"]))
+
+
+@fact
+def ceiling_before_rps():
+    return format_number(replica_ceiling(SYSTEM_PROMPT_TOKENS)["requests_per_s"])
+
+
+@fact
+def ceiling_after_rps():
+    return format_number(replica_ceiling(SYSTEM_PROMPT_TOKENS, cached=True)["requests_per_s"])
+
+
+@fact
+def before_ttft_p50_s():
+    return f"{format_number(_before()['ttft_p50_s'])} s"
+
+
+@fact
+def before_ttft_p99_s():
+    """>>> before_ttft_p99_s(), after_ttft_p99_s()
+    ('51.8 s', '0.351 s')
+    """
+    return f"{format_number(_before()['ttft_p99_s'])} s"
+
+
+@fact
+def after_ttft_p50_s():
+    return f"{format_number(_after()['ttft_p50_s'])} s"
+
+
+@fact
+def after_ttft_p99_s():
+    return f"{format_number(_after()['ttft_p99_s'])} s"
+
+
+@fact
+def ttft_p99_ratio():
+    return f"{ratio(_before()['ttft_p99_s'], _after()['ttft_p99_s']):,.0f}"
+
+
+@fact
+def before_tokens_per_s():
+    return f"{_before()['throughput_output_tokens_per_s']:,.0f}"
+
+
+@fact
+def after_tokens_per_s():
+    return f"{_after()['throughput_output_tokens_per_s']:,.0f}"
+
+
+@fact
+def before_rps():
+    return format_number(_before()["throughput_requests_per_s"])
+
+
+@fact
+def after_rps():
+    return format_number(_after()["throughput_requests_per_s"])
+
+
+@fact
+def arrival_rps():
+    return format_number(_after()["arrival_rate_per_s"])
+
+
+@fact
+def before_prefilled():
+    return f"{_before()['prefill_tokens_computed']:,}"
+
+
+@fact
+def after_prefilled():
+    return f"{_after()['prefill_tokens_computed']:,}"
+
+
+@fact
+def sim_hit_rate_pct():
+    return format(_after()["prefix_cache_hit_rate"], ".1%")
+
+
+@fact
+def after_kv_peak_pct():
+    return share_text(_after()["kv_use_peak"])
+
+
+@fact
+def before_kv_peak_pct():
+    return share_text(_before()["kv_use_peak"])
+
+
+@fact
+def stamp_first_hit_pct():
+    return share_text(_layout("timestamp-first")["hit_rate"])
+
+
+@fact
+def stamp_first_computed():
+    return f"{_layout('timestamp-first')['computed_tokens']:,}"
+
+
+@fact
+def stamp_first_ms():
+    return _layout_ms("timestamp-first")
+
+
+@fact
+def stamp_after_hit_pct():
+    return format(_layout("timestamp-after")["hit_rate"], ".1%")
+
+
+@fact
+def stamp_after_computed():
+    return f"{_layout('timestamp-after')['computed_tokens']:,}"
+
+
+@fact
+def stamp_after_ms():
+    return _layout_ms("timestamp-after")
+
+
+@fact
+def uneven_prefix_tokens():
+    return f"{UNEVEN_PREFIX_TOKENS:,}"
+
+
+@fact
+def uneven_hit_tokens():
+    return f"{_uneven_hit():,}"
+
+
+@fact
+def uneven_missed_tokens():
+    return f"{missed_prefix_tokens(UNEVEN_PREFIX_TOKENS, _uneven_hit()):,}"
+
+
+facts = facts_of(__name__)

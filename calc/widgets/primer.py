@@ -29,15 +29,19 @@ True
 
 from __future__ import annotations
 
+import functools
 from typing import Annotated
 
 from calc import memory, roofline
 from calc.catalog import GPUS, MODELS
-from calc.lesson import ANSWER_TOKENS, PROMPT_TOKENS
-from calc.units import KiB, format_bytes, format_number
+from calc.lesson import ANSWER_TOKENS, DECODE_CONTEXT_TOKENS, PROMPT_TOKENS, REQUEST_TOKENS
+from calc.saturation import weights_read_s
+from calc.units import KiB, format_bytes, format_number, per_second, ratio
 from calc.widgets.charts import PALETTE
-from calc.widgets.framework import Choice, IntRange, output, table, view, widget
+from calc.widgets.controls import Gpu, Model, tensor_parallel
+from calc.widgets.framework import Choice, IntRange, fact, facts_of, output, table, view, widget
 from calc.timeline import KV_DTYPE, MAX_ANSWER_TOKENS, MAX_PROMPT_TOKENS, elapsed_s, request_timeline_s
+from calc.widgets.views import percent_text
 
 __all__ = ["request_timeline", "timeline_figure", "facts"]
 
@@ -48,8 +52,6 @@ BUSY_BATCH = 64
 #: A long prompt for the prose's "try this" (32K tokens: a long document).
 LONG_PROMPT_TOKENS = 32_768
 
-MODEL_CHOICES = tuple((key, model.name) for key, model in MODELS.items())
-GPU_CHOICES = tuple((key, gpu.name) for key, gpu in GPUS.items())
 WEIGHT_CHOICES = tuple((w, w) for w in memory.WEIGHT_FORMATS)
 
 
@@ -132,9 +134,9 @@ def _row(name: str, d: dict) -> list[str]:
 
 @widget
 def request_timeline(
-    model: Annotated[str, Choice(MODEL_CHOICES, label="Model")] = "llama-3.1-70b",
-    gpu: Annotated[str, Choice(GPU_CHOICES, label="GPU")] = "h100-sxm-80gb",
-    tp: Annotated[int, IntRange(1, 64, label="GPUs (tensor parallel)")] = 4,
+    model: Model = "llama-3.1-70b",
+    gpu: Gpu = "h100-sxm-80gb",
+    tp: tensor_parallel("GPUs (tensor parallel)", unit="") = 4,
     weights: Annotated[str, Choice(WEIGHT_CHOICES, label="Weight precision")] = "bf16",
     prompt_tokens: Annotated[int, IntRange(1, MAX_PROMPT_TOKENS, 64, "tokens", label="Prompt")] = PROMPT_TOKENS,
     answer_tokens: Annotated[int, IntRange(1, MAX_ANSWER_TOKENS, 16, "tokens", label="Answer")] = ANSWER_TOKENS,
@@ -185,53 +187,193 @@ def request_timeline(
     )
 
 
-def facts() -> dict[str, str]:
-    """Numbers quoted in the primer's prose, for the running example (Llama 3.1 70B, bf16, 4 x H100).
+# --------------------------------------------------------------------------------------- facts
+# Each fact is computed alone when a page names it; the request's timeline once (cached).
+@functools.cache
+def _t() -> dict:
+    return request_timeline_s()
 
-    >>> f = facts()
-    >>> f["prompt_tokens"], f["answer_tokens"], f["decode_steps"], f["kv_per_token"]
+
+def _weights_gpu() -> float:
+    t = _t()
+    return memory.weights_bytes_per_gpu(t["model"], t["tp"], t["weights"])
+
+
+def _per_token() -> int:
+    return memory.kv_bytes_per_token(_t()["model"], KV_DTYPE)
+
+
+@functools.cache
+def _coefficients():
+    t = _t()
+    return roofline.step_coefficients(t["model"], t["gpu"], tp=t["tp"], weights=t["weights"], kv_dtype=KV_DTYPE)
+
+
+@functools.cache
+def _itl_mid(batch: int) -> float:
+    """The inter-token latency halfway through the answer, at ``batch`` running sequences."""
+    return roofline.itl_s(_coefficients(), batch=batch, context_tokens=DECODE_CONTEXT_TOKENS)
+
+
+@functools.cache
+def _long_ttft() -> float:
+    return roofline.ttft_s(_coefficients(), prompt_tokens=LONG_PROMPT_TOKENS)
+
+
+def _tera(value: float) -> str:
+    return format_number(value / 1e12)
+
+
+def _kib(n_bytes: float) -> str:
+    return format_number(n_bytes / KiB)
+
+
+@fact
+def prompt_tokens():
+    """>>> prompt_tokens(), answer_tokens(), decode_steps(), kv_per_token()
     ('1,024', '256', '255', '327,680 bytes (320 KiB)')
     """
-    t = request_timeline_s()
-    model = t["model"]
-    first = t["decode_first"]
-    per_token = memory.kv_bytes_per_token(model, KV_DTYPE)
-    weights_gpu = memory.weights_bytes_per_gpu(model, t["tp"], t["weights"])
-    floor = weights_gpu / t["gpu"].hbm_bytes_per_s
-    decode_total = t["decode_s"]
-    coefficients = roofline.step_coefficients(model, t["gpu"], tp=t["tp"], weights=t["weights"], kv_dtype=KV_DTYPE)
-    mid_context = t["prompt_tokens"] + t["answer_tokens"] // 2
-    busy = roofline.itl_s(coefficients, batch=BUSY_BATCH, context_tokens=mid_context)
-    alone = roofline.itl_s(coefficients, batch=1, context_tokens=mid_context)
-    long_ttft = roofline.ttft_s(coefficients, prompt_tokens=LONG_PROMPT_TOKENS)
-    return {
-        "prompt_tokens": f"{t['prompt_tokens']:,}",
-        "answer_tokens": f"{t['answer_tokens']:,}",
-        "decode_steps": f"{t['decode_steps']:,}",
-        "ttft": _time(t["ttft_s"]),
-        "itl_first": _ms(first["time_s"]),
-        "itl_mean": _ms(t["itl_mean_s"]),
-        "e2e": _time(t["e2e_s"]),
-        "decode_share": f"{format_number(100 * decode_total / t['e2e_s'])}%",
-        "tokens_per_s": f"{format_number(1 / t['itl_mean_s'])}",
-        "weights_per_gpu": format_bytes(weights_gpu),
-        "hbm_bandwidth": f"{format_number(t['gpu'].hbm_bytes_per_s / 1e12)} TB/s",
-        "weights_read_floor": _ms(floor),
-        "kv_per_token": f"{per_token:,} bytes ({format_number(per_token / KiB)} KiB)",
-        "kv_per_token_per_gpu": f"{memory.kv_bytes_per_token_per_gpu(model, t['tp'], KV_DTYPE):,} bytes",
-        "request_tokens": f"{t['prompt_tokens'] + t['answer_tokens']:,}",
-        "kv_held": format_bytes(t["kv_held_bytes"]),
-        "prefill_intensity": format_number(t["prefill"]["intensity_flops_per_byte"]),
-        "decode_intensity": format_number(first["intensity_flops_per_byte"]),
-        "ridge": format_number(t["prefill"]["ridge_flops_per_byte"]),
-        "replica_kv_tokens": f"{t['capacity'].kv_cache_tokens:,}",
-        "busy_batch": f"{BUSY_BATCH}",
-        "itl_alone_mid": _ms(alone),
-        "itl_busy_mid": _ms(busy),
-        "busy_tokens_per_s": format_number(BUSY_BATCH / busy),
-        "busy_over_alone": f"{format_number(busy / alone)}",
-        "long_prompt_tokens": f"{LONG_PROMPT_TOKENS:,}",
-        "long_ttft": _time(long_ttft),
-        "long_prompt_ratio": f"{LONG_PROMPT_TOKENS // t['prompt_tokens']}",
-        "long_ttft_ratio": format_number(long_ttft / t["ttft_s"]),
-    }
+    return f"{_t()['prompt_tokens']:,}"
+
+
+@fact
+def answer_tokens():
+    return f"{_t()['answer_tokens']:,}"
+
+
+@fact
+def decode_steps():
+    return f"{_t()['decode_steps']:,}"
+
+
+@fact
+def ttft():
+    return _time(_t()["ttft_s"])
+
+
+@fact
+def itl_first():
+    return _ms(_t()["decode_first"]["time_s"])
+
+
+@fact
+def itl_mean():
+    return _ms(_t()["itl_mean_s"])
+
+
+@fact
+def e2e():
+    return _time(_t()["e2e_s"])
+
+
+@fact
+def decode_share():
+    return percent_text(ratio(_t()["decode_s"], _t()["e2e_s"]))
+
+
+@fact
+def tokens_per_s():
+    return f"{format_number(per_second(_t()['itl_mean_s']))}"
+
+
+@fact
+def weights_per_gpu():
+    return format_bytes(_weights_gpu())
+
+
+@fact
+def hbm_bandwidth():
+    return f"{_tera(_t()['gpu'].hbm_bytes_per_s)} TB/s"
+
+
+@fact
+def weights_read_floor():
+    return _ms(weights_read_s(_weights_gpu(), _t()["gpu"].hbm_bytes_per_s))
+
+
+@fact
+def kv_per_token():
+    return f"{_per_token():,} bytes ({_kib(_per_token())} KiB)"
+
+
+@fact
+def kv_per_token_per_gpu():
+    return f"{memory.kv_bytes_per_token_per_gpu(_t()['model'], _t()['tp'], KV_DTYPE):,} bytes"
+
+
+@fact
+def request_tokens():
+    return f"{REQUEST_TOKENS:,}"
+
+
+@fact
+def kv_held():
+    return format_bytes(_t()["kv_held_bytes"])
+
+
+@fact
+def prefill_intensity():
+    return format_number(_t()["prefill"]["intensity_flops_per_byte"])
+
+
+@fact
+def decode_intensity():
+    return format_number(_t()["decode_first"]["intensity_flops_per_byte"])
+
+
+@fact
+def ridge():
+    return format_number(_t()["prefill"]["ridge_flops_per_byte"])
+
+
+@fact
+def replica_kv_tokens():
+    return f"{_t()['capacity'].kv_cache_tokens:,}"
+
+
+@fact
+def busy_batch():
+    return f"{BUSY_BATCH}"
+
+
+@fact
+def itl_alone_mid():
+    return _ms(_itl_mid(1))
+
+
+@fact
+def itl_busy_mid():
+    return _ms(_itl_mid(BUSY_BATCH))
+
+
+@fact
+def busy_tokens_per_s():
+    return format_number(ratio(BUSY_BATCH, _itl_mid(BUSY_BATCH)))
+
+
+@fact
+def busy_over_alone():
+    return f"{format_number(ratio(_itl_mid(BUSY_BATCH), _itl_mid(1)))}"
+
+
+@fact
+def long_prompt_tokens():
+    return f"{LONG_PROMPT_TOKENS:,}"
+
+
+@fact
+def long_ttft():
+    return _time(_long_ttft())
+
+
+@fact
+def long_prompt_ratio():
+    return format_number(ratio(LONG_PROMPT_TOKENS, _t()["prompt_tokens"]))
+
+
+@fact
+def long_ttft_ratio():
+    return format_number(ratio(_long_ttft(), _t()["ttft_s"]))
+
+
+facts = facts_of(__name__)

@@ -19,17 +19,21 @@ Fig. 2: "Orca (Max)"); the lesson's figure 399,169 / 8,192 = 48.
 
 from __future__ import annotations
 
+import functools
 from typing import Annotated
 
 from calc import lesson
 from calc.accuracy import published_token_share
-from calc.allocation import compare_allocation, concurrency, contiguous_max_concurrency
+from calc.allocation import (
+    compare_allocation, concurrency, contiguous_max_concurrency, contiguous_reservation, longest_prompt_tokens,
+)
 from calc.errors import CalcError
-from calc.lesson import ANSWER_TOKENS, MAX_MODEL_LEN, PROMPT_TOKENS
+from calc.lesson import ANSWER_TOKENS, MAX_MODEL_LEN, PROMPT_TOKENS, REQUEST_TOKENS
 from calc.sim import presets
-from calc.units import format_number, round_sig
+from calc.units import format_number, ratio, round_sig
 from calc.widgets.charts import PALETTE, bar_chart, line_chart
-from calc.widgets.framework import IntRange, output, view, widget
+from calc.widgets.framework import IntRange, fact, facts_of, output, view, widget
+from calc.widgets.views import share_text
 from calc.sim_views import preset_summary
 
 __all__ = ["reservation", "facts",
@@ -180,69 +184,265 @@ def reservation(
     )
 
 
-def facts() -> dict[str, str]:
-    """Numbers quoted in the step's prose, computed from calc (and the step-04/05 simulator runs).
+# --------------------------------------------------------------------------------------- facts
+# Each fact is computed alone when a page names it ({{ reserving_the_maximum:name }} elsewhere: 4 uses); the
+# presets' runs are cached (calc.sim_views.preset_summary).
+QUIZ_MAX_MODEL_LEN = 32_768
+_REQUEST = [(PROMPT_TOKENS, ANSWER_TOKENS)]
 
-    >>> f = facts()
-    >>> f["kv_tokens"], f["max_model_len"], f["contiguous_requests"], f["paged_requests"]
+
+def _reservation(max_model_len: int = MAX_MODEL_LEN) -> dict:
+    return contiguous_reservation(_LESSON_TOKENS, REQUEST_TOKENS, max_model_len)
+
+
+@functools.cache
+def _paged() -> int:
+    return concurrency(_LESSON_TOKENS, _REQUEST, "paged", max_model_len=MAX_MODEL_LEN, block_size=BLOCK_SIZE)
+
+
+def _broken() -> dict:
+    return preset_summary(BREAK_PRESET)
+
+
+def _fixed() -> dict:
+    return preset_summary(FIX_PRESET)
+
+
+def _calm() -> dict:
+    return preset_summary(BREAK_PRESET, CALM_RATE_PER_S)
+
+
+def _s(seconds: float) -> str:
+    return f"{format_number(seconds)} s"
+
+
+@fact
+def kv_tokens():
+    """>>> kv_tokens(), max_model_len(), contiguous_requests(), paged_requests()
     ('399,169', '8,192', '48', '311')
     """
-    capacity = _LESSON_TOKENS
-    length = PROMPT_TOKENS + ANSWER_TOKENS
-    contiguous = contiguous_max_concurrency(capacity, MAX_MODEL_LEN)
-    request = [(PROMPT_TOKENS, ANSWER_TOKENS)]
-    shares = compare_allocation(request, max_model_len=MAX_MODEL_LEN, block_size=BLOCK_SIZE)
-    paged = concurrency(capacity, request, "paged", max_model_len=MAX_MODEL_LEN, block_size=BLOCK_SIZE)
-    promised = contiguous * (MAX_MODEL_LEN - length)
-    broken, fixed = preset_summary(BREAK_PRESET), preset_summary(FIX_PRESET)
-    calm = preset_summary(BREAK_PRESET, CALM_RATE_PER_S)
-    orca_max, cite, paper_max_len = published_token_share("vllm-paper-fig2-max")
-    quiz_len = 32_768
-    sim_tokens = broken["kv_cache_tokens"]
-    return {
-        "kv_tokens": f"{capacity:,}",
-        "prompt_tokens": f"{PROMPT_TOKENS:,}",
-        "answer_tokens": f"{ANSWER_TOKENS:,}",
-        "request_tokens": f"{length:,}",
-        "max_model_len": f"{MAX_MODEL_LEN:,}",
-        "contiguous_requests": f"{contiguous:,}",
-        "reserved_tokens": f"{contiguous * MAX_MODEL_LEN:,}",
-        "held_tokens": f"{contiguous * length:,}",
-        "promised_tokens": f"{promised:,}",
-        "promised_pct": _pct(promised / capacity),
-        "share_at_end": _pct(length / MAX_MODEL_LEN),
-        "share_lifetime": _pct(shares["max"].token_state_fraction),
-        "paged_requests": f"{paged:,}",
-        "paged_gain": format_number(paged / contiguous),
-        "context_window": f"{LLAMA_31_CONTEXT_TOKENS:,}",
-        "requests_at_context_window": f"{contiguous_max_concurrency(capacity, LLAMA_31_CONTEXT_TOKENS):,}",
-        "quiz_max_model_len": f"{quiz_len:,}",
-        "quiz_requests": f"{contiguous_max_concurrency(capacity, quiz_len):,}",
-        "quiz_share": _pct(length / quiz_len),
-        "sim_kv_tokens": f"{sim_tokens:,}",
-        "sim_contiguous_requests": f"{contiguous_max_concurrency(sim_tokens, MAX_MODEL_LEN):,}",
-        "sim_rate": format_number(presets.load_data(BREAK_PRESET)["workload"]["rate_per_s"]),
-        "sim_requests": f"{broken['requests_total']:,}",
-        "sim_running_max": f"{broken['running_max']:,}",
-        "sim_queue_max": f"{broken['queue_depth_max']:,}",
-        "sim_ttft_p50": f"{format_number(broken['ttft_p50_s'])} s",
-        "sim_ttft_p99": f"{format_number(broken['ttft_p99_s'])} s",
-        "sim_kv_use_peak": _pct(broken["kv_use_peak"]),
-        "sim_token_share": f"{broken['kv_token_share'] * 100:.1f}%",
-        "sim_gpu_util": f"{broken['gpu_util_reported'] * 100:.0f}%",
-        "sim_compute_util": f"{broken['compute_utilization'] * 100:.0f}%",  # as the metrics panel shows it
-        "sim_throughput": f"{format_number(broken['throughput_output_tokens_per_s'])} tokens/s",
-        "sim_duration": f"{format_number(broken['duration_s'])} s",
-        "fix_ttft_p99": f"{format_number(fixed['ttft_p99_s'])} s",
-        "fix_running_max": f"{fixed['running_max']:,}",
-        "fix_queue_max": f"{fixed['queue_depth_max']:,}",
-        "calm_rate": format_number(CALM_RATE_PER_S),
-        "calm_queue_max": f"{calm['queue_depth_max']:,}",
-        "calm_ttft_p99": f"{format_number(calm['ttft_p99_s'])} s",
-        "orca_max_pct": f"{format_number(orca_max)}%",
-        "orca_max_cite": cite,
-        "paper_max_len": f"{paper_max_len:,}",
-        "context_window_plain": str(LLAMA_31_CONTEXT_TOKENS),
-        "max_model_len_plain": str(MAX_MODEL_LEN),
-        "full_prompt_plain": str(MAX_MODEL_LEN - ANSWER_TOKENS),
-    }
+    return f"{_LESSON_TOKENS:,}"
+
+
+@fact
+def prompt_tokens():
+    return f"{PROMPT_TOKENS:,}"
+
+
+@fact
+def answer_tokens():
+    return f"{ANSWER_TOKENS:,}"
+
+
+@fact
+def request_tokens():
+    return f"{REQUEST_TOKENS:,}"
+
+
+@fact
+def max_model_len():
+    return f"{MAX_MODEL_LEN:,}"
+
+
+@fact
+def contiguous_requests():
+    return f"{_reservation()['requests']:,}"
+
+
+@fact("reserved_tokens")
+def _reserved_tokens():
+    return f"{_reservation()['reserved_tokens']:,}"
+
+
+@fact
+def held_tokens():
+    return f"{_reservation()['held_tokens']:,}"
+
+
+@fact
+def promised_tokens():
+    return f"{_reservation()['promised_tokens']:,}"
+
+
+@fact
+def promised_pct():
+    return _pct(_reservation()["promised_share"])
+
+
+@fact
+def share_at_end():
+    return _pct(_reservation()["end_share"])
+
+
+@fact
+def share_lifetime():
+    return _pct(compare_allocation(_REQUEST, max_model_len=MAX_MODEL_LEN, block_size=BLOCK_SIZE)["max"].token_state_fraction)
+
+
+@fact
+def paged_requests():
+    return f"{_paged():,}"
+
+
+@fact
+def paged_gain():
+    return format_number(ratio(_paged(), _reservation()["requests"]))
+
+
+@fact
+def context_window():
+    return f"{LLAMA_31_CONTEXT_TOKENS:,}"
+
+
+@fact
+def requests_at_context_window():
+    return f"{contiguous_max_concurrency(_LESSON_TOKENS, LLAMA_31_CONTEXT_TOKENS):,}"
+
+
+@fact
+def quiz_max_model_len():
+    return f"{QUIZ_MAX_MODEL_LEN:,}"
+
+
+@fact
+def quiz_requests():
+    return f"{contiguous_max_concurrency(_LESSON_TOKENS, QUIZ_MAX_MODEL_LEN):,}"
+
+
+@fact
+def quiz_share():
+    return _pct(_reservation(QUIZ_MAX_MODEL_LEN)["end_share"])
+
+
+@fact
+def sim_kv_tokens():
+    return f"{_broken()['kv_cache_tokens']:,}"
+
+
+@fact
+def sim_contiguous_requests():
+    return f"{contiguous_max_concurrency(_broken()['kv_cache_tokens'], MAX_MODEL_LEN):,}"
+
+
+@fact
+def sim_rate():
+    return format_number(presets.load_data(BREAK_PRESET)["workload"]["rate_per_s"])
+
+
+@fact
+def sim_requests():
+    return f"{_broken()['requests_total']:,}"
+
+
+@fact
+def sim_running_max():
+    return f"{_broken()['running_max']:,}"
+
+
+@fact
+def sim_queue_max():
+    return f"{_broken()['queue_depth_max']:,}"
+
+
+@fact
+def sim_ttft_p50():
+    return _s(_broken()["ttft_p50_s"])
+
+
+@fact
+def sim_ttft_p99():
+    return _s(_broken()["ttft_p99_s"])
+
+
+@fact
+def sim_kv_use_peak():
+    return _pct(_broken()["kv_use_peak"])
+
+
+@fact
+def sim_token_share():
+    return format(_broken()["kv_token_share"], ".1%")
+
+
+@fact
+def sim_gpu_util():
+    return share_text(_broken()["gpu_util_reported"])
+
+
+@fact
+def sim_compute_util():
+    """As the metrics panel shows it: a whole percentage."""
+    return share_text(_broken()["compute_utilization"])
+
+
+@fact
+def sim_throughput():
+    return f"{format_number(_broken()['throughput_output_tokens_per_s'])} tokens/s"
+
+
+@fact
+def sim_duration():
+    return _s(_broken()["duration_s"])
+
+
+@fact
+def fix_ttft_p99():
+    return _s(_fixed()["ttft_p99_s"])
+
+
+@fact
+def fix_running_max():
+    return f"{_fixed()['running_max']:,}"
+
+
+@fact
+def fix_queue_max():
+    return f"{_fixed()['queue_depth_max']:,}"
+
+
+@fact
+def calm_rate():
+    return format_number(CALM_RATE_PER_S)
+
+
+@fact
+def calm_queue_max():
+    return f"{_calm()['queue_depth_max']:,}"
+
+
+@fact
+def calm_ttft_p99():
+    return _s(_calm()["ttft_p99_s"])
+
+
+@fact
+def orca_max_pct():
+    return f"{format_number(published_token_share('vllm-paper-fig2-max')[0])}%"
+
+
+@fact
+def orca_max_cite():
+    return published_token_share("vllm-paper-fig2-max")[1]
+
+
+@fact
+def paper_max_len():
+    return f"{published_token_share('vllm-paper-fig2-max')[2]:,}"
+
+
+@fact
+def context_window_plain():
+    return str(LLAMA_31_CONTEXT_TOKENS)
+
+
+@fact
+def max_model_len_plain():
+    return str(MAX_MODEL_LEN)
+
+
+@fact
+def full_prompt_plain():
+    return str(longest_prompt_tokens(MAX_MODEL_LEN, ANSWER_TOKENS))
+
+
+facts = facts_of(__name__)

@@ -24,19 +24,22 @@ import math
 from typing import Annotated
 
 from calc import lesson
-from calc.autoscale import ramp_headroom, scale_up_delay_s, steepest_ramp, warm_headroom
+from calc.autoscale import (
+    first_scale_up, headroom_comparison, ramp_headroom, scale_up_delay_s, steepest_ramp, warm_headroom,
+)
 from calc.catalog import MODELS, get_gpu, get_model
 from calc.cost import replica_usd_per_hour
 from calc.errors import CalcError
-from calc.memory import WEIGHT_FORMATS, check_tp, weights_bytes_per_gpu
+from calc.memory import check_tp, weights_bytes_per_gpu
 from calc.sim import presets
 from calc.sim.autoscaler import AutoscalerConfig
 from calc.sim.fleet import FleetScenario, simulate_fleet
-from calc.units import GB, format_number
+from calc.units import GB, format_number, per_minute
 from calc.widgets.charts import bar_chart, line_chart
-from calc.widgets.framework import REGISTRY, Choice, FloatRange, IntRange, output, stream, view, widget
+from calc.widgets.controls import Model, Weights, tensor_parallel
+from calc.widgets.framework import REGISTRY, Choice, FloatRange, IntRange, fact, facts_of, output, stream, view, widget
 from calc.sim_views import fleet_time_series, fleet_scale_up_delay_s, fleet_scenario, preset_summary, warm_fleet_scenario
-from calc.widgets.views import fleet_views
+from calc.widgets.views import fleet_views, percent_text
 from calc.gpu_util import replica_capacity_rps as _capacity_rps
 
 __all__ = ["autoscaler_choice", "three_arms", "scale_up_delay", "warm_headroom_view", "queue_autoscaler", "autoscaler_label",
@@ -90,7 +93,6 @@ def autoscaler_label(name: str) -> str:
 
 # --- widgets ------------------------------------------------------------------------------------
 
-MODEL_CHOICES = tuple((key, m.name) for key, m in MODELS.items())
 
 
 def _s(seconds: float) -> str:
@@ -99,9 +101,9 @@ def _s(seconds: float) -> str:
 
 @widget
 def scale_up_delay(
-    model: Annotated[str, Choice(MODEL_CHOICES, label="Model")] = lesson.REPLICA["model"],
-    weights: Annotated[str, Choice(WEIGHT_FORMATS, label="Weight precision")] = lesson.REPLICA["weights"],
-    tp: Annotated[int, IntRange(1, 64, label="GPUs per replica (tensor parallel)")] = lesson.REPLICA["tp"],
+    model: Model = lesson.REPLICA["model"],
+    weights: Weights = lesson.REPLICA["weights"],
+    tp: tensor_parallel("GPUs per replica (tensor parallel)", unit="") = lesson.REPLICA["tp"],
     pod_start_s: Annotated[float, FloatRange(0, 1800, 5, "s", label="Pod start",
                                              help="scheduling, image pull, engine start, CUDA graphs")] =
         _QUEUE_AUTO["pod_start_s"],
@@ -266,18 +268,7 @@ _WIDGET_DEFAULTS = REGISTRY["scale_on_the_queue.warm_headroom_view"].defaults
 
 
 # --- facts --------------------------------------------------------------------------------------
-
-def _rate_at(phases: list, t_s: float) -> float:
-    """The scenario's arrival rate at ``t_s`` (linear within a phase)."""
-    start = 0.0
-    for p in phases:
-        end = start + p["duration_s"]
-        if t_s <= end:
-            stop = p.get("end_rate_per_s", p["rate_per_s"])
-            return p["rate_per_s"] + (stop - p["rate_per_s"]) * (t_s - start) / p["duration_s"]
-        start = end
-    return phases[-1].get("end_rate_per_s", phases[-1]["rate_per_s"])
-
+# Each fact is computed alone when a page names it; the presets' runs are cached (calc.sim_views.preset_summary).
 
 def _ticks(summary: dict) -> list[tuple]:
     return [(e["t_s"], e["from"], e["to"]) for e in summary["scale_events"]]
@@ -293,100 +284,347 @@ def _kv_vs_queue(queue: dict, kv: dict) -> str:
             f"{_s(kv['ttft_p99_s'])}")
 
 
+def _row_text(name: str) -> list[str]:
+    s = preset_summary(name)
+    return [autoscaler_label(name), _s(s["ttft_p50_s"]), _s(s["ttft_p99_s"]),
+            f"{s['replicas_initial']} / {s['replicas_max']} / {s['replicas_final']}",
+            format_number(s["replica_hours"]), f"${s['cost_usd']:.2f}"]
+
+
 def comparison_rows() -> list[list[str]]:
     """One row per autoscaler of the page: TTFT p50 and p99, replicas (start/peak/end), replica-hours, cost.
 
     >>> comparison_rows()[0][0]
     'queue depth: up above 4 waiting per replica, down below 0.5'
     """
-    rows = []
-    for name in SCENARIOS:
-        s = preset_summary(name)
-        rows.append([autoscaler_label(name), _s(s["ttft_p50_s"]), _s(s["ttft_p99_s"]),
-                     f"{s['replicas_initial']} / {s['replicas_max']} / {s['replicas_final']}",
-                     format_number(s["replica_hours"]), f"${s['cost_usd']:.2f}"])
-    return rows
+    return [_row_text(name) for name in SCENARIOS]
 
 
-def _no_math_dollars(facts: dict[str, str]) -> dict[str, str]:
+def _no_math_dollars(text: str) -> str:
     """Dollar signs as the HTML entity: two "$" in one paragraph would otherwise read as inline math (KaTeX)."""
-    return {key: value.replace("$", "&#36;") for key, value in facts.items()}
+    return text.replace("$", "&#36;")
 
 
-def facts() -> dict[str, str]:
-    """Numbers quoted in the step's prose, from calc and from the presets' runs.
+def _gb(n_bytes: float) -> str:
+    return format_number(n_bytes / GB)
 
-    >>> f = {key: value.replace("&#36;", "$") for key, value in facts().items()}
-    >>> f["delay_s"], f["first_up_s"], f["first_ready_s"], f["queue_ttft_p99"], f["headroom_ttft_p99"]
-    ('47.6 s', '120 s', '168 s', '64.5 s', '0.472 s')
-    >>> f["ramp_growth_rps"], f["ramp_growth_replicas"], f["ramp_headroom"], f["ramp_floor"]
+
+def _replicas_text(count: int) -> str:
+    return f"{count} replica" + ("" if count == 1 else "s")
+
+
+def _queue_run() -> dict:
+    return preset_summary(QUEUE)
+
+
+def _warm_run() -> dict:
+    return preset_summary(HEADROOM)
+
+
+def _gpu_run() -> dict:
+    return preset_summary(GPU_UTIL)
+
+
+@functools.cache
+def _first_up() -> dict:
+    return first_scale_up(_queue_run(), presets.load_data(QUEUE)["fleet"]["traffic"],
+                          delay_s=fleet_scale_up_delay_s(), replica_capacity_rps=_DEFAULT_CAPACITY_RPS)
+
+
+@functools.cache
+def _ramp() -> dict:
+    return steepest_ramp(presets.load_data(QUEUE)["fleet"]["traffic"])
+
+
+@functools.cache
+def _sizing() -> dict:
+    ramp = _ramp()
+    return ramp_headroom(start_rps=ramp["start_rps"], slope_rps_per_s=ramp["slope_rps_per_s"],
+                         window_s=_DEFAULT_WINDOW_S, replica_capacity_rps=_DEFAULT_CAPACITY_RPS)
+
+
+def _headroom() -> dict:
+    return headroom_comparison(_warm_run(), _queue_run(), _gpu_run())
+
+
+@functools.cache
+def _widget_outputs() -> dict:
+    return warm_headroom_view()["outputs"]
+
+
+@fact
+def delay_s():
+    """>>> delay_s(), delay_60_s()
+    ('47.6 s', '77.6 s')
+    """
+    return _s(fleet_scale_up_delay_s())
+
+
+@fact
+def delay_60_s():
+    return _s(fleet_scale_up_delay_s(60, 2))
+
+
+@fact
+def pod_start_s():
+    return _s(_config(QUEUE).pod_start_s)
+
+
+@fact
+def load_gb_per_s():
+    return f"{_gb(_config(QUEUE).load_bytes_per_s)} GB/s"
+
+
+@fact
+def weights_per_gpu():
+    model = get_model(lesson.REPLICA["model"])
+    return f"{_gb(weights_bytes_per_gpu(model, lesson.REPLICA['tp'], lesson.REPLICA['weights']))} GB"
+
+
+@fact
+def interval_s():
+    return _s(_config(QUEUE).interval_s)
+
+
+@fact
+def cooldown_s():
+    return _s(_config(QUEUE).cooldown_s)
+
+
+@fact
+def window_s():
+    return _s(_DEFAULT_WINDOW_S)
+
+
+@fact
+def capacity_rps():
+    return f"{format_number(_DEFAULT_CAPACITY_RPS)} requests/s"
+
+
+@fact
+def queue_up():
+    return format_number(_config(QUEUE).scale_up_above)
+
+
+@fact
+def queue_down():
+    return format_number(_config(QUEUE).scale_down_below)
+
+
+@fact
+def kv_up():
+    return percent_text(_config(KV).scale_up_above)
+
+
+@fact
+def kv_down():
+    return percent_text(_config(KV).scale_down_below)
+
+
+@fact
+def warm_min():
+    return str(_config(HEADROOM).min_replicas)
+
+
+@fact
+def warm_up():
+    return format_number(_config(HEADROOM).scale_up_above)
+
+
+@fact
+def max_replicas():
+    return str(_config(QUEUE).max_replicas)
+
+
+@fact
+def first_up_s():
+    """The queue autoscaler's first scale-up, and when the new replica serves.
+
+    >>> first_up_s(), first_ready_s()
+    ('120 s', '168 s')
+    """
+    return _s(_first_up()["up_s"])
+
+
+@fact
+def first_up_queue():
+    return format_number(_first_up()["value"])
+
+
+@fact
+def first_ready_s():
+    return _s(_first_up()["ready_s"])
+
+
+@fact
+def rate_at_first_up():
+    return f"{format_number(_first_up()['rate_at_up_rps'])} requests/s"
+
+
+@fact
+def rate_at_first_ready():
+    return f"{format_number(_first_up()['rate_at_ready_rps'])} requests/s"
+
+
+@fact
+def queue_max():
+    return f"{_queue_run()['queue_depth_max']:,}"
+
+
+@fact
+def queue_ttft_p50():
+    return _s(_queue_run()["ttft_p50_s"])
+
+
+@fact
+def queue_ttft_p99():
+    """>>> queue_ttft_p99(), headroom_ttft_p99()
+    ('64.5 s', '0.472 s')
+    """
+    return _s(_queue_run()["ttft_p99_s"])
+
+
+@fact
+def queue_replica_hours():
+    return format_number(_queue_run()["replica_hours"])
+
+
+@fact
+def queue_final():
+    return _replicas_text(_queue_run()["replicas_final"])
+
+
+@fact
+def first_ready_multiple():
+    return f"{format_number(_first_up()['ready_multiple'], 2)} times"
+
+
+@fact
+def queue_downs():
+    return str(_queue_run()["scale_downs"])
+
+
+@fact
+def kv_vs_queue():
+    return _kv_vs_queue(_queue_run(), preset_summary(KV))
+
+
+@fact
+def headroom_ttft_p99():
+    return _s(_warm_run()["ttft_p99_s"])
+
+
+@fact
+def headroom_replica_hours():
+    return format_number(_warm_run()["replica_hours"])
+
+
+@fact
+def headroom_extra_pct():
+    return percent_text(_headroom()["extra_hours_fraction"])
+
+
+@fact
+def gpu_ttft_p99():
+    return _s(_gpu_run()["ttft_p99_s"])
+
+
+@fact
+def gpu_replica_hours():
+    return format_number(_gpu_run()["replica_hours"])
+
+
+@fact
+def ramp_start_rps():
+    return f"{format_number(_ramp()['start_rps'])} requests/s"
+
+
+@fact
+def ramp_end_rps():
+    return f"{format_number(_ramp()['end_rps'])} requests/s"
+
+
+@fact
+def ramp_slope_per_min():
+    return f"{format_number(per_minute(_ramp()['slope_rps_per_s']))} requests/s"
+
+
+@fact
+def ramp_growth_rps():
+    """>>> ramp_growth_rps(), ramp_growth_replicas(), _ramp_headroom_replicas(), ramp_floor()
     ('7.51 requests/s', '1.03', '2 replicas', '3')
     """
-    queue, kv, warm, gpu = (preset_summary(n) for n in SCENARIOS)
-    data = presets.load_data(QUEUE)
-    phases = data["fleet"]["traffic"]
-    cfg = _config(QUEUE)
-    delay = fleet_scale_up_delay_s()
-    first = queue["scale_events"][0]
-    model = get_model(lesson.REPLICA["model"])
-    per_gpu = weights_bytes_per_gpu(model, lesson.REPLICA["tp"], lesson.REPLICA["weights"])
-    widget_defaults = warm_headroom_view()["outputs"]
-    ramp = steepest_ramp(phases)
-    sizing = ramp_headroom(start_rps=ramp["start_rps"], slope_rps_per_s=ramp["slope_rps_per_s"],
-                           window_s=_DEFAULT_WINDOW_S, replica_capacity_rps=_DEFAULT_CAPACITY_RPS)
-    headroom = sizing["headroom_replicas"]
-    out = {
-        "delay_s": _s(delay),
-        "delay_60_s": _s(fleet_scale_up_delay_s(60, 2)),
-        "pod_start_s": _s(cfg.pod_start_s),
-        "load_gb_per_s": f"{format_number(cfg.load_bytes_per_s / GB)} GB/s",
-        "weights_per_gpu": f"{format_number(per_gpu / GB)} GB",
-        "interval_s": _s(cfg.interval_s),
-        "cooldown_s": _s(cfg.cooldown_s),
-        "window_s": _s(_DEFAULT_WINDOW_S),
-        "capacity_rps": f"{format_number(_DEFAULT_CAPACITY_RPS)} requests/s",
-        "queue_up": format_number(cfg.scale_up_above),
-        "queue_down": format_number(cfg.scale_down_below),
-        "kv_up": f"{format_number(_config(KV).scale_up_above * 100)}%",
-        "kv_down": f"{format_number(_config(KV).scale_down_below * 100)}%",
-        "warm_min": str(_config(HEADROOM).min_replicas),
-        "warm_up": format_number(_config(HEADROOM).scale_up_above),
-        "max_replicas": str(cfg.max_replicas),
-        "first_up_s": _s(first["t_s"]),
-        "first_up_queue": format_number(first["value"]),
-        "first_ready_s": _s(first["t_s"] + delay),
-        "rate_at_first_up": f"{format_number(_rate_at(phases, first['t_s']))} requests/s",
-        "rate_at_first_ready": f"{format_number(_rate_at(phases, first['t_s'] + delay))} requests/s",
-        "queue_max": f"{queue['queue_depth_max']:,}",
-        "queue_ttft_p50": _s(queue["ttft_p50_s"]),
-        "queue_ttft_p99": _s(queue["ttft_p99_s"]),
-        "queue_replica_hours": format_number(queue["replica_hours"]),
-        "queue_final": f"{queue['replicas_final']} replica" + ("" if queue["replicas_final"] == 1 else "s"),
-        "first_ready_multiple": f"{format_number(_rate_at(phases, first['t_s'] + delay) / _DEFAULT_CAPACITY_RPS, 2)} times",
-        "queue_downs": str(queue["scale_downs"]),
-        "kv_vs_queue": _kv_vs_queue(queue, kv),
-        "headroom_ttft_p99": _s(warm["ttft_p99_s"]),
-        "headroom_replica_hours": format_number(warm["replica_hours"]),
-        "headroom_extra_pct": f"{format_number((warm['replica_hours'] / queue['replica_hours'] - 1) * 100)}%",
-        "gpu_ttft_p99": _s(gpu["ttft_p99_s"]),
-        "gpu_replica_hours": format_number(gpu["replica_hours"]),
-        "ramp_start_rps": f"{format_number(ramp['start_rps'])} requests/s",
-        "ramp_end_rps": f"{format_number(ramp['end_rps'])} requests/s",
-        "ramp_slope_per_min": f"{format_number(ramp['slope_rps_per_s'] * 60)} requests/s",
-        "ramp_growth_rps": f"{format_number(sizing['growth_rps'])} requests/s",
-        "ramp_growth_replicas": format_number(sizing["growth_replicas"], 3),
-        "ramp_headroom": f"{headroom} replica" + ("" if headroom == 1 else "s"),
-        "ramp_start_replicas": str(sizing["replicas_at_start"]),
-        "ramp_floor": str(sizing["warm_floor"]),
-        "headroom_saving_pct": f"{format_number((1 - warm['replica_hours'] / gpu['replica_hours']) * 100)}%",
-        "headroom_p99_ratio": f"{format_number(gpu['ttft_p99_s'] / warm['ttft_p99_s'], 2)} times",
-        "widget_headroom": widget_defaults["headroom_replicas"]["text"],
-        "widget_load": f"{format_number(_WIDGET_DEFAULTS['load_rps'])} requests/s",
-        "widget_growth": f"{format_number(_WIDGET_DEFAULTS['growth_pct_per_min'])}%",
-        "widget_now": str(widget_defaults["replicas_now"]["value"]),
-        "widget_end": str(widget_defaults["replicas_at_end"]["value"]),
-    }
-    for i, row in enumerate(comparison_rows()):
-        for j, cell in enumerate(row):
-            out[f"row{i}_{j}"] = cell
-    return _no_math_dollars(out)
+    return f"{format_number(_sizing()['growth_rps'])} requests/s"
+
+
+@fact
+def ramp_growth_replicas():
+    return format_number(_sizing()["growth_replicas"], 3)
+
+
+@fact("ramp_headroom")
+def _ramp_headroom_replicas():
+    return _replicas_text(_sizing()["headroom_replicas"])
+
+
+@fact
+def ramp_start_replicas():
+    return str(_sizing()["replicas_at_start"])
+
+
+@fact
+def ramp_floor():
+    return str(_sizing()["warm_floor"])
+
+
+@fact
+def headroom_saving_pct():
+    return percent_text(_headroom()["hours_saving_fraction"])
+
+
+@fact
+def headroom_p99_ratio():
+    return f"{format_number(_headroom()['p99_ratio'], 2)} times"
+
+
+@fact
+def widget_headroom():
+    return _widget_outputs()["headroom_replicas"]["text"]
+
+
+@fact
+def widget_load():
+    return f"{format_number(_WIDGET_DEFAULTS['load_rps'])} requests/s"
+
+
+@fact
+def widget_growth():
+    return f"{format_number(_WIDGET_DEFAULTS['growth_pct_per_min'])}%"
+
+
+@fact
+def widget_now():
+    return str(_widget_outputs()["replicas_now"]["value"])
+
+
+@fact
+def widget_end():
+    return str(_widget_outputs()["replicas_at_end"]["value"])
+
+
+def _row_fact(row: int, column: int) -> None:
+    """Register ``row{row}_{column}``: one cell of the comparison table (the autoscaler SCENARIOS[row], _row_text)."""
+    def value():
+        return _no_math_dollars(_row_text(SCENARIOS[row])[column])
+
+    value.__name__ = value.__qualname__ = f"row{row}_{column}"
+    value.__module__ = __name__
+    fact(value)
+
+
+for _row in range(len(SCENARIOS)):
+    for _column in range(6):  # label, TTFT p50, TTFT p99, replicas, replica-hours, cost: _row_text
+        _row_fact(_row, _column)
+
+
+facts = facts_of(__name__)

@@ -24,10 +24,10 @@ from calc.lesson import ANSWER_TOKENS, PROMPT_TOKENS
 from calc.sim import presets
 from calc.sim.autoscaler import DEFAULT_THRESHOLDS
 from calc.sim_views import fleet_scenario, preset_summary
-from calc.units import format_number
+from calc.units import format_number, ratio, relative_change
 from calc.widgets.charts import PALETTE, line_chart
-from calc.widgets.framework import FloatRange, IntRange, output, stream, view, widget
-from calc.widgets.views import fleet_views
+from calc.widgets.framework import FloatRange, IntRange, fact, facts_of, output, stream, view, widget
+from calc.widgets.views import fleet_views, percent_text
 
 __all__ = ["gpu_util_vs_load", "gpu_util_autoscaler", "facts", "PRESET"]
 
@@ -156,67 +156,247 @@ def _last_phase(name: str) -> dict:
             "compute_utilization": mean("compute_utilization"), "replicas": series["replicas"][picked[-1]]}
 
 
-def _no_math_dollars(facts: dict[str, str]) -> dict[str, str]:
+# Each fact is computed alone when a page names it ({{ scaling_on_gpu_util:name }} elsewhere: 4 uses); the
+# preset's run is cached (calc.sim_views.preset_summary).
+def _no_math_dollars(text: str) -> str:
     """Dollar signs as the HTML entity: two "$" in one paragraph would otherwise read as inline math (KaTeX)."""
-    return {key: value.replace("$", "&#36;") for key, value in facts.items()}
+    return text.replace("$", "&#36;")
 
 
-def facts() -> dict[str, str]:
-    """Numbers quoted in the step's prose, from calc and from the preset's run.
+def _run() -> dict:
+    return preset_summary(PRESET)
 
-    >>> f = {key: value.replace("&#36;", "$") for key, value in facts().items()}
-    >>> f["util_at_2"], f["rate_for_80"], f["replicas_final"], f["last_phase_util"]
-    ('100.00%', '0.317 requests/s', '4', '98.8%')
+
+def _phases() -> list:
+    return presets.load_data(PRESET)["fleet"]["traffic"]
+
+
+def _auto() -> dict:
+    return presets.load_data(PRESET)["fleet"]["autoscaler"]
+
+
+def _up() -> float:
+    return _auto().get("scale_up_above", _UP_DEFAULT)
+
+
+def _down() -> float:
+    return _auto().get("scale_down_below", _DOWN_DEFAULT)
+
+
+@functools.cache
+def _at(rate_per_s: float) -> dict:
+    return gpu_util_at_rate(rate_per_s)
+
+
+@functools.cache
+def _rate_for(gpu_util: float) -> float:
+    return rate_for_gpu_util(gpu_util)
+
+
+def _last() -> dict:
+    return _last_phase(PRESET)
+
+
+def _last_per_replica() -> float:
+    return ratio(_last()["rate_per_s"], _last()["replicas"])
+
+
+@fact
+def capacity_rps():
+    return _rate(replica_capacity_rps())
+
+
+@fact
+def stay_s():
+    return f"{format_number(_at(2.0)['stay_s'])} s"
+
+
+@fact
+def stay_idle_s():
+    return f"{format_number(_at(0.01)['stay_s'])} s"
+
+
+@fact
+def in_flight_at_2():
+    return format_number(_at(2.0)["in_flight"])
+
+
+@fact
+def util_at_2():
+    """GPU-Util reads full at a small share of what the replica can serve.
+
+    >>> util_at_2(), rate_for_80()
+    ('100.00%', '0.317 requests/s')
     """
-    summary = preset_summary(PRESET)
-    queue = preset_summary("step15-scale-on-queue")
-    data = presets.load_data(PRESET)
-    phases = data["fleet"]["traffic"]
-    auto = data["fleet"]["autoscaler"]
-    last = _last_phase(PRESET)
-    capacity = replica_capacity_rps()
-    at_2 = gpu_util_at_rate(2.0)
-    up_rate, down_rate = rate_for_gpu_util(auto.get("scale_up_above", _UP_DEFAULT)), rate_for_gpu_util(
-        auto.get("scale_down_below", _DOWN_DEFAULT))
-    peak_rate = max(max(p["rate_per_s"], p.get("end_rate_per_s", p["rate_per_s"])) for p in phases)
-    first_event = summary["scale_events"][0]
-    return _no_math_dollars({
-        "capacity_rps": _rate(capacity),
-        "stay_s": f"{format_number(at_2['stay_s'])} s",
-        "stay_idle_s": f"{format_number(gpu_util_at_rate(0.01)['stay_s'])} s",
-        "in_flight_at_2": format_number(at_2["in_flight"]),
-        "util_at_2": _pct(at_2["gpu_util"]),
-        "compute_at_2": _pct(at_2["compute_utilization"]),
-        "share_at_2": _pct(at_2["load_fraction"]),
-        "rate_for_80": _rate(up_rate),
-        "rate_for_80_share": _pct(up_rate / capacity),
-        "rate_for_30": _rate(down_rate),
-        "rate_for_30_share": _pct(down_rate / capacity),
-        "up_pct": f"{format_number(auto.get('scale_up_above', _UP_DEFAULT) * 100)}%",
-        "down_pct": f"{format_number(auto.get('scale_down_below', _DOWN_DEFAULT) * 100)}%",
-        "interval_s": f"{format_number(auto['interval_s'])} s",
-        "cooldown_s": f"{format_number(auto['cooldown_s'])} s",
-        "max_replicas": str(auto["max_replicas"]),
-        "start_rate": _rate(phases[0]["rate_per_s"]),
-        "peak_rate": _rate(peak_rate),
-        "end_rate": _rate(phases[-1]["rate_per_s"]),
-        "run_s": f"{format_number(math.fsum(p['duration_s'] for p in phases))} s",
-        "first_scale_up_s": f"{format_number(first_event['t_s'])} s",
-        "scale_ups": str(summary["scale_ups"]),
-        "scale_downs": str(summary["scale_downs"]),
-        "replicas_final": str(summary["replicas_final"]),
-        "replicas_max": str(summary["replicas_max"]),
-        "gpu_util_run": _pct(summary["gpu_util_reported"]),
-        "compute_run": _pct(summary["compute_utilization"]),
-        "ttft_p99": f"{format_number(summary['ttft_p99_s'])} s",
-        "replica_hours": f"{format_number(summary['replica_hours'])}",
-        "cost_usd": f"${summary['cost_usd']:.2f}",
-        "last_phase_start_s": f"{format_number(last['start_s'])} s",
-        "last_phase_s": f"{format_number(phases[-1]['duration_s'])} s",
-        "last_phase_util": _pct(last["gpu_util"]),
-        "last_phase_compute": _pct(last["compute_utilization"]),
-        "last_phase_per_replica": _rate(last["rate_per_s"] / last["replicas"]),
-        "last_phase_per_replica_share": _pct(last["rate_per_s"] / last["replicas"] / capacity),
-        "queue_replica_hours": f"{format_number(queue['replica_hours'])}",
-        "extra_hours_pct": _pct(summary["replica_hours"] / queue["replica_hours"] - 1),
-    })
+    return _pct(_at(2.0)["gpu_util"])
+
+
+@fact
+def compute_at_2():
+    return _pct(_at(2.0)["compute_utilization"])
+
+
+@fact
+def share_at_2():
+    return _pct(_at(2.0)["load_fraction"])
+
+
+@fact
+def rate_for_80():
+    return _rate(_rate_for(_up()))
+
+
+@fact
+def rate_for_80_share():
+    return _pct(ratio(_rate_for(_up()), replica_capacity_rps()))
+
+
+@fact
+def rate_for_30():
+    return _rate(_rate_for(_down()))
+
+
+@fact
+def rate_for_30_share():
+    return _pct(ratio(_rate_for(_down()), replica_capacity_rps()))
+
+
+@fact
+def up_pct():
+    return percent_text(_up())
+
+
+@fact
+def down_pct():
+    return percent_text(_down())
+
+
+@fact
+def interval_s():
+    return f"{format_number(_auto()['interval_s'])} s"
+
+
+@fact
+def cooldown_s():
+    return f"{format_number(_auto()['cooldown_s'])} s"
+
+
+@fact
+def max_replicas():
+    return str(_auto()["max_replicas"])
+
+
+@fact
+def start_rate():
+    return _rate(_phases()[0]["rate_per_s"])
+
+
+@fact
+def peak_rate():
+    return _rate(max(max(p["rate_per_s"], p.get("end_rate_per_s", p["rate_per_s"])) for p in _phases()))
+
+
+@fact
+def end_rate():
+    return _rate(_phases()[-1]["rate_per_s"])
+
+
+@fact
+def run_s():
+    return f"{format_number(math.fsum(p['duration_s'] for p in _phases()))} s"
+
+
+@fact
+def first_scale_up_s():
+    return f"{format_number(_run()['scale_events'][0]['t_s'])} s"
+
+
+@fact
+def scale_ups():
+    return str(_run()["scale_ups"])
+
+
+@fact
+def scale_downs():
+    return str(_run()["scale_downs"])
+
+
+@fact
+def replicas_final():
+    """>>> replicas_final(), last_phase_util()
+    ('4', '98.8%')
+    """
+    return str(_run()["replicas_final"])
+
+
+@fact
+def replicas_max():
+    return str(_run()["replicas_max"])
+
+
+@fact
+def gpu_util_run():
+    return _pct(_run()["gpu_util_reported"])
+
+
+@fact
+def compute_run():
+    return _pct(_run()["compute_utilization"])
+
+
+@fact
+def ttft_p99():
+    return f"{format_number(_run()['ttft_p99_s'])} s"
+
+
+@fact
+def replica_hours():
+    return f"{format_number(_run()['replica_hours'])}"
+
+
+@fact
+def cost_usd():
+    return _no_math_dollars(f"${_run()['cost_usd']:.2f}")
+
+
+@fact
+def last_phase_start_s():
+    return f"{format_number(_last()['start_s'])} s"
+
+
+@fact
+def last_phase_s():
+    return f"{format_number(_phases()[-1]['duration_s'])} s"
+
+
+@fact
+def last_phase_util():
+    return _pct(_last()["gpu_util"])
+
+
+@fact
+def last_phase_compute():
+    return _pct(_last()["compute_utilization"])
+
+
+@fact
+def last_phase_per_replica():
+    return _rate(_last_per_replica())
+
+
+@fact
+def last_phase_per_replica_share():
+    return _pct(ratio(_last_per_replica(), replica_capacity_rps()))
+
+
+@fact
+def queue_replica_hours():
+    return f"{format_number(preset_summary('step15-scale-on-queue')['replica_hours'])}"
+
+
+@fact
+def extra_hours_pct():
+    return _pct(relative_change(_run()["replica_hours"], preset_summary("step15-scale-on-queue")["replica_hours"]))
+
+
+facts = facts_of(__name__)

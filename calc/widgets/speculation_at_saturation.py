@@ -16,6 +16,7 @@ calc.speculative's and calc.sim's.
 
 from __future__ import annotations
 
+import functools
 import math
 from typing import Annotated
 
@@ -27,12 +28,13 @@ from calc.sim.speculation import TTFT_SLO_S
 from calc.sim_views import preset_summary
 from calc.speculative import (
     DRAFT_SHAPES, EAGLE3_LIKE, EAGLE_LIKE, PUBLISHED_SETUP, SEPARATE_DRAFT_LIKE, SpeculationConfig, break_even,
-    replica_coefficients, speedup_at_batch, speedup_curve,
+    replica_coefficients, speedup_at_batch, speedup_curve, verify_tokens_in_batch,
 )
 from calc.units import format_number, round_sig
 from calc.widgets.charts import PALETTE, line_chart
-from calc.widgets.framework import Choice, FloatRange, IntRange, output, stream, table, view, widget
+from calc.widgets.framework import Choice, FloatRange, IntRange, fact, facts_of, output, stream, table, view, widget
 from calc.widgets.simulation import scenario_for, simulation_views
+from calc.widgets.views import share_text
 
 __all__ = ["PUBLISHED", "REPLICAS", "speedup_vs_batch", "saturated", "facts", "SIM_PRESET"]
 
@@ -208,88 +210,355 @@ def saturated(
                                 frame_interval_s)
 
 
-def facts() -> dict[str, str]:
-    """Numbers quoted in the step's prose, computed from calc.
+# --------------------------------------------------------------------------------------- facts
+# Each fact is computed alone when a page names it; the runs are cached (calc.sim_views.preset_summary).
+LOW_RATE_PER_S = SIM_RATE_PER_S / 4  # the try-this's quiet traffic: a quarter of the saturating rate
+_BREAK_EVEN_CONFIGS = {"eagle": EAGLE_LIKE, "eagle3": EAGLE3_LIKE, "draft": SEPARATE_DRAFT_LIKE}
+_MODEL_8B, _MODEL_70B = REPLICAS[0][0], REPLICAS[1][0]
 
-    >>> f = facts()
-    >>> f["break_even_8b"], f["published_below"], f["sim_rate"], f["sim_ttft_p99_off"]
-    ('20', '24', '13', '0.248 s')
+
+@functools.cache
+def _at(batch: int, method: str = "eagle") -> dict:
+    config = {"eagle": None, "eagle3": EAGLE3_LIKE}[method]
+    c8 = replica_coefficients(_MODEL_8B)
+    if config is None:
+        return speedup_at_batch(c8, batch=batch, context_tokens=CONTEXT_TOKENS)
+    return speedup_at_batch(c8, batch=batch, context_tokens=CONTEXT_TOKENS, config=config)
+
+
+@functools.cache
+def _even(method: str, model: str):
+    return break_even(model, _BREAK_EVEN_CONFIGS[method])
+
+
+def _sim(speculation: str, preset: str = SIM_PRESET, rate: float | None = None) -> dict:
+    return preset_summary(preset, speculation=speculation) if rate is None else preset_summary(preset, rate, speculation=speculation)
+
+
+def _x(value: float) -> str:
+    return f"{format_number(value)}x"
+
+
+def _s(seconds: float) -> str:
+    return f"{format_number(seconds)} s"
+
+
+@fact
+def model_8b():
+    return get_model(_MODEL_8B).name
+
+
+@fact
+def model_70b():
+    return get_model(_MODEL_70B).name
+
+
+@fact
+def gpu():
+    return get_gpu(lesson.REPLICA["gpu"]).name
+
+
+@fact
+def context():
+    return f"{CONTEXT_TOKENS:,}"
+
+
+@fact
+def eagle_k():
+    return str(EAGLE_LIKE.k)
+
+
+@fact
+def eagle_verify():
+    return str(EAGLE_LIKE.verify_tokens)
+
+
+@fact
+def eagle_acceptance():
+    return f"{EAGLE_LIKE.acceptance:g}"
+
+
+@fact
+def eagle_cost():
+    return format_number(_at(1)["draft_cost_ratio"])
+
+
+@fact
+def eagle_cost_64():
+    return format_number(_at(64)["draft_cost_ratio"])
+
+
+@fact
+def eagle_tokens():
+    return format_number(EAGLE_LIKE.tokens_per_step)
+
+
+@fact
+def eagle3_k():
+    return str(EAGLE3_LIKE.k)
+
+
+@fact
+def eagle3_verify():
+    return str(EAGLE3_LIKE.verify_tokens)
+
+
+@fact
+def eagle3_acceptance():
+    return f"{EAGLE3_LIKE.acceptance:g}"
+
+
+@fact
+def eagle3_batch_2():
+    return _x(_at(2, "eagle3")["speedup"])
+
+
+@fact
+def eagle3_batch_64():
+    return _x(_at(64, "eagle3")["speedup"])
+
+
+@fact
+def eagle3_published_64():
+    return f"{PUBLISHED['eagle3']['points'][64]:.2f}x"
+
+
+@fact
+def eagle3_break_even_8b():
+    return _even_text(_even("eagle3", _MODEL_8B))
+
+
+@fact
+def draft_model():
+    return get_model(SEPARATE_DRAFT_LIKE.draft.draft_model).name
+
+
+@fact
+def draft_break_even_70b():
+    return _even_text(_even("draft", _MODEL_70B))
+
+
+@fact
+def break_even_8b():
+    """The batch from which EAGLE-like speculation slows the 8B down, against the paper's.
+
+    >>> break_even_8b(), published_below()
+    ('20', '24')
     """
-    c8 = replica_coefficients(REPLICAS[0][0])
-    at = {b: speedup_at_batch(c8, batch=b, context_tokens=CONTEXT_TOKENS) for b in (1, 2, 64, 256)}
-    e3 = {b: speedup_at_batch(c8, batch=b, context_tokens=CONTEXT_TOKENS, config=EAGLE3_LIKE) for b in (2, 64)}
-    on, off = preset_summary(SIM_PRESET, speculation="eagle-like"), preset_summary(SIM_PRESET, speculation="off")
-    on3 = preset_summary(SIM_PRESET, speculation="eagle3-like")
-    low_rate = SIM_RATE_PER_S / 4
-    low_on, low_off = (preset_summary(SIM_PRESET, low_rate, speculation="eagle-like"),
-                       preset_summary(SIM_PRESET, low_rate, speculation="off"))
-    lesson_rate = presets.load_data(LESSON_PRESET)["workload"]["rate_per_s"]
-    l_on, l_off = preset_summary(LESSON_PRESET, speculation="eagle-like"), preset_summary(LESSON_PRESET, speculation="off")
-    gpu = get_gpu(lesson.REPLICA["gpu"])
-    evens = {name: {m: break_even(m, config) for m, _ in REPLICAS}
-             for name, config in (("eagle", EAGLE_LIKE), ("eagle3", EAGLE3_LIKE), ("draft", SEPARATE_DRAFT_LIKE))}
-    seventy = REPLICAS[1][0]
-    return {
-        "model_8b": get_model(REPLICAS[0][0]).name,
-        "model_70b": get_model(seventy).name,
-        "gpu": gpu.name,
-        "context": f"{CONTEXT_TOKENS:,}",
-        "eagle_k": str(EAGLE_LIKE.k),
-        "eagle_verify": str(EAGLE_LIKE.verify_tokens),
-        "eagle_acceptance": f"{EAGLE_LIKE.acceptance:g}",
-        "eagle_cost": format_number(at[1]["draft_cost_ratio"]),
-        "eagle_cost_64": format_number(at[64]["draft_cost_ratio"]),
-        "eagle_tokens": format_number(EAGLE_LIKE.tokens_per_step),
-        "eagle3_k": str(EAGLE3_LIKE.k),
-        "eagle3_verify": str(EAGLE3_LIKE.verify_tokens),
-        "eagle3_acceptance": f"{EAGLE3_LIKE.acceptance:g}",
-        "eagle3_batch_2": f"{format_number(e3[2]['speedup'])}x",
-        "eagle3_batch_64": f"{format_number(e3[64]['speedup'])}x",
-        "eagle3_published_64": f"{PUBLISHED['eagle3']['points'][64]:.2f}x",
-        "eagle3_break_even_8b": _even_text(evens["eagle3"][REPLICAS[0][0]]),
-        "draft_model": get_model(SEPARATE_DRAFT_LIKE.draft.draft_model).name,
-        "draft_break_even_70b": _even_text(evens["draft"][seventy]),
-        "break_even_8b": str(evens["eagle"][REPLICAS[0][0]]),
-        "break_even_70b": str(evens["eagle"][seventy]),
-        "published_below": str(PUBLISHED["eagle"]["below_one_from_batch"]),
-        "published_batch_2": f"{PUBLISHED['eagle']['points'][2]:.2f}x",
-        "published_batch_64": f"{PUBLISHED['eagle']['points'][64]:.2f}x",
-        "calc_batch_1": f"{format_number(at[1]['speedup'])}x",
-        "calc_batch_2": f"{format_number(at[2]['speedup'])}x",
-        "calc_batch_64": f"{format_number(at[64]['speedup'])}x",
-        "calc_batch_256": f"{format_number(at[256]['speedup'])}x",
-        "plain_64": _ms(at[64]["plain_step_s"]),
-        "verify_64": _ms(at[64]["verify_step_s"]),
-        "plain_1": _ms(at[1]["plain_step_s"]),
-        "verify_1": _ms(at[1]["verify_step_s"]),
-        "ridge": format_number(gpu.ridge_point_flops_per_byte("bf16")),
-        "verify_tokens_64": f"{64 * EAGLE_LIKE.verify_tokens:,}",
-        "slo": f"{format_number(TTFT_SLO_S)} s",
-        "sim_rate": format_number(SIM_RATE_PER_S),
-        "sim_prompt_tokens": f"{presets.load_data(SIM_PRESET)['workload']['classes'][0]['prompt_tokens']:,}",
-        "sim_batch_on": format_number(on["running_mean"]),
-        "sim_batch_off": format_number(off["running_mean"]),
-        "sim_tokens_on": format_number(on["throughput_output_tokens_per_s"]),
-        "sim_tokens_off": format_number(off["throughput_output_tokens_per_s"]),
-        "sim_ttft_p99_on": f"{format_number(on['ttft_p99_s'])} s",
-        "sim_ttft_p99_off": f"{format_number(off['ttft_p99_s'])} s",
-        "sim_ttft_p99_eagle3": f"{format_number(on3['ttft_p99_s'])} s",
-        "sim_itl_on": f"{format_number(on['itl_p50_s'] * 1000)} ms",
-        "sim_itl_off": f"{format_number(off['itl_p50_s'] * 1000)} ms",
-        "sim_itl_eagle3": f"{format_number(on3['itl_p50_s'] * 1000)} ms",
-        "sim_queue_on": f"{on['queue_depth_max']:,}",
-        "sim_queue_off": f"{off['queue_depth_max']:,}",
-        "sim_compute_on": f"{on['compute_utilization'] * 100:.0f}%",
-        "sim_compute_off": f"{off['compute_utilization'] * 100:.0f}%",
-        "sim_cost_on": f"${on['cost_usd_per_million_output_tokens']:,.2f}",
-        "sim_cost_off": f"${off['cost_usd_per_million_output_tokens']:,.2f}",
-        "low_rate": format_number(low_rate),
-        "low_itl_on": f"{format_number(low_on['itl_p50_s'] * 1000)} ms",
-        "low_itl_off": f"{format_number(low_off['itl_p50_s'] * 1000)} ms",
-        "low_batch_off": format_number(low_off["running_mean"], 2),
-        "lesson_rate": format_number(lesson_rate),
-        "lesson_ttft_p99_on": f"{format_number(l_on['ttft_p99_s'])} s",
-        "lesson_ttft_p99_off": f"{format_number(l_off['ttft_p99_s'])} s",
-        "lesson_batch_off": format_number(l_off["running_mean"]),
-        "lesson_batch_on": format_number(l_on["running_mean"]),
-    }
+    return str(_even("eagle", _MODEL_8B))
+
+
+@fact
+def break_even_70b():
+    return str(_even("eagle", _MODEL_70B))
+
+
+@fact
+def published_below():
+    return str(PUBLISHED["eagle"]["below_one_from_batch"])
+
+
+@fact
+def published_batch_2():
+    return f"{PUBLISHED['eagle']['points'][2]:.2f}x"
+
+
+@fact
+def published_batch_64():
+    return f"{PUBLISHED['eagle']['points'][64]:.2f}x"
+
+
+@fact
+def calc_batch_1():
+    return _x(_at(1)["speedup"])
+
+
+@fact
+def calc_batch_2():
+    return _x(_at(2)["speedup"])
+
+
+@fact
+def calc_batch_64():
+    return _x(_at(64)["speedup"])
+
+
+@fact
+def calc_batch_256():
+    return _x(_at(256)["speedup"])
+
+
+@fact
+def plain_64():
+    return _ms(_at(64)["plain_step_s"])
+
+
+@fact
+def verify_64():
+    return _ms(_at(64)["verify_step_s"])
+
+
+@fact
+def plain_1():
+    return _ms(_at(1)["plain_step_s"])
+
+
+@fact
+def verify_1():
+    return _ms(_at(1)["verify_step_s"])
+
+
+@fact
+def ridge():
+    return format_number(get_gpu(lesson.REPLICA["gpu"]).ridge_point_flops_per_byte("bf16"))
+
+
+@fact
+def verify_tokens_64():
+    return f"{verify_tokens_in_batch(EAGLE_LIKE, 64):,}"
+
+
+@fact
+def slo():
+    return _s(TTFT_SLO_S)
+
+
+@fact
+def sim_rate():
+    """>>> sim_rate(), sim_ttft_p99_off()
+    ('13', '0.248 s')
+    """
+    return format_number(SIM_RATE_PER_S)
+
+
+@fact
+def sim_prompt_tokens():
+    return f"{presets.load_data(SIM_PRESET)['workload']['classes'][0]['prompt_tokens']:,}"
+
+
+@fact
+def sim_batch_on():
+    return format_number(_sim("eagle-like")["running_mean"])
+
+
+@fact
+def sim_batch_off():
+    return format_number(_sim("off")["running_mean"])
+
+
+@fact
+def sim_tokens_on():
+    return format_number(_sim("eagle-like")["throughput_output_tokens_per_s"])
+
+
+@fact
+def sim_tokens_off():
+    return format_number(_sim("off")["throughput_output_tokens_per_s"])
+
+
+@fact
+def sim_ttft_p99_on():
+    return _s(_sim("eagle-like")["ttft_p99_s"])
+
+
+@fact
+def sim_ttft_p99_off():
+    return _s(_sim("off")["ttft_p99_s"])
+
+
+@fact
+def sim_ttft_p99_eagle3():
+    return _s(_sim("eagle3-like")["ttft_p99_s"])
+
+
+@fact
+def sim_itl_on():
+    return _ms(_sim("eagle-like")["itl_p50_s"])
+
+
+@fact
+def sim_itl_off():
+    return _ms(_sim("off")["itl_p50_s"])
+
+
+@fact
+def sim_itl_eagle3():
+    return _ms(_sim("eagle3-like")["itl_p50_s"])
+
+
+@fact
+def sim_queue_on():
+    return f"{_sim('eagle-like')['queue_depth_max']:,}"
+
+
+@fact
+def sim_queue_off():
+    return f"{_sim('off')['queue_depth_max']:,}"
+
+
+@fact
+def sim_compute_on():
+    return share_text(_sim("eagle-like")["compute_utilization"])
+
+
+@fact
+def sim_compute_off():
+    return share_text(_sim("off")["compute_utilization"])
+
+
+@fact
+def sim_cost_on():
+    return f"${_sim('eagle-like')['cost_usd_per_million_output_tokens']:,.2f}"
+
+
+@fact
+def sim_cost_off():
+    return f"${_sim('off')['cost_usd_per_million_output_tokens']:,.2f}"
+
+
+@fact
+def low_rate():
+    return format_number(LOW_RATE_PER_S)
+
+
+@fact
+def low_itl_on():
+    return _ms(_sim("eagle-like", rate=LOW_RATE_PER_S)["itl_p50_s"])
+
+
+@fact
+def low_itl_off():
+    return _ms(_sim("off", rate=LOW_RATE_PER_S)["itl_p50_s"])
+
+
+@fact
+def low_batch_off():
+    return format_number(_sim("off", rate=LOW_RATE_PER_S)["running_mean"], 2)
+
+
+@fact
+def lesson_rate():
+    return format_number(presets.load_data(LESSON_PRESET)["workload"]["rate_per_s"])
+
+
+@fact
+def lesson_ttft_p99_on():
+    return _s(_sim("eagle-like", LESSON_PRESET)["ttft_p99_s"])
+
+
+@fact
+def lesson_ttft_p99_off():
+    return _s(_sim("off", LESSON_PRESET)["ttft_p99_s"])
+
+
+@fact
+def lesson_batch_off():
+    return format_number(_sim("off", LESSON_PRESET)["running_mean"])
+
+
+@fact
+def lesson_batch_on():
+    return format_number(_sim("eagle-like", LESSON_PRESET)["running_mean"])
+
+
+facts = facts_of(__name__)

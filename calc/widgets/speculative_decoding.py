@@ -20,6 +20,7 @@ The draft's cost ``c`` is priced from its own shape on the roofline
 
 from __future__ import annotations
 
+import functools
 import math
 from typing import Annotated
 
@@ -29,14 +30,16 @@ from calc.roofline import decode_step
 from calc.sim import presets
 from calc.sim_views import preset_summary
 from calc.speculative import (
-    EAGLE_LIKE, SEPARATE_DRAFT_LIKE, DraftShape, SpeculationConfig, best_k, emitted_distribution,
-    expected_tokens_per_step, speedup, speedup_at_batch,
+    EAGLE_LIKE, SEPARATE_DRAFT_LIKE, DraftShape, SpeculationConfig, best_k, cycle_times, emitted_distribution,
+    expected_tokens_per_step, max_tokens_per_step, speedup, speedup_at_batch,
 )
+from calc.speculative import tokens_ceiling as ceiling_of_tokens
 from calc.units import format_number, round_sig
 from calc.widgets.charts import PALETTE, bar_chart, line_chart
 from calc.lesson import DECODE_CONTEXT_TOKENS
-from calc.widgets.framework import Choice, FloatRange, IntRange, output, stream, table, view, widget
+from calc.widgets.framework import Choice, FloatRange, IntRange, fact, facts_of, output, stream, table, view, widget
 from calc.widgets.simulation import scenario_for, simulation_views
+from calc.widgets.views import share_text
 
 __all__ = ["gain", "same_distribution", "light_traffic", "facts", "DRAFTS", "WORDS", "TARGET_P", "OTHER_P",
            "HEADLINE"]
@@ -204,66 +207,270 @@ def light_traffic(
                                 frame_interval_s)
 
 
-def facts() -> dict[str, str]:
-    """Numbers quoted in the step's prose, computed from calc; ``headline_*`` are the ones the cheat sheet borrows.
+# --------------------------------------------------------------------------------------- facts
+# Each fact is computed alone when a page names it; ``headline_*`` are the ones the cheat sheet borrows.
+QUIZ_ACCEPTANCE, QUIZ_K = 0.6, 4
 
-    >>> f = facts()
-    >>> f["headline_acceptance"], f["headline_cost_ratio"], f["headline_speedup"], f["quiz_tokens"]
-    ('0.7', '0.0644', '2.2x', '2.31')
+
+@functools.cache
+def _plain_step_s() -> float:
+    return decode_step(_target(), batch=1, context_tokens=DECODE_CONTEXT_TOKENS)["time_s"]
+
+
+@functools.cache
+def _roof() -> dict:
+    return _cycle(DRAFTS[0][0], ACCEPTANCE, K, 1)
+
+
+def _c() -> float:
+    return _roof()["draft_cost_ratio"]
+
+
+def _times() -> dict:
+    return cycle_times(_plain_step_s(), _c(), K, _roof()["speedup"])
+
+
+@functools.cache
+def _eagle_c() -> float:
+    return speedup_at_batch(_target(), batch=1, context_tokens=DECODE_CONTEXT_TOKENS, config=EAGLE_LIKE)["draft_cost_ratio"]
+
+
+def _sim(speculation: str) -> dict:
+    return preset_summary(SIM_PRESET, SIM_RATE_PER_S, speculation=speculation)
+
+
+def _x(value: float) -> str:
+    return f"{format_number(value)}x"
+
+
+def _ms(seconds: float) -> str:
+    return f"{format_number(seconds * 1000)} ms"
+
+
+@fact("model")
+def _model_name():
+    return get_model(lesson.REPLICA["model"]).name
+
+
+@fact
+def draft():
+    return dict(DRAFTS)[DRAFTS[0][0]]
+
+
+@fact
+def headline_draft():
+    return dict(DRAFTS)[DRAFTS[0][0]]
+
+
+@fact
+def headline_acceptance():
+    """>>> headline_acceptance(), headline_cost_ratio(), headline_speedup()
+    ('0.7', '0.0644', '2.2x')
     """
-    target = _target()
-    plain = decode_step(target, batch=1, context_tokens=DECODE_CONTEXT_TOKENS)["time_s"]
-    roof = _cycle(DRAFTS[0][0], ACCEPTANCE, K, 1)
-    c = roof["draft_cost_ratio"]
-    draft_step = c * plain
-    on, off = preset_summary(SIM_PRESET, SIM_RATE_PER_S, speculation="eagle-like"), preset_summary(SIM_PRESET, SIM_RATE_PER_S, speculation="off")
-    top = best_k(ACCEPTANCE, c, MAX_K)
-    eagle = speedup_at_batch(target, batch=1, context_tokens=DECODE_CONTEXT_TOKENS, config=EAGLE_LIKE)
-    eagle_c = eagle["draft_cost_ratio"]
-    quiz_a, quiz_k = 0.6, 4
-    return {
-        "model": get_model(lesson.REPLICA["model"]).name,
-        "draft": dict(DRAFTS)[DRAFTS[0][0]],
-        "headline_draft": dict(DRAFTS)[DRAFTS[0][0]],
-        "headline_acceptance": f"{ACCEPTANCE:g}",
-        "headline_k": str(K),
-        "headline_cost_ratio": format_number(c),
-        "headline_tokens": format_number(expected_tokens_per_step(ACCEPTANCE, K)),
-        "headline_speedup": f"{format_number(speedup(ACCEPTANCE, K, c))}x",
-        "acceptance": f"{ACCEPTANCE:g}",
-        "k": str(K),
-        "k_plus_1": str(K + 1),
-        "tokens_default": format_number(expected_tokens_per_step(ACCEPTANCE, K)),
-        "tokens_ceiling": format_number(1 / (1 - ACCEPTANCE)),
-        "tokens_max": str(K + 1),
-        "cost_ratio": format_number(c),
-        "target_step": f"{format_number(plain * 1000)} ms",
-        "draft_step": f"{format_number(draft_step * 1000)} ms",
-        "cycle": f"{format_number((plain + K * draft_step) * 1000)} ms",
-        "speedup_default": f"{format_number(speedup(ACCEPTANCE, K, c))}x",
-        "per_token_after": f"{format_number(plain / roof['speedup'] * 1000)} ms",
-        "best_k": str(top),
-        "best_speedup": f"{format_number(speedup(ACCEPTANCE, top, c))}x",
-        "quiz_a": f"{quiz_a:g}",
-        "quiz_k": str(quiz_k),
-        "quiz_k_plus_1": str(quiz_k + 1),
-        "quiz_tokens": format_number(expected_tokens_per_step(quiz_a, quiz_k)),
-        "quiz_speedup": f"{format_number(speedup(quiz_a, quiz_k, c))}x",
-        "quiz_a0_speedup": f"{format_number(speedup(0.0, quiz_k, c))}x",
-        "eagle_k": str(EAGLE_LIKE.k),
-        "eagle_verify": str(EAGLE_LIKE.verify_tokens),
-        "eagle_acceptance": f"{EAGLE_LIKE.acceptance:g}",
-        "eagle_tokens": format_number(EAGLE_LIKE.tokens_per_step),
-        "eagle_cost_ratio": format_number(eagle_c),
-        "eagle_speedup": f"{format_number(speedup(EAGLE_LIKE.acceptance, EAGLE_LIKE.k, eagle_c))}x",
-        "sim_rate": format_number(SIM_RATE_PER_S),
-        "step5_rate": format_number(presets.load_data(SIM_PRESET)["workload"]["rate_per_s"]),
-        "sim_itl_on": f"{format_number(on['itl_p50_s'] * 1000)} ms",
-        "sim_itl_off": f"{format_number(off['itl_p50_s'] * 1000)} ms",
-        "sim_e2e_on": f"{format_number(on['e2e_p50_s'])} s",
-        "sim_e2e_off": f"{format_number(off['e2e_p50_s'])} s",
-        "sim_batch_on": format_number(on["running_mean"]),
-        "sim_batch_off": format_number(off["running_mean"]),
-        "sim_compute_on": f"{on['compute_utilization'] * 100:.0f}%",
-        "sim_compute_off": f"{off['compute_utilization'] * 100:.0f}%",
-    }
+    return f"{ACCEPTANCE:g}"
+
+
+@fact
+def headline_k():
+    return str(K)
+
+
+@fact
+def headline_cost_ratio():
+    return format_number(_c())
+
+
+@fact
+def headline_tokens():
+    return format_number(expected_tokens_per_step(ACCEPTANCE, K))
+
+
+@fact
+def headline_speedup():
+    return _x(speedup(ACCEPTANCE, K, _c()))
+
+
+@fact
+def acceptance():
+    return f"{ACCEPTANCE:g}"
+
+
+@fact
+def k():
+    return str(K)
+
+
+@fact
+def k_plus_1():
+    return str(max_tokens_per_step(K))
+
+
+@fact
+def tokens_default():
+    return format_number(expected_tokens_per_step(ACCEPTANCE, K))
+
+
+@fact
+def tokens_ceiling():
+    return format_number(ceiling_of_tokens(ACCEPTANCE))
+
+
+@fact
+def tokens_max():
+    return str(max_tokens_per_step(K))
+
+
+@fact
+def cost_ratio():
+    return format_number(_c())
+
+
+@fact
+def target_step():
+    return _ms(_plain_step_s())
+
+
+@fact
+def draft_step():
+    return _ms(_times()["draft_step_s"])
+
+
+@fact
+def cycle():
+    return _ms(_times()["cycle_s"])
+
+
+@fact
+def speedup_default():
+    return _x(speedup(ACCEPTANCE, K, _c()))
+
+
+@fact
+def per_token_after():
+    return _ms(_times()["per_token_s"])
+
+
+@fact("best_k")
+def _best_k():
+    return str(best_k(ACCEPTANCE, _c(), MAX_K))
+
+
+@fact
+def best_speedup():
+    return _x(speedup(ACCEPTANCE, best_k(ACCEPTANCE, _c(), MAX_K), _c()))
+
+
+@fact
+def quiz_a():
+    return f"{QUIZ_ACCEPTANCE:g}"
+
+
+@fact
+def quiz_k():
+    return str(QUIZ_K)
+
+
+@fact
+def quiz_k_plus_1():
+    return str(max_tokens_per_step(QUIZ_K))
+
+
+@fact
+def quiz_tokens():
+    """>>> quiz_tokens()
+    '2.31'
+    """
+    return format_number(expected_tokens_per_step(QUIZ_ACCEPTANCE, QUIZ_K))
+
+
+@fact
+def quiz_speedup():
+    return _x(speedup(QUIZ_ACCEPTANCE, QUIZ_K, _c()))
+
+
+@fact
+def quiz_a0_speedup():
+    return _x(speedup(0.0, QUIZ_K, _c()))
+
+
+@fact
+def eagle_k():
+    return str(EAGLE_LIKE.k)
+
+
+@fact
+def eagle_verify():
+    return str(EAGLE_LIKE.verify_tokens)
+
+
+@fact
+def eagle_acceptance():
+    return f"{EAGLE_LIKE.acceptance:g}"
+
+
+@fact
+def eagle_tokens():
+    return format_number(EAGLE_LIKE.tokens_per_step)
+
+
+@fact
+def eagle_cost_ratio():
+    return format_number(_eagle_c())
+
+
+@fact
+def eagle_speedup():
+    return _x(speedup(EAGLE_LIKE.acceptance, EAGLE_LIKE.k, _eagle_c()))
+
+
+@fact
+def sim_rate():
+    return format_number(SIM_RATE_PER_S)
+
+
+@fact
+def step5_rate():
+    return format_number(presets.load_data(SIM_PRESET)["workload"]["rate_per_s"])
+
+
+@fact
+def sim_itl_on():
+    return _ms(_sim("eagle-like")["itl_p50_s"])
+
+
+@fact
+def sim_itl_off():
+    return _ms(_sim("off")["itl_p50_s"])
+
+
+@fact
+def sim_e2e_on():
+    return f"{format_number(_sim('eagle-like')['e2e_p50_s'])} s"
+
+
+@fact
+def sim_e2e_off():
+    return f"{format_number(_sim('off')['e2e_p50_s'])} s"
+
+
+@fact
+def sim_batch_on():
+    return format_number(_sim("eagle-like")["running_mean"])
+
+
+@fact
+def sim_batch_off():
+    return format_number(_sim("off")["running_mean"])
+
+
+@fact
+def sim_compute_on():
+    return share_text(_sim("eagle-like")["compute_utilization"])
+
+
+@fact
+def sim_compute_off():
+    return share_text(_sim("off")["compute_utilization"])
+
+
+facts = facts_of(__name__)

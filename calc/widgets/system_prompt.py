@@ -17,11 +17,14 @@ cost is FLOPs, and the roofline of :mod:`calc.roofline` prices it:
 
 from __future__ import annotations
 
+import functools
 from typing import Annotated
 
 from calc import lesson
 from calc.catalog import get_gpu
-from calc.prefix import CHUNK_TOKENS, prefill_time_s, replica_ceiling
+from calc.prefix import (
+    CHUNK_TOKENS, prefill_busy_share, prefill_time_s, repeated_prefix_cost, repeated_prefix_tokens, replica_ceiling,
+)
 from calc.sim import presets
 from calc.sim.fleet import simulate_fleet
 from calc.sim_views import (
@@ -30,9 +33,9 @@ from calc.sim_views import (
 )
 from calc.units import SECONDS_PER_HOUR, format_number
 from calc.widgets.charts import line_chart
-from calc.widgets.framework import Choice, FloatRange, IntRange, output, stream, table, view, widget
+from calc.widgets.framework import Choice, FloatRange, IntRange, fact, facts_of, output, stream, table, view, widget
 from calc.widgets.simulation import simulation_views
-from calc.widgets.views import with_hit_rate
+from calc.widgets.views import share_text, with_hit_rate
 
 __all__ = ["PRESET", "prefill_load", "replica", "facts"]
 
@@ -132,56 +135,209 @@ def replica(
                                               frame_interval_s))
 
 
-def facts() -> dict[str, str]:
-    """Numbers quoted in the page's prose, computed here so the page cannot drift from calc.
+# --------------------------------------------------------------------------------------- facts
+# Each fact is computed alone when a page names it ({{ system_prompt:name }} elsewhere: 3 uses); the two runs
+# once each.
+@functools.cache
+def _cost() -> dict:
+    return repeated_prefix_cost(SYSTEM_PROMPT_TOKENS, QUESTION_TOKENS, tp=lesson.REPLICA["tp"],
+                                usd_per_gpu_hour=_gpu().price_usd_per_hour)
 
-    >>> f = facts()
-    >>> f["prompt_tokens"], f["ceiling_rps"], f["ttft_p99_s"]
+
+def _gpu():
+    return get_gpu(lesson.REPLICA["gpu"])
+
+
+@functools.cache
+def _run() -> dict:
+    return presets.run(PRESET).summary
+
+
+@functools.cache
+def _slow_run() -> dict:
+    return simulate_fleet(system_prompt_scenario(rate_per_s=SLOW_RATE_PER_S)).summary
+
+
+def _ms0(seconds: float) -> str:
+    return f"{seconds * 1000:,.0f} ms"
+
+
+@fact
+def system_prompt_tokens():
+    return f"{SYSTEM_PROMPT_TOKENS:,}"
+
+
+@fact
+def question_tokens():
+    return f"{QUESTION_TOKENS:,}"
+
+
+@fact
+def answer_tokens():
+    return f"{ANSWER_TOKENS:,}"
+
+
+@fact
+def prompt_tokens():
+    """>>> prompt_tokens(), ceiling_rps(), ttft_p99_s()
     ('3,524', '3.05', '51.8 s')
     """
-    prompt = SYSTEM_PROMPT_TOKENS + QUESTION_TOKENS
-    full_s = prefill_time_s(prompt)
-    question_s = prefill_time_s(QUESTION_TOKENS)
-    ceiling = replica_ceiling(SYSTEM_PROMPT_TOKENS)
-    bare = replica_ceiling(0)
-    run = presets.run(PRESET).summary
-    gpu = get_gpu(lesson.REPLICA["gpu"])
-    repeated_gpu_hours_per_million = (full_s - question_s) * lesson.REPLICA["tp"] / SECONDS_PER_HOUR * 1e6
-    slow_run = simulate_fleet(system_prompt_scenario(rate_per_s=SLOW_RATE_PER_S)).summary
-    return {
-        "system_prompt_tokens": f"{SYSTEM_PROMPT_TOKENS:,}",
-        "question_tokens": f"{QUESTION_TOKENS:,}",
-        "answer_tokens": f"{ANSWER_TOKENS:,}",
-        "prompt_tokens": f"{prompt:,}",
-        "system_share_pct": f"{SYSTEM_PROMPT_TOKENS / prompt * 100:.0f}%",
-        "rate": format_number(RATE_PER_S),
-        "chunk_tokens": f"{CHUNK_TOKENS:,}",
-        "prefill_ms": f"{full_s * 1000:,.0f} ms",
-        "question_prefill_ms": f"{question_s * 1000:,.0f} ms",
-        "prefill_ratio": f"{full_s / question_s:.1f}",
-        "prefill_share_pct": f"{RATE_PER_S * full_s * 100:.0f}%",
-        "ceiling_rps": format_number(ceiling["requests_per_s"]),
-        "bare_ceiling_rps": format_number(bare["requests_per_s"]),
-        "ceiling_batch": f"{ceiling['batch']}",
-        "repeated_gpu_hours_per_million": f"{repeated_gpu_hours_per_million:,.0f}",
-        "repeated_usd_per_million": f"${repeated_gpu_hours_per_million * gpu.price_usd_per_hour:,.0f}",
-        "gpu_price": f"${gpu.price_usd_per_hour:.2f}",
-        "gpu_price_date": gpu.price_date,
-        "requests": f"{run['requests_total']:,}",
-        "ttft_p50_s": f"{format_number(run['ttft_p50_s'])} s",
-        "ttft_p99_s": f"{format_number(run['ttft_p99_s'])} s",
-        "itl_p99_ms": f"{run['itl_p99_s'] * 1000:,.0f} ms",
-        "throughput_rps": format_number(run["throughput_requests_per_s"]),
-        "output_tokens_per_s": f"{run['throughput_output_tokens_per_s']:,.0f}",
-        "queue_max": f"{run['queue_depth_max']:,}",
-        "kv_peak_pct": f"{run['kv_use_peak'] * 100:.0f}%",
-        "preemptions": f"{run['preemptions']:,}",
-        "gpu_util_pct": f"{run['gpu_util_reported'] * 100:.0f}%",
-        "compute_util_pct": f"{run['compute_utilization'] * 100:.0f}%",
-        "prefill_tokens_computed": f"{run['prefill_tokens_computed']:,}",
-        "input_tokens": f"{run['input_tokens']:,}",
-        "repeated_tokens": f"{run['requests_total'] * SYSTEM_PROMPT_TOKENS:,}",
-        "slow_rate": format_number(SLOW_RATE_PER_S),
-        "slow_ttft_p99_s": f"{format_number(slow_run['ttft_p99_s'])} s",
-        "quiz_share_pct": f"{SLOW_RATE_PER_S * full_s * 100:.0f}%",
-    }
+    return f"{_cost()['prompt_tokens']:,}"
+
+
+@fact
+def system_share_pct():
+    return share_text(_cost()["system_share"])
+
+
+@fact
+def rate():
+    return format_number(RATE_PER_S)
+
+
+@fact
+def chunk_tokens():
+    return f"{CHUNK_TOKENS:,}"
+
+
+@fact
+def prefill_ms():
+    return _ms0(_cost()["full_prefill_s"])
+
+
+@fact
+def question_prefill_ms():
+    return _ms0(_cost()["question_prefill_s"])
+
+
+@fact
+def prefill_ratio():
+    return f"{_cost()['prefill_ratio']:.1f}"
+
+
+@fact
+def prefill_share_pct():
+    return share_text(prefill_busy_share(RATE_PER_S, _cost()["full_prefill_s"]))
+
+
+@fact
+def ceiling_rps():
+    return format_number(replica_ceiling(SYSTEM_PROMPT_TOKENS)["requests_per_s"])
+
+
+@fact
+def bare_ceiling_rps():
+    return format_number(replica_ceiling(0)["requests_per_s"])
+
+
+@fact
+def ceiling_batch():
+    return f"{replica_ceiling(SYSTEM_PROMPT_TOKENS)['batch']}"
+
+
+@fact
+def repeated_gpu_hours_per_million():
+    return f"{_cost()['repeated_gpu_hours_per_million']:,.0f}"
+
+
+@fact
+def repeated_usd_per_million():
+    return f"${_cost()['repeated_usd_per_million']:,.0f}"
+
+
+@fact
+def gpu_price():
+    return f"${_gpu().price_usd_per_hour:.2f}"
+
+
+@fact
+def gpu_price_date():
+    return _gpu().price_date
+
+
+@fact
+def requests():
+    return f"{_run()['requests_total']:,}"
+
+
+@fact
+def ttft_p50_s():
+    return f"{format_number(_run()['ttft_p50_s'])} s"
+
+
+@fact
+def ttft_p99_s():
+    return f"{format_number(_run()['ttft_p99_s'])} s"
+
+
+@fact
+def itl_p99_ms():
+    return _ms0(_run()["itl_p99_s"])
+
+
+@fact
+def throughput_rps():
+    return format_number(_run()["throughput_requests_per_s"])
+
+
+@fact
+def output_tokens_per_s():
+    return f"{_run()['throughput_output_tokens_per_s']:,.0f}"
+
+
+@fact
+def queue_max():
+    return f"{_run()['queue_depth_max']:,}"
+
+
+@fact
+def kv_peak_pct():
+    return share_text(_run()["kv_use_peak"])
+
+
+@fact
+def preemptions():
+    return f"{_run()['preemptions']:,}"
+
+
+@fact
+def gpu_util_pct():
+    return share_text(_run()["gpu_util_reported"])
+
+
+@fact
+def compute_util_pct():
+    return share_text(_run()["compute_utilization"])
+
+
+@fact
+def prefill_tokens_computed():
+    return f"{_run()['prefill_tokens_computed']:,}"
+
+
+@fact
+def input_tokens():
+    return f"{_run()['input_tokens']:,}"
+
+
+@fact
+def repeated_tokens():
+    return f"{repeated_prefix_tokens(_run()['requests_total'], SYSTEM_PROMPT_TOKENS):,}"
+
+
+@fact
+def slow_rate():
+    return format_number(SLOW_RATE_PER_S)
+
+
+@fact
+def slow_ttft_p99_s():
+    return f"{format_number(_slow_run()['ttft_p99_s'])} s"
+
+
+@fact
+def quiz_share_pct():
+    return share_text(prefill_busy_share(SLOW_RATE_PER_S, _cost()["full_prefill_s"]))
+
+
+facts = facts_of(__name__)

@@ -19,27 +19,22 @@ replicas, so the page can say what the split buys beyond the extra GPUs.
 
 from __future__ import annotations
 
-import math
-
 from typing import Annotated
 
 from calc import lesson
-from calc.catalog import get_gpu, get_model
-from calc.incident import HIGH_SHARE, SURGE_PHASE, TTFT_ALERT_S, prefill_tokens_per_s, prompt_statistics
-from calc.gpu_util import replica_capacity_rps
-from calc.memory import weights_bytes_per_gpu
-from calc.pools import COMPARED, LAYOUTS, PRESET, _pool, comparison, fix_run, fix_scenario, layouts_that_end_it
-from calc.roofline import prefill_chunk
+from calc.catalog import get_gpu
+from calc.incident import HIGH_SHARE, TTFT_ALERT_S, prompt_statistics
+from calc.pools import (
+    COMPARED, LAYOUTS, PRESET, THIN_CHAT_SHARE, _pool, comparison, comparison_row, first_scale_up_s, fix_run,
+    fix_scenario, hours_ratio, isolation_gain, layouts_that_end_it, pool_sizing,
+)
 from calc.sim import presets
-from calc.sim.autoscaler import AutoscalerConfig, scale_up_delay_ns
-from calc.units import NS_PER_S, format_number, round_sig
-from calc.widgets.framework import Choice, IntRange, stream
-from calc.widgets.views import DOCUMENT_SHARE, FLEET_PANELS, FRAME, SEED, dashboard_views
+from calc.sim.autoscaler import AutoscalerConfig
+from calc.units import format_number, round_sig
+from calc.widgets.framework import Choice, IntRange, fact, facts_of, stream
+from calc.widgets.views import DOCUMENT_SHARE, FLEET_PANELS, FRAME, SEED, dashboard_views, share_text
 
-#: The try-this's too-small chat pool holds at most this share of the replicas' worth chat needs, so it is short
-#: by capacity, not by a rounding of it: after the joint fit one replica fewer than the preset's pool carries 99%
-#: of chat's need (2 replicas for 2.02) and queues only a little.
-THIN_CHAT_SHARE = 0.9
+# THIN_CHAT_SHARE (the try-this's too-small chat pool) lives in calc.pools with the sizing it belongs to.
 
 __all__ = ["PRESET", "LAYOUTS", "fix_scenario", "fleet", "fix_run", "COMPARED", "comparison", "facts"]
 
@@ -102,114 +97,336 @@ def _takeaway(rows: list[dict]) -> str:
     return (claim + ".").replace("$", "&#36;")  # a dollar sign would open inline math on the page
 
 
-def facts() -> dict[str, str]:
-    """Numbers quoted in the page's prose: the compared layouts, the pools' limits and what sizes them.
+# --------------------------------------------------------------------------------------- facts
+# Each fact is computed alone when a page names it; a comparison row runs only its own layout (cached runs in
+# calc.pools.fix_run), the sizes come from calc.pools.pool_sizing (no run).
+def _ms(seconds: float) -> str:
+    return format_number(round(seconds * 1000))
 
-    >>> f = facts()
-    >>> f["pools_replicas"], f["shared3_replicas"], f["pools_preemptions"], f["chat_kv_fit"], f["doc_kv_fit"]
-    ('6', '3', '0', '311', '20')
-    >>> f["takeaway_claim"].split(":")[0]
+
+def _row_fact(key: str, name: str, text) -> None:
+    """Register ``{key}_{name}``: one number of row ``key`` of the comparison table, as text."""
+    def value():
+        return text(comparison_row(key))
+
+    value.__name__ = value.__qualname__ = f"{key}_{name}"
+    value.__module__ = __name__
+    fact(value)
+
+
+for _key, _, _, _ in COMPARED:
+    _row_fact(_key, "replicas", lambda row: str(row["replicas"]))
+    _row_fact(_key, "replica_hours", lambda row: format_number(row["replica_hours"]))
+    _row_fact(_key, "cost", lambda row: f"${row['cost_usd']:,.2f}")
+    _row_fact(_key, "per_million", lambda row: f"${row['usd_per_million_output']:,.2f}")
+    for _metric in ("ttft_p99_s", "chat_ttft_p99_s", "document_ttft_p99_s", "batch_ttft_p99_s", "itl_p99_s"):
+        _row_fact(_key, _metric.removesuffix("_s"), lambda row, metric=_metric: _seconds(row[metric]))
+    _row_fact(_key, "preemptions", lambda row: format_number(row["preemptions"]))
+    _row_fact(_key, "queue_max", lambda row: format_number(row["queue_depth_max"]))
+
+
+@fact
+def takeaway_claim():
+    """>>> takeaway_claim().split(":")[0]
     'Capacity ended this incident'
     """
-    table = comparison()
-    rows = {r["key"]: r for r in table}
-    out: dict[str, str] = {"takeaway_claim": _takeaway(table)}
-    for key, row in rows.items():
-        out[f"{key}_replicas"] = str(row["replicas"])
-        out[f"{key}_replica_hours"] = format_number(row["replica_hours"])
-        out[f"{key}_cost"] = f"${row['cost_usd']:,.2f}"
-        out[f"{key}_per_million"] = f"${row['usd_per_million_output']:,.2f}"
-        for metric in ("ttft_p99_s", "chat_ttft_p99_s", "document_ttft_p99_s", "batch_ttft_p99_s", "itl_p99_s"):
-            out[f"{key}_{metric[:-2]}"] = _seconds(row[metric])
-        out[f"{key}_preemptions"] = format_number(row["preemptions"])
-        out[f"{key}_queue_max"] = format_number(row["queue_depth_max"])
-    pools = rows["pools"]["pools"]
-    data = fix_scenario()
-    chat, docs, batch = _pool(data, "chat"), _pool(data, "documents"), _pool(data, "batch")
-    classes = {c["name"]: c for c in data["workload"]["classes"]}
-    kv_tokens = lesson.KV_CAPACITY_TOKENS  # the running example's capacity, as step 1 quotes it
-    st = prompt_statistics()
-    surge = data["fleet"]["traffic"][SURGE_PHASE]
-    rate = surge["rate_per_s"]
-    doc_rate = rate * surge["shares"]["document"]
-    chat_rate = rate * surge["shares"]["chat"]
-    calm = data["fleet"]["traffic"][0]  # outside the surge chat keeps its share of the workload's mix
-    calm_chat_rate = round_sig(calm["rate_per_s"] * classes["chat"]["share"], 6)
-    coef = lesson.coefficients()
-    scheduler_chunk = presets.load("step19-incident-p99").scenario.max_num_batched_tokens
-    chunk_chat_s = prefill_chunk(coef, chunk_tokens=chat["max_num_batched_tokens"])["time_s"]
-    chunk_default_s = prefill_chunk(coef, chunk_tokens=scheduler_chunk)["time_s"]
-    per_replica = prefill_tokens_per_s()
-    per_replica_doc = prefill_tokens_per_s(prompt_tokens=round(st["document"]))
-    doc_tokens = classes["document"]["prompt_tokens"] + classes["document"]["output_tokens"]
-    chat_tokens = classes["chat"]["prompt_tokens"] + classes["chat"]["output_tokens"]
-    shared_same, pooled = rows["shared_same"], rows["pools"]
-    cold = fix_run("pools", document_replicas=1)
-    first_up = next(e for e in cold["scale_events"] if e["to"] > e["from"])
-    delay_s = scale_up_delay_ns(AutoscalerConfig.from_dict(docs["autoscaler"]),
-                                weights_bytes_per_gpu(get_model("llama-3.1-70b"), 4)) / NS_PER_S
-    big_chunk = fix_run("pools", chat_chunk_tokens=scheduler_chunk)
-    surge_pools = fix_run("pools", document_share=HIGH_SHARE)
-    surge_shared = fix_run("shared", shared_same["replicas"], document_share=HIGH_SHARE)
-    # Prefill alone would size chat's pool too small: a replica completes at most this many chat requests a second
-    # once their answers' decode steps are priced too (step 14's saturation point).
-    chat_capacity_rps = replica_capacity_rps(classes["chat"]["prompt_tokens"], classes["chat"]["output_tokens"])
-    # The try-this's too-small chat pool: the most replicas that are clearly short of chat's need.
-    thin_chat_replicas = max(1, math.floor(THIN_CHAT_SHARE * calm_chat_rate / chat_capacity_rps))
-    thin_chat = fix_run("pools", chat_replicas=thin_chat_replicas)
-    out.update({
-        "max_num_seqs_default": str(presets.load("step19-incident-p99").scenario.max_num_seqs),
-        "gpu_price": f"${get_gpu('h100-sxm-80gb').price_usd_per_hour:.2f}",
-        "gpu_price_date": get_gpu("h100-sxm-80gb").price_date,
-        "cold_doc_p99": _seconds(_class_p99(cold, "document")),
-        "cold_chat_p99": _seconds(_class_p99(cold, "chat")),
-        "cold_first_up_s": format_number(first_up["t_s"]),
-        "scale_up_delay_s": format_number(round(delay_s)),
-        "pool_pod_start_s": format_number(AutoscalerConfig.from_dict(docs["autoscaler"]).pod_start_s),
-        "surge_start_s": format_number(sum(p["duration_s"] for p in data["fleet"]["traffic"][:SURGE_PHASE])),
-        "surge_end_s": format_number(sum(p["duration_s"] for p in data["fleet"]["traffic"][:SURGE_PHASE + 1])),
-        "big_chunk_itl_p99": _seconds(big_chunk["itl_p99_s"]),
-        "high_share": format_number(HIGH_SHARE),
-        "high_share_pct": f"{HIGH_SHARE * 100:.0f}%",
-        "surge_pools_chat_p99": _seconds(_class_p99(surge_pools, "chat")),
-        "surge_pools_doc_p99": _seconds(_class_p99(surge_pools, "document")),
-        "surge_shared_same_chat_p99": _seconds(_class_p99(surge_shared, "chat")),
-        "surge_shared_same_itl_p99": _seconds(surge_shared["itl_p99_s"]),
-        "surge_pools_itl_p99": _seconds(surge_pools["itl_p99_s"]),
-        "thin_chat_p99": _seconds(_class_p99(thin_chat, "chat")),
-        "thin_chat_replicas": str(thin_chat_replicas),
-        "chat_replica_capacity": format_number(round_sig(chat_capacity_rps, 3)),
-        "chat_rate_calm": format_number(calm_chat_rate),
-        "chat_capacity_replicas": format_number(round_sig(calm_chat_rate / chat_capacity_rps, 3)),
-        "ratio_hours": format_number(pooled["replica_hours"] / rows["shared3"]["replica_hours"]),
-        "chat_pool_replicas": str(chat["replicas"]),
-        "chat_chunk": f"{chat['max_num_batched_tokens']:,}",
-        "default_chunk": f"{scheduler_chunk:,}",
-        "chunk_chat_ms": format_number(round(chunk_chat_s * 1000)),
-        "chunk_default_ms": format_number(round(chunk_default_s * 1000)),
-        "doc_pool_replicas": str(docs["replicas"]),
-        "doc_pool_max": str(docs["autoscaler"]["max_replicas"]),
-        "doc_pool_seqs": str(docs["max_num_seqs"]),
-        "doc_pool_chunk": f"{docs['max_num_batched_tokens']:,}",
-        "doc_pool_signal": docs["autoscaler"]["signal"].replace("_", " "),
-        "doc_pool_gpu_util": f"{pools['documents']['gpu_util_reported'] * 100:.0f}%",
-        "doc_pool_hours": format_number(pools["documents"]["replica_hours"]),
-        "chat_pool_gpu_util": f"{pools['chat']['gpu_util_reported'] * 100:.0f}%",
-        "batch_pool_replicas": str(batch["replicas"]),
-        "batch_pool_seqs": str(batch["max_num_seqs"]),
-        "kv_tokens": f"{kv_tokens:,}",
-        "chat_tokens": f"{chat_tokens:,}",
-        "doc_tokens": f"{doc_tokens:,}",
-        "chat_kv_fit": str(kv_tokens // chat_tokens),
-        "doc_kv_fit": str(kv_tokens // doc_tokens),
-        "doc_rate": format_number(doc_rate),
-        "chat_rate": format_number(chat_rate),
-        "doc_prompt_measured": format_number(round(st["document"])),
-        "chat_prompt_measured": format_number(round(st["chat"])),
-        "prefill_per_replica": format_number(round(per_replica)),
-        "prefill_per_replica_doc": format_number(round(per_replica_doc)),
-        "doc_prefill_replicas": format_number(round_sig(doc_rate * st["document"] / per_replica_doc, 3)),
-        "chat_prefill_replicas": format_number(round_sig(chat_rate * st["chat"] / per_replica, 3)),
-        "chat_gain_vs_shared_same": format_number(shared_same["chat_ttft_p99_s"] / pooled["chat_ttft_p99_s"], 2),
-    })
-    return out
+    return _takeaway(comparison())
+
+
+def _pool_of(name: str) -> dict:
+    return _pool(fix_scenario(), name)
+
+
+def _pooled_run(name: str) -> dict:
+    return comparison_row("pools")["pools"][name]
+
+
+def _cold() -> dict:
+    return fix_run("pools", document_replicas=1)
+
+
+def _surge_pools() -> dict:
+    return fix_run("pools", document_share=HIGH_SHARE)
+
+
+def _surge_shared() -> dict:
+    return fix_run("shared", comparison_row("shared_same")["replicas"], document_share=HIGH_SHARE)
+
+
+def _thin_chat() -> dict:
+    return fix_run("pools", chat_replicas=pool_sizing()["thin_chat_replicas"])
+
+
+@fact
+def max_num_seqs_default():
+    return str(presets.load("step19-incident-p99").scenario.max_num_seqs)
+
+
+@fact
+def gpu_price():
+    return f"${get_gpu('h100-sxm-80gb').price_usd_per_hour:.2f}"
+
+
+@fact
+def gpu_price_date():
+    return get_gpu("h100-sxm-80gb").price_date
+
+
+@fact
+def cold_doc_p99():
+    return _seconds(_class_p99(_cold(), "document"))
+
+
+@fact
+def cold_chat_p99():
+    return _seconds(_class_p99(_cold(), "chat"))
+
+
+@fact
+def cold_first_up_s():
+    return format_number(first_scale_up_s(_cold()))
+
+
+@fact
+def scale_up_delay_s():
+    return format_number(round(pool_sizing()["scale_up_delay_s"]))
+
+
+@fact
+def pool_pod_start_s():
+    return format_number(AutoscalerConfig.from_dict(_pool_of("documents")["autoscaler"]).pod_start_s)
+
+
+@fact
+def surge_start_s():
+    return format_number(pool_sizing()["surge_start_s"])
+
+
+@fact
+def surge_end_s():
+    return format_number(pool_sizing()["surge_end_s"])
+
+
+@fact
+def big_chunk_itl_p99():
+    return _seconds(fix_run("pools", chat_chunk_tokens=pool_sizing()["scheduler_chunk_tokens"])["itl_p99_s"])
+
+
+@fact
+def high_share():
+    return format_number(HIGH_SHARE)
+
+
+@fact
+def high_share_pct():
+    return share_text(HIGH_SHARE)
+
+
+@fact
+def surge_pools_chat_p99():
+    return _seconds(_class_p99(_surge_pools(), "chat"))
+
+
+@fact
+def surge_pools_doc_p99():
+    return _seconds(_class_p99(_surge_pools(), "document"))
+
+
+@fact
+def surge_shared_same_chat_p99():
+    return _seconds(_class_p99(_surge_shared(), "chat"))
+
+
+@fact
+def surge_shared_same_itl_p99():
+    return _seconds(_surge_shared()["itl_p99_s"])
+
+
+@fact
+def surge_pools_itl_p99():
+    return _seconds(_surge_pools()["itl_p99_s"])
+
+
+@fact
+def thin_chat_p99():
+    return _seconds(_class_p99(_thin_chat(), "chat"))
+
+
+@fact
+def thin_chat_replicas():
+    return str(pool_sizing()["thin_chat_replicas"])
+
+
+@fact
+def chat_replica_capacity():
+    return format_number(round_sig(pool_sizing()["chat_capacity_rps"], 3))
+
+
+@fact
+def chat_rate_calm():
+    return format_number(pool_sizing()["calm_chat_rate_per_s"])
+
+
+@fact
+def chat_capacity_replicas():
+    return format_number(pool_sizing()["chat_capacity_replicas"])
+
+
+@fact
+def ratio_hours():
+    return format_number(hours_ratio())
+
+
+@fact
+def chat_pool_replicas():
+    """>>> chat_pool_replicas(), doc_pool_replicas(), batch_pool_replicas()
+    ('3', '2', '1')
+    """
+    return str(_pool_of("chat")["replicas"])
+
+
+@fact
+def chat_chunk():
+    return f"{_pool_of('chat')['max_num_batched_tokens']:,}"
+
+
+@fact
+def default_chunk():
+    return f"{pool_sizing()['scheduler_chunk_tokens']:,}"
+
+
+@fact
+def chunk_chat_ms():
+    return _ms(pool_sizing()["chunk_chat_s"])
+
+
+@fact
+def chunk_default_ms():
+    return _ms(pool_sizing()["chunk_default_s"])
+
+
+@fact
+def doc_pool_replicas():
+    return str(_pool_of("documents")["replicas"])
+
+
+@fact
+def doc_pool_max():
+    return str(_pool_of("documents")["autoscaler"]["max_replicas"])
+
+
+@fact
+def doc_pool_seqs():
+    return str(_pool_of("documents")["max_num_seqs"])
+
+
+@fact
+def doc_pool_chunk():
+    return f"{_pool_of('documents')['max_num_batched_tokens']:,}"
+
+
+@fact
+def doc_pool_signal():
+    return _pool_of("documents")["autoscaler"]["signal"].replace("_", " ")
+
+
+@fact
+def doc_pool_gpu_util():
+    return share_text(_pooled_run("documents")["gpu_util_reported"])
+
+
+@fact
+def doc_pool_hours():
+    return format_number(_pooled_run("documents")["replica_hours"])
+
+
+@fact
+def chat_pool_gpu_util():
+    return share_text(_pooled_run("chat")["gpu_util_reported"])
+
+
+@fact
+def batch_pool_replicas():
+    return str(_pool_of("batch")["replicas"])
+
+
+@fact
+def batch_pool_seqs():
+    return str(_pool_of("batch")["max_num_seqs"])
+
+
+@fact
+def kv_tokens():
+    """The running example's capacity, as step 1 quotes it."""
+    return f"{lesson.KV_CAPACITY_TOKENS:,}"
+
+
+@fact
+def chat_tokens():
+    return f"{pool_sizing()['chat_tokens']:,}"
+
+
+@fact
+def doc_tokens():
+    return f"{pool_sizing()['doc_tokens']:,}"
+
+
+@fact
+def chat_kv_fit():
+    """>>> chat_kv_fit(), doc_kv_fit()
+    ('311', '20')
+    """
+    return str(pool_sizing()["chat_kv_fit"])
+
+
+@fact
+def doc_kv_fit():
+    return str(pool_sizing()["doc_kv_fit"])
+
+
+@fact
+def doc_rate():
+    return format_number(pool_sizing()["doc_rate_per_s"])
+
+
+@fact
+def chat_rate():
+    return format_number(pool_sizing()["chat_rate_per_s"])
+
+
+@fact
+def doc_prompt_measured():
+    return format_number(round(prompt_statistics()["document"]))
+
+
+@fact
+def chat_prompt_measured():
+    return format_number(round(prompt_statistics()["chat"]))
+
+
+@fact
+def prefill_per_replica():
+    return format_number(round(pool_sizing()["prefill_per_replica"]))
+
+
+@fact
+def prefill_per_replica_doc():
+    return format_number(round(pool_sizing()["prefill_per_replica_doc"]))
+
+
+@fact
+def doc_prefill_replicas():
+    return format_number(pool_sizing()["doc_prefill_replicas"])
+
+
+@fact
+def chat_prefill_replicas():
+    return format_number(pool_sizing()["chat_prefill_replicas"])
+
+
+@fact
+def chat_gain_vs_shared_same():
+    return format_number(isolation_gain(), 2)
+
+
+facts = facts_of(__name__)

@@ -23,6 +23,7 @@ ridge point ``F / beta`` it is memory-bound. Every time here comes from
 
 from __future__ import annotations
 
+import functools
 from typing import Annotated
 
 from calc import lesson
@@ -35,9 +36,12 @@ from calc.engine_profiles import engine_coefficients
 from calc.sim import presets
 from calc.sim.fleet import simulate_fleet
 from calc.sim_views import FIX_PRESET, preset_summary, scenario_for
+from calc.saturation import batch_kv, batching_gain, roofline_points, steady_mix, traffic_demand
 from calc.units import GB, format_number
 from calc.widgets.charts import PALETTE, bar_chart, roofline_chart
-from calc.widgets.framework import Choice, IntRange, output, view, widget
+from calc.widgets.controls import Gpu
+from calc.widgets.framework import Choice, IntRange, fact, facts_of, output, view, widget
+from calc.widgets.views import percent_text, share_text
 
 __all__ = ["roofline", "step_cost", "cost_split", "replica_coefficients", "facts", "SATURATION_PRESET",
            "MAX_NUM_SEQS"]
@@ -49,7 +53,6 @@ TRY_CONTEXT_TOKENS, TRY_CONTEXT_BATCH = 32_768, 8
 TRY_MAX_NUM_SEQS = 64
 #: vLLM's default cap on running requests (``max_num_seqs``), the batch the replica saturates at.
 MAX_NUM_SEQS = 256
-GPU_CHOICES = tuple((key, gpu.name) for key, gpu in GPUS.items())
 FORMATS = (("bf16", "bf16 (the running example)"), ("fp8", "fp8 (step 7)"))
 BATCH_POINTS = (1, 16, 64, 128, 256)
 _COLOURS = {"weights": PALETTE[0], "kv": PALETTE[2], "prefill": PALETTE[1], "comm": "#9e9e9e"}
@@ -73,7 +76,7 @@ def _kernels(coef, d: dict) -> dict:
 
 @widget
 def roofline(
-    gpu: Annotated[str, Choice(GPU_CHOICES, label="GPU")] = lesson.REPLICA["gpu"],
+    gpu: Gpu = lesson.REPLICA["gpu"],
     weights: Annotated[str, Choice(FORMATS, label="Weights")] = lesson.REPLICA["weights"],
     batch: Annotated[int, IntRange(1, 4_096, 1, "sequences", label="Decode batch")] = MAX_NUM_SEQS,
     context_tokens: Annotated[int, IntRange(1, 131_072, 128, "tokens", label="Context per sequence",
@@ -200,118 +203,479 @@ def step_cost(
     )
 
 
-def facts() -> dict[str, str]:
-    """Numbers quoted in the step's prose, computed from calc and the step-06 simulator run.
+# --------------------------------------------------------------------------------------- facts
+# Each fact is computed alone when a page names it ({{ twice_the_traffic:name }} elsewhere: 10 uses); the steps and
+# runs they share are cached here and in calc.sim_views.preset_summary.
+@functools.cache
+def _coef():
+    return replica_coefficients()
 
-    >>> f = facts()
-    >>> f["ridge"], f["weights_floor_ms"], f["sim_running_max"]
-    ('295', '13.6 ms', '256')
-    """
-    coef = replica_coefficients()
-    gpu = get_gpu(lesson.REPLICA["gpu"])
-    eff = CALIBRATED
-    ridge = coef.linear_flops_per_s / coef.hbm_bytes_per_s
-    achieved_bw = coef.hbm_bytes_per_s * eff.memory
-    weights_s = coef.weight_bytes_read(1) / achieved_bw
-    one = decode_step(coef, batch=1, context_tokens=DECODE_CONTEXT_TOKENS)
-    full = decode_step(coef, batch=MAX_NUM_SEQS, context_tokens=DECODE_CONTEXT_TOKENS)
-    prefill = prefill_chunk(coef, chunk_tokens=PROMPT_TOKENS)
-    kernels = _kernels(coef, full)
-    split = cost_split(coef, batch=MAX_NUM_SEQS, prompt_tokens=PROMPT_TOKENS, answer_tokens=ANSWER_TOKENS)
-    fp8 = cost_split(replica_coefficients(weights="fp8"), batch=MAX_NUM_SEQS, prompt_tokens=PROMPT_TOKENS,
-                     answer_tokens=ANSWER_TOKENS)
-    kv_per_seq = DECODE_CONTEXT_TOKENS * coef.kv_bytes_per_token
-    sat, calm = preset_summary(SATURATION_PRESET), preset_summary(FIX_PRESET)
-    rate = presets.load_data(SATURATION_PRESET)["workload"]["rate_per_s"]
-    calm_rate = presets.load_data(FIX_PRESET)["workload"]["rate_per_s"]
-    needed = rate * ANSWER_TOKENS
-    steady_tokens_per_s = MAX_NUM_SEQS / split["step"]
+
+@functools.cache
+def _points() -> dict:
+    return roofline_points(_coef(), CALIBRATED)
+
+
+@functools.cache
+def _decode(batch: int, context_tokens: int = DECODE_CONTEXT_TOKENS) -> dict:
+    return decode_step(_coef(), batch=batch, context_tokens=context_tokens)
+
+
+@functools.cache
+def _split(weights: str = "bf16") -> dict:
+    return cost_split(replica_coefficients(weights=weights), batch=MAX_NUM_SEQS, prompt_tokens=PROMPT_TOKENS,
+                      answer_tokens=ANSWER_TOKENS)
+
+
+@functools.cache
+def _engine_coef():
     # The simulated replica runs the default engine (vLLM): the same step plus its fixed and per-sequence costs
     # (calc.engine_profiles). The lesson's formula leaves them out; the simulation note sets the two side by side.
-    engine_coef = engine_coefficients(lesson.MODEL, lesson.GPU, tp=lesson.TP, weights=lesson.WEIGHTS,
-                                      kv_dtype=lesson.KV_DTYPE)
-    engine_split = cost_split(engine_coef, batch=MAX_NUM_SEQS, prompt_tokens=PROMPT_TOKENS, answer_tokens=ANSWER_TOKENS)
-    engine_tokens_per_s = MAX_NUM_SEQS / engine_split["step"]
-    model = get_model(lesson.REPLICA["model"])
-    long = decode_step(coef, batch=TRY_CONTEXT_BATCH, context_tokens=TRY_CONTEXT_TOKENS)
-    capped = simulate_fleet(scenario_for(SATURATION_PRESET, max_num_seqs=TRY_MAX_NUM_SEQS)).summary
-    return {
-        "model": model.name,
-        "gpu": gpu.name,
-        "tp": str(lesson.REPLICA["tp"]),
-        "peak_tflops": format_number(coef.linear_flops_per_s / 1e12),
-        "peak_tbps": format_number(coef.hbm_bytes_per_s / 1e12),
-        "ridge": format_number(ridge),
-        "compute_eff": f"{format_number(eff.compute * 100)}%",
-        "memory_eff": f"{format_number(eff.memory * 100)}%",
-        "achieved_tbps": format_number(achieved_bw / 1e12),
-        "achieved_ridge": format_number(coef.linear_flops_per_s * eff.compute / achieved_bw),
-        "weights_read_gb": f"{format_number(coef.weight_bytes_read(1) / GB)} GB",
-        "weights_floor_ms": _ms(weights_s),
-        "max_tokens_per_s_per_request": format_number(1 / weights_s),
-        "decode_context": f"{DECODE_CONTEXT_TOKENS:,}",
-        "kv_per_seq_mb": f"{format_number(kv_per_seq / 1e6)} MB",
-        "kv_per_token_gpu": f"{coef.kv_bytes_per_token:,.0f} bytes",
-        "batch": f"{MAX_NUM_SEQS:,}",
-        "batch_kv_gb": f"{format_number(kv_per_seq * MAX_NUM_SEQS / GB)} GB",
-        "decode1_intensity": format_number(one["intensity_flops_per_byte"]),
-        "decode1_ms": _ms(one["time_s"]),
-        "decode_full_intensity": format_number(full["intensity_flops_per_byte"]),
-        "decode_full_ms": _ms(full["time_s"]),
-        # calc's roofline names the step's bound from its calibrated terms (the matmuls at achieved FLOP/s
-        # against the weights' read), not from the whole step's average intensity against the peak ridge.
-        "decode_full_bound": f"{full['bound']}-bound",
-        "matmul_vs_achieved_ridge": ("above" if kernels["matmuls"][0] > coef.linear_flops_per_s * eff.compute
-                                     / achieved_bw else "below"),
-        "decode_full_gain": format_number((MAX_NUM_SEQS / full["time_s"]) / (1 / one["time_s"])),
-        "matmul_intensity": format_number(kernels["matmuls"][0]),
-        "attention_intensity": format_number(kernels["attention"][0]),
-        "prefill_intensity": format_number(prefill["intensity_flops_per_byte"]),
-        "prefill_ms": _ms(prefill["time_s"]),
-        "prompt_tokens": f"{PROMPT_TOKENS:,}",
-        "answer_tokens": f"{ANSWER_TOKENS:,}",
-        "prefill_per_step": f"{format_number(MAX_NUM_SEQS * PROMPT_TOKENS / ANSWER_TOKENS)}",
-        "finishing_per_step": format_number(MAX_NUM_SEQS / ANSWER_TOKENS),
-        "prompt_over_answer": format_number(PROMPT_TOKENS / ANSWER_TOKENS),
-        "split_weights": _ms(split["weights"]),
-        "split_kv": _ms(split["kv"]),
-        "split_prefill": _ms(split["prefill"]),
-        "split_comm": _ms(split["comm"]),
-        "split_step": _ms(split["step"]),
-        "fp8_step": _ms(fp8["step"]),
-        "fp8_weights": _ms(fp8["weights"]),
-        "steady_tokens_per_s": f"{format_number(steady_tokens_per_s)} tokens/s",
-        "engine_overhead_ms": _ms(engine_coef.overhead_s(MAX_NUM_SEQS)),
-        "engine_seq_overhead_us": format_number(engine_coef.efficiency.seq_overhead_s * 1e6),
-        "engine_split_step": _ms(engine_split["step"]),
-        "engine_tokens_per_s": f"{format_number(engine_tokens_per_s)} tokens/s",
-        "rate": format_number(rate),
-        "calm_rate": format_number(calm_rate),
-        "needed_tokens_per_s": f"{format_number(needed)} tokens/s",
-        "sim_requests": f"{sat['requests_total']:,}",
-        "sim_running_max": f"{sat['running_max']:,}",
-        "sim_queue_max": f"{sat['queue_depth_max']:,}",
-        "sim_ttft_p50": f"{format_number(sat['ttft_p50_s'])} s",
-        "sim_ttft_p99": f"{format_number(sat['ttft_p99_s'])} s",
-        "sim_itl_mean": _ms(sat["itl_mean_s"]),
-        "sim_itl_p50": _ms(sat["itl_p50_s"]),
-        "sim_itl_p99": _ms(sat["itl_p99_s"]),
-        "sim_throughput": f"{format_number(sat['throughput_output_tokens_per_s'])} tokens/s",
-        "sim_requests_per_s": format_number(sat["throughput_requests_per_s"]),
-        "sim_kv_use_peak": f"{format_number(sat['kv_use_peak'] * 100)}%",
-        "sim_compute_util": f"{sat['compute_utilization'] * 100:.0f}%",
-        "sim_gpu_util": f"{sat['gpu_util_reported'] * 100:.0f}%",
-        "calm_itl_mean": _ms(calm["itl_mean_s"]),
-        "calm_ttft_p99": f"{format_number(calm['ttft_p99_s'])} s",
-        "calm_throughput": f"{format_number(calm['throughput_output_tokens_per_s'])} tokens/s",
-        "overflow_per_s": format_number(rate - sat["throughput_requests_per_s"]),
-        "try_context": str(TRY_CONTEXT_TOKENS),
-        "try_context_batch": str(TRY_CONTEXT_BATCH),
-        "try_context_tokens": f"{TRY_CONTEXT_TOKENS * TRY_CONTEXT_BATCH:,}",
-        "try_context_intensity": format_number(long["intensity_flops_per_byte"]),
-        "try_context_ms": _ms(long["time_s"]),
-        "try_max_num_seqs": str(TRY_MAX_NUM_SEQS),
-        "capped_queue_max": f"{capped['queue_depth_max']:,}",
-        "capped_itl_mean": _ms(capped["itl_mean_s"]),
-        "capped_throughput": f"{format_number(capped['throughput_output_tokens_per_s'])} tokens/s",
-    }
+    return engine_coefficients(lesson.MODEL, lesson.GPU, tp=lesson.TP, weights=lesson.WEIGHTS, kv_dtype=lesson.KV_DTYPE)
+
+
+@functools.cache
+def _engine_split() -> dict:
+    return cost_split(_engine_coef(), batch=MAX_NUM_SEQS, prompt_tokens=PROMPT_TOKENS, answer_tokens=ANSWER_TOKENS)
+
+
+def _mix(step_s: float) -> dict:
+    return steady_mix(batch=MAX_NUM_SEQS, prompt_tokens=PROMPT_TOKENS, answer_tokens=ANSWER_TOKENS, step_s=step_s)
+
+
+def _kv() -> dict:
+    return batch_kv(_coef(), batch=MAX_NUM_SEQS, context_tokens=DECODE_CONTEXT_TOKENS)
+
+
+def _sat() -> dict:
+    return preset_summary(SATURATION_PRESET)
+
+
+def _calm() -> dict:
+    return preset_summary(FIX_PRESET)
+
+
+def _rate() -> float:
+    return presets.load_data(SATURATION_PRESET)["workload"]["rate_per_s"]
+
+
+def _demand() -> dict:
+    return traffic_demand(rate_per_s=_rate(), answer_tokens=ANSWER_TOKENS,
+                          served_requests_per_s=_sat()["throughput_requests_per_s"])
+
+
+@functools.cache
+def _capped() -> dict:
+    return simulate_fleet(scenario_for(SATURATION_PRESET, max_num_seqs=TRY_MAX_NUM_SEQS)).summary
+
+
+def _tera(value: float) -> str:
+    return format_number(value / 1e12)
+
+
+def _gb(n_bytes: float) -> str:
+    return format_number(n_bytes / GB)
+
+
+def _mb(n_bytes: float) -> str:
+    return format_number(n_bytes / 1e6)
+
+
+def _us(seconds: float) -> str:
+    return format_number(seconds * 1e6)
+
+
+def _tokens_per_s(value: float) -> str:
+    return f"{format_number(value)} tokens/s"
+
+
+@fact("model")
+def _model_name():
+    return get_model(lesson.REPLICA["model"]).name
+
+
+@fact("gpu")
+def _gpu_name():
+    return get_gpu(lesson.REPLICA["gpu"]).name
+
+
+@fact("tp")
+def _tp():
+    return str(lesson.REPLICA["tp"])
+
+
+@fact
+def peak_tflops():
+    return _tera(_coef().linear_flops_per_s)
+
+
+@fact
+def peak_tbps():
+    return _tera(_coef().hbm_bytes_per_s)
+
+
+@fact
+def ridge():
+    """The running example's ridge point, FLOPs per byte (peak FLOP/s over peak bandwidth).
+
+    >>> ridge(), achieved_ridge()
+    ('295', '198')
+    """
+    return format_number(_points()["ridge_flops_per_byte"])
+
+
+@fact
+def compute_eff():
+    return percent_text(CALIBRATED.compute)
+
+
+@fact
+def memory_eff():
+    return percent_text(CALIBRATED.memory)
+
+
+@fact
+def achieved_tbps():
+    return _tera(_points()["achieved_bytes_per_s"])
+
+
+@fact
+def achieved_ridge():
+    return format_number(_points()["achieved_ridge_flops_per_byte"])
+
+
+@fact
+def weights_read_gb():
+    return f"{_gb(_points()['weights_read_bytes'])} GB"
+
+
+@fact
+def weights_floor_ms():
+    """>>> weights_floor_ms()
+    '13.6 ms'
+    """
+    return _ms(_points()["weights_floor_s"])
+
+
+@fact
+def max_tokens_per_s_per_request():
+    return format_number(_points()["max_tokens_per_s_per_request"])
+
+
+@fact
+def decode_context():
+    return f"{DECODE_CONTEXT_TOKENS:,}"
+
+
+@fact
+def kv_per_seq_mb():
+    return f"{_mb(_kv()['per_sequence_bytes'])} MB"
+
+
+@fact
+def kv_per_token_gpu():
+    return f"{_coef().kv_bytes_per_token:,.0f} bytes"
+
+
+@fact
+def batch():
+    return f"{MAX_NUM_SEQS:,}"
+
+
+@fact
+def batch_kv_gb():
+    return f"{_gb(_kv()['batch_bytes'])} GB"
+
+
+@fact
+def decode1_intensity():
+    return format_number(_decode(1)["intensity_flops_per_byte"])
+
+
+@fact
+def decode1_ms():
+    return _ms(_decode(1)["time_s"])
+
+
+@fact
+def decode_full_intensity():
+    return format_number(_decode(MAX_NUM_SEQS)["intensity_flops_per_byte"])
+
+
+@fact
+def decode_full_ms():
+    return _ms(_decode(MAX_NUM_SEQS)["time_s"])
+
+
+@fact
+def decode_full_bound():
+    """calc's roofline names the step's bound from its calibrated terms (the matmuls at achieved FLOP/s against
+    the weights' read), not from the whole step's average intensity against the peak ridge."""
+    return f"{_decode(MAX_NUM_SEQS)['bound']}-bound"
+
+
+@fact
+def matmul_vs_achieved_ridge():
+    matmuls = _kernels(_coef(), _decode(MAX_NUM_SEQS))["matmuls"][0]
+    return "above" if matmuls > _points()["achieved_ridge_flops_per_byte"] else "below"
+
+
+@fact
+def decode_full_gain():
+    return format_number(batching_gain(_decode(1)["time_s"], _decode(MAX_NUM_SEQS)["time_s"], MAX_NUM_SEQS))
+
+
+@fact
+def matmul_intensity():
+    return format_number(_kernels(_coef(), _decode(MAX_NUM_SEQS))["matmuls"][0])
+
+
+@fact
+def attention_intensity():
+    return format_number(_kernels(_coef(), _decode(MAX_NUM_SEQS))["attention"][0])
+
+
+@fact
+def prefill_intensity():
+    return format_number(prefill_chunk(_coef(), chunk_tokens=PROMPT_TOKENS)["intensity_flops_per_byte"])
+
+
+@fact
+def prefill_ms():
+    return _ms(prefill_chunk(_coef(), chunk_tokens=PROMPT_TOKENS)["time_s"])
+
+
+@fact
+def prompt_tokens():
+    return f"{PROMPT_TOKENS:,}"
+
+
+@fact
+def answer_tokens():
+    return f"{ANSWER_TOKENS:,}"
+
+
+@fact
+def prefill_per_step():
+    return f"{format_number(_mix(_split()['step'])['prefill_tokens_per_step'])}"
+
+
+@fact
+def finishing_per_step():
+    return format_number(_mix(_split()["step"])["finishing_per_step"])
+
+
+@fact
+def prompt_over_answer():
+    return format_number(_mix(_split()["step"])["prompt_over_answer"])
+
+
+@fact
+def split_weights():
+    return _ms(_split()["weights"])
+
+
+@fact
+def split_kv():
+    return _ms(_split()["kv"])
+
+
+@fact
+def split_prefill():
+    return _ms(_split()["prefill"])
+
+
+@fact
+def split_comm():
+    return _ms(_split()["comm"])
+
+
+@fact
+def split_step():
+    return _ms(_split()["step"])
+
+
+@fact
+def fp8_step():
+    return _ms(_split("fp8")["step"])
+
+
+@fact
+def fp8_weights():
+    return _ms(_split("fp8")["weights"])
+
+
+@fact
+def steady_tokens_per_s():
+    return _tokens_per_s(_mix(_split()["step"])["tokens_per_s"])
+
+
+@fact
+def engine_overhead_ms():
+    return _ms(_engine_coef().overhead_s(MAX_NUM_SEQS))
+
+
+@fact
+def engine_seq_overhead_us():
+    return _us(_engine_coef().efficiency.seq_overhead_s)
+
+
+@fact
+def engine_split_step():
+    return _ms(_engine_split()["step"])
+
+
+@fact
+def engine_tokens_per_s():
+    return _tokens_per_s(_mix(_engine_split()["step"])["tokens_per_s"])
+
+
+@fact
+def rate():
+    return format_number(_rate())
+
+
+@fact
+def calm_rate():
+    return format_number(presets.load_data(FIX_PRESET)["workload"]["rate_per_s"])
+
+
+@fact
+def needed_tokens_per_s():
+    return _tokens_per_s(_demand()["needed_tokens_per_s"])
+
+
+@fact
+def sim_requests():
+    return f"{_sat()['requests_total']:,}"
+
+
+@fact
+def sim_running_max():
+    """>>> sim_running_max()
+    '256'
+    """
+    return f"{_sat()['running_max']:,}"
+
+
+@fact
+def sim_queue_max():
+    return f"{_sat()['queue_depth_max']:,}"
+
+
+@fact
+def sim_ttft_p50():
+    return f"{format_number(_sat()['ttft_p50_s'])} s"
+
+
+@fact
+def sim_ttft_p99():
+    return f"{format_number(_sat()['ttft_p99_s'])} s"
+
+
+@fact
+def sim_itl_mean():
+    return _ms(_sat()["itl_mean_s"])
+
+
+@fact
+def sim_itl_p50():
+    return _ms(_sat()["itl_p50_s"])
+
+
+@fact
+def sim_itl_p99():
+    return _ms(_sat()["itl_p99_s"])
+
+
+@fact
+def sim_throughput():
+    return _tokens_per_s(_sat()["throughput_output_tokens_per_s"])
+
+
+@fact
+def sim_requests_per_s():
+    return format_number(_sat()["throughput_requests_per_s"])
+
+
+@fact
+def sim_kv_use_peak():
+    return percent_text(_sat()["kv_use_peak"])
+
+
+@fact
+def sim_compute_util():
+    return share_text(_sat()["compute_utilization"])
+
+
+@fact
+def sim_gpu_util():
+    return share_text(_sat()["gpu_util_reported"])
+
+
+@fact
+def calm_itl_mean():
+    return _ms(_calm()["itl_mean_s"])
+
+
+@fact
+def calm_ttft_p99():
+    return f"{format_number(_calm()['ttft_p99_s'])} s"
+
+
+@fact
+def calm_throughput():
+    return _tokens_per_s(_calm()["throughput_output_tokens_per_s"])
+
+
+@fact
+def overflow_per_s():
+    return format_number(_demand()["overflow_per_s"])
+
+
+@fact
+def try_context():
+    return str(TRY_CONTEXT_TOKENS)
+
+
+@fact
+def try_context_batch():
+    return str(TRY_CONTEXT_BATCH)
+
+
+@fact
+def try_context_tokens():
+    return f"{batch_kv(_coef(), batch=TRY_CONTEXT_BATCH, context_tokens=TRY_CONTEXT_TOKENS)['batch_tokens']:,}"
+
+
+@fact
+def try_context_intensity():
+    return format_number(_decode(TRY_CONTEXT_BATCH, TRY_CONTEXT_TOKENS)["intensity_flops_per_byte"])
+
+
+@fact
+def try_context_ms():
+    return _ms(_decode(TRY_CONTEXT_BATCH, TRY_CONTEXT_TOKENS)["time_s"])
+
+
+@fact
+def try_max_num_seqs():
+    return str(TRY_MAX_NUM_SEQS)
+
+
+@fact
+def capped_queue_max():
+    return f"{_capped()['queue_depth_max']:,}"
+
+
+@fact
+def capped_itl_mean():
+    return _ms(_capped()["itl_mean_s"])
+
+
+@fact
+def capped_throughput():
+    return _tokens_per_s(_capped()["throughput_output_tokens_per_s"])
+
+
+facts = facts_of(__name__)

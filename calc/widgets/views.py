@@ -26,7 +26,7 @@ from calc.widgets.simulation import metrics
 
 __all__ = ["FLEET_CHARTS", "FLEET_METRICS", "fleet_views", "replica_memory_view", "with_hit_rate", "PANELS",
            "FLEET_PANELS", "dashboard_figures", "dashboard_outputs", "dashboard_views", "DOCUMENT_SHARE", "SEED",
-           "FRAME", "seconds_text", "share_text"]
+           "FRAME", "seconds_text", "share_text", "percent_text", "signed_percent_text"]
 
 #: Draw one bar per GPU up to this many; above it one bar stands for all (they are identical).
 MAX_BARS = 8
@@ -325,6 +325,24 @@ def seconds_text(value) -> str:
 def share_text(value) -> str:
     """A share as a whole percentage (``None`` is 0%)."""
     return f"{(value or 0) * 100:.0f}%"
+
+
+def percent_text(fraction: float, digits: int = 3) -> str:
+    """A fraction as a percentage for prose, ``digits`` significant digits (:func:`calc.units.format_number`).
+
+    >>> percent_text(0.9), percent_text(0.073741824, 2)
+    ('90%', '7.4%')
+    """
+    return f"{format_number(fraction * 100, digits)}%"
+
+
+def signed_percent_text(fraction: float) -> str:
+    """A change as a signed percentage with two decimals.
+
+    >>> signed_percent_text(0.000707), signed_percent_text(-0.05)
+    ('+0.07%', '-5.00%')
+    """
+    return f"{fraction * 100:+.2f}%"
 
 
 def dashboard_outputs(summary: dict, *, costs: bool = False) -> list[dict]:

@@ -35,9 +35,9 @@ NOTEBOOK_OPTIONS = {"execute": True, "kernel_name": "python3", "theme": "light",
 
 # A sample of cheap entries of each kind, on pages that import different parts of calc.
 ENTRIES = {
-    "kv_facts": ("facts", "kv_cache_arithmetic"),
-    "accuracy_facts": ("facts", "accuracy"),
-    "no_module_facts": ("facts", "glossary"),  # a page with no module of its own
+    "kv_facts": ("facts", {"module": "kv_cache_arithmetic", "names": ["conversation_8b"]}),
+    "accuracy_facts": ("facts", {"module": "accuracy", "names": ["n_measurements"]}),
+    "no_module_facts": ("facts", {"module": "glossary", "names": []}),  # a page with no module of its own
     "kv_widget": ("widget", {"name": "kv_cache_arithmetic.kv_per_token",
                              "options": {"set": {"model": "llama-3.1-70b"}, "hide": []}}),
     "kv_widget_other_args": ("widget", {"name": "kv_cache_arithmetic.kv_per_token",

@@ -376,6 +376,16 @@ async function fillSnapshot(name, memory) {
   return memory;
 }
 
+// Pyodide sizes the module's memory by the snapshot (INITIAL_MEMORY), but its wasm starts at a fixed
+// memory (30 MiB in 314.0.7) whatever it is told: a snapshot taken after Python's heap grew past that
+// ("offset is out of bounds" in restoreSnapshot) needs the memory grown to the heap it holds first.
+// Pyodide's snapshot is a header (its length in the second word) and then the heap.
+function growToSnapshot(module, snapshot) {
+  const headerBytes = new Uint32Array(snapshot.buffer, snapshot.byteOffset, 2)[1];
+  const heapBytes = snapshot.length - headerBytes;
+  if (module.HEAP8.length < heapBytes) module.growMemory(heapBytes);
+}
+
 // The snapshot the manifest names, with its size: the page's names when the manifest says the same (a
 // page from an older build, kept in a cache, names files the server may no longer have).
 /**
@@ -444,6 +454,7 @@ async function boot() {
         const module = await createPyodideModule(settings);
         profileMark("pyodide_module_ready");
         const filled = await snapshotFilled; // a snapshot that failed fails this boot: the ordinary one follows
+        growToSnapshot(module, filled);
         if (filled !== memory) { // restore the buffer filled, not the one Pyodide was handed to size the memory by
           const restore = module.API.restoreSnapshot;
           module.API.restoreSnapshot = () => restore(filled);
