@@ -380,6 +380,10 @@ async function fillSnapshot(name, memory) {
 // memory (30 MiB in 314.0.7) whatever it is told: a snapshot taken after Python's heap grew past that
 // ("offset is out of bounds" in restoreSnapshot) needs the memory grown to the heap it holds first.
 // Pyodide's snapshot is a header (its length in the second word) and then the heap.
+/**
+ * @param {{HEAP8: {length: number}, growMemory: (bytes: number) => void}} module
+ * @param {Uint8Array} snapshot
+ */
 function growToSnapshot(module, snapshot) {
   const headerBytes = new Uint32Array(snapshot.buffer, snapshot.byteOffset, 2)[1];
   const heapBytes = snapshot.length - headerBytes;
@@ -454,7 +458,8 @@ async function boot() {
         const module = await createPyodideModule(settings);
         profileMark("pyodide_module_ready");
         const filled = await snapshotFilled; // a snapshot that failed fails this boot: the ordinary one follows
-        growToSnapshot(module, filled);
+        // growMemory is Emscripten's export on every Pyodide module, left out of Pyodide's own types.
+        growToSnapshot(/** @type {typeof module & {growMemory: (bytes: number) => void}} */ (module), filled);
         if (filled !== memory) { // restore the buffer filled, not the one Pyodide was handed to size the memory by
           const restore = module.API.restoreSnapshot;
           module.API.restoreSnapshot = () => restore(filled);
