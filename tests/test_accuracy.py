@@ -171,7 +171,14 @@ def test_calibration_points_are_close_and_shown_apart():
 
 def test_recorded_medians_and_worst_cases():
     s = kind_summary()
-    assert s["kv_capacity"]["worst_id"] == "vllm-llama-3.1-8b-bf16-rtx3090-tp1-len29k"
+    # The page's defaults (a fixed workspace on nvidia-smi's capacity) ignore the step's token budget and the
+    # V0 engine's whole-prompt profile: the RTX 4090 logs (vLLM V1, 2,048 tokens) and the 3090 log at 29k
+    # tokens are its worst cases. The engine basis (tests/test_engine_memory.py) is the one that follows them.
+    assert s["kv_capacity"]["worst_id"] == "vllm-qwen3-8b-bf16-rtx4090-tp1-mnbt2048"
+    worst = sorted(evaluate(kind="kv_capacity"), key=lambda r: -abs(r.error))[:3]
+    assert {r.id for r in worst} == {"vllm-qwen3-8b-bf16-rtx4090-tp1-mnbt2048", "vllm-qwen3-8b-bf16-rtx4090-tp1-mnbt8192",
+                                     "vllm-llama-3.1-8b-bf16-rtx3090-tp1-len29k"}
+    assert all(r.error < 0 for r in worst if "rtx4090" in r.id)  # too little KV: the card's pool under-predicted
     assert 0.005 < s["kv_capacity"]["median_abs_error"] < 0.03
     assert 0.05 < s["throughput"]["median_abs_error"] < 0.10
     assert s["kv_capacity"]["median_abs_error_from_log"] < 0.001

@@ -3,7 +3,7 @@
 import pytest
 
 from calc import accuracy, engine_memory, lesson, memory
-from calc.catalog import get_gpu
+from calc.catalog import get_gpu, get_model, model_from_config
 from calc.units import GiB
 
 ROWS = [m for m in accuracy.load_measurements() if m["kind"] == "kv_capacity"]
@@ -23,24 +23,59 @@ def _memory_model(engine_text: str) -> str:
 def engine_prediction(row: dict) -> float:
     """The row's KV capacity on the engine basis, from calc's own figures (no log term used)."""
     x = row["inputs"]
-    model = _memory_model(x["engine"])
+    memory_model = _memory_model(x["engine"])
     gpu = get_gpu(x["gpu"])
     tokens, seqs = engine_memory.vllm_v1_batch_defaults(gpu)
     settings = x.get("engine_settings") or {}
-    if model == "vllm-v0":  # V0: 256 sequences, a whole prompt per profiling run (no chunked prefill)
+    if memory_model == "vllm-v0":  # V0: 256 sequences, a whole prompt per profiling run (no chunked prefill)
         tokens, seqs = 2048, 256
     tokens = settings.get("max_num_batched_tokens", tokens)
-    cap = memory.kv_capacity(x["model"], gpu, tp=x["tp"], weights=x["weights"], kv_dtype=x["kv_dtype"],
+    seqs = settings.get("max_num_seqs", seqs)
+    model = model_from_config(x["model"]["config"]) if isinstance(x["model"], dict) else get_model(x["model"])
+    cap = memory.kv_capacity(model, gpu, tp=x["tp"], weights=x["weights"], kv_dtype=x["kv_dtype"],
                              gpu_memory_utilization=x["gpu_memory_utilization"], block_size=x["block_size"],
-                             max_model_len=x["max_model_len"], memory_basis="engine", memory_model=model,
+                             max_model_len=x["max_model_len"], memory_basis="engine", memory_model=memory_model,
                              max_num_batched_tokens=tokens, max_num_seqs=seqs)
     return cap.kv_cache_blocks if row["figure"]["unit"] == "blocks" else cap.kv_cache_tokens
 
 
-@pytest.mark.parametrize("row", ROWS, ids=[r["id"] for r in ROWS])
+#: Logs the engine basis misses by more than 3%, with what is known of why. They stay in the data and on the
+#: accuracy page; the xfail is strict, so a change that brings one within 3% fails here until it is removed.
+KNOWN_MISSES = {
+    "vllm-qwen3-8b-bf16-rtx4090-tp1-mnbt2048": "RTX 4090, vLLM V1 of July 2026: about 0.4 GiB short at both "
+    "token budgets; the budget's own effect matches, the constant part does not (mechanism not found: a "
+    "candidate is the profiling run's sampler peak in newer model runners)",
+    "vllm-qwen3-8b-bf16-rtx4090-tp1-mnbt8192": "RTX 4090, vLLM V1 of July 2026: as the 2,048-token row",
+}
+
+
+def _param(row):
+    if row["id"] in KNOWN_MISSES:
+        return pytest.param(row, id=row["id"], marks=pytest.mark.xfail(strict=True, reason=KNOWN_MISSES[row["id"]]))
+    return pytest.param(row, id=row["id"])
+
+
+@pytest.mark.parametrize("row", [_param(r) for r in ROWS])
 def test_engine_basis_lands_within_3_percent_of_the_start_up_log(row):
     predicted = engine_prediction(row)
     assert predicted == pytest.approx(row["figure"]["value"], rel=0.03), (predicted, row["figure"]["value"])
+
+
+def test_the_known_misses_are_logs_in_the_data_and_the_rest_hold():
+    ids = {r["id"] for r in ROWS}
+    assert set(KNOWN_MISSES) <= ids and len(ids - set(KNOWN_MISSES)) >= 9
+    assert len({r["inputs"]["gpu"] for r in ROWS}) >= 4
+
+
+def test_rtx_4090_miss_is_a_constant_shortfall_not_the_token_budgets_effect():
+    # Both pools come out 5-9% short; the 8,192-token budget costs the pool about what the log says it does
+    # (calc: 4,096 tokens of KV, the log: 3,744), so what is missing does not grow with the token budget.
+    by_id = {r["id"]: r for r in ROWS}
+    low, high = by_id["vllm-qwen3-8b-bf16-rtx4090-tp1-mnbt2048"], by_id["vllm-qwen3-8b-bf16-rtx4090-tp1-mnbt8192"]
+    for row in (low, high):
+        assert -0.09 < engine_prediction(row) / row["figure"]["value"] - 1 < -0.05
+    logged = low["figure"]["value"] - high["figure"]["value"]
+    assert engine_prediction(low) - engine_prediction(high) == pytest.approx(logged, rel=0.12)
 
 
 def test_the_consumer_card_was_about_half_on_the_lesson_basis_and_is_not_on_the_engine_basis():

@@ -38,6 +38,7 @@ EXAMPLE_ID = "vllm-llama-3.1-8b-bf16-h100-tp1"
 #: Single measurements the page's prose discusses, by the fact-name prefix it uses for them.
 QUOTED = {
     "paged": "vllm-paper-fig2-paged",
+    "kv_3090_29k": "vllm-llama-3.1-8b-bf16-rtx3090-tp1-len29k",
     "max": "vllm-paper-fig2-max",
     "pow2": "vllm-paper-fig2-pow2",
     "break_even": "eagle3-paper-eagle-break-even-batch",
