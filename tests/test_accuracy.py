@@ -97,6 +97,17 @@ def test_kv_predictions_are_calc_memory_kv_capacity(m):
     assert RESULTS[m["id"]].predicted == cap.kv_cache_tokens
 
 
+def test_the_page_states_the_engine_basis_errors_and_they_are_within_3_percent():
+    from calc import engine_memory
+
+    errors = [abs(e) for e in engine_memory.logged_kv_errors().values()]
+    facts = page.facts()
+    assert len(errors) == len(_of("kv_capacity")) and max(errors) < 0.03  # issue 33: every log within 3%
+    assert facts["worst_kv_capacity_engine"] == page.percent(max(errors))
+    assert facts["median_kv_capacity_engine"] == page.percent(accuracy.median(errors))
+    assert max(errors) < kind_summary()["kv_capacity"]["worst_abs_error"] / 10  # far under the page's defaults
+
+
 def test_log_terms_reproduce_the_logs_almost_exactly():
     logged = [r for r in evaluate() if r.error_from_log is not None]
     assert len(logged) >= 6

@@ -3,42 +3,33 @@
 import pytest
 
 from calc import accuracy, engine_memory, lesson, memory
-from calc.catalog import get_gpu, get_model, model_from_config
+from calc.catalog import model_from_config
 from calc.units import GiB
 
 ROWS = [m for m in accuracy.load_measurements() if m["kind"] == "kv_capacity"]
 
 
 def _memory_model(engine_text: str) -> str:
-    text = engine_text.lower()
-    if "v0 engine" in text or "pull request #2031" in text or "vllm 0.6" in text:
-        return "vllm-v0"
-    if "model runner v2" in text:
-        return "vllm-v1-mrv2"
-    if "sglang" in text:
-        return "sglang"
-    if "tensorrt" in text or "trt" in text:
-        return "trtllm"
-    return "vllm-v1"
+    return engine_memory.memory_model_for(engine_text)
 
 
 def engine_prediction(row: dict) -> float:
     """The row's KV capacity on the engine basis, from calc's own figures (no log term used)."""
-    x = row["inputs"]
-    memory_model = _memory_model(x["engine"])
-    gpu = get_gpu(x["gpu"])
-    tokens, seqs = engine_memory.vllm_v1_batch_defaults(gpu)
-    settings = x.get("engine_settings") or {}
-    if memory_model == "vllm-v0":  # V0: 256 sequences, a whole prompt per profiling run (no chunked prefill)
-        tokens, seqs = 2048, 256
-    tokens = settings.get("max_num_batched_tokens", tokens)
-    seqs = settings.get("max_num_seqs", seqs)
-    model = model_from_config(x["model"]["config"]) if isinstance(x["model"], dict) else get_model(x["model"])
-    cap = memory.kv_capacity(model, gpu, tp=x["tp"], weights=x["weights"], kv_dtype=x["kv_dtype"],
-                             gpu_memory_utilization=x["gpu_memory_utilization"], block_size=x["block_size"],
-                             max_model_len=x["max_model_len"], memory_basis="engine", memory_model=memory_model,
-                             max_num_batched_tokens=tokens, max_num_seqs=seqs)
-    return cap.kv_cache_blocks if row["figure"]["unit"] == "blocks" else cap.kv_cache_tokens
+    return engine_memory.logged_kv_prediction(row["inputs"], "blocks" if row["figure"]["unit"] == "blocks" else "tokens")
+
+
+def test_the_engine_basis_errors_are_these_predictions():
+    errors = engine_memory.logged_kv_errors()
+    assert list(errors) == [r["id"] for r in ROWS]
+    for row in ROWS:
+        assert errors[row["id"]] == engine_prediction(row) / row["figure"]["value"] - 1
+
+
+def test_each_logs_engine_maps_to_the_memory_model_of_its_version():
+    by_engine = {r["inputs"]["engine"]: _memory_model(r["inputs"]["engine"]) for r in ROWS}
+    assert by_engine["vLLM v0.19.0"] == "vllm-v1"
+    assert {m for e, m in by_engine.items() if "0.6" in e or "2031" in e} == {"vllm-v0"}
+    assert {m for e, m in by_engine.items() if "Model Runner V2" in e} == {"vllm-v1-mrv2"}
 
 
 #: Logs the engine basis misses by more than 3%, with what is known of why (none today). They would stay in
