@@ -32,8 +32,8 @@ gate/up projection's output (2 x intermediate / tp), its activated product (inte
 hidden-size buffers (residual, normalised input, output); a mixture-of-experts layer holds those of its
 ``experts_per_token`` routed experts per token (vLLM's ``fused_moe`` intermediate caches 1-3) plus its shared
 experts. The sampler's peak is the logits in 16 bits, their float32 copy and the float32 probabilities:
-10 bytes per sequence and vocabulary entry (6 in Model Runner V2's profiling run: no probabilities). Every byte count here is read from the engines' source (an
-assumption, not fitted); :data:`NON_TORCH_BYTES` are readings from public start-up logs. The test
+10 bytes per sequence and vocabulary entry (6 in Model Runner V2's profiling run: no probabilities).
+Every byte count here is read from the engines' source (an assumption, not fitted); :data:`NON_TORCH_BYTES` are readings from public start-up logs. The test
 ``tests/test_engine_memory.py`` checks every ``kv_capacity`` row of ``calc/data/measurements.json`` within 3%.
 
 >>> from calc.catalog import get_model
@@ -54,7 +54,7 @@ __all__ = ["MEMORY_MODELS", "MEMORY_MODEL_SOURCES", "NON_TORCH_BYTES", "NON_TORC
            "MRV2_SAMPLER_BYTES_PER_LOGIT", "ACTIVATION_BYTES", "forward_peak_bytes_per_token", "sampler_peak_bytes",
            "mrv2_sampler_phase_bytes", "activation_peak_bytes",
            "non_torch_bytes", "profile_tokens", "vllm_v1_batch_defaults", "VLLM_V1_DEFAULTS_SOURCE",
-           "memory_model_for", "logged_kv_prediction", "logged_kv_errors"]
+           "memory_model_for"]
 
 #: vLLM V1's defaults (vllm/engine/arg_utils.py, ``EngineArgs.get_batch_defaults``): on a GPU of at least 70 GiB
 #: that is not an A100 (H100, H200, MI300X), max_num_batched_tokens 8,192 for the OpenAI server (16,384 for the
@@ -272,56 +272,3 @@ def memory_model_for(engine: str) -> str:
         return "vllm-v0"
     return "vllm-v1"
 
-
-def logged_kv_prediction(inputs: dict, unit: str = "tokens") -> int:
-    """A start-up log's KV capacity on the engine basis, from calc's own figures (no term of the log used).
-
-    ``inputs`` as a ``kv_capacity`` measurement gives them: a catalog model key or ``{"config": ...}``, a
-    catalog GPU key, ``tp``, ``weights``, ``kv_dtype``, ``gpu_memory_utilization``, ``block_size``,
-    ``max_model_len``, the ``engine`` (:func:`memory_model_for`) and its ``engine_settings``. The token
-    budget and sequence cap are the engine's defaults unless set: V1's (:func:`vllm_v1_batch_defaults`), or
-    V0's 2,048 tokens (a whole prompt when longer, :func:`profile_tokens`) and 256 sequences. ``unit``:
-    ``tokens`` or ``blocks``.
-
-    >>> logged_kv_prediction({"model": "llama-3.1-8b", "gpu": "h100-sxm-80gb", "tp": 1, "weights": "bf16",
-    ...     "kv_dtype": "bf16", "gpu_memory_utilization": 0.95, "block_size": 16, "max_model_len": 8192,
-    ...     "engine": "vLLM v0.19.0", "engine_settings": {"max_num_batched_tokens": 8192}})
-    474768
-    """
-    from calc import memory
-    from calc.catalog import get_gpu, model_from_config
-
-    check_choice("unit", unit, ("tokens", "blocks"))
-    memory_model = memory_model_for(inputs["engine"])
-    gpu = get_gpu(inputs["gpu"])
-    tokens, seqs = vllm_v1_batch_defaults(gpu)
-    if memory_model == "vllm-v0":
-        tokens, seqs = 2048, 256
-    settings = inputs.get("engine_settings") or {}
-    tokens = settings.get("max_num_batched_tokens", tokens)
-    seqs = settings.get("max_num_seqs", seqs)
-    spec = inputs["model"]
-    model = model_from_config(spec["config"]) if isinstance(spec, dict) else get_model(spec)
-    cap = memory.kv_capacity(model, gpu, tp=inputs["tp"], weights=inputs["weights"], kv_dtype=inputs["kv_dtype"],
-                             gpu_memory_utilization=inputs["gpu_memory_utilization"],
-                             block_size=inputs["block_size"], max_model_len=inputs.get("max_model_len"),
-                             memory_basis="engine", memory_model=memory_model, max_num_batched_tokens=tokens,
-                             max_num_seqs=seqs)
-    return cap.kv_cache_blocks if unit == "blocks" else cap.kv_cache_tokens
-
-
-def logged_kv_errors(measurements=None) -> dict[str, float]:
-    """Relative error of :func:`logged_kv_prediction` on every ``kv_capacity`` row, by id (data file's order).
-
-    >>> errors = logged_kv_errors()
-    >>> len(errors) >= 11 and max(abs(e) for e in errors.values()) < 0.03
-    True
-    """
-    from calc.accuracy import load_measurements
-
-    rows = [m for m in (load_measurements() if measurements is None else measurements) if m["kind"] == "kv_capacity"]
-    out = {}
-    for m in rows:
-        unit = "blocks" if m["figure"]["unit"] == "blocks" else "tokens"
-        out[m["id"]] = logged_kv_prediction(m["inputs"], unit) / m["figure"]["value"] - 1
-    return out

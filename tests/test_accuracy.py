@@ -98,9 +98,9 @@ def test_kv_predictions_are_calc_memory_kv_capacity(m):
 
 
 def test_the_page_states_the_engine_basis_errors_and_they_are_within_3_percent():
-    from calc import engine_memory
+    from calc import kv_logs
 
-    errors = [abs(e) for e in engine_memory.logged_kv_errors().values()]
+    errors = [abs(e) for e in kv_logs.logged_kv_errors().values()]
     facts = page.facts()
     assert len(errors) == len(_of("kv_capacity")) and max(errors) < 0.03  # issue 33: every log within 3%
     assert facts["worst_kv_capacity_engine"] == page.percent(max(errors))

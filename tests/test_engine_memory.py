@@ -2,7 +2,7 @@
 
 import pytest
 
-from calc import accuracy, engine_memory, lesson, memory
+from calc import accuracy, engine_memory, kv_logs, lesson, memory
 from calc.catalog import model_from_config
 from calc.units import GiB
 
@@ -15,11 +15,11 @@ def _memory_model(engine_text: str) -> str:
 
 def engine_prediction(row: dict) -> float:
     """The row's KV capacity on the engine basis, from calc's own figures (no log term used)."""
-    return engine_memory.logged_kv_prediction(row["inputs"], "blocks" if row["figure"]["unit"] == "blocks" else "tokens")
+    return kv_logs.logged_kv_prediction(row["inputs"], "blocks" if row["figure"]["unit"] == "blocks" else "tokens")
 
 
 def test_the_engine_basis_errors_are_these_predictions():
-    errors = engine_memory.logged_kv_errors()
+    errors = kv_logs.logged_kv_errors()
     assert list(errors) == [r["id"] for r in ROWS]
     for row in ROWS:
         assert errors[row["id"]] == engine_prediction(row) / row["figure"]["value"] - 1

@@ -17,7 +17,7 @@ from typing import Annotated
 from calc.accuracy import (
     KIND_LABELS, KINDS, USER_KINDS, evaluate, kind_summary, load_measurements, median, predict_user, relative_error,
 )
-from calc import engine_memory
+from calc import kv_logs
 from calc.catalog import GPUS, MODELS
 from calc.errors import CalcError
 from calc.memory import KV_DTYPES, WEIGHT_FORMATS
@@ -464,7 +464,7 @@ def facts() -> dict[str, str]:
     kv = summary["kv_capacity"]
     out["median_kv_capacity_from_log"] = percent(kv["median_abs_error_from_log"])
     out["n_kv_capacity_from_log"] = str(kv["n_from_log"])
-    engine_errors = [abs(e) for e in engine_memory.logged_kv_errors().values()]  # the engine's own rules
+    engine_errors = [abs(e) for e in kv_logs.logged_kv_errors().values()]  # the engine's own rules
     out["median_kv_capacity_engine"] = percent(median(engine_errors))
     out["worst_kv_capacity_engine"] = percent(max(engine_errors))
     by_id = {r.id: r for r in results}
