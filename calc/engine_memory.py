@@ -33,7 +33,8 @@ hidden-size buffers (residual, normalised input, output); a mixture-of-experts l
 ``experts_per_token`` routed experts per token (vLLM's ``fused_moe`` intermediate caches 1-3) plus its shared
 experts. The sampler's peak is the logits in 16 bits, their float32 copy and the float32 probabilities:
 10 bytes per sequence and vocabulary entry (6 in Model Runner V2's profiling run: no probabilities).
-Every byte count here is read from the engines' source (an assumption, not fitted); :data:`NON_TORCH_BYTES` are readings from public start-up logs. The test
+Every byte count here is read from the engines' source (an assumption, not fitted); :data:`NON_TORCH_BYTES`
+are readings from public start-up logs. The test
 ``tests/test_engine_memory.py`` checks every ``kv_capacity`` row of ``calc/data/measurements.json`` within 3%.
 
 >>> from calc.catalog import get_model
