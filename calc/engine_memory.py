@@ -10,6 +10,12 @@ it measures at start-up instead, and engines measure differently:
   and the activation peak is a profiling run of one step of ``max_num_batched_tokens`` tokens
   (``gpu_model_runner.profile_run``: ``_dummy_run(max_num_tokens)``) followed by the sampler on
   ``max_num_seqs`` sequences (``_dummy_sampler_run``); both stay in the peak;
+* ``vllm-v1-mrv2`` (vLLM's Model Runner V2, ``vllm/v1/worker/gpu/model_runner.py``; the default for Qwen3
+  dense models since vLLM pull request #39337, April 2026, and for every dense model since #44443, July 2026):
+  the same subtraction, but ``profile_run`` runs the forward pass of ``max_num_batched_tokens`` tokens and only
+  then the sampler, on ``min(max_num_batched_tokens, max_num_seqs)`` rows and without top-k/top-p (its own
+  note), after the forward's activations are freed: the peak is the larger of the forward's and the
+  sampler's (the step's hidden states, 16-bit logits and their float32 copy, ``gpu/sample/sampler.py``);
 * ``vllm-v0`` (vLLM up to 0.7, ``vllm/worker/worker.py``, ``determine_num_available_blocks``): the same
   subtraction, but the profiling run's peak is the larger of its forward pass and its sampler (the
   forward's activations are freed before sampling), over ``max(max_model_len, 2048)`` tokens without
@@ -26,8 +32,9 @@ gate/up projection's output (2 x intermediate / tp), its activated product (inte
 hidden-size buffers (residual, normalised input, output); a mixture-of-experts layer holds those of its
 ``experts_per_token`` routed experts per token (vLLM's ``fused_moe`` intermediate caches 1-3) plus its shared
 experts. The sampler's peak is the logits in 16 bits, their float32 copy and the float32 probabilities:
-10 bytes per sequence and vocabulary entry. Every byte count here is read from the engines' source (an
-assumption, not fitted); :data:`NON_TORCH_BYTES` are readings from public start-up logs. The test
+10 bytes per sequence and vocabulary entry (6 in Model Runner V2's profiling run: no probabilities).
+Every byte count here is read from the engines' source (an assumption, not fitted); :data:`NON_TORCH_BYTES`
+are readings from public start-up logs. The test
 ``tests/test_engine_memory.py`` checks every ``kv_capacity`` row of ``calc/data/measurements.json`` within 3%.
 
 >>> from calc.catalog import get_model
@@ -38,13 +45,17 @@ assumption, not fitted); :data:`NON_TORCH_BYTES` are readings from public start-
 
 from __future__ import annotations
 
+import re
+
 from calc.catalog import Model, get_model
 from calc.errors import CalcError, check_choice, check_range
 from calc.units import GiB
 
 __all__ = ["MEMORY_MODELS", "MEMORY_MODEL_SOURCES", "NON_TORCH_BYTES", "NON_TORCH_SOURCE", "SAMPLER_BYTES_PER_LOGIT",
-           "ACTIVATION_BYTES", "forward_peak_bytes_per_token", "sampler_peak_bytes", "activation_peak_bytes",
-           "non_torch_bytes", "profile_tokens", "vllm_v1_batch_defaults", "VLLM_V1_DEFAULTS_SOURCE"]
+           "MRV2_SAMPLER_BYTES_PER_LOGIT", "ACTIVATION_BYTES", "forward_peak_bytes_per_token", "sampler_peak_bytes",
+           "mrv2_sampler_phase_bytes", "activation_peak_bytes",
+           "non_torch_bytes", "profile_tokens", "vllm_v1_batch_defaults", "VLLM_V1_DEFAULTS_SOURCE",
+           "memory_model_for"]
 
 #: vLLM V1's defaults (vllm/engine/arg_utils.py, ``EngineArgs.get_batch_defaults``): on a GPU of at least 70 GiB
 #: that is not an A100 (H100, H200, MI300X), max_num_batched_tokens 8,192 for the OpenAI server (16,384 for the
@@ -52,10 +63,15 @@ __all__ = ["MEMORY_MODELS", "MEMORY_MODEL_SOURCES", "NON_TORCH_BYTES", "NON_TORC
 VLLM_V1_DEFAULTS_SOURCE = ("vllm/engine/arg_utils.py EngineArgs.get_batch_defaults: >= 70 GiB and not A100: "
                            "8192 (server) / 16384 (LLM class) tokens, 1024 seqs; else 2048 / 8192, 256")
 
-MEMORY_MODELS = ("vllm-v1", "vllm-v0", "sglang", "trtllm")
+MEMORY_MODELS = ("vllm-v1", "vllm-v1-mrv2", "vllm-v0", "sglang", "trtllm")
 MEMORY_MODEL_SOURCES = {
     "vllm-v1": "vllm/v1/worker/gpu_worker.py determine_available_memory; gpu_model_runner.py profile_run "
                "(_dummy_run(max_num_tokens), then _dummy_sampler_run on max_num_seqs)",
+    "vllm-v1-mrv2": "vllm/v1/worker/gpu/model_runner.py profile_run (_dummy_run(max_num_tokens, skip_attn=True), "
+                    "then _dummy_sampler_run on the min(max_num_tokens, max_num_seqs) sampled rows: 'the sampler "
+                    "may skip top_k, top_p, and logprobs'); gpu/sample/sampler.py (logits copied to float32, "
+                    "the rest in place); default for Qwen3 dense models since vLLM PR #39337 (2026-04), for "
+                    "all dense models since PR #44443 (2026-07)",
     "vllm-v0": "vllm/worker/worker.py determine_num_available_blocks; model_runner.py profile_run "
                "(max_num_seqs sequences of max_num_batched_tokens in all, forward then sampler)",
     "sglang": "sglang/srt/model_executor/model_runner.py profile_max_num_token (rest = free after weights - "
@@ -67,13 +83,17 @@ MEMORY_MODEL_SOURCES = {
 ACTIVATION_BYTES = 2
 #: bf16 logits (2) + their float32 copy (4) + float32 probabilities (4): vllm/v1/sample/sampler.py.
 SAMPLER_BYTES_PER_LOGIT = 10
+#: Model Runner V2's profiling sampler: bf16 logits (2) + their float32 copy (4); temperature and Gumbel
+#: sampling work in place and top-k/top-p are skipped (vllm/v1/worker/gpu/sample/sampler.py, Sampler.sample).
+MRV2_SAMPLER_BYTES_PER_LOGIT = 6
 #: Memory outside PyTorch's allocator per GPU (CUDA context, cuBLAS and NCCL workspaces, the custom
 #: all-reduce's buffers), by memory model, for one GPU and for tensor parallelism, as start-up logs print
 #: it: vLLM V1 0.19 on H100 (llm-d-incubation/llm-d-planner accuracy/accuracy_report.md, 'Sensitivity:
 #: Tensor Parallelism': non_torch 0.25 GiB at TP 1, 2.10 at TP 2 and 2.21 at TP 4: the mean 2.15 beyond one
 #: GPU); vLLM V0 0.6 on an RTX 3090 (vllm-project/vllm issue #10517: non_torch_memory=0.35GiB, TP 1; beyond
-#: one GPU no reading: V1's). SGLang and TensorRT-LLM print none: V1's (an assumption).
-NON_TORCH_BYTES = {"vllm-v1": (0.25 * GiB, 2.155 * GiB), "vllm-v0": (0.35 * GiB, 2.155 * GiB),
+#: one GPU no reading: V1's). Model Runner V2, SGLang and TensorRT-LLM print none here: V1's (an assumption).
+NON_TORCH_BYTES = {"vllm-v1": (0.25 * GiB, 2.155 * GiB), "vllm-v1-mrv2": (0.25 * GiB, 2.155 * GiB),
+                   "vllm-v0": (0.35 * GiB, 2.155 * GiB),
                    "sglang": (0.25 * GiB, 2.155 * GiB), "trtllm": (0.25 * GiB, 2.155 * GiB)}
 NON_TORCH_SOURCE = ("start-up logs: vLLM 0.19 on H100, non_torch 0.25 GiB at TP 1, 2.10 / 2.21 GiB at TP 2 / 4 "
                     "(llm-d-planner accuracy report); vLLM 0.6 on an RTX 3090, 0.35 GiB (vLLM issue #10517)")
@@ -117,6 +137,23 @@ def sampler_peak_bytes(model, max_num_seqs: int) -> float:
     return float(seqs * m.vocab_size * SAMPLER_BYTES_PER_LOGIT)
 
 
+def mrv2_sampler_phase_bytes(model, *, max_num_batched_tokens: int, max_num_seqs: int) -> float:
+    """Bytes live while Model Runner V2's profiling run samples: after the forward pass, before it ends.
+
+    The step's hidden states (``max_num_batched_tokens x hidden``, 16 bits), the gathered rows to sample
+    (``min(max_num_batched_tokens, max_num_seqs)`` of them) and their logits, 16-bit and the float32 copy:
+    :data:`MRV2_SAMPLER_BYTES_PER_LOGIT` per row and vocabulary entry. Source: :data:`MEMORY_MODEL_SOURCES`.
+
+    >>> round(mrv2_sampler_phase_bytes("llama-3.1-8b", max_num_batched_tokens=2048, max_num_seqs=256) / 2**20, 1)
+    205.9
+    """
+    m = get_model(model)
+    tokens = check_range("max_num_batched_tokens", max_num_batched_tokens, 1, 10**8, integer=True)
+    rows = min(tokens, check_range("max_num_seqs", max_num_seqs, 1, 10**7, integer=True))
+    hidden = ACTIVATION_BYTES * m.hidden_size * (tokens + rows)
+    return float(hidden + rows * m.vocab_size * MRV2_SAMPLER_BYTES_PER_LOGIT)
+
+
 def profile_tokens(memory_model: str, *, max_num_batched_tokens: int, max_model_len: int | None = None) -> int:
     """Tokens the engine's profiling run pushes through the model.
 
@@ -142,8 +179,10 @@ def activation_peak_bytes(model, tp: int = 1, *, memory_model: str, max_num_batc
 
     ``tokens x`` :func:`forward_peak_bytes_per_token` for the profiling run's tokens
     (:func:`profile_tokens`) and :func:`sampler_peak_bytes`: summed in vLLM V1 (both stay in the peak), the
-    larger of the two in vLLM V0; SGLang's pool does not subtract activations (0 here: they come out of
-    its ``1 - mem_fraction_static`` share); TensorRT-LLM's profiling pass is the forward alone.
+    larger of the two in vLLM V0; in Model Runner V2 the larger of the forward's and
+    :func:`mrv2_sampler_phase_bytes` (the sampler runs after the forward's activations are freed); SGLang's
+    pool does not subtract activations (0 here: they come out of its ``1 - mem_fraction_static`` share);
+    TensorRT-LLM's profiling pass is the forward alone.
 
     >>> from calc.units import GiB
     >>> round(activation_peak_bytes("llama-3.1-8b", memory_model="vllm-v0", max_num_batched_tokens=2048,
@@ -151,6 +190,9 @@ def activation_peak_bytes(model, tp: int = 1, *, memory_model: str, max_num_batc
     2.06
     >>> activation_peak_bytes("llama-3.1-8b", memory_model="sglang", max_num_batched_tokens=8192, max_num_seqs=1024)
     0.0
+    >>> round(activation_peak_bytes("llama-3.1-8b", memory_model="vllm-v1-mrv2", max_num_batched_tokens=8192,
+    ...                             max_num_seqs=256) / GiB, 3)  # the forward's 8,192 tokens outweigh the sampler
+    0.844
     """
     memory_model = _check_model(memory_model)
     tokens = profile_tokens(memory_model, max_num_batched_tokens=max_num_batched_tokens, max_model_len=max_model_len)
@@ -158,6 +200,9 @@ def activation_peak_bytes(model, tp: int = 1, *, memory_model: str, max_num_batc
     sampler = sampler_peak_bytes(model, max_num_seqs)
     if memory_model == "vllm-v1":
         return forward + sampler
+    if memory_model == "vllm-v1-mrv2":
+        return max(forward, mrv2_sampler_phase_bytes(model, max_num_batched_tokens=max_num_batched_tokens,
+                                                     max_num_seqs=max_num_seqs))
     if memory_model == "vllm-v0":
         return max(forward, sampler)
     if memory_model == "sglang":
@@ -196,3 +241,35 @@ def non_torch_bytes(memory_model: str, tp: int = 1) -> float:
     tp = check_range("tp", tp, 1, 1024, integer=True)
     one, several = NON_TORCH_BYTES[memory_model]
     return one if tp == 1 else several
+
+
+def memory_model_for(engine: str) -> str:
+    """The memory model of an engine as a start-up log's row names it (``inputs.engine`` of a measurement).
+
+    Named first: Model Runner V2, SGLang, TensorRT-LLM, the V0 engine. Then a vLLM version, ``0.N``: V0 below
+    0.8 (V1 became the default engine in 0.8), V1 from there; else a year: V0 before 2025. Otherwise V1.
+
+    >>> memory_model_for("vLLM v0.19.0"), memory_model_for("vLLM 0.6 (V0 engine, 'Memory profiling results')")
+    ('vllm-v1', 'vllm-v0')
+    >>> memory_model_for("vLLM at pull request #2031 (December 2023)"), memory_model_for("SGLang 0.4.6")
+    ('vllm-v0', 'sglang')
+    >>> memory_model_for("vLLM V1 engine, July 2026: Model Runner V2, the default for Qwen3 dense models")
+    'vllm-v1-mrv2'
+    """
+    text = str(engine).lower()
+    if "model runner v2" in text:
+        return "vllm-v1-mrv2"
+    if "sglang" in text:
+        return "sglang"
+    if "tensorrt" in text or "trtllm" in text or "trt-llm" in text:
+        return "trtllm"
+    if "v0 engine" in text:
+        return "vllm-v0"
+    version = re.search(r"\b0\.(\d+)", text)
+    if version:
+        return "vllm-v0" if int(version.group(1)) < 8 else "vllm-v1"
+    year = re.search(r"(?<![#\d])\b(20\d\d)\b", text)  # a year, not a pull request number such as #2031
+    if year and int(year.group(1)) < 2025:
+        return "vllm-v0"
+    return "vllm-v1"
+

@@ -97,6 +97,17 @@ def test_kv_predictions_are_calc_memory_kv_capacity(m):
     assert RESULTS[m["id"]].predicted == cap.kv_cache_tokens
 
 
+def test_the_page_states_the_engine_basis_errors_and_they_are_within_3_percent():
+    from calc import kv_logs
+
+    errors = [abs(e) for e in kv_logs.logged_kv_errors().values()]
+    facts = page.facts()
+    assert len(errors) == len(_of("kv_capacity")) and max(errors) < 0.03  # issue 33: every log within 3%
+    assert facts["worst_kv_capacity_engine"] == page.percent(max(errors))
+    assert facts["median_kv_capacity_engine"] == page.percent(accuracy.median(errors))
+    assert max(errors) < kind_summary()["kv_capacity"]["worst_abs_error"] / 10  # far under the page's defaults
+
+
 def test_log_terms_reproduce_the_logs_almost_exactly():
     logged = [r for r in evaluate() if r.error_from_log is not None]
     assert len(logged) >= 6
@@ -171,7 +182,14 @@ def test_calibration_points_are_close_and_shown_apart():
 
 def test_recorded_medians_and_worst_cases():
     s = kind_summary()
-    assert s["kv_capacity"]["worst_id"] == "vllm-llama-3.1-8b-bf16-rtx3090-tp1-len29k"
+    # The page's defaults (a fixed workspace on nvidia-smi's capacity) ignore the step's token budget and the
+    # V0 engine's whole-prompt profile: the RTX 4090 logs (vLLM V1, 2,048 tokens) and the 3090 log at 29k
+    # tokens are its worst cases. The engine basis (tests/test_engine_memory.py) is the one that follows them.
+    assert s["kv_capacity"]["worst_id"] == "vllm-qwen3-8b-bf16-rtx4090-tp1-mnbt2048"
+    worst = sorted(evaluate(kind="kv_capacity"), key=lambda r: -abs(r.error))[:3]
+    assert {r.id for r in worst} == {"vllm-qwen3-8b-bf16-rtx4090-tp1-mnbt2048", "vllm-qwen3-8b-bf16-rtx4090-tp1-mnbt8192",
+                                     "vllm-llama-3.1-8b-bf16-rtx3090-tp1-len29k"}
+    assert all(r.error < 0 for r in worst if "rtx4090" in r.id)  # too little KV: the card's pool under-predicted
     assert 0.005 < s["kv_capacity"]["median_abs_error"] < 0.03
     assert 0.05 < s["throughput"]["median_abs_error"] < 0.10
     assert s["kv_capacity"]["median_abs_error_from_log"] < 0.001

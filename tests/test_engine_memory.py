@@ -2,45 +2,97 @@
 
 import pytest
 
-from calc import accuracy, engine_memory, lesson, memory
-from calc.catalog import get_gpu
+from calc import accuracy, engine_memory, kv_logs, lesson, memory
+from calc.catalog import model_from_config
 from calc.units import GiB
 
 ROWS = [m for m in accuracy.load_measurements() if m["kind"] == "kv_capacity"]
 
 
 def _memory_model(engine_text: str) -> str:
-    text = engine_text.lower()
-    if "v0 engine" in text or "pull request #2031" in text or "vllm 0.6" in text:
-        return "vllm-v0"
-    if "sglang" in text:
-        return "sglang"
-    if "tensorrt" in text or "trt" in text:
-        return "trtllm"
-    return "vllm-v1"
+    return engine_memory.memory_model_for(engine_text)
 
 
 def engine_prediction(row: dict) -> float:
     """The row's KV capacity on the engine basis, from calc's own figures (no log term used)."""
-    x = row["inputs"]
-    model = _memory_model(x["engine"])
-    gpu = get_gpu(x["gpu"])
-    tokens, seqs = engine_memory.vllm_v1_batch_defaults(gpu)
-    settings = x.get("engine_settings") or {}
-    if model == "vllm-v0":  # V0: 256 sequences, a whole prompt per profiling run (no chunked prefill)
-        tokens, seqs = 2048, 256
-    tokens = settings.get("max_num_batched_tokens", tokens)
-    cap = memory.kv_capacity(x["model"], gpu, tp=x["tp"], weights=x["weights"], kv_dtype=x["kv_dtype"],
-                             gpu_memory_utilization=x["gpu_memory_utilization"], block_size=x["block_size"],
-                             max_model_len=x["max_model_len"], memory_basis="engine", memory_model=model,
-                             max_num_batched_tokens=tokens, max_num_seqs=seqs)
-    return cap.kv_cache_blocks if row["figure"]["unit"] == "blocks" else cap.kv_cache_tokens
+    return kv_logs.logged_kv_prediction(row["inputs"], "blocks" if row["figure"]["unit"] == "blocks" else "tokens")
 
 
-@pytest.mark.parametrize("row", ROWS, ids=[r["id"] for r in ROWS])
+def test_the_engine_basis_errors_are_these_predictions():
+    errors = kv_logs.logged_kv_errors()
+    assert list(errors) == [r["id"] for r in ROWS]
+    for row in ROWS:
+        assert errors[row["id"]] == engine_prediction(row) / row["figure"]["value"] - 1
+
+
+def test_each_logs_engine_maps_to_the_memory_model_of_its_version():
+    by_engine = {r["inputs"]["engine"]: _memory_model(r["inputs"]["engine"]) for r in ROWS}
+    assert by_engine["vLLM v0.19.0"] == "vllm-v1"
+    assert {m for e, m in by_engine.items() if "0.6" in e or "2031" in e} == {"vllm-v0"}
+    assert {m for e, m in by_engine.items() if "Model Runner V2" in e} == {"vllm-v1-mrv2"}
+
+
+#: Logs the engine basis misses by more than 3%, with what is known of why (none today). They would stay in
+#: the data and on the accuracy page; the xfail is strict, so a change that brings one within 3% fails here
+#: until its entry is removed.
+KNOWN_MISSES: dict[str, str] = {}
+
+
+def _param(row):
+    if row["id"] in KNOWN_MISSES:
+        return pytest.param(row, id=row["id"], marks=pytest.mark.xfail(strict=True, reason=KNOWN_MISSES[row["id"]]))
+    return pytest.param(row, id=row["id"])
+
+
+@pytest.mark.parametrize("row", [_param(r) for r in ROWS])
 def test_engine_basis_lands_within_3_percent_of_the_start_up_log(row):
     predicted = engine_prediction(row)
     assert predicted == pytest.approx(row["figure"]["value"], rel=0.03), (predicted, row["figure"]["value"])
+
+
+def test_the_logs_cover_four_gpu_models_and_the_known_misses_are_rows():
+    ids = {r["id"] for r in ROWS}
+    assert set(KNOWN_MISSES) <= ids and len(ids - set(KNOWN_MISSES)) >= 11
+    assert len({r["inputs"]["gpu"] for r in ROWS}) >= 4
+
+
+def _with_memory_model(row, memory_model):
+    return engine_prediction({**row, "inputs": {**row["inputs"], "engine": memory_model}})
+
+
+def test_model_runner_v2_explains_the_rtx_4090_logs_where_v1s_rule_left_them_short():
+    # Qwen3 on vLLM of July 2026 runs Model Runner V2: its profile run samples after the forward pass, so the
+    # peak is the larger of the two. V1's rule (their sum, a sampler sorting for top-k/top-p) leaves both
+    # pools 5-9% short; V2's lands within 1%, and the 8,192-token budget costs the pool what the log says.
+    by_id = {r["id"]: r for r in ROWS}
+    low, high = by_id["vllm-qwen3-8b-bf16-rtx4090-tp1-mnbt2048"], by_id["vllm-qwen3-8b-bf16-rtx4090-tp1-mnbt8192"]
+    for row in (low, high):
+        assert _memory_model(row["inputs"]["engine"]) == "vllm-v1-mrv2"
+        logged = row["figure"]["value"]
+        assert -0.09 < _with_memory_model(row, "vllm V1") / logged - 1 < -0.05
+        assert abs(engine_prediction(row) / logged - 1) < 0.01
+    assert engine_prediction(low) - engine_prediction(high) == pytest.approx(
+        low["figure"]["value"] - high["figure"]["value"], rel=0.03)
+
+
+def test_model_runner_v2_peak_is_the_larger_of_forward_and_sampler_not_their_sum():
+    qwen = model_from_config(next(r for r in ROWS if "rtx4090" in r["id"])["inputs"]["model"]["config"])
+    for tokens in (2048, 8192):
+        forward = tokens * engine_memory.forward_peak_bytes_per_token(qwen)
+        sampler = engine_memory.mrv2_sampler_phase_bytes(qwen, max_num_batched_tokens=tokens, max_num_seqs=256)
+        v2 = engine_memory.activation_peak_bytes(qwen, memory_model="vllm-v1-mrv2", max_num_batched_tokens=tokens,
+                                                 max_num_seqs=256)
+        v1 = engine_memory.activation_peak_bytes(qwen, memory_model="vllm-v1", max_num_batched_tokens=tokens,
+                                                 max_num_seqs=256)
+        assert v2 == max(forward, sampler) and v1 > v2
+    # At 2,048 tokens the sampler's rows (256 x 151,936 logits, 6 bytes each) outweigh the forward's; at 8,192
+    # the forward's activations do.
+    assert engine_memory.mrv2_sampler_phase_bytes(qwen, max_num_batched_tokens=2048, max_num_seqs=256) > \
+        2048 * engine_memory.forward_peak_bytes_per_token(qwen)
+    assert engine_memory.mrv2_sampler_phase_bytes(qwen, max_num_batched_tokens=8192, max_num_seqs=256) < \
+        8192 * engine_memory.forward_peak_bytes_per_token(qwen)
+    rows = engine_memory.mrv2_sampler_phase_bytes(qwen, max_num_batched_tokens=100, max_num_seqs=256)
+    assert rows == 2 * 4096 * 200 + 100 * 151_936 * engine_memory.MRV2_SAMPLER_BYTES_PER_LOGIT  # 100 rows, not 256
 
 
 def test_the_consumer_card_was_about_half_on_the_lesson_basis_and_is_not_on_the_engine_basis():

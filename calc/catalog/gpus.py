@@ -251,6 +251,12 @@ GPUS: dict[str, GPU] = {
         source=f"{_NV_AD102}; {_PCIE4} (the 4090 has no NVLink connector); no dated hourly listing from a provider "
                "was found, so no price: the reader enters theirs",
         interconnect="pcie4-x16",
+        # CUDA's total (cudaMemGetInfo), the figure vLLM's profiler starts from; PyTorch prints the same total in
+        # its out-of-memory message. No vLLM log on a 4090 prints it, so PyTorch's reading stands in for it.
+        memory_bytes_engine_reading=round(23.64 * 2**30),
+        memory_engine_source="PyTorch's out-of-memory message on a GeForce RTX 4090: 'GPU 0 has a total capacty of "
+                             "23.64 GiB' (github.com/3DTopia/Phidias-Diffusion issue #8, 2025-08-10); an older "
+                             "driver gave 23.61 GiB (github.com/pinokiofactory/flux-webui issue #11, 2024-08-12)",
     ),
     "rtx-5090": GPU(
         key="rtx-5090",
