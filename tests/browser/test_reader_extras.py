@@ -53,6 +53,8 @@ def _nav_read(page) -> list[str]:
 
 def _scroll_to_takeaway(page) -> None:
     """Scroll with the mouse wheel, as a reader does, until the Takeaway is on screen; then it counts as read."""
+    # Instant navigation changes the address before it swaps the page in: wait for the step's own Takeaway.
+    page.wait_for_function("() => document.querySelector('#takeaway') !== null")
     page.mouse.move(640, 450)
     for _ in range(60):
         if page.evaluate("() => { const b = document.querySelector('#takeaway').getBoundingClientRect();"
