@@ -36,7 +36,7 @@ import math
 import os
 from dataclasses import asdict, dataclass
 
-from calc import allocation, memory, prefix, roofline, speculative
+from calc import allocation, engine_memory, kv_logs, memory, prefix, roofline, speculative
 from calc.catalog import GPUS, MODELS, get_gpu, get_model, model_from_config
 from calc.errors import CalcError, check_choice, check_range
 from calc.units import GiB, round_sig
@@ -466,11 +466,12 @@ def _predict_value(m: dict) -> tuple[float, float | None, str]:
         args = dict(tp=x["tp"], weights=x["weights"], kv_dtype=x["kv_dtype"],
                     gpu_memory_utilization=x["gpu_memory_utilization"], block_size=x["block_size"],
                     max_model_len=x.get("max_model_len"))
-        tokens = kv_capacity_tokens(x["model"], x["gpu"], **args)
+        # The engine basis: the engine's own sizing rule for the version the log names (calc.kv_logs).
+        tokens = kv_logs.logged_kv_prediction(x, "tokens")
         from_log = kv_capacity_tokens(x["model"], x["gpu"], log_terms_gib=x["log_terms_gib"], **args) \
             if x.get("log_terms_gib") else None
-        assumed = (f"defaults: {memory.default_activation_bytes() / 1e9:g} GB workspace, "
-                   f"{memory.default_non_torch_bytes(x['tp']) / 1e9:g} GB outside PyTorch, weights from the shape")
+        assumed = (f"the engine's sizing ({engine_memory.memory_model_for(x['engine'])}): the capacity CUDA "
+                   "reports, the profiled peak of its token budget, weights from the shape")
         return float(tokens), None if from_log is None else float(from_log), assumed
     if kind == "throughput":
         if x["mode"] == "offline_max":
@@ -626,26 +627,32 @@ USER_KINDS = {
 }
 
 
+#: The engine a reader's own start-up log is predicted for: today's vLLM (the V1 engine's memory rules).
+CURRENT_VLLM = "vLLM V1 engine"
+
+
 def predict_user(kind: str, *, model: str, gpu: str, tp: int = 1, weights: str = "bf16", kv_dtype: str = "bf16",
                  input_tokens: int = 1024, output_tokens: int = 256, gpu_memory_utilization: float = 0.9,
                  max_model_len: int | None = None, batch: int = 1) -> dict:
     """calc's prediction for a reader's own set-up, with the unit their figure should be in.
 
-    ``kv_capacity``: :func:`kv_capacity_tokens` with defaults; ``throughput``:
+    ``kv_capacity``: :func:`calc.kv_logs.logged_kv_prediction` for :data:`CURRENT_VLLM`; ``throughput``:
     :func:`trtllm_max_throughput`; ``decode``: :func:`decode_output_tokens_per_s` at ``batch`` with
     a context of input + half the output; ``speculative``: :func:`speculation_speedup` (EAGLE-like) at
     ``batch``, same context.
 
     >>> predict_user("kv_capacity", model="llama-3.1-70b", gpu="h100-sxm-80gb", tp=4)["predicted"]
-    460096
+    450032
     """
     check_choice("kind", kind, tuple(USER_KINDS))
     context = input_tokens + output_tokens // 2
     if kind == "kv_capacity":
-        value = kv_capacity_tokens(model, gpu, tp=tp, weights=weights, kv_dtype=kv_dtype,
-                                   gpu_memory_utilization=gpu_memory_utilization, max_model_len=max_model_len)
-        unit, how = "tokens", ("vLLM's sizing on the GPU's capacity as the driver reports it, calc's default "
-                               "workspace and overhead")
+        value = kv_logs.logged_kv_prediction({
+            "model": model, "gpu": gpu, "tp": tp, "weights": weights, "kv_dtype": kv_dtype,
+            "gpu_memory_utilization": gpu_memory_utilization, "block_size": 16, "max_model_len": max_model_len,
+            "engine": CURRENT_VLLM})
+        unit, how = "tokens", ("vLLM V1's sizing with its default token budget, on the GPU's capacity as CUDA "
+                               "reports it (calc.engine_memory)")
     elif kind == "throughput":
         r = trtllm_max_throughput(model, gpu, tp=tp, weights=weights, kv_dtype=kv_dtype,
                                   input_tokens=input_tokens, output_tokens=output_tokens)
