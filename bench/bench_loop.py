@@ -108,6 +108,28 @@ def page_module(page: str) -> str:
     return re.sub(r"^\d+-", "", stem).replace("-", "_")
 
 
+def edited_fact(source: str, name: str, value: str) -> str:
+    r"""A page module's source with fact ``name`` returning ``value``: the edit a contributor makes to a fact.
+
+    A fact is a function under ``@fact`` (or ``@fact("name")``): its body gets a first ``return``. A module that
+    still has one ``facts()`` dict gets a ``facts()`` that adds the value.
+
+    >>> src = 'from x import fact\n\n\n@fact\ndef kv_tokens() -> str:\n    "Doc."\n    return "1"\n'
+    >>> print(edited_fact(src, "kv_tokens", "B").splitlines()[5])
+        return 'B'  # bench/bench_loop.py: a visible edit, undone at once
+    >>> "_bench_facts()" in edited_fact("def facts():\n    return {}\n", "x", "B")
+    True
+    """
+    named = re.compile(r'^@fact(?:\(\s*["\']' + re.escape(name) + r'["\']\s*\))?\n(?:@.*\n)*def (\w+)\(\)[^\n]*:\n',
+                       re.M)
+    for match in named.finditer(source):
+        if match.group(0).startswith("@fact(") or match.group(1) == name:
+            return (source[:match.end()] + f"    return {value!r}  # bench/bench_loop.py: a visible edit, undone "
+                    "at once\n" + source[match.end():])
+    return (source + f"\n\n_bench_facts = facts  # bench/bench_loop.py: a visible edit, undone at once\n\n\n"
+            f"def facts():\n    return {{**_bench_facts(), {name!r}: {value!r}}}\n")
+
+
 def failure_reason(error: BaseException) -> str:
     if isinstance(error, subprocess.CalledProcessError):
         return f"{os.path.basename(str(error.cmd[0]))} exited with status {error.returncode}"
@@ -160,10 +182,8 @@ def serve_loop(port: int, page: str, cache_dir: str, failures: dict) -> dict:
             return results
         module_marker = f"Benchmark{nonce}module"
         name = fact.group(1)
-        addition = (f"\n\n_bench_facts = facts  # bench/bench_loop.py: a visible edit, undone at once\n\n\n"
-                    f"def facts():\n    return {{**_bench_facts(), {name!r}: {module_marker!r}}}\n")
-        module_s = attempt(failures, "widget_module_edit_s", timed_edit, module_path, lambda text: text + addition,
-                           page_url, module_marker)
+        module_s = attempt(failures, "widget_module_edit_s", timed_edit, module_path,
+                           lambda text: edited_fact(text, name, module_marker), page_url, module_marker)
         if module_s is not None:
             results["widget_module_edit_s"] = module_s
             results["widget_module_fact"] = name

@@ -101,11 +101,12 @@ class Prefetch:
         return entries.key(kind, request, self.digests)
 
     def start(self, jobs) -> dict:
-        """Start computing the entries of ``jobs`` the cache lacks. Returns counts for the log, and the missing
-        entries' markers in ``computing``."""
-        missing = []
+        """Start computing the entries of ``jobs`` the cache lacks. Returns counts for the log, the missing
+        entries' markers in ``missing`` and every entry's key by marker in ``keys``."""
+        missing, keys = [], {}
         for kind, request, job in jobs:
             key = self.key(kind, request)
+            keys[(kind, build_cache.request_text(request))] = key
             if not build_cache.has(kind, key):
                 seconds = build_cache.seconds_of(kind, request) or entries.default_seconds(kind)
                 missing.append((seconds, kind, request, key, job))
@@ -127,7 +128,8 @@ class Prefetch:
                     self.futures[(kind, build_cache.request_text(request))] = (future, index)
         counts = {"entries": len(jobs), "cached": len(jobs) - len(missing), "computing": len(missing),
                   "workers": workers if self.pool else 1,
-                  "missing": {(kind, build_cache.request_text(request)) for _, kind, request, _, _ in missing}}
+                  "missing": {(kind, build_cache.request_text(request)) for _, kind, request, _, _ in missing},
+                  "keys": keys}
         log.info("build cache: %(cached)d of %(entries)d entries reused, %(computing)d to compute "
                  "(%(workers)d processes)", counts)
         return counts

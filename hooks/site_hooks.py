@@ -128,6 +128,23 @@ def _page_independent_inputs(files, config) -> str:
     return digest.hexdigest()
 
 
+def changed_entries(keys: dict, missing: set, used_before) -> set:
+    """The entries (markers) whose value may differ from the last build's: computed now, or taken from the cache
+    under a key the last build did not use. An edit undone is the second kind: its entries are the cache's from
+    before the edit, and the pages still show the edit until they are redone.
+
+    >>> keys = {"step 2 facts": "k-before", "step 3 facts": "k3"}
+    >>> sorted(changed_entries(keys, set(), used_before=["k-edited", "k3"]))  # step 2's edit undone
+    ['step 2 facts']
+    >>> changed_entries(keys, set(), used_before=["k-before", "k3"])  # nothing changed
+    set()
+    >>> sorted(changed_entries(keys, {"step 3 facts"}, []))  # a first build: every entry
+    ['step 2 facts', 'step 3 facts']
+    """
+    used = set(used_before)
+    return {marker for marker, key in keys.items() if key not in used} | set(missing)
+
+
 def _redo(pages) -> None:
     """Have MkDocs' dirty build redo ``pages`` though their sources did not change (their facts, widgets or
     notebook did, or what every page is made from): it redoes the pages whose ``File.is_modified()``, and the
@@ -182,13 +199,14 @@ def on_files(files, config, **kwargs):
         config.site_dir, site_dir=os.path.realpath(config.site_dir), site_url=config.site_url,
         cache_dir=os.path.realpath(build_cache.cache_dir()), cache_enabled=build_cache.enabled(),
         cache_was_empty=cache_was_empty, entries=counts["entries"], reused=counts["cached"],
-        computed=counts["computing"], at=time.time())
+        computed=counts["computing"], at=time.time(), entry_keys=sorted(set(counts["keys"].values())))
     if _process["dirty"]:
         _build.inputs = _page_independent_inputs(files, config)
         if previous.get("page_independent_inputs") != _build.inputs:  # hooks, theme, nav or snippets: every page
             _redo(files.documentation_pages())
-        else:  # a calc edit: the pages whose facts, widgets or notebooks it changed
-            _redo({file for marker in counts["missing"] for file in users[marker]})
+        else:  # a calc edit: the pages whose facts, widgets or notebooks it changed since the last build
+            changed = changed_entries(counts["keys"], counts["missing"], previous.get("entry_keys", ()))
+            _redo({file for marker in changed for file in users[marker]})
     return files
 
 
