@@ -42,6 +42,7 @@ from calc.errors import CalcError, check_choice, check_range
 from calc.units import GiB, round_sig
 
 __all__ = [
+    "logged_kv_errors",
     "DATA_PATH", "KINDS", "KIND_LABELS", "ROLES", "EAGLE3_LIKE", "SPECULATION_METHODS",
     "EAGLE_CALIBRATION_ID", "EAGLE3_CALIBRATION_ID", "calibration_ids", "load_measurements",
     "measured_value", "kv_capacity_tokens", "trtllm_max_throughput", "decode_output_tokens_per_s",
@@ -669,3 +670,18 @@ def predict_user(kind: str, *, model: str, gpu: str, tp: int = 1, weights: str =
         unit, how = "x", (f"EAGLE-like drafting (its head priced from the model's shape; acceptance {e.acceptance:g}, "
                           f"{e.k} steps, {e.verify_tokens} tokens verified)")
     return {"kind": kind, "predicted": value, "unit": unit, "how": how}
+
+
+def logged_kv_errors(measurements=None) -> dict[str, float]:
+    """Relative error of :func:`calc.kv_logs.logged_kv_prediction` on every ``kv_capacity`` row, by id (data file's order).
+
+    >>> errors = logged_kv_errors()
+    >>> len(errors) >= 11 and max(abs(e) for e in errors.values()) < 0.03
+    True
+    """
+    rows = [m for m in (load_measurements() if measurements is None else measurements) if m["kind"] == "kv_capacity"]
+    out = {}
+    for m in rows:
+        unit = "blocks" if m["figure"]["unit"] == "blocks" else "tokens"
+        out[m["id"]] = kv_logs.logged_kv_prediction(m["inputs"], unit) / m["figure"]["value"] - 1
+    return out

@@ -3,7 +3,7 @@
 A ``kv_capacity`` row of ``calc/data/measurements.json`` names the model, GPU, precisions, the engine as its
 log states it and the flags it ran with; :func:`logged_kv_prediction` sizes the KV cache as that engine does
 (:mod:`calc.engine_memory`, :func:`calc.memory.kv_capacity` with ``memory_basis="engine"``), from calc's
-figures alone, and :func:`logged_kv_errors` sets the result beside every log (issue #33: within 3% of each).
+figures alone, and :func:`calc.accuracy.logged_kv_errors` sets the result beside every log (issue #33: within 3% of each).
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from calc import engine_memory, memory
 from calc.catalog import get_gpu, get_model, model_from_config
 from calc.errors import check_choice
 
-__all__ = ["logged_kv_prediction", "logged_kv_errors"]
+__all__ = ["logged_kv_prediction"]
 
 
 def logged_kv_prediction(inputs: dict, unit: str = "tokens") -> int:
@@ -47,20 +47,3 @@ def logged_kv_prediction(inputs: dict, unit: str = "tokens") -> int:
                              memory_basis="engine", memory_model=memory_model, max_num_batched_tokens=tokens,
                              max_num_seqs=seqs)
     return cap.kv_cache_blocks if unit == "blocks" else cap.kv_cache_tokens
-
-
-def logged_kv_errors(measurements=None) -> dict[str, float]:
-    """Relative error of :func:`logged_kv_prediction` on every ``kv_capacity`` row, by id (data file's order).
-
-    >>> errors = logged_kv_errors()
-    >>> len(errors) >= 11 and max(abs(e) for e in errors.values()) < 0.03
-    True
-    """
-    from calc.accuracy import load_measurements
-
-    rows = [m for m in (load_measurements() if measurements is None else measurements) if m["kind"] == "kv_capacity"]
-    out = {}
-    for m in rows:
-        unit = "blocks" if m["figure"]["unit"] == "blocks" else "tokens"
-        out[m["id"]] = logged_kv_prediction(m["inputs"], unit) / m["figure"]["value"] - 1
-    return out

@@ -92,9 +92,7 @@ def test_kv_predictions_are_the_engine_basis(m):
 
 
 def test_every_cited_log_is_within_3_percent_and_the_page_says_so():
-    from calc import kv_logs
-
-    errors = [abs(e) for e in kv_logs.logged_kv_errors().values()]
+    errors = [abs(e) for e in accuracy.logged_kv_errors().values()]
     facts = page.facts()
     assert len(errors) == len(_of("kv_capacity")) and max(errors) < 0.03  # issue 33: every log within 3%
     assert facts["worst_kv_capacity"] == page.percent(max(errors))

@@ -19,7 +19,7 @@ def engine_prediction(row: dict) -> float:
 
 
 def test_the_engine_basis_errors_are_these_predictions():
-    errors = kv_logs.logged_kv_errors()
+    errors = accuracy.logged_kv_errors()
     assert list(errors) == [r["id"] for r in ROWS]
     for row in ROWS:
         assert errors[row["id"]] == engine_prediction(row) / row["figure"]["value"] - 1
