@@ -261,37 +261,33 @@ def parallel_available() -> bool:
     return sys.platform not in ("emscripten", "wasi") and (os.cpu_count() or 1) > 1
 
 
-def confirm_all(request, jobs, *, parallel: bool = True, extra=None) -> tuple[list, object]:
+def confirm_all(request, jobs, *, parallel: bool = True) -> list:
     """:func:`confirm` on every ``(candidate, start_replicas, rate_factor, targets)`` job, in order.
 
     With ``parallel`` (and :func:`parallel_available`), the jobs run across a process pool of the machine's
-    cores; ``extra`` (a zero-argument picklable callable, e.g. the error bands) runs beside them and its result
-    is returned second. Any failure to start processes falls back to running serially: the same results.
+    cores. Any failure to start processes falls back to running serially: the same results.
 
     >>> from calc.plan.inputs import PlanRequest, Targets
     >>> from calc.plan.space import candidates
     >>> req = PlanRequest(model="llama-3.1-8b", gpus=("h100-sxm-80gb",), peak_rate_per_s=2, requests=100,
     ...                   targets=Targets(tpot_p99_s=0.05))
     >>> c = next(candidates(req))
-    >>> results, _ = confirm_all(req, [(c, 1, 1.0, None)], parallel=False)
+    >>> results = confirm_all(req, [(c, 1, 1.0, None)], parallel=False)
     >>> results[0]["replicas"]
     1
     """
     if _RUNNERS:
-        return _RUNNERS[-1](request, jobs, extra)
+        return _RUNNERS[-1](request, jobs)
     tasks = [(request, cand, start, factor, targets) for cand, start, factor, targets in jobs]
-    if parallel and parallel_available() and len(tasks) + (extra is not None) > 1:
+    if parallel and parallel_available() and len(tasks) > 1:
         try:
             from concurrent.futures import ProcessPoolExecutor
 
-            with ProcessPoolExecutor(max_workers=min(os.cpu_count() or 1, len(tasks) + 1)) as pool:
-                pending = pool.submit(extra) if extra is not None else None
-                results = list(pool.map(_task, tasks, chunksize=1))
-                return results, (pending.result() if pending is not None else None)
+            with ProcessPoolExecutor(max_workers=min(os.cpu_count() or 1, len(tasks))) as pool:
+                return list(pool.map(_task, tasks, chunksize=1))
         except (ImportError, NotImplementedError, OSError, RuntimeError, PermissionError):
             pass  # no processes here: the same work, serially
-    results = [_task(t) for t in tasks]
-    return results, (extra() if extra is not None else None)
+    return [_task(t) for t in tasks]
 
 
 _RUNNERS: list = []
@@ -299,13 +295,13 @@ _RUNNERS: list = []
 
 @contextlib.contextmanager
 def jobs_run_by(runner):
-    """Within the block, :func:`confirm_all` hands its jobs to ``runner(request, jobs, extra)`` (which returns
-    what :func:`confirm_all` would: the results in order, and ``extra``'s result) instead of running them.
+    """Within the block, :func:`confirm_all` hands its jobs to ``runner(request, jobs)`` (which returns
+    what :func:`confirm_all` would: the results in order) instead of running them.
 
     >>> from calc.plan.inputs import PlanRequest
-    >>> with jobs_run_by(lambda request, jobs, extra: (["ran elsewhere"] * len(jobs), None)):
+    >>> with jobs_run_by(lambda request, jobs: ["ran elsewhere"] * len(jobs)):
     ...     confirm_all(PlanRequest(), [((("gpu", "l4"),), 1, 1.0, None)])
-    (['ran elsewhere'], None)
+    ['ran elsewhere']
     """
     _RUNNERS.append(runner)
     try:

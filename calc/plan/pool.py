@@ -5,8 +5,7 @@ the confirmed answer is driven in rounds, each a batch of :func:`calc.plan.confi
 
 1. :func:`next_jobs` runs the plan, the CLI's own code (:func:`calc.plan.search.plan`), with the rounds done so
    far (their jobs and results, as JSON) standing in for the simulations; at the first round not done it stops
-   and returns that round's jobs (the finalists and the baseline with the error bands, then the winner's
-   sensitivity runs);
+   and returns that round's jobs (the finalists and the baseline, then the winner's sensitivity runs);
 2. the page runs each job in a worker of its pool (:func:`run_jobs`: :func:`calc.plan.confirm.run_job`, the
    same :func:`calc.plan.confirm.confirm` the CLI's processes run, seeded);
 3. and asks again with one more round done. Once every round is done the plan completes with those results,
@@ -34,7 +33,7 @@ from calc.plan.confirm import job_to_json, jobs_run_by, result_from_json, run_jo
 
 __all__ = ["JobsWanted", "next_jobs", "run_jobs", "MAX_JOBS"]
 
-#: Jobs in one round at most (six finalists, the baseline and the bands; two sensitivity runs).
+#: Jobs in one round at most (six finalists and the baseline; two sensitivity runs).
 MAX_JOBS = 64
 
 
@@ -46,32 +45,12 @@ class JobsWanted(Exception):
         self.jobs = jobs
 
 
-def _round_jobs(jobs, extra) -> list:
-    out = [job_to_json(job) for job in jobs]
-    if extra is not None:
-        out.append(extra.job)
-    return out
-
-
-def _bands_from_json(data) -> dict:
-    from calc.plan.bands import PLAN_METRICS
-
-    ok = isinstance(data, dict) and set(data) == set(PLAN_METRICS) and all(
-        isinstance(v, dict) and set(v) == {"errors", "n", "engines", "ids"} and isinstance(v["errors"], list)
-        and all(isinstance(e, (int, float)) and not isinstance(e, bool) for e in v["errors"])
-        and isinstance(v["n"], int) and isinstance(v["engines"], str) and isinstance(v["ids"], list)
-        and all(isinstance(i, str) for i in v["ids"]) for v in data.values())
-    if not ok:
-        raise CalcError(f"the error bands' result is malformed; got {str(data)[:80]!r}", "done")
-    return data
-
-
 def _replayer(done: list):
     """A :func:`calc.plan.confirm.jobs_run_by` runner that serves round i from ``done[i]``, then wants the next."""
     rounds = iter(done)
 
-    def runner(request, jobs, extra):
-        wanted = _round_jobs(jobs, extra)
+    def runner(request, jobs):
+        wanted = [job_to_json(job) for job in jobs]
         entry = next(rounds, None)
         if entry is None:
             raise JobsWanted(wanted)
@@ -82,8 +61,7 @@ def _replayer(done: list):
         results = entry["results"]
         if not isinstance(results, list) or len(results) != len(wanted):
             raise CalcError(f"a round of {len(wanted)} jobs needs {len(wanted)} results", "done")
-        confirmed = [result_from_json(r) for r in results[:len(jobs)]]
-        return confirmed, (_bands_from_json(results[-1]) if extra is not None else None)
+        return [result_from_json(r) for r in results]
 
     return runner
 
@@ -105,27 +83,14 @@ def next_jobs(run_plan, done: list) -> tuple[list, dict | None]:
 def run_jobs(request, jobs) -> list:
     """The results of a list of JSON jobs of ``request`` (what a worker of the page's pool runs), as JSON data.
 
-    A job is :func:`calc.plan.confirm.job_to_json`'s, or ``{"bands": ENGINE}`` for the error bands
-    (:func:`calc.plan.bands.residuals`).
+    A job is :func:`calc.plan.confirm.job_to_json`'s: one candidate confirmed in the simulator, seeded.
 
     >>> from calc.plan.inputs import PlanRequest
-    >>> run_jobs(PlanRequest(), [{"bands": "vllm"}])[0]["tpot"]["engines"]
-    'vllm'
-    >>> run_jobs(PlanRequest(), [{"bands": "sglang-0.3"}])
+    >>> run_jobs(PlanRequest(), [{"bands": "vllm"}])
     Traceback (most recent call last):
     ...
-    calc.errors.CalcError: a planner job's shape is malformed; got "{'bands': 'sglang-0.3'}"
+    calc.errors.CalcError: a planner job's shape is malformed; got "{'bands': 'vllm'}"
     """
-    from calc.plan.bands import residuals
-
     if not isinstance(jobs, list) or len(jobs) > MAX_JOBS:
         raise CalcError(f"jobs must be a list of at most {MAX_JOBS} planner jobs", "jobs")
-    out = []
-    for job in jobs:
-        if isinstance(job, dict) and set(job) == {"bands"}:
-            if job["bands"] != request.engine:  # the request's engine: the only bands its plan asks for
-                raise CalcError(f"a planner job's shape is malformed; got {str(job)[:80]!r}", "jobs")
-            out.append(residuals(job["bands"]))
-        else:
-            out.append(run_job(request, job))
-    return out
+    return [run_job(request, job) for job in jobs]

@@ -4,8 +4,8 @@
 2. :func:`finalists` keeps the cheapest distinct screen results (candidates whose screen answers are the same
    are one finalist: the one nearest vLLM's defaults).
 3. :func:`plan` confirms them (:mod:`calc.plan.confirm`, in parallel where processes exist), with the baseline
-   and the error bands beside them, then the winner's sensitivity, and hands everything to
-   :func:`calc.plan.explain.answer`. ``confirm=False`` stops after the screen: the first answer.
+   beside them (the error bands read from the stored held-out record), then the winner's sensitivity,
+   and hands everything to :func:`calc.plan.explain.answer`. ``confirm=False`` stops after the screen: the first answer.
 
 >>> from calc.plan.inputs import PlanRequest, Targets
 >>> req = PlanRequest(model="llama-3.1-8b", gpus=("h100-sxm-80gb",), peak_rate_per_s=2, requests=150,
@@ -18,6 +18,7 @@
 from __future__ import annotations
 
 from calc.plan import explain
+from calc.plan.bands import residuals
 from calc.plan.confirm import confirm_all
 from calc.plan.screen import screen
 from calc.plan.space import as_dict, candidates
@@ -25,7 +26,7 @@ from calc.plan.space import as_dict, candidates
 __all__ = ["FINALISTS", "screen_all", "finalists", "plan", "DEFAULTS", "SENSITIVITY"]
 
 #: Finalists the simulator confirms: the cheapest distinct screen answers (six keep the CLI well within its
-#: ten-second budget on two cores with the baseline, the bands and the sensitivity runs beside them; the
+#: ten-second budget on two cores with the baseline and the sensitivity runs beside them; the
 #: screen's TPOT is within a few percent of the simulator's, so the winner is among the first few).
 FINALISTS = 6
 #: vLLM's defaults, which a finalist is chosen nearest to among candidates the screen cannot tell apart.
@@ -97,23 +98,6 @@ def _baseline_candidate(request, baseline: dict | None):
     return tuple((d.name, baseline[d.name]) for d in DIMENSIONS if d.name in baseline)
 
 
-def _bands_job(engine):
-    from calc.plan.bands import residuals
-
-    return residuals(engine)
-
-
-class _Bands:
-    """A picklable zero-argument call of :func:`calc.plan.bands.residuals` for the process pool."""
-
-    def __init__(self, engine):
-        self.engine = engine
-        self.job = {"bands": engine}  # as a job of calc.plan.pool (run in another worker)
-
-    def __call__(self):
-        return _bands_job(self.engine)
-
-
 def plan(request, *, baseline: dict | None = None, confirm: bool = True, parallel: bool = True,
          finalist_count: int = FINALISTS, bands: bool = True) -> dict:
     """The plan for ``request`` as JSON-ready data (:func:`calc.plan.explain.answer`; ``--json`` prints it).
@@ -139,8 +123,9 @@ def plan(request, *, baseline: dict | None = None, confirm: bool = True, paralle
     jobs = [(r.candidate, r.replicas, 1.0, None) for r in picked]
     if base_screen is not None and base_screen.ok:
         jobs.append((base, base_screen.replicas, 1.0, None))
-    results, table = confirm_all(request, jobs, parallel=parallel,
-                                 extra=_Bands(request.engine) if bands else None)
+    results = confirm_all(request, jobs, parallel=parallel)
+    # The bands are the stored leave-one-source-out errors (calc/data/latency_loso.json): a read, not a run.
+    table = residuals(request.engine) if bands else None
     confirmed = list(zip(picked, results[:len(picked)]))
     base_confirmed = results[len(picked)] if len(results) > len(picked) else None
     if base_confirmed is not None and base not in {r.candidate for r in picked}:
@@ -152,6 +137,6 @@ def plan(request, *, baseline: dict | None = None, confirm: bool = True, paralle
         sens_jobs = [(screen_row.candidate, outcome["replicas"], factor,
                       request.targets.scaled(tighten) if tighten != 1.0 else None)
                      for _, factor, tighten in SENSITIVITY]
-        sens, _ = confirm_all(request, sens_jobs, parallel=parallel)
+        sens = confirm_all(request, sens_jobs, parallel=parallel)
         sensitivity = dict(zip((name for name, _, _ in SENSITIVITY), sens))
     return explain.answer(request, screened, picked, confirmed, base_screen, base_confirmed, table, sensitivity)

@@ -42,7 +42,7 @@ def _cli(capsys, *flags: str) -> str:
 ])
 def test_the_pools_rounds_give_the_clis_json(capsys, args, flags):
     text, rounds = _drive(args)
-    assert rounds == 2  # the finalists (with the baseline and the bands), then the winner's sensitivity
+    assert rounds == 2  # the finalists (with the baseline), then the winner's sensitivity
     assert text == _cli(capsys, *flags)
 
 
@@ -65,7 +65,7 @@ def test_a_round_for_other_inputs_is_refused_not_mixed():
         page.confirmed_jobs(preset="batch", rate=0.2, done=done)
     with pytest.raises(CalcError, match="not the round this plan asks for"):
         page.confirmed_jobs(preset="batch", done=done.replace('"start": ', '"start": 1'))
-    with pytest.raises(CalcError, match="needs 7 results"):
+    with pytest.raises(CalcError, match="needs 6 results"):
         page.confirmed_jobs(preset="batch", done='{"for": ["--preset", "batch"], "rounds": [{"jobs": ' + jobs_text
                             + ', "results": []}]}')
 
@@ -84,7 +84,7 @@ def test_malformed_rounds_are_refused_naming_the_field(text, words):
 @pytest.mark.parametrize("job", [
     {"candidate": [["gpu", "l4"]], "start": 1, "rate_factor": 1.0, "targets": None},
     {"candidate": [], "start": 0, "rate_factor": 1.0, "targets": None},
-    {"bands": "sglang-0.3"}, [1, 2], "x",
+    {"bands": "vllm"}, [1, 2], "x",  # the error bands are no job any more
 ])
 def test_malformed_jobs_are_refused(job):
     with pytest.raises(CalcError) as caught:
