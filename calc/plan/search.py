@@ -5,7 +5,8 @@
    are one finalist: the one nearest vLLM's defaults).
 3. :func:`plan` confirms them (:mod:`calc.plan.confirm`, in parallel where processes exist), with the baseline
    beside them (the error bands read from the stored held-out record), then the winner's sensitivity,
-   and hands everything to :func:`calc.plan.explain.answer`. ``confirm=False`` stops after the screen: the first answer.
+   and hands everything to :func:`calc.plan.explain.answer`. ``confirm=False`` stops after the screen: the
+   first answer.
 
 >>> from calc.plan.inputs import PlanRequest, Targets
 >>> req = PlanRequest(model="llama-3.1-8b", gpus=("h100-sxm-80gb",), peak_rate_per_s=2, requests=150,

@@ -5,10 +5,11 @@
 // simulations the plan needs next (plan.confirmed_jobs: the finalists and the hand-made baseline; then the
 // winner's sensitivity runs; the error bands are read from the stored record, not run), this component hands
 // them out one at a time to a pool of Python workers (as many as the reader's cores, at most MAX_WORKERS;
-// each is worker.mjs again, restored from the same snapshot), each runs its job (plan.simulated_jobs), and the results go back to the main
-// worker, which replays the CLI's own plan with them. Once every round is done the main worker keeps the
-// answer, and the confirmed and JSON widgets make their ordinary calls, which find it: the same bytes as
-// `python -m calc plan --json`. A result is passed on as the text it came in, never parsed here.
+// each is worker.mjs again, restored from the same snapshot), each runs its job (plan.simulated_jobs), and
+// the results go back to the main worker, which replays the CLI's own plan with them. Once every round is
+// done the main worker keeps the answer, and the confirmed and JSON widgets make their ordinary calls, which
+// find it: the same bytes as `python -m calc plan --json`. A result is passed on as the text it came in,
+// never parsed here.
 //
 // A component of the runtime, mounted on the confirmed widget: the pool starts with the first plan it
 // simulates (not on a page load: the build rendered the default plan), and when the page goes away its
