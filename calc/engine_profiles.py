@@ -266,7 +266,7 @@ def get_profile(engine: str = DEFAULT_ENGINE) -> EngineProfile:
     >>> get_profile("nope")
     Traceback (most recent call last):
     ...
-    calc.errors.CalcError: engine must be one of vllm, vllm-0.6-multistep, sglang-0.3, nim-trtllm, vllm-v1, sglang-0.4, trtllm-serve; got 'nope'
+    calc.errors.CalcError: engine must be one of vllm, vllm-0.6-multistep, sglang-0.3, nim-trtllm, vllm-v1, vllm-mrv2, sglang-0.4, trtllm-serve; got 'nope'
     >>> p = get_profile("vllm-v1"); p.inherits, p.step_overhead_s == get_profile("vllm").step_overhead_s, p.roles[0]
     ('vllm', True, ('step_overhead_s', 'assumption'))
     """

@@ -11,8 +11,18 @@ budget, the memory fraction and how the engine sizes its KV cache (:mod:`calc.en
 :func:`resolve_engine` maps an engine name and version to a profile; a version no profile covers maps
 to the nearest one and says so.
 
+vLLM's current line runs Model Runner V2 (``vllm/v1/worker/gpu/model_runner.py``): the default for every
+dense model from v0.25.0 (2026-07-11; release notes: "Model Runner V2 is now the default for all dense
+models (#44443)"), for every model from v0.29.0 (2026-09-09; "Model Runner V2 is now the default for all
+models (#53183)"). So vLLM 0.25 and later maps to ``vllm-mrv2`` (its memory model
+``vllm-v1-mrv2``, :mod:`calc.engine_memory`), 0.8-0.24 to ``vllm-v1`` (Model Runner V1), and an MoE
+model on 0.25-0.28 (still Model Runner V1 there) to ``vllm-v1`` too (:func:`resolve_engine` ``moe``).
+Both inherit the fitted ``vllm`` profile's step terms (assumptions: no calibration row of either yet).
+
 >>> resolve_engine("vllm", "0.10.1")
-('vllm-v1', 'vllm 0.10.1: profile vllm-v1 (vLLM V1 engine, 0.8 and later)')
+('vllm-v1', 'vllm 0.10.1: profile vllm-v1 (vLLM V1 engine, 0.8-0.24: Model Runner V1)')
+>>> resolve_engine("vllm", "0.27.1")[0], resolve_engine("vllm", "0.27.1", moe=True)[0]
+('vllm-mrv2', 'vllm-v1')
 >>> engine_defaults("vllm-v1", "h100-sxm-80gb", tp=4)["max_num_seqs"]
 1024
 """
@@ -21,7 +31,7 @@ from __future__ import annotations
 
 from calc.errors import CalcError, check_choice, check_range
 
-__all__ = ["VERSIONS", "CURRENT_PROFILES", "FAMILIES", "resolve_engine", "engine_defaults", "parse_version",
+__all__ = ["VERSIONS", "MRV2_DEFAULT_DENSE", "MRV2_DEFAULT_ALL", "MRV2_SOURCE", "CURRENT_PROFILES", "FAMILIES", "resolve_engine", "engine_defaults", "parse_version",
            "SGLANG_MEM_FRACTION_BY_TP", "SGLANG_SOURCE", "sglang_running_cap", "TRTLLM_SERVE_SOURCE", "profile_memory_model"]
 
 FAMILIES = ("vllm", "sglang", "trtllm")
@@ -39,11 +49,20 @@ SGLANG_SOURCE = ("sglang python/sglang/srt/server_args.py ServerArgs.__post_init
 TRTLLM_SERVE_SOURCE = ("TensorRT-LLM tensorrt_llm/commands/serve.py (trtllm-serve): max_batch_size 2048, "
                        "max_num_tokens 8192, kv_cache_free_gpu_memory_fraction 0.9 (PyTorch backend)")
 
+#: The vLLM versions from which Model Runner V2 is the default: for dense models, and for every model.
+MRV2_DEFAULT_DENSE = (0, 25)
+MRV2_DEFAULT_ALL = (0, 29)
+MRV2_SOURCE = ("vLLM v0.25.0 release notes (https://github.com/vllm-project/vllm/releases/tag/v0.25.0, 2026-07-11), "
+               "Highlights: 'Model Runner V2 is now the default for all dense models (#44443)'; v0.29.0 release notes "
+               "(https://github.com/vllm-project/vllm/releases/tag/v0.29.0, 2026-09-09): 'Model Runner V2 is now the "
+               "default for all models (#53183)'")
+
 #: Each profile's engine family, the versions it stands for (inclusive, as (major, minor) pairs; None: open)
 #: and how it sizes memory (:data:`calc.engine_memory.MEMORY_MODELS`).
 VERSIONS = {
     "vllm-0.6-multistep": ("vllm", (0, 6), (0, 7), "vllm-v0", "vLLM 0.6-0.7 (V0 engine)"),
-    "vllm-v1": ("vllm", (0, 8), None, "vllm-v1", "vLLM V1 engine, 0.8 and later"),
+    "vllm-v1": ("vllm", (0, 8), (0, 24), "vllm-v1", "vLLM V1 engine, 0.8-0.24: Model Runner V1"),
+    "vllm-mrv2": ("vllm", MRV2_DEFAULT_DENSE, None, "vllm-v1-mrv2", "vLLM V1 engine with Model Runner V2, 0.25 and later"),
     "vllm": ("vllm", None, None, "vllm-v1", "vLLM nightly (the lesson's engine)"),
     "sglang-0.3": ("sglang", (0, 3), (0, 3), "sglang", "SGLang 0.3"),
     "sglang-0.4": ("sglang", (0, 4), (0, 5), "sglang", "SGLang 0.4-0.5"),
@@ -53,7 +72,8 @@ VERSIONS = {
 
 #: The current engines' profiles: (label, the fitted profile whose step terms they inherit, scheduler facts).
 CURRENT_PROFILES = {
-    "vllm-v1": ("vLLM V1 engine (0.8 and later, vllm serve)", "vllm", {}),
+    "vllm-v1": ("vLLM V1 engine (0.8-0.24, vllm serve; Model Runner V1)", "vllm", {}),
+    "vllm-mrv2": ("vLLM V1 engine with Model Runner V2 (0.25 and later, vllm serve)", "vllm", {}),
     "sglang-0.4": ("SGLang 0.4-0.5 (sglang.launch_server)", "sglang-0.3", {}),
     "trtllm-serve": ("TensorRT-LLM trtllm-serve (PyTorch backend)", "nim-trtllm", {}),
 }
@@ -103,21 +123,27 @@ def _distance(version: tuple[int, int], low, high) -> float:
     return 0
 
 
-def resolve_engine(engine: str, version: str | None = None) -> tuple[str, str]:
+def resolve_engine(engine: str, version: str | None = None, *, moe: bool = False) -> tuple[str, str]:
     """(profile key, what was chosen and why) for an engine name or profile key, with an optional version.
 
     A profile key passes through (``vllm`` without a version is the lesson's profile). A family (``vllm``, ``sglang``, ``trtllm``) with a version maps to the
     profile whose versions cover it, else to the nearest one (the note says so); without a version,
-    ``vllm`` is the lesson's profile and the others their current profile.
+    ``vllm`` is the lesson's profile and the others their current profile. vLLM 0.25-0.28 runs Model Runner
+    V2 for dense models only (:data:`MRV2_SOURCE`): with ``moe`` true those versions map to ``vllm-v1``
+    (Model Runner V1), and the note says why.
 
     >>> resolve_engine("sglang", "0.5.2")[0], resolve_engine("sglang", "0.2.9")
     ('sglang-0.4', ('sglang-0.3', 'sglang 0.2.9: no profile covers it; nearest is sglang-0.3 (SGLang 0.3)'))
+    >>> resolve_engine("vllm", "0.26.0", moe=True)[1]
+    'vllm 0.26.0: profile vllm-v1 (vLLM V1 engine, 0.8-0.24: Model Runner V1): Model Runner V2 is the default for dense models only before 0.29'
+    >>> resolve_engine("vllm", "0.31.0")
+    ('vllm-mrv2', 'vllm 0.31.0: profile vllm-mrv2 (vLLM V1 engine with Model Runner V2, 0.25 and later)')
     >>> resolve_engine("nim-trtllm")
     ('nim-trtllm', 'nim-trtllm: NVIDIA NIM 1.8 (TensorRT-LLM backend)')
     >>> resolve_engine("ollama")
     Traceback (most recent call last):
     ...
-    calc.errors.CalcError: engine must be a profile (nim-trtllm, sglang-0.3, sglang-0.4, trtllm-serve, vllm, vllm-0.6-multistep, vllm-v1) or an engine family (vllm, sglang, trtllm); got 'ollama'
+    calc.errors.CalcError: engine must be a profile (nim-trtllm, sglang-0.3, sglang-0.4, trtllm-serve, vllm, vllm-0.6-multistep, vllm-mrv2, vllm-v1) or an engine family (vllm, sglang, trtllm); got 'ollama'
     """
     name = str(engine).strip().lower()
     if name in VERSIONS and not (version is not None and name in FAMILIES):
@@ -134,6 +160,10 @@ def resolve_engine(engine: str, version: str | None = None) -> tuple[str, str]:
     wanted = parse_version(version)
     candidates = [(k, v) for k, v in VERSIONS.items() if v[0] == name and (v[1] or v[2])]
     best = min(candidates, key=lambda kv: (_distance(wanted, kv[1][1], kv[1][2]), kv[0]))
+    if best[0] == "vllm-mrv2" and moe and wanted < MRV2_DEFAULT_ALL:
+        v1 = VERSIONS["vllm-v1"]
+        return "vllm-v1", (f"{name} {version}: profile vllm-v1 ({v1[4]}): Model Runner V2 is the default for "
+                           f"dense models only before {MRV2_DEFAULT_ALL[0]}.{MRV2_DEFAULT_ALL[1]}")
     if _distance(wanted, best[1][1], best[1][2]) == 0:
         return best[0], f"{name} {version}: profile {best[0]} ({best[1][4]})"
     return best[0], f"{name} {version}: no profile covers it; nearest is {best[0]} ({best[1][4]})"
@@ -174,7 +204,7 @@ def engine_defaults(profile_key: str, gpu, *, tp: int = 1, offline: bool = False
     g = get_gpu(gpu)
     tp = check_range("tp", tp, 1, 1024, integer=True)
     family, _, _, memory_model, _ = VERSIONS[profile_key]
-    if memory_model == "vllm-v1":
+    if memory_model in ("vllm-v1", "vllm-v1-mrv2"):  # Model Runner V2 keeps the V1 engine's scheduler defaults
         tokens, seqs = engine_memory.vllm_v1_batch_defaults(g, offline=offline)
         out = dict(max_num_seqs=seqs, max_num_batched_tokens=tokens, gpu_memory_utilization=0.9,
                    source=engine_memory.VLLM_V1_DEFAULTS_SOURCE + "; gpu_memory_utilization 0.9")

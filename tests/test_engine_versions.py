@@ -37,3 +37,17 @@ def test_versions_map_to_the_covering_profile_or_the_nearest_and_say_so():
     assert engine_versions.resolve_engine("sglang", "0.5.0rc1".replace("rc1", ""))[0] == "sglang-0.4"
     with pytest.raises(CalcError, match="engine version"):
         engine_versions.resolve_engine("vllm", "next")
+
+
+def test_current_vllm_maps_to_model_runner_v2_for_dense_models():
+    """vLLM 0.25+ runs Model Runner V2 by default for dense models, 0.29+ for all (engine_versions.MRV2_SOURCE)."""
+    assert engine_versions.resolve_engine("vllm", "0.24.1")[0] == "vllm-v1"
+    key, note = engine_versions.resolve_engine("vllm", "0.25.0")
+    assert key == "vllm-mrv2" and "nearest" not in note
+    assert engine_profiles.get_profile("vllm-mrv2").memory_model == "vllm-v1-mrv2"
+    assert engine_profiles.get_profile("vllm-mrv2").inherits == "vllm"
+    moe_key, moe_note = engine_versions.resolve_engine("vllm", "0.27.0", moe=True)
+    assert moe_key == "vllm-v1" and "dense models only" in moe_note
+    assert engine_versions.resolve_engine("vllm", "0.29.0", moe=True)[0] == "vllm-mrv2"
+    d = engine_versions.engine_defaults("vllm-mrv2", "h100-sxm-80gb")
+    assert (d["max_num_seqs"], d["max_num_batched_tokens"], d["memory_model"]) == (1024, 8192, "vllm-v1-mrv2")
