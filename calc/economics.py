@@ -20,7 +20,8 @@ from calc.units import SECONDS_PER_HOUR
 
 __all__ = [
     "GPU", "REPLICAS", "MAX_RUNNING", "PROMPT_TOKENS", "OUTPUT_TOKENS", "GPT3", "SEARCH", "gpt3_training",
-    "query_cost", "break_even_days", "search_bill", "search_claim_inputs", "kv_utilization",
+    "QUIZ_OUTPUT_TOKENS", "CHAT_QUERIES_PER_DAY",
+    "query_cost", "break_even_days", "daily_bill", "days_of_bill", "search_bill", "search_claim_inputs", "kv_utilization",
 ]
 
 
@@ -40,6 +41,10 @@ MAX_RUNNING = 256
 
 
 PROMPT_TOKENS, OUTPUT_TOKENS = 1_024, 256
+#: The page's quiz doubles the answer: what does a query cost then?
+QUIZ_OUTPUT_TOKENS = 2 * OUTPUT_TOKENS
+#: The page's chat product: 10 million queries a day.
+CHAT_QUERIES_PER_DAY = 10_000_000
 
 
 GPT3 = {"flops": 3.14e23, "petaflop_s_days": 3_640, "v100_flops_per_s": 28e12, "training_usd": 4.6e6,
@@ -132,6 +137,26 @@ def break_even_days(usd_per_query: float, queries_per_day: float, training_usd: 
     usd_per_query = check_range("usd_per_query", usd_per_query, 1e-12, 1e6)
     queries_per_day = check_range("queries_per_day", queries_per_day, 1, 1e15)
     return training_usd / (usd_per_query * queries_per_day)
+
+
+def daily_bill(usd_per_query: float, queries_per_day: float) -> float:
+    """What serving ``queries_per_day`` costs in a day (USD).
+
+    >>> daily_bill(0.00046, 10e6)
+    4600.0
+    """
+    usd_per_query = check_range("usd_per_query", usd_per_query, 0, 1e6)
+    return usd_per_query * check_range("queries_per_day", queries_per_day, 0, 1e15)
+
+
+def days_of_bill(total_usd: float, usd_per_day: float) -> float:
+    """How many days of a ``usd_per_day`` bill add up to ``total_usd`` (GPT-3's training in ChatGPT's days).
+
+    >>> round(days_of_bill(GPT3["training_usd"], 700_000), 1)
+    6.6
+    """
+    total_usd = check_range("total_usd", total_usd, 0, 1e15)
+    return total_usd / check_range("usd_per_day", usd_per_day, 1e-12, 1e15)
 
 
 def search_bill(usd_per_query: float, queries_per_year: float) -> float:

@@ -158,6 +158,56 @@ def ms_to_s(milliseconds: float) -> float:
     return milliseconds / 1000
 
 
+def s_to_ms(seconds: float) -> float:
+    """Seconds as milliseconds.
+
+    >>> s_to_ms(0.05)
+    50.0
+    """
+    return seconds * 1000
+
+
+def s_to_us(seconds: float) -> float:
+    """Seconds as microseconds.
+
+    >>> s_to_us(25e-6)
+    25.0
+    """
+    return seconds * 1e6
+
+
+#: Words for large counts, as prose scales them ("$36B", "3.3 trillion searches").
+SCALES = {"thousand": 1e3, "million": 1e6, "billion": 1e9, "trillion": 1e12}
+
+
+def in_scale(value: float, scale: str) -> float:
+    """``value`` counted in thousands, millions, billions or trillions (:data:`SCALES`).
+
+    >>> in_scale(36e9, "billion"), in_scale(3.3e12, "trillion")
+    (36.0, 3.3)
+    """
+    check_choice("scale", scale, tuple(SCALES))
+    return value / SCALES[scale]
+
+
+def usd_to_cents(usd: float) -> float:
+    """Dollars as cents.
+
+    >>> usd_to_cents(0.25)
+    25.0
+    """
+    return usd * 100
+
+
+def cents_to_usd(cents: float) -> float:
+    """Cents as dollars.
+
+    >>> cents_to_usd(50)
+    0.5
+    """
+    return cents / 100
+
+
 def per_second(interval_s: float) -> float:
     """Events per second at one every ``interval_s`` seconds (e.g. one user's tokens/s at an inter-token latency).
 

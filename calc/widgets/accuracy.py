@@ -12,17 +12,21 @@ True
 
 from __future__ import annotations
 
-from typing import Annotated
+import functools
+from typing import Annotated, Callable
 
 from calc.accuracy import (
     KIND_LABELS, KINDS, USER_KINDS, evaluate, kind_summary, load_measurements, median, predict_user, relative_error,
 )
 from calc.catalog import GPUS, MODELS
 from calc.errors import CalcError
+from calc.latency_accuracy import METRICS as LATENCY_METRICS
 from calc.memory import KV_DTYPES, WEIGHT_FORMATS
-from calc.units import format_number
+from calc.units import format_number, s_to_ms
 from calc.widgets.charts import scatter_chart
-from calc.widgets.framework import Choice, FloatRange, IntRange, output, table, view, widget
+from calc.widgets.framework import (
+    Choice, FloatRange, IntRange, fact, fact_group, facts_of, output, table, view, widget,
+)
 
 __all__ = ["accuracy_overview", "your_measurement", "facts", "measurement_table", "measurement_tables", "percent",
            "signed_percent", "latency_facts", "latency_table", "latency_summary_table", "MISS_MECHANISMS",
@@ -198,7 +202,7 @@ def accuracy_overview(kind: Annotated[str, Choice(KIND_CHOICES, label="Kind of m
 
 
 def _example() -> dict:
-    return next(r for r in evaluate() if r.id == EXAMPLE_ID).to_dict()
+    return _by_id()[EXAMPLE_ID].to_dict()
 
 
 @widget
@@ -452,7 +456,7 @@ def latency_facts(results=None, loso=None) -> dict[str, str]:
         "lat_refused_list": latency_loso.refused_list(loso),
         "lat_n_refused": str(len(loso["refused"])),
         "lat_refused_sources": _count(len({r["source"] for r in loso["refused"]}), "source"),
-        "lat_n_rows_all": str(len(results) + len(loso["refused"])),
+        "lat_n_rows_all": str(len([*results, *loso["refused"]])),
         **_added_sources_facts(),
     }
     missed = []
@@ -490,12 +494,12 @@ def latency_facts(results=None, loso=None) -> dict[str, str]:
             inside = sorted(r["in_sample_error"] for r in loso["rows"]
                             if r["role"] == "validation" and r["engine"] == key and r["metric"] == m)
             why = ENGINE_MISS_MECHANISMS[(key, m)].format(
-                vllm_step_ms=format_number(get_profile("vllm").step_overhead_s * 1000),
-                own_step_ms=format_number(get_profile(key).step_overhead_s * 1000),
-                vllm_tp_ms=format_number(get_profile("vllm").tp_step_overhead_s * 1000),
-                own_tp_ms=format_number(get_profile(key).tp_step_overhead_s * 1000),
-                nightly_fold_step_ms=format_number(
-                    loso["folds"].get("vLLM nightly benchmark", {}).get("vllm", {}).get("step_overhead_s", 0.0) * 1000),
+                vllm_step_ms=format_number(s_to_ms(get_profile("vllm").step_overhead_s)),
+                own_step_ms=format_number(s_to_ms(get_profile(key).step_overhead_s)),
+                vllm_tp_ms=format_number(s_to_ms(get_profile("vllm").tp_step_overhead_s)),
+                own_tp_ms=format_number(s_to_ms(get_profile(key).tp_step_overhead_s)),
+                nightly_fold_step_ms=format_number(s_to_ms(
+                    loso["folds"].get("vLLM nightly benchmark", {}).get("vllm", {}).get("step_overhead_s", 0.0))),
                 in_sample_errors=" and ".join(signed_percent(e) for e in inside), **_miss_figures(loso))
             engine_misses.append(f"- `{key}`, {latency_accuracy.METRIC_LABELS[m]}: {percent(v['median_abs_error'])} "
                                  f"({v['n']} figures, median signed {signed_percent(v['median_error'])}): {why}.")
@@ -503,55 +507,132 @@ def latency_facts(results=None, loso=None) -> dict[str, str]:
     return out
 
 
-def facts() -> dict[str, str]:
-    """Numbers quoted in the page's prose, all from :mod:`calc.accuracy`.
+# --- facts --------------------------------------------------------------------------------------
+#
+# Each fact is computed alone when the page names it; what several share (every prediction, the per-kind
+# summary) is a cached function, run once per process.
 
-    >>> f = facts()
-    >>> f["n_calibration"], f["n_kinds"]
+@functools.cache
+def _results() -> tuple:
+    return tuple(evaluate())
+
+
+@functools.cache
+def _summary() -> dict:
+    return kind_summary(list(_results()))
+
+
+@functools.cache
+def _by_id() -> dict:
+    return {r.id: r for r in _results()}
+
+
+@functools.cache
+def _offline_throughput() -> tuple[list, list]:
+    """The offline (maximum-throughput) validation figures: the 8B on one GPU, and the larger deployments."""
+    inputs = {m["id"]: m["inputs"] for m in load_measurements()}
+    offline = [r for r in _results() if r.kind == "throughput" and r.role == "validation"
+               and inputs[r.id].get("mode") == "offline_max"]
+    return ([r for r in offline if inputs[r.id]["model"] == "llama-3.1-8b"],
+            [r for r in offline if inputs[r.id]["model"] != "llama-3.1-8b"])
+
+
+def _loop_fact(name: str, text: Callable[[], str]) -> None:
+    """Register fact ``name`` whose text is ``text()`` (the facts of one kind or one quoted measurement)."""
+    def value() -> str:
+        return text()
+
+    value.__name__ = value.__qualname__ = name
+    value.__module__ = __name__
+    fact(value)
+
+
+@fact
+def n_measurements() -> str:
+    """>>> n_measurements() == str(len(evaluate()))
+    True
+    """
+    return str(len(_results()))
+
+
+@fact
+def n_validation() -> str:
+    return str(sum(r.role == "validation" for r in _results()))
+
+
+@fact
+def n_calibration() -> str:
+    """>>> n_calibration(), n_kinds()
     ('6', '5')
     """
-    results = evaluate()
-    summary = kind_summary(results)
-    example = _example()
-    out = {
-        "n_measurements": str(len(results)),
-        "n_validation": str(sum(r.role == "validation" for r in results)),
-        "n_calibration": str(sum(r.role == "calibration" for r in results)),
-        "n_kinds": str(len(KINDS)),
-        "measurement_tables": measurement_tables(),
-        "example_measured": _value(example["measured"], example["unit"]),
-        "example_predicted": _value(example["predicted"], example["unit"]),
-        "example_error": signed_percent(example["error"]),
-    }
-    labels = {r.id: r.label for r in results}
-    for kind in KINDS:
-        s = summary[kind]
-        out[f"median_{kind}"] = percent(s["median_abs_error"])
-        out[f"worst_{kind}"] = percent(s["worst_abs_error"])
-        out[f"worst_{kind}_label"] = labels[s["worst_id"]]
-        out[f"bias_{kind}"] = signed_percent(s["median_error"])
-        out[f"n_{kind}"] = str(s["n"])
-    kv = summary["kv_capacity"]
-    out["median_kv_capacity_from_log"] = percent(kv["median_abs_error_from_log"])
-    out["n_kv_capacity_from_log"] = str(kv["n_from_log"])
-    by_id = {r.id: r for r in results}
-    for name, mid in QUOTED.items():
-        r = by_id[mid]
-        out[f"{name}_error"] = signed_percent(r.error)
-        out[f"{name}_predicted"] = _value(r.predicted, r.unit)
-        out[f"{name}_measured"] = _value(r.measured, r.unit)
-    inputs = {m["id"]: m["inputs"] for m in load_measurements()}
-    offline = [r for r in results if r.kind == "throughput" and r.role == "validation"
-               and inputs[r.id].get("mode") == "offline_max"]
-    one_gpu_8b = [r for r in offline if inputs[r.id]["model"] == "llama-3.1-8b"]
-    larger = [r for r in offline if inputs[r.id]["model"] != "llama-3.1-8b"]
-    out["median_throughput_8b"] = percent(median([abs(r.error) for r in one_gpu_8b]))
-    out["n_throughput_8b"] = str(len(one_gpu_8b))
-    out["median_throughput_larger"] = percent(median([abs(r.error) for r in larger]))
-    out["n_throughput_larger"] = str(len(larger))
-    out.update(latency_facts())
-    out.update(decision_facts())
-    return out
+    return str(sum(r.role == "calibration" for r in _results()))
+
+
+@fact
+def n_kinds() -> str:
+    return str(len(KINDS))
+
+
+fact(measurement_tables)
+
+
+@fact
+def example_measured() -> str:
+    return _value(_example()["measured"], _example()["unit"])
+
+
+@fact
+def example_predicted() -> str:
+    return _value(_example()["predicted"], _example()["unit"])
+
+
+@fact
+def example_error() -> str:
+    return signed_percent(_example()["error"])
+
+
+for _kind in KINDS:
+    _loop_fact(f"median_{_kind}", lambda kind=_kind: percent(_summary()[kind]["median_abs_error"]))
+    _loop_fact(f"worst_{_kind}", lambda kind=_kind: percent(_summary()[kind]["worst_abs_error"]))
+    _loop_fact(f"worst_{_kind}_label", lambda kind=_kind: _by_id()[_summary()[kind]["worst_id"]].label)
+    _loop_fact(f"bias_{_kind}", lambda kind=_kind: signed_percent(_summary()[kind]["median_error"]))
+    _loop_fact(f"n_{_kind}", lambda kind=_kind: str(_summary()[kind]["n"]))
+
+
+@fact
+def median_kv_capacity_from_log() -> str:
+    return percent(_summary()["kv_capacity"]["median_abs_error_from_log"])
+
+
+@fact
+def n_kv_capacity_from_log() -> str:
+    return str(_summary()["kv_capacity"]["n_from_log"])
+
+
+for _quoted, _id in QUOTED.items():
+    _loop_fact(f"{_quoted}_error", lambda mid=_id: signed_percent(_by_id()[mid].error))
+    _loop_fact(f"{_quoted}_predicted", lambda mid=_id: _value(_by_id()[mid].predicted, _by_id()[mid].unit))
+    _loop_fact(f"{_quoted}_measured", lambda mid=_id: _value(_by_id()[mid].measured, _by_id()[mid].unit))
+
+
+@fact
+def median_throughput_8b() -> str:
+    return percent(median([abs(r.error) for r in _offline_throughput()[0]]))
+
+
+@fact
+def n_throughput_8b() -> str:
+    return str(len(_offline_throughput()[0]))
+
+
+@fact
+def median_throughput_larger() -> str:
+    return percent(median([abs(r.error) for r in _offline_throughput()[1]]))
+
+
+@fact
+def n_throughput_larger() -> str:
+    return str(len(_offline_throughput()[1]))
 
 
 def _sides(bias: dict, labels: dict) -> str:
@@ -587,17 +668,17 @@ def decision_facts(scores: dict | None = None) -> dict[str, str]:
             scores = json.load(handle)
     labels = {"ttft_p50_s": "median TTFT", "ttft_p99_s": "p99 TTFT", "tpot_p50_s": "median TPOT",
               "tpot_p99_s": "p99 TPOT", "e2e_p50_s": "median end to end", "duration_s": "the run's wall time"}
-    pct = lambda x: "-" if x is None else f"{x * 100:.0f}%"
+    pct = lambda x: "-" if x is None else f"{x:.0%}"
     rows = ["| Group | Source | Role | Configurations | Questions | Picks that meet them | Median regret (worst) |",
             "| --- | --- | --- | ---: | ---: | ---: | ---: |"]
     for g in scores["groups"]:
         served = sum("failed" not in c["measured"] for c in g["configurations"])
-        failed = len(g["configurations"]) - served
-        extra = [f"{failed} failed"] if failed else []
-        extra += [f"{len(g['left_out'])} unpriced, left out"] if g["left_out"] else []
+        failed = sum("failed" in c["measured"] for c in g["configurations"])
+        extra = [text for text, shown in ((f"{failed} failed", failed),
+                                          (f"{len(g['left_out'])} unpriced, left out", g["left_out"])) if shown]
         configs = f"{served}" + (f" ({', '.join(extra)})" if extra else "")
         regret = "-" if g["median_regret"] is None else (
-            f"{g['median_regret'] * 100:.0f}%" + (f" ({g['max_regret'] * 100:.0f}%)" if g["max_regret"] else ""))
+            f"{g['median_regret']:.0%}" + (f" ({g['max_regret']:.0%})" if g["max_regret"] else ""))
         link = f'[{_cell(g["cite"])}]({g["configurations"][0]["source"]} "{_cell(g["source"]).replace(chr(34), chr(39))}")'
         rows.append(f"| `{g['id']}` | {link} | {g['role']} | {configs} | {g['questions']} | {pct(g['hit_rate'])} | "
                     f"{regret} |")
@@ -615,10 +696,11 @@ def decision_facts(scores: dict | None = None) -> dict[str, str]:
         for cfg in g["configurations"]:
             for m, measured in cfg["measured"].items():
                 if m in cfg["predicted"] and measured:
-                    errors.setdefault(m, []).append(cfg["predicted"][m] / measured - 1)
+                    errors.setdefault(m, []).append(relative_error(cfg["predicted"][m], measured))
     bias = {m: median(errors[m]) for m in METRICS if m in errors}
     optimistic = sum(g["optimistic"] for g in scores["groups"] if g["role"] == "validation")
     pessimistic = sum(g["pessimistic"] for g in scores["groups"] if g["role"] == "validation")
+    misses = sum(g[side] for g in scores["groups"] if g["role"] == "validation" for side in ("optimistic", "pessimistic"))
     failed = [(g, cfg) for g in scores["groups"] for cfg in g["configurations"] if "failed" in cfg["measured"]]
     # The sweeps of more than two configurations (the validation ones): where most questions, and misses, are.
     large = [g for g in scores["groups"] if g["role"] == "validation" and len(g["configurations"]) > 2]
@@ -634,7 +716,7 @@ def decision_facts(scores: dict | None = None) -> dict[str, str]:
         "dec_regret_validation": pct(v["median_regret"]), "dec_groups_validation": str(v["groups"]),
         "dec_questions_calibration": str(c["scored"]), "dec_hit_calibration": pct(c["hit_rate"]),
         "dec_groups_calibration": str(c["groups"]),
-        "dec_misses_validation": str(optimistic + pessimistic), "dec_optimistic": str(optimistic),
+        "dec_misses_validation": str(misses), "dec_optimistic": str(optimistic),
         "dec_pessimistic": str(pessimistic),
         "dec_bias": "; ".join(f"{labels[m]} {signed_percent(bias[m])}" for m in METRICS if m in bias),
         "dec_bias_words": _sides(bias, labels),
@@ -645,3 +727,27 @@ def decision_facts(scores: dict | None = None) -> dict[str, str]:
         "dec_failed": str(len(failed)),
         "dec_failed_refused": str(sum("refused" in cfg["predicted"] for _, cfg in failed)),
     }
+
+
+#: The names :func:`latency_facts` returns (the first run checks them: :func:`calc.widgets.framework.fact_group`).
+LATENCY_FACT_NAMES = (
+    "lat_n_figures", "lat_n_calibration", "lat_n_validation", "lat_n_sources", "latency_summary_table",
+    "latency_table", "latency_table_in_note", "engine_terms_table", "lat_source_table", "lat_before_after_table",
+    "lat_refused_list", "lat_n_refused", "lat_refused_sources", "lat_n_rows_all",
+    "lat_n_added_sources", "lat_added_sources", "lat_trtllm_bench_batch", "lat_sim_default_cap",
+    "lat_n_roofline_calibration", "lat_readings",
+    *(f"lat_{part}_{metric}" for metric in LATENCY_METRICS
+      for part in ("n", "median", "in_sample", "bias", "target", "verdict")),
+    "lat_missed", "lat_engine_misses",
+)
+#: The names :func:`decision_facts` returns.
+DECISION_FACT_NAMES = (
+    "dec_table", "dec_metric_table", "dec_n_groups", "dec_n_sources", "dec_n_configurations",
+    "dec_questions_validation", "dec_hit_validation", "dec_regret_validation", "dec_groups_validation",
+    "dec_questions_calibration", "dec_hit_calibration", "dec_groups_calibration", "dec_misses_validation",
+    "dec_optimistic", "dec_pessimistic", "dec_bias", "dec_bias_words", "dec_worst_group", "dec_misses_large",
+    "dec_questions_large", "dec_n_large", "dec_failed", "dec_failed_refused",
+)
+fact_group(latency_facts, LATENCY_FACT_NAMES)
+fact_group(decision_facts, DECISION_FACT_NAMES)
+facts = facts_of(__name__)

@@ -24,18 +24,20 @@ to over 95% (:func:`kv_utilization`).
 
 from __future__ import annotations
 
+import functools
 import inspect
 from typing import Annotated
 
 from calc.allocation import POLICIES, sharegpt_like_requests
 from calc.catalog import get_gpu
 from calc.economics import (
-    GPT3, GPU, OUTPUT_TOKENS, PROMPT_TOKENS, REPLICAS, SEARCH, break_even_days, gpt3_training, kv_utilization, query_cost, search_bill, search_claim_inputs,
+    CHAT_QUERIES_PER_DAY, GPT3, GPU, OUTPUT_TOKENS, PROMPT_TOKENS, QUIZ_OUTPUT_TOKENS, REPLICAS, SEARCH, break_even_days,
+    daily_bill, days_of_bill, gpt3_training, kv_utilization, query_cost, search_bill, search_claim_inputs,
 )
 from calc.errors import CalcError
-from calc.units import format_number
+from calc.units import cents_to_usd, format_number, in_scale, ratio, usd_to_cents
 from calc.widgets.charts import PALETTE, bar_chart, line_chart
-from calc.widgets.framework import Choice, FloatRange, IntRange, output, table, view, widget
+from calc.widgets.framework import Choice, FloatRange, IntRange, fact, facts_of, output, table, view, widget
 
 __all__ = ["inference_bill", "search_claim", "paged_claim", "facts", "PAGED_PAPER"]
 
@@ -194,84 +196,153 @@ def paged_claim(
     )
 
 
-def facts() -> dict[str, str]:
-    """Numbers quoted in the page's prose (the notebook prints the same, computed on its own).
+# --------------------------------------------------------------------------- facts
+#
+# Each fact is computed alone when the page names it. The page states some orderings in words; the cached
+# inputs behind those facts check them, so the build fails (and the prose is reviewed) if calc ever disagrees.
 
-    >>> f = facts()
-    >>> f["gpu_years"], f["implied_volume_t"], f["paged_calc"]
-    ('355', '10', '98.5%')
-    """
-    t = gpt3_training()
-    gpu = get_gpu(GPU)
-    chat = query_cost("llama-3.1-70b")
-    chat_days = break_even_days(chat["usd_per_query"], 10e6)
-    long70 = query_cost("llama-3.1-70b", output_tokens=SEARCH["chatgpt_output_tokens"])
-    short70 = query_cost("llama-3.1-70b", output_tokens=SEARCH["bing_output_tokens"])
-    long405 = query_cost("llama-3.1-405b", output_tokens=SEARCH["chatgpt_output_tokens"])
-    inputs = search_claim_inputs()
-    implied = inputs["implied_queries_per_year"]
-    b = lambda usd: f"${format_number(usd / 1e9)}B"  # noqa: E731
-    c = lambda q: f"{format_number(q['usd_per_query'] * 100)} ¢"  # noqa: E731
+@functools.cache
+def _training() -> dict:
+    return gpt3_training()
+
+
+@functools.cache
+def _query(replica: str, output_tokens: int = OUTPUT_TOKENS) -> dict:
+    return query_cost(replica, output_tokens=output_tokens)
+
+
+def _chat() -> dict:
+    return _query("llama-3.1-70b")
+
+
+@functools.cache
+def _inputs() -> dict:
+    return search_claim_inputs()
+
+
+@functools.cache
+def _search() -> dict:
+    """The three search answers the page prices: 70B long and short, 405B long; checked to straddle the margin."""
+    long70 = _query("llama-3.1-70b", SEARCH["chatgpt_output_tokens"])
+    short70 = _query("llama-3.1-70b", SEARCH["bing_output_tokens"])
+    long405 = _query("llama-3.1-405b", SEARCH["chatgpt_output_tokens"])
+    margin_usd = cents_to_usd(_inputs()["margin_cents"])
+    if not (long405["usd_per_query"] > margin_usd > long70["usd_per_query"] > short70["usd_per_query"]):
+        raise CalcError("the search costs no longer straddle the search margin as the page says; review it", "search")
+    return {"long70": long70, "short70": short70, "long405": long405}
+
+
+@functools.cache
+def _longer() -> dict:
+    """The quiz's query with twice the answer; checked to cost under half as much again."""
+    longer = _query("llama-3.1-70b", QUIZ_OUTPUT_TOKENS)
+    if not ratio(longer["usd_per_query"], _chat()["usd_per_query"]) < 1.5:
+        raise CalcError("doubling the answer no longer raises the cost per query by under half; review the quiz",
+                        "output_tokens")
+    return longer
+
+
+@functools.cache
+def _shares() -> dict:
+    """Calc's KV utilization per allocation policy; checked to keep the claim's shape (paged over 95%, max under 30%)."""
     shares = kv_utilization()
-    longer = query_cost("llama-3.1-70b", output_tokens=2 * OUTPUT_TOKENS)
-    # The page states these orderings in words: fail the build if calc ever disagrees, so the prose is reviewed.
     if shares["paged"] < 0.95 or shares["max"] > 0.3:
         raise CalcError("the allocation model no longer reproduces the claim's shape; review the page",
                         "kv_utilization")
-    margin = inputs["margin_cents"] / 100
-    if not (long405["usd_per_query"] > margin > long70["usd_per_query"] > short70["usd_per_query"]):
-        raise CalcError("the search costs no longer straddle the search margin as the page says; review it", "search")
-    if not longer["usd_per_query"] < 1.5 * chat["usd_per_query"]:
-        raise CalcError("doubling the answer no longer raises the cost per query by under half; review the quiz",
-                        "output_tokens")
-    return {
-        "gpt3_flops": _scientific(t["flops"]),
-        "gpt3_pf_days": f"{GPT3['petaflop_s_days']:,}",
-        "gpt3_usd": f"${format_number(GPT3['training_usd'] / 1e6)}M",
-        "v100_tflops": format_number(GPT3["v100_flops_per_s"] / 1e12),
-        "gpu_years": format_number(round(t["gpu_years"])),
-        "gpu_hours_m": format_number(t["gpu_hours"] / 1e6),
-        "implied_price": f"${t['implied_usd_per_gpu_hour']:.2f}",
-        "gpu_price": f"${gpu.price_usd_per_hour:.2f}",
-        "gpu_price_date": gpu.price_date,
-        "chat_tokens_per_s": format_number(chat["output_tokens_per_s"]),
-        "chat_batch": str(chat["batch"]),
-        "chat_usd_per_million": f"${chat['usd_per_million_output_tokens']:,.2f}",
-        "chat_cents": c(chat),
-        "chat_per_day": f"${chat['usd_per_query'] * 10e6:,.0f}",
-        "chat_days": format_number(chat_days),
-        "chatgpt_per_day": f"${CHATGPT_USD_PER_DAY:,}",
-        "chatgpt_days": format_number(GPT3["training_usd"] / CHATGPT_USD_PER_DAY),
-        "search_cost": f"{SEARCH['cost_cents']:g} ¢",
-        "search_revenue": f"{SEARCH['revenue_cents']:g} ¢",
-        "llm_search_cost": f"{SEARCH['llm_cost_cents']:g} ¢",
-        "extra_cents": f"{format_number(inputs['extra_cents'])} ¢",
-        "margin_cents": f"{format_number(inputs['margin_cents'])} ¢",
-        "implied_volume_t": format_number(implied / 1e12),
-        "implied_qps_k": format_number(inputs["implied_queries_per_s"] / 1e3),
-        "ms_volume_t": format_number(SEARCH["queries_2022"] / 1e12),
-        "volume_ratio": format_number(inputs["morgan_stanley_ratio"]),
-        "long_tokens": f"{SEARCH['chatgpt_output_tokens']:,}",
-        "short_tokens": f"{SEARCH['bing_output_tokens']:,}",
-        "long70_cents": c(long70),
-        "long70_implied": b(search_bill(long70["usd_per_query"], implied)),
-        "long70_ms": b(search_bill(long70["usd_per_query"], SEARCH["queries_2022"])),
-        "short70_cents": c(short70),
-        "short70_ms": b(search_bill(short70["usd_per_query"], SEARCH["queries_2022"])),
-        "long405_cents": c(long405),
-        "long405_implied": b(search_bill(long405["usd_per_query"], implied)),
-        "long405_ms": b(search_bill(long405["usd_per_query"], SEARCH["queries_2022"])),
-        "quiz_output": f"{OUTPUT_TOKENS:,}",
-        "quiz_output_2x": f"{2 * OUTPUT_TOKENS:,}",
-        "quiz_prompt": f"{PROMPT_TOKENS:,}",
-        "quiz_cents_2x": c(longer),
-        "quiz_ratio": format_number(longer["usd_per_query"] / chat["usd_per_query"]),
-        "quiz_usd_per_million_2x": f"${longer['usd_per_million_output_tokens']:,.2f}",
-        "paged_calc": f"{shares['paged']:.1%}",
-        "max_calc": f"{shares['max']:.0%}",
-        "oracle_calc": f"{shares['oracle']:.0%}",
-        "paged_paper": f"{PAGED_PAPER['paged']:.1%}",
-        "max_paper": f"{PAGED_PAPER['max']:.1%}",
-        "pow2_paper": f"{PAGED_PAPER['pow2']:.1%}",
-        "oracle_paper": f"{PAGED_PAPER['oracle']:.1%}",
-    }
+    return shares
+
+
+def _billions(usd: float) -> str:
+    return f"${format_number(in_scale(usd, 'billion'))}B"
+
+
+def _cents(query: dict) -> str:
+    return f"{format_number(usd_to_cents(query['usd_per_query']))} ¢"
+
+
+def _bill(answer: str, queries: str) -> str:
+    """The yearly bill of one priced search answer over the implied volume or Morgan Stanley's 2022 count."""
+    volume = _inputs()["implied_queries_per_year"] if queries == "implied" else SEARCH["queries_2022"]
+    return _billions(search_bill(_search()[answer]["usd_per_query"], volume))
+
+
+def _loop_fact(name: str, text) -> None:
+    """Register fact ``name`` whose text is ``text()``."""
+    def value() -> str:
+        return text()
+
+    value.__name__ = value.__qualname__ = name
+    value.__module__ = __name__
+    fact(value)
+
+
+@fact
+def gpu_years() -> str:
+    """>>> gpu_years(), implied_volume_t(), paged_calc()
+    ('355', '10', '98.5%')
+    """
+    return format_number(round(_training()["gpu_years"]))
+
+
+@fact
+def implied_volume_t() -> str:
+    return format_number(in_scale(_inputs()["implied_queries_per_year"], "trillion"))
+
+
+@fact
+def paged_calc() -> str:
+    return f"{_shares()['paged']:.1%}"
+
+
+_FACTS = {
+    "gpt3_flops": lambda: _scientific(_training()["flops"]),
+    "gpt3_pf_days": lambda: f"{GPT3['petaflop_s_days']:,}",
+    "gpt3_usd": lambda: f"${format_number(in_scale(GPT3['training_usd'], 'million'))}M",
+    "v100_tflops": lambda: format_number(in_scale(GPT3["v100_flops_per_s"], "trillion")),
+    "gpu_hours_m": lambda: format_number(in_scale(_training()["gpu_hours"], "million")),
+    "implied_price": lambda: f"${_training()['implied_usd_per_gpu_hour']:.2f}",
+    "gpu_price": lambda: f"${get_gpu(GPU).price_usd_per_hour:.2f}",
+    "gpu_price_date": lambda: get_gpu(GPU).price_date,
+    "chat_tokens_per_s": lambda: format_number(_chat()["output_tokens_per_s"]),
+    "chat_batch": lambda: str(_chat()["batch"]),
+    "chat_usd_per_million": lambda: f"${_chat()['usd_per_million_output_tokens']:,.2f}",
+    "chat_cents": lambda: _cents(_chat()),
+    "chat_per_day": lambda: f"${daily_bill(_chat()['usd_per_query'], CHAT_QUERIES_PER_DAY):,.0f}",
+    "chat_days": lambda: format_number(break_even_days(_chat()["usd_per_query"], CHAT_QUERIES_PER_DAY)),
+    "chatgpt_per_day": lambda: f"${CHATGPT_USD_PER_DAY:,}",
+    "chatgpt_days": lambda: format_number(days_of_bill(GPT3["training_usd"], CHATGPT_USD_PER_DAY)),
+    "search_cost": lambda: f"{SEARCH['cost_cents']:g} ¢",
+    "search_revenue": lambda: f"{SEARCH['revenue_cents']:g} ¢",
+    "llm_search_cost": lambda: f"{SEARCH['llm_cost_cents']:g} ¢",
+    "extra_cents": lambda: f"{format_number(_inputs()['extra_cents'])} ¢",
+    "margin_cents": lambda: f"{format_number(_inputs()['margin_cents'])} ¢",
+    "implied_qps_k": lambda: format_number(in_scale(_inputs()["implied_queries_per_s"], "thousand")),
+    "ms_volume_t": lambda: format_number(in_scale(SEARCH["queries_2022"], "trillion")),
+    "volume_ratio": lambda: format_number(_inputs()["morgan_stanley_ratio"]),
+    "long_tokens": lambda: f"{SEARCH['chatgpt_output_tokens']:,}",
+    "short_tokens": lambda: f"{SEARCH['bing_output_tokens']:,}",
+    "long70_cents": lambda: _cents(_search()["long70"]),
+    "long70_implied": lambda: _bill("long70", "implied"),
+    "long70_ms": lambda: _bill("long70", "morgan_stanley"),
+    "short70_cents": lambda: _cents(_search()["short70"]),
+    "short70_ms": lambda: _bill("short70", "morgan_stanley"),
+    "long405_cents": lambda: _cents(_search()["long405"]),
+    "long405_implied": lambda: _bill("long405", "implied"),
+    "long405_ms": lambda: _bill("long405", "morgan_stanley"),
+    "quiz_output": lambda: f"{OUTPUT_TOKENS:,}",
+    "quiz_output_2x": lambda: f"{QUIZ_OUTPUT_TOKENS:,}",
+    "quiz_prompt": lambda: f"{PROMPT_TOKENS:,}",
+    "quiz_cents_2x": lambda: _cents(_longer()),
+    "quiz_ratio": lambda: format_number(ratio(_longer()["usd_per_query"], _chat()["usd_per_query"])),
+    "quiz_usd_per_million_2x": lambda: f"${_longer()['usd_per_million_output_tokens']:,.2f}",
+    "max_calc": lambda: f"{_shares()['max']:.0%}",
+    "oracle_calc": lambda: f"{_shares()['oracle']:.0%}",
+    "paged_paper": lambda: f"{PAGED_PAPER['paged']:.1%}",
+    "max_paper": lambda: f"{PAGED_PAPER['max']:.1%}",
+    "pow2_paper": lambda: f"{PAGED_PAPER['pow2']:.1%}",
+    "oracle_paper": lambda: f"{PAGED_PAPER['oracle']:.1%}",
+}
+for _fact_name, _fact_text in _FACTS.items():
+    _loop_fact(_fact_name, _fact_text)
+
+facts = facts_of(__name__)

@@ -27,6 +27,7 @@ Every number comes from :mod:`calc.roofline` (step times), :mod:`calc.parallel`
 
 from __future__ import annotations
 
+import functools
 import math
 from typing import Annotated
 
@@ -37,14 +38,15 @@ from calc.errors import CalcError
 from calc.memory import kv_bytes_per_token, weights_bytes_per_gpu
 from calc.parallel import allreduce_time_s
 from calc.server_layouts import (  # split_layouts and its link: the numbers of tp_or_pp; chunked_prefill_s: of pool_sizing
-    INTER_SERVER_LATENCY_S, INTER_SERVER_LATENCY_SOURCE, NIC_BYTES_PER_S, NIC_SOURCE, chunked_prefill_s, split_layouts,
+    INTER_SERVER_LATENCY_S, INTER_SERVER_LATENCY_SOURCE, NIC_BYTES_PER_S, NIC_SOURCE, chunked_prefill_s, kv_handoff,
+    pool_gpus, split_layouts,
 )
 from calc.roofline import (
     ACTIVATION_BYTES, decode_step, mixed_step_s, prefill_chunk, ridge_point_flops_per_byte,
 )
-from calc.units import GB, format_bytes, format_number
+from calc.units import GB, format_bytes, format_number, from_bytes, s_to_ms, s_to_us
 from calc.widgets.charts import PALETTE, bar_chart, line_chart
-from calc.widgets.framework import Choice, FloatRange, IntRange, output, table, view, widget
+from calc.widgets.framework import Choice, FloatRange, IntRange, fact, facts_of, output, table, view, widget
 
 __all__ = [
     "MODEL", "GPU", "TP", "MAX_NUM_SEQS", "NIC_BYTES_PER_S", "NIC_SOURCE", "INTER_SERVER_LATENCY_S",
@@ -73,7 +75,7 @@ def _coefficients():
 
 # --------------------------------------------------------------------------------------- prefill and decode pools
 def _ms(seconds: float) -> str:
-    return f"{format_number(seconds * 1000)} ms"
+    return f"{format_number(s_to_ms(seconds))} ms"
 
 
 def _replicas(n: int) -> str:
@@ -281,71 +283,139 @@ def tp_or_pp(
 
 
 # --------------------------------------------------------------------------------------- facts
-def facts() -> dict[str, str]:
-    """Numbers quoted in the page's prose, from the widgets' defaults and calc.
+#
+# Each fact is computed alone when the page names it; the layouts and the sizing they share are cached.
 
-    >>> f = facts()
-    >>> f["prefill_intensity"], f["ridge"], f["allreduces_405b"], f["stall_8192_ms"]
+#: "What if the network were twice as fast?": the page's second look at TP across servers.
+FASTER_NIC_BYTES_PER_S = 2 * NIC_BYTES_PER_S
+
+
+@functools.cache
+def _sizing() -> dict:
+    return pool_sizing()["outputs"]
+
+
+@functools.cache
+def _decode_1() -> dict:
+    return decode_step(_coefficients(), batch=1, context_tokens=lesson.DECODE_CONTEXT_TOKENS)
+
+
+@functools.cache
+def _prefill(chunk_tokens: int) -> dict:
+    return prefill_chunk(_coefficients(), chunk_tokens=chunk_tokens)
+
+
+@functools.cache
+def _split() -> dict:
+    return split_layouts()
+
+
+@functools.cache
+def _faster() -> dict:
+    return split_layouts(inter_server_bytes_per_s=FASTER_NIC_BYTES_PER_S)["tp"]
+
+
+@functools.cache
+def _fabric() -> dict:
+    return split_layouts(inter_server_bytes_per_s=FABRIC_BYTES_PER_S, inter_server_latency_s=FABRIC_LATENCY_S)["tp"]
+
+
+@functools.cache
+def _handoff() -> dict:
+    return kv_handoff(MODEL, lesson.PROMPT_TOKENS, tp=TP, link_bytes_per_s=NIC_BYTES_PER_S)
+
+
+def _big():
+    return get_model("llama-3.1-405b")
+
+
+def _gb(bytes_per_s: float) -> str:
+    return format_number(from_bytes(bytes_per_s, "GB"))
+
+
+def _us(seconds: float) -> str:
+    return format_number(s_to_us(seconds))
+
+
+def _loop_fact(name: str, text) -> None:
+    """Register fact ``name`` whose text is ``text()``."""
+    def value() -> str:
+        return text()
+
+    value.__name__ = value.__qualname__ = name
+    value.__module__ = __name__
+    fact(value)
+
+
+@fact
+def prefill_intensity() -> str:
+    """>>> prefill_intensity(), ridge(), allreduces_405b(), stall_8192_ms()
     ('1,029', '295', '252', '681')
     """
-    coef = _coefficients()
-    model = get_model(MODEL)
-    sizing = pool_sizing()["outputs"]
-    decode_1 = decode_step(coef, batch=1, context_tokens=1152)
-    prefill_1024 = prefill_chunk(coef, chunk_tokens=1024)
-    big = get_model("llama-3.1-405b")
-    split = split_layouts()
-    tp16, pp2 = split["tp"], split["pp"]
-    faster = split_layouts(inter_server_bytes_per_s=2 * NIC_BYTES_PER_S)["tp"]
-    fabric = split_layouts(inter_server_bytes_per_s=FABRIC_BYTES_PER_S, inter_server_latency_s=FABRIC_LATENCY_S)
-    kv_request = lesson.PROMPT_TOKENS * kv_bytes_per_token(model)
-    one_link = allreduce_time_s(64 * big.hidden_size * ACTIVATION_BYTES, 16, NIC_BYTES_PER_S,
-                                latency_s=INTER_SERVER_LATENCY_S)
-    nvlink = allreduce_time_s(64 * big.hidden_size * ACTIVATION_BYTES, 8, get_gpu(GPU).interconnect_bytes_per_s)
-    return {
-        "prefill_intensity": format_number(round(prefill_1024["intensity_flops_per_byte"])),
-        "decode_intensity": format_number(decode_1["intensity_flops_per_byte"]),
-        "ridge": format_number(round(ridge_point_flops_per_byte(GPU, "bf16"))),
-        "prefill_1024_ms": format_number(round(prefill_1024["time_s"] * 1000)),
-        "decode_1_ms": format_number(decode_1["time_s"] * 1000),
-        "stall_8192_ms": format_number(round(prefill_chunk(coef, chunk_tokens=8192)["time_s"] * 1000)),
-        "sizing_prefill": sizing["prefill_replicas"]["text"],
-        "sizing_decode": sizing["decode_replicas"]["text"],
-        "sizing_decode_batch": sizing["decode_batch"]["text"],
-        "sizing_both": sizing["colocated_replicas"]["text"],
-        "sizing_stall": sizing["stall_s"]["text"],
-        "sizing_gpus_split": str(sizing["gpus_split"]["value"]),
-        "sizing_gpus_both": str(TP * sizing["colocated_replicas"]["value"]),
-        "kv_request": format_bytes(kv_request),
-        "kv_request_ms": format_number(kv_request / (TP * NIC_BYTES_PER_S) * 1000),
-        "nic_gb": format_number(NIC_BYTES_PER_S / GB),
-        "nvlink_gb": format_number(get_gpu(GPU).interconnect_bytes_per_s / GB),
-        "latency_us": format_number(INTER_SERVER_LATENCY_S * 1e6),
-        "distserve_requests": f"{DISTSERVE['more_requests']:g}",
-        "distserve_slo": f"{DISTSERVE['tighter_slo']:g}",
-        "weights_405b": format_bytes(weights_bytes_per_gpu(big, 1)),
-        "weights_405b_16": format_bytes(split["weights_bytes_per_gpu"]),
-        "allreduces_405b": str(2 * big.layers),
-        "allreduce_msg_64": format_bytes(64 * big.hidden_size * ACTIVATION_BYTES),
-        "allreduce_ib_us": format_number(one_link * 1e6),
-        "allreduce_nvlink_us": format_number(nvlink * 1e6),
-        "tp16_itl": _ms(tp16["itl_s"]),
-        "pp2_itl": _ms(pp2["itl_s"]),
-        "tp16_comm": _ms(tp16["decode_parts_s"]["all-reduce across servers"]),
-        "tp16_itl_2x": _ms(faster["itl_s"]),
-        "fabric_gb": format_number(FABRIC_BYTES_PER_S / GB),
-        "fabric_us": format_number(FABRIC_LATENCY_S * 1e6),
-        "fabric_tp_itl": _ms(fabric["tp"]["itl_s"]),
-        "fabric_tp_ttft": _ms(fabric["tp"]["ttft_s"]),
-        "tp16_ttft_2x": _ms(faster["ttft_s"]),
-        "latency_per_token": _ms(2 * big.layers * INTER_SERVER_LATENCY_S),
-        "nic_gb_2x": format_number(2 * NIC_BYTES_PER_S / GB),
-        "tp16_ttft": _ms(tp16["ttft_s"]),
-        "pp2_ttft": _ms(pp2["ttft_s"]),
-        "tp16_kv": f"{tp16['kv_tokens']:,}",
-        "pp2_kv": f"{pp2['kv_tokens']:,}",
-        "pp2_bubble": f"{pp2['bubble'] * 100:.0f}%",
-        "pp2_chunks": str(-(-8192 // 2048)),
-        "tp16_tokens_per_s": format_number(round(tp16["tokens_per_s"])),
-        "pp2_tokens_per_s": format_number(round(pp2["tokens_per_s"])),
-    }
+    return format_number(round(_prefill(1024)["intensity_flops_per_byte"]))
+
+
+@fact
+def ridge() -> str:
+    return format_number(round(ridge_point_flops_per_byte(GPU, "bf16")))
+
+
+@fact
+def allreduces_405b() -> str:
+    return str(_split()["tp"]["allreduces_per_step"])
+
+
+@fact
+def stall_8192_ms() -> str:
+    return format_number(round(s_to_ms(_prefill(8192)["time_s"])))
+
+
+_FACTS = {
+    "decode_intensity": lambda: format_number(_decode_1()["intensity_flops_per_byte"]),
+    "prefill_1024_ms": lambda: format_number(round(s_to_ms(_prefill(1024)["time_s"]))),
+    "decode_1_ms": lambda: format_number(s_to_ms(_decode_1()["time_s"])),
+    "sizing_prefill": lambda: _sizing()["prefill_replicas"]["text"],
+    "sizing_decode": lambda: _sizing()["decode_replicas"]["text"],
+    "sizing_decode_batch": lambda: _sizing()["decode_batch"]["text"],
+    "sizing_both": lambda: _sizing()["colocated_replicas"]["text"],
+    "sizing_stall": lambda: _sizing()["stall_s"]["text"],
+    "sizing_gpus_split": lambda: str(_sizing()["gpus_split"]["value"]),
+    "sizing_gpus_both": lambda: str(pool_gpus(_sizing()["colocated_replicas"]["value"], TP)),
+    "kv_request": lambda: format_bytes(_handoff()["bytes"]),
+    "kv_request_ms": lambda: format_number(s_to_ms(_handoff()["s"])),
+    "nic_gb": lambda: _gb(NIC_BYTES_PER_S),
+    "nvlink_gb": lambda: _gb(get_gpu(GPU).interconnect_bytes_per_s),
+    "latency_us": lambda: _us(INTER_SERVER_LATENCY_S),
+    "distserve_requests": lambda: f"{DISTSERVE['more_requests']:g}",
+    "distserve_slo": lambda: f"{DISTSERVE['tighter_slo']:g}",
+    "weights_405b": lambda: format_bytes(weights_bytes_per_gpu(_big(), 1)),
+    "weights_405b_16": lambda: format_bytes(_split()["weights_bytes_per_gpu"]),
+    "allreduce_msg_64": lambda: format_bytes(_split()["tp"]["allreduce_message_bytes"]),
+    "allreduce_ib_us": lambda: _us(_split()["tp"]["allreduce_s"]),
+    # The same message inside one server, over NVLink, at the default small-message latency.
+    "allreduce_nvlink_us": lambda: _us(allreduce_time_s(_split()["tp"]["allreduce_message_bytes"], _split()["pp"]["tp"],
+                                                        get_gpu(GPU).interconnect_bytes_per_s)),
+    "tp16_itl": lambda: _ms(_split()["tp"]["itl_s"]),
+    "pp2_itl": lambda: _ms(_split()["pp"]["itl_s"]),
+    "tp16_comm": lambda: _ms(_split()["tp"]["decode_parts_s"]["all-reduce across servers"]),
+    "tp16_itl_2x": lambda: _ms(_faster()["itl_s"]),
+    "fabric_gb": lambda: _gb(FABRIC_BYTES_PER_S),
+    "fabric_us": lambda: _us(FABRIC_LATENCY_S),
+    "fabric_tp_itl": lambda: _ms(_fabric()["itl_s"]),
+    "fabric_tp_ttft": lambda: _ms(_fabric()["ttft_s"]),
+    "tp16_ttft_2x": lambda: _ms(_faster()["ttft_s"]),
+    "latency_per_token": lambda: _ms(_split()["tp"]["allreduce_latency_per_token_s"]),
+    "nic_gb_2x": lambda: _gb(FASTER_NIC_BYTES_PER_S),
+    "tp16_ttft": lambda: _ms(_split()["tp"]["ttft_s"]),
+    "pp2_ttft": lambda: _ms(_split()["pp"]["ttft_s"]),
+    "tp16_kv": lambda: f"{_split()['tp']['kv_tokens']:,}",
+    "pp2_kv": lambda: f"{_split()['pp']['kv_tokens']:,}",
+    "pp2_bubble": lambda: f"{_split()['pp']['bubble']:.0%}",
+    "pp2_chunks": lambda: str(_split()["pp"]["chunks"]),
+    "tp16_tokens_per_s": lambda: format_number(round(_split()["tp"]["tokens_per_s"])),
+    "pp2_tokens_per_s": lambda: format_number(round(_split()["pp"]["tokens_per_s"])),
+}
+for _fact_name, _fact_text in _FACTS.items():
+    _loop_fact(_fact_name, _fact_text)
+
+facts = facts_of(__name__)

@@ -378,6 +378,54 @@ def fact(name_or_function: str | Callable | None = None):
     return lambda function: register(function, name_or_function or function.__name__)
 
 
+def fact_group(compute: Callable[[], dict], names: Iterable[str]) -> Callable[[], dict]:
+    """Register each of ``names`` as a fact of ``compute``'s page module, its value ``compute()[name]``.
+
+    For facts that come out of one computation together (a table and the counts under it): ``compute`` runs
+    once per process (it is cached) whichever of them a page names, and only when one is named. The names are
+    given, not read from a run, so listing a page's facts computes nothing; the first run checks that
+    ``compute`` returns exactly those keys, and names the difference if not. Returns the cached ``compute``.
+
+    >>> def _two():
+    ...     return {"a": 1, "b": 2}
+    >>> _ = fact_group(_two, ["a", "b"])
+    >>> fact_values("framework", ["b"])
+    {'b': '2'}
+    >>> _ = fact_group(lambda: {"c": 3, "d": 4}, ["c"])
+    >>> fact_values("framework", ["c"])
+    Traceback (most recent call last):
+    ...
+    TypeError: fact group <lambda> of framework returns keys it does not name: ['d']
+    >>> del FACTS["framework"]
+    """
+    import functools
+
+    expected = list(names)
+    tail = _module_tail(compute.__module__)
+
+    @functools.cache
+    def computed() -> dict:
+        values = compute()
+        extra, missing = sorted(set(values) - set(expected)), sorted(set(expected) - set(values))
+        if extra or missing:
+            said = ([f"returns keys it does not name: {extra}"] if extra else []) + (
+                [f"does not return the keys it names: {missing}"] if missing else [])
+            raise TypeError(f"fact group {compute.__name__} of {tail} " + "; ".join(said))
+        return values
+
+    def reader(name: str) -> Callable[[], object]:
+        def value() -> object:
+            return computed()[name]
+
+        value.__name__ = value.__qualname__ = name
+        value.__module__ = compute.__module__
+        return value
+
+    for name in expected:
+        fact(reader(name))
+    return computed
+
+
 def _facts_module(module: str):
     """Import page module ``module`` (its facts register as it loads); None when there is no such page module."""
     import importlib
@@ -391,39 +439,28 @@ def _facts_module(module: str):
 
 
 def fact_names(module: str) -> list[str]:
-    """The names of page module ``module``'s facts (registered, or the keys of an older module's ``facts()``).
+    """The names of page module ``module``'s facts (importing it registers them; nothing is computed).
 
     >>> "kv_tokens" in fact_names("a_70b_assistant"), fact_names("no_such_page_module")
     (True, [])
     """
-    page = _facts_module(module)
-    if module in FACTS:
-        return list(FACTS[module])
-    return list(page.facts()) if page is not None and hasattr(page, "facts") else []
+    _facts_module(module)
+    return list(FACTS.get(module, {}))
 
 
 def fact_values(module: str, names: Iterable[str] | None = None) -> dict[str, str]:
     """The facts ``names`` of page module ``module`` as text (every fact when ``names`` is None); a name the
-    module lacks is left out, for the caller to report with :func:`fact_names`.
-
-    Only the named facts are computed. A page module that still has one ``facts()`` returning a dict (not
-    :func:`fact`) has the whole dict computed and the names picked from it.
+    module lacks is left out, for the caller to report with :func:`fact_names`. Only the named facts are computed.
 
     >>> fact_values("a_70b_assistant", ["kv_tokens", "no_such_fact"])
     {'kv_tokens': '399,169'}
     >>> fact_values("no_such_page_module", ["x"])
     {}
     """
-    page = _facts_module(module)
-    if module in FACTS:
-        registered = FACTS[module]
-        wanted = list(registered) if names is None else [n for n in names if n in registered]
-        return {name: str(registered[name]()) for name in wanted}
-    if page is None or not hasattr(page, "facts"):
-        return {}
-    every = page.facts()
-    wanted = list(every) if names is None else [n for n in names if n in every]
-    return {name: str(every[name]) for name in wanted}
+    _facts_module(module)
+    registered = FACTS.get(module, {})
+    wanted = list(registered) if names is None else [n for n in names if n in registered]
+    return {name: str(registered[name]()) for name in wanted}
 
 
 def facts_of(module: str) -> Callable[[], dict[str, object]]:

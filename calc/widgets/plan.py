@@ -22,6 +22,7 @@ True
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 from typing import Annotated
 
@@ -34,9 +35,9 @@ from calc.plan.explain import LESSON_STEPS
 from calc.plan.inputs import request_from_dict
 from calc.plan.screen import BINDINGS
 from calc.plan.search import FINALISTS
-from calc.units import format_number
+from calc.units import format_number, s_to_ms
 from calc.widgets.charts import PALETTE
-from calc.widgets.framework import Choice, FloatRange, IntRange, Text, output, table, view, widget
+from calc.widgets.framework import Choice, FloatRange, IntRange, Text, fact, facts_of, output, table, view, widget
 
 __all__ = ["first_answer", "confirmed", "plan_json", "confirmed_jobs", "simulated_jobs", "command_text",
            "pareto_figure", "top_five_table", "facts"]
@@ -345,26 +346,56 @@ def simulated_jobs(preset: Preset = "lesson", rate: Rate = 0.0, ttft_p99_s: Ttft
     return view(outputs=[output("results", "Simulated", len(results), text=json.dumps(results))])
 
 
-def facts() -> dict[str, str]:
-    """Numbers and lists quoted in the page's prose.
+# --- facts --------------------------------------------------------------------------------------
 
-    >>> f = facts()
-    >>> f["lesson_rate"], f["lesson_model"]
+@functools.cache
+def _lesson_request():
+    return presets.request("lesson")
+
+
+@fact
+def lesson_rate() -> str:
+    """>>> lesson_rate(), lesson_model()
     ('20 requests/s', 'llama-3.1-70b')
-    >>> "[step 6](lesson/06-twice-the-traffic.md)" in f["binding_steps"]
+    """
+    return f"{format_number(_lesson_request().peak_rate_per_s)} requests/s"
+
+
+@fact
+def lesson_model() -> str:
+    return lesson.MODEL
+
+
+@fact
+def lesson_ttft() -> str:
+    return f"{format_number(_lesson_request().targets.ttft_p99_s)} s"
+
+
+@fact
+def lesson_tpot() -> str:
+    return f"{format_number(s_to_ms(_lesson_request().targets.tpot_p99_s))} ms"
+
+
+@fact
+def binding_steps() -> str:
+    """The lesson step that teaches each binding constraint, as a list of links.
+
+    >>> "[step 6](lesson/06-twice-the-traffic.md)" in binding_steps()
     True
     """
-    lesson_request = presets.request("lesson")
-    steps = "\n".join(f"- **{name}**: [step {int(LESSON_STEPS[name].split('/')[-1][:2])}]({LESSON_STEPS[name]})"
-                      for name in BINDINGS if name in LESSON_STEPS)
-    priced = ", ".join(f"{g.name} ${g.price_usd_per_hour:g} ({g.price_source.split(' ')[0]}, {g.price_date})"
-                       for g in GPUS.values() if g.price_usd_per_hour is not None)
-    return {
-        "lesson_rate": f"{format_number(lesson_request.peak_rate_per_s)} requests/s",
-        "lesson_model": lesson.MODEL,
-        "lesson_ttft": f"{format_number(lesson_request.targets.ttft_p99_s)} s",
-        "lesson_tpot": f"{format_number(lesson_request.targets.tpot_p99_s * 1000)} ms",
-        "binding_steps": steps,
-        "finalists": f"{FINALISTS}",
-        "priced_gpus": priced,
-    }
+    return "\n".join(f"- **{name}**: [step {int(LESSON_STEPS[name].split('/')[-1][:2])}]({LESSON_STEPS[name]})"
+                     for name in BINDINGS if name in LESSON_STEPS)
+
+
+@fact
+def finalists() -> str:
+    return f"{FINALISTS}"
+
+
+@fact
+def priced_gpus() -> str:
+    return ", ".join(f"{g.name} ${g.price_usd_per_hour:g} ({g.price_source.split(' ')[0]}, {g.price_date})"
+                     for g in GPUS.values() if g.price_usd_per_hour is not None)
+
+
+facts = facts_of(__name__)

@@ -25,6 +25,7 @@ True
 from __future__ import annotations
 
 import dataclasses
+import functools
 import inspect
 import json
 from typing import Annotated
@@ -35,17 +36,20 @@ from calc.errors import CalcError
 from calc.lesson import weighs_rounded
 from calc.roofline import itl_s, step_coefficients, ttft_s
 from calc.sim.hardware import kv_sizing
+from calc.allocation import concurrency, contiguous_max_concurrency
 from calc.sim.kv_blocks import ALLOCATIONS
 from calc.sim.run import simulate
 from calc.sim.scenario import BATCHING, Scenario, dump_scenario
 from calc.sim.workload import MAX_CONCURRENCY, RequestClass
 from calc.sim_views import PLAYGROUND_DEFAULTS, PLAYGROUND_PARAMETER_COUNT, PLAYGROUND_PRESET
 from calc.sim_views import playground_scenario_data as scenario_data
-from calc.units import GB, SECONDS_PER_HOUR, format_number, round_sig
+from calc.units import SECONDS_PER_HOUR, format_number, from_bytes, round_sig, s_to_ms
 from calc.widgets.views import replica_memory_view
 from calc.widgets.charts import PALETTE, line_chart
 from calc.widgets.controls import KvDtype, TensorParallel, Weights
-from calc.widgets.framework import Choice, FloatRange, IntRange, collect_stream, output, stream, view, widget
+from calc.widgets.framework import (
+    Choice, FloatRange, IntRange, collect_stream, fact, fact_values, facts_of, output, stream, view, widget,
+)
 from calc.widgets.simulation import metrics, simulation_views
 
 __all__ = ["KNOBS", "DEFAULTS", "PRESET", "ITL_TARGET_S", "HOURS_PER_MONTH", "scenario_data", "replica",
@@ -395,60 +399,104 @@ def _run(**changes) -> dict:
     return simulate(Scenario.from_dict(scenario_data(**changes))).summary
 
 
-def facts() -> dict[str, str]:
-    """Numbers quoted in the step's prose, computed from calc.
+# Each fact is computed alone when the page names it; the runs and the capacity they share are cached.
 
-    >>> f = facts()
-    >>> f["kv_tokens"], f["kv_blocks"], f["fit_at_request_len"], f["contiguous_running_max"], f["contiguous_fit"]
-    ('399,169', '24,948', '311', '48', '48')
+@functools.cache
+def _start() -> dict:
+    return _run()
+
+
+@functools.cache
+def _contiguous() -> dict:
+    return _run(allocation="contiguous")
+
+
+@functools.cache
+def _cap():
+    """The replica's KV cache at the defaults (step 1's count).
+
+    >>> fact_values("playground", ["kv_tokens", "kv_blocks", "fit_at_request_len", "contiguous_fit"])
+    {'kv_tokens': '399,169', 'kv_blocks': '24,948', 'fit_at_request_len': '311', 'contiguous_fit': '48'}
     """
-    start = _run()
-    contiguous = _run(allocation="contiguous")
-    cap = _capacity(DEFAULTS)
-    prompt, answer = _request_tokens(DEFAULTS["lengths"], DEFAULTS["prompt_tokens"], DEFAULTS["output_tokens"],
-                                     DEFAULTS["prefix_tokens"])
+    return _capacity(DEFAULTS)
+
+
+@functools.cache
+def _tokens() -> tuple[int, int]:
+    """The running example's prompt and answer tokens at the playground's defaults."""
+    return _request_tokens(DEFAULTS["lengths"], DEFAULTS["prompt_tokens"], DEFAULTS["output_tokens"],
+                           DEFAULTS["prefix_tokens"])
+
+
+@functools.cache
+def _panel() -> dict:
+    """The live panel's figures at the defaults, checked against the page's streamed run."""
+    panel = {item["key"]: item["text"] for item in metrics(_start())}
     final = collect_stream(simulation())
-    panel = {item["key"]: item["text"] for item in metrics(start)}
     shown = {key: final["outputs"][key]["text"] for key in panel}
     if shown != panel:  # the page's live run and the CLI's run must agree, or the download would mislead
         raise CalcError(f"the playground's live run and simulate() disagree: {shown} != {panel}", "simulation")
-    contiguous_panel = {item["key"]: item["text"] for item in metrics(contiguous)}
-    cost = speed_and_cost()["outputs"]
-    prose = {
-        "model": get_model(DEFAULTS["model"]).name,
-        "gpu": get_gpu(DEFAULTS["gpu"]).name,
-        "tp": str(DEFAULTS["tp"]),
-        "rate": format_number(DEFAULTS["rate_per_s"]),
-        "requests": f"{DEFAULTS['requests']:,}",
-        "prompt_tokens": f"{prompt:,}",
-        "answer_tokens": f"{answer:,}",
-        "max_model_len": f"{DEFAULTS['max_model_len']:,}",
-        "block_size": str(DEFAULTS["block_size"]),
-        "kv_tokens": f"{cap.kv_cache_tokens_raw:,}",  # step 1's count (calc.lesson.KV_CAPACITY_TOKENS)
-        "kv_blocks": f"{cap.kv_cache_blocks:,}",
-        "kv_per_gpu": f"{format_number(cap.kv_cache_bytes / GB)} GB",
-        "fit_at_request_len": f"{cap.kv_cache_tokens_raw // (prompt + answer):,}",
-        "ttft_p50": panel["ttft_p50_s"],
-        "ttft_p99": panel["ttft_p99_s"],
-        "itl_p50": panel["itl_p50_s"],
-        "throughput": panel["throughput_output_tokens_per_s"],
-        "running_max": f"{start['running_max']:,}",
-        "cost_per_million_sim": panel["cost_usd_per_million_output_tokens"],
-        "gpu_util": panel["gpu_util_reported"],
-        "compute_util": panel["compute_utilization"],
-        "contiguous_running_max": f"{contiguous['running_max']:,}",
-        "contiguous_fit": f"{cap.kv_cache_tokens_raw // DEFAULTS['max_model_len']:,}",
-        "contiguous_ttft_p99": contiguous_panel["ttft_p99_s"],
-        "contiguous_queue_max": f"{contiguous['queue_depth_max']:,}",
-        "price": f"${format_number(get_gpu(DEFAULTS['gpu']).price_usd_per_hour)}",
-        "price_date": str(get_gpu(DEFAULTS["gpu"]).price_date),
-        "usd_per_hour": cost["usd_per_hour"]["text"],
-        "itl_target_ms": format_number(ITL_TARGET_S * 1000),
-        "batch_at_target": f"{cost['batch_at_target']['value']:,}",
-        "usd_per_million_batch_1": cost["usd_per_million_batch_1"]["text"],
-        "usd_per_million_at_target": cost["usd_per_million_at_target"]["text"],
-        "seconds_per_hour": f"{SECONDS_PER_HOUR:,}",
-        "command": COMMAND,
-    }
-    # A dollar sign would open inline math (pymdownx.arithmatex): the prose gets it escaped.
-    return {key: value.replace("$", "\\$") for key, value in prose.items()}
+    return panel
+
+
+@functools.cache
+def _contiguous_panel() -> dict:
+    return {item["key"]: item["text"] for item in metrics(_contiguous())}
+
+
+@functools.cache
+def _cost() -> dict:
+    return speed_and_cost()["outputs"]
+
+
+def _prose_fact(name: str, text) -> None:
+    """Register fact ``name`` whose text is ``text()``, its dollar signs escaped: a "$" would open inline math
+    (pymdownx.arithmatex) in the prose."""
+    def value() -> str:
+        return text().replace("$", "\\$")
+
+    value.__name__ = value.__qualname__ = name
+    value.__module__ = __name__
+    fact(value)
+
+
+_PROSE_FACTS = {
+    "model": lambda: get_model(DEFAULTS["model"]).name,
+    "gpu": lambda: get_gpu(DEFAULTS["gpu"]).name,
+    "tp": lambda: str(DEFAULTS["tp"]),
+    "rate": lambda: format_number(DEFAULTS["rate_per_s"]),
+    "requests": lambda: f"{DEFAULTS['requests']:,}",
+    "prompt_tokens": lambda: f"{_tokens()[0]:,}",
+    "answer_tokens": lambda: f"{_tokens()[1]:,}",
+    "max_model_len": lambda: f"{DEFAULTS['max_model_len']:,}",
+    "block_size": lambda: str(DEFAULTS["block_size"]),
+    "kv_tokens": lambda: f"{_cap().kv_cache_tokens_raw:,}",  # step 1's count (calc.lesson.KV_CAPACITY_TOKENS)
+    "kv_blocks": lambda: f"{_cap().kv_cache_blocks:,}",
+    "kv_per_gpu": lambda: f"{format_number(from_bytes(_cap().kv_cache_bytes, 'GB'))} GB",
+    "fit_at_request_len": lambda: f"{concurrency(_cap().kv_cache_tokens_raw, [_tokens()], 'paged', max_model_len=DEFAULTS['max_model_len'], block_size=DEFAULTS['block_size']):,}",
+    "ttft_p50": lambda: _panel()["ttft_p50_s"],
+    "ttft_p99": lambda: _panel()["ttft_p99_s"],
+    "itl_p50": lambda: _panel()["itl_p50_s"],
+    "throughput": lambda: _panel()["throughput_output_tokens_per_s"],
+    "running_max": lambda: f"{_start()['running_max']:,}",
+    "cost_per_million_sim": lambda: _panel()["cost_usd_per_million_output_tokens"],
+    "gpu_util": lambda: _panel()["gpu_util_reported"],
+    "compute_util": lambda: _panel()["compute_utilization"],
+    "contiguous_running_max": lambda: f"{_contiguous()['running_max']:,}",
+    "contiguous_fit": lambda: f"{contiguous_max_concurrency(_cap().kv_cache_tokens_raw, DEFAULTS['max_model_len']):,}",
+    "contiguous_ttft_p99": lambda: _contiguous_panel()["ttft_p99_s"],
+    "contiguous_queue_max": lambda: f"{_contiguous()['queue_depth_max']:,}",
+    "price": lambda: f"${format_number(get_gpu(DEFAULTS['gpu']).price_usd_per_hour)}",
+    "price_date": lambda: str(get_gpu(DEFAULTS["gpu"]).price_date),
+    "usd_per_hour": lambda: _cost()["usd_per_hour"]["text"],
+    "itl_target_ms": lambda: format_number(s_to_ms(ITL_TARGET_S)),
+    "batch_at_target": lambda: f"{_cost()['batch_at_target']['value']:,}",
+    "usd_per_million_batch_1": lambda: _cost()["usd_per_million_batch_1"]["text"],
+    "usd_per_million_at_target": lambda: _cost()["usd_per_million_at_target"]["text"],
+    "seconds_per_hour": lambda: f"{SECONDS_PER_HOUR:,}",
+    "command": lambda: COMMAND,
+}
+for _fact_name, _fact_text in _PROSE_FACTS.items():
+    _prose_fact(_fact_name, _fact_text)
+
+facts = facts_of(__name__)

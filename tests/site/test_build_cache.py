@@ -155,7 +155,7 @@ def test_a_prose_edit_recomputes_nothing(project):
 
 def test_a_new_module_for_a_page_without_one_recomputes_its_facts(project):
     path = project / "calc/widgets/glossary.py"
-    path.write_text("def facts():\n    return {'new': 1}\n", encoding="utf-8")
+    path.write_text("from calc.widgets.framework import fact\n\n\n@fact\ndef new():\n    return 1\n", encoding="utf-8")
     try:
         assert probe(project, "load", ["no_module_facts", "kv_facts"]) == {"no_module_facts": "miss", "kv_facts": "hit"}
     finally:

@@ -10,8 +10,8 @@ visible in its code). :data:`ALLOWED` lists the exceptions, each with its reason
 
 Issue 31: the facts a page's prose quotes are read too. A fact (a function registered with ``@fact``) formats
 a number that calc computes: arithmetic in its body (``+ - * / // % **``, also inside an f-string) is science
-that belongs in a calc module, with its doctest. A page module that still has one ``facts()`` dict is held to
-the count of :data:`FACTS_ARITHMETIC_LEFT`, which may only fall.
+that belongs in a calc module, with its doctest. So are the functions handed to ``fact(function)`` and
+``fact_group(function, names)``. No page module computes its facts in one ``facts()`` dict any more.
 """
 
 from __future__ import annotations
@@ -37,14 +37,6 @@ MOVING_IN_PARALLEL: set[str] = set()
 TO_MOVE: dict[str, str] = {}
 
 
-#: Arithmetic left in the one ``facts()`` of a page module not migrated to ``@fact`` yet (issue 31): module ->
-#: operations. A module's count may only fall; a migrated module leaves this table (its facts hold none).
-FACTS_ARITHMETIC_LEFT: dict[str, int] = {
-    "accuracy": 0,  # another engineer's page this session: migrates after it merges
-    "plan": 1,  # another engineer's page this session: migrates after it merges
-    "deep_economics": 15, "disaggregation": 29,
-    "playground": 5,
-}
 ARITHMETIC = (ast.Add, ast.Sub, ast.Mult, ast.Div, ast.FloorDiv, ast.Mod, ast.Pow)
 
 
@@ -143,17 +135,24 @@ def fact_bodies(widgets: pathlib.Path = WIDGETS) -> dict[str, dict[str, list[int
     for path in sorted(widgets.glob("*.py")):
         if path.stem in FRAMEWORK_MODULES:
             continue
-        for node in ast.parse(path.read_text(encoding="utf-8")).body:
-            if not isinstance(node, ast.FunctionDef):
-                continue
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        functions = {node.name: node for node in tree.body if isinstance(node, ast.FunctionDef)}
+        for node in functions.values():
             if "fact" in {_name(d) for d in node.decorator_list}:
                 found.setdefault(path.stem, {})[node.name] = arithmetic_in(node)
             elif node.name == "facts":
                 found.setdefault(path.stem, {})["facts()"] = arithmetic_in(node)
-        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):  # facts registered in a loop
-            if isinstance(node, ast.Call) and _name(node).endswith("_fact"):
+        for node in ast.walk(tree):
+            if not isinstance(node, ast.Call):
+                continue
+            if _name(node).endswith("_fact"):  # facts registered in a loop
                 for argument in (a for a in node.args if isinstance(a, ast.Lambda)):
                     found.setdefault(path.stem, {})[f"{_name(node)}:{argument.lineno}"] = arithmetic_in(argument)
+            elif _name(node) in ("fact", "fact_group") and node.args and isinstance(node.args[0], ast.Name):
+                # fact(function) and fact_group(function, names): the function's body is a fact's body
+                target = functions.get(node.args[0].id)
+                if target is not None:
+                    found.setdefault(path.stem, {})[target.name] = arithmetic_in(target)
     return found
 
 
@@ -169,20 +168,15 @@ def test_the_fact_scan_reads_fact_bodies(tmp_path):
 
 
 def test_a_fact_holds_no_arithmetic():
-    """A migrated page module's facts format what calc computes; an unmigrated one's arithmetic only falls."""
+    """Every page module's facts format what calc computes, each fact a function of its own."""
     found = fact_bodies()
     migrated = {module: bodies for module, bodies in found.items() if "facts()" not in bodies}
-    assert {"incident_p99_ttft"} <= set(migrated)
+    assert {"incident_p99_ttft", "accuracy", "playground"} <= set(migrated)
     with_sums = {f"{module}.{name}": lines for module, bodies in migrated.items() for name, lines in bodies.items()
                  if lines}
     assert not with_sums, f"arithmetic in facts: move it to calc (a function with a doctest), lines: {with_sums}"
-    left = {module: len(bodies["facts()"]) for module, bodies in found.items() if "facts()" in bodies}
-    grown = {m: (n, FACTS_ARITHMETIC_LEFT.get(m)) for m, n in left.items() if n > FACTS_ARITHMETIC_LEFT.get(m, 0)}
-    assert not grown, f"more arithmetic in a page's facts() than before (now, allowed): {grown}"
-    stale = sorted(set(FACTS_ARITHMETIC_LEFT) - set(left))
-    assert not stale, f"{stale} have no facts() any more: delete them from FACTS_ARITHMETIC_LEFT"
-    fallen = {m: n for m, n in left.items() if n < FACTS_ARITHMETIC_LEFT[m]}
-    assert not fallen, f"lower FACTS_ARITHMETIC_LEFT to what is left: {fallen}"
+    unmigrated = sorted(module for module, bodies in found.items() if "facts()" in bodies)
+    assert not unmigrated, f"{unmigrated} still compute every fact in one facts(): make each a @fact (issue 31)"
 
 
 def test_the_scan_sees_the_helpers_it_must(tmp_path):
