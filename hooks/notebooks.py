@@ -45,40 +45,10 @@ _COMMENTS = re.compile(r"<!-- (?:Load mathjax|MathJax configuration|End of mathj
 _REMOTE = re.compile(r"<(?:script|img|iframe|link|source|video|audio)\b[^>]*\b(?:src|href)=[\"'](?:https?:)?//",
                      re.IGNORECASE)
 
-# nbconvert's light JupyterLab theme re-pointed at Material's palette (light and dark), and the code colours at
-# Material's own highlight variables, whose contrast is checked in both schemes (the pygments defaults fail axe).
-_TOKENS = {
-    "keyword": "k kc kd kn kp kr kt ow",
-    "number": "m mb mf mh mi mo il",
-    "string": "s sa sb sc dl sd s2 se sh si sx sr s1 ss",
-    "comment": "ch cp cpf cs",
-    "operator": "o",
-    "punctuation": "p",
-    "function": "nf fm",
-    "constant": "nb bp",
-    "name": "n nn nc no nd ni ne nl nt nv vc vg vi vm",
-    "special": "err",
-}
-NOTEBOOK_CSS = """
-/* calc: notebook cells follow Material's light/dark palette */
-.jupyter-wrapper { --jp-layout-color0: transparent; --jp-layout-color1: transparent;
-  --jp-cell-editor-background: var(--md-code-bg-color); --jp-cell-editor-border-color: var(--md-default-fg-color--lightest);
-  --jp-content-font-color0: var(--md-default-fg-color); --jp-content-font-color1: var(--md-default-fg-color);
-  --jp-ui-font-color1: var(--md-default-fg-color); --jp-mirror-editor-variable-color: var(--md-code-fg-color);
-  --jp-rendermime-table-row-background: transparent; --jp-rendermime-table-row-hover-background: var(--md-code-bg-color); }
-.jupyter-wrapper .jp-OutputArea-output { overflow-x: auto; }
-.jupyter-wrapper .jp-OutputArea-output pre { color: var(--md-default-fg-color); white-space: pre; overflow: visible; }
-.jupyter-wrapper .highlight-ipynb { background: var(--md-code-bg-color) !important; color: var(--md-code-fg-color); }
-.jupyter-wrapper .jp-InputPrompt, .jupyter-wrapper .jp-OutputPrompt { color: var(--md-default-fg-color--light); opacity: 1; }
-.calc-notebook-bar { display: flex; flex-wrap: wrap; gap: .4rem 1rem; align-items: center; font-size: .75rem;
-  margin: 0 0 1rem; padding: .4rem .6rem; border-left: .2rem solid var(--md-accent-fg-color);
-  background: var(--md-code-bg-color); }
-.jupyter-wrapper .highlight-ipynb .c, .jupyter-wrapper .highlight-ipynb .c1, .jupyter-wrapper .highlight-ipynb .cm
-  { color: var(--md-code-fg-color) !important; font-style: italic !important; }
-""" + "".join(
-    ", ".join(f".jupyter-wrapper .highlight-ipynb .{c}" for c in classes.split())
-    + f" {{ color: var(--md-code-hl-{kind}-color) !important; font-style: normal; }}\n"
-    for kind, classes in _TOKENS.items())
+#: nbconvert's light JupyterLab theme re-pointed at Material's palette (light and dark), and the code colours at
+#: Material's own highlight variables, whose contrast is checked in both schemes (the pygments defaults fail axe).
+#: Appended to each notebook's extracted styles; a source file, left out of the site (mkdocs.yml exclude_docs).
+PALETTE_CSS = os.path.join(PROJECT_DIR, "docs", "assets", "notebooks", "palette.css")
 
 
 def is_notebook(src_uri: str) -> bool:
@@ -196,7 +166,8 @@ def on_page_content(html, page, config, files, **kwargs):
     html = focusable_code(html)
     html = unsearched_copies(html)
     html, css = extract_styles(html)
-    css = css + "\n" + NOTEBOOK_CSS
+    with open(PALETTE_CSS, encoding="utf-8") as handle:
+        css = css + "\n" + handle.read()
     name = css_name(css)
     _state["css"][name] = css
     offenders = remote_references(html)

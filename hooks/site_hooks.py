@@ -106,14 +106,15 @@ class _DirtyNotice(logging.Filter):
 
 def _page_independent_inputs(files, config) -> str:
     """A hash of what every page is made from besides its own source and its cache entries: the hooks, the
-    configuration, the theme overrides, the head script, the snippets appended to every page, and the list of
-    pages (nav)."""
+    configuration, the theme overrides, the head script, the notebooks' palette, the snippets appended to every
+    page, and the list of pages (nav)."""
     import hashlib
 
     import head_script
 
     digest = hashlib.sha256()
-    folders = [HOOKS_DIR, os.path.join(PROJECT_DIR, "overrides"), os.path.join(config.docs_dir, "includes")]
+    folders = [HOOKS_DIR, os.path.join(PROJECT_DIR, "overrides"), os.path.join(config.docs_dir, "includes"),
+               os.path.join(config.docs_dir, "assets", "notebooks")]
     paths = [config.config_file_path or "", os.path.join(PROJECT_DIR, head_script.SOURCE)]
     for folder in folders:
         for base, dirs, names in os.walk(folder):

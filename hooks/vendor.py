@@ -188,31 +188,6 @@ def snapshot_raw_bytes(path: str) -> int:
         return snapshot_layout(handle.read(16))[0]
 
 
-def snapshot_memory(stored: bytes) -> bytes:
-    """The memory an unpacked sparse snapshot stands for: its stored pages at their places, zeros elsewhere.
-
-    >>> page = 4096
-    >>> stored = (SNAPSHOT_MAGIC + (2 * page + 10).to_bytes(4, "little") + page.to_bytes(4, "little")
-    ...           + bytes([0b101]) + b"a" * page + b"c" * 10)  # pages 0 and 2 stored, page 1 zeros
-    >>> memory = snapshot_memory(stored)
-    >>> len(memory), memory[0:1], memory[page:page + 1], memory[-1:]
-    (8202, b'a', b'\\x00', b'c')
-    """
-    memory_bytes, page_bytes = snapshot_layout(stored[:16])
-    pages = -(-memory_bytes // page_bytes)
-    bitmap = stored[16:16 + -(-pages // 8)]
-    memory = bytearray(memory_bytes)
-    at = 16 + len(bitmap)
-    for page in range(pages):
-        if bitmap[page >> 3] >> (page & 7) & 1:
-            size = min(page_bytes, memory_bytes - page * page_bytes)
-            memory[page * page_bytes:page * page_bytes + size] = stored[at:at + size]
-            at += size
-    if at != len(stored):
-        raise ValueError(f"sparse Pyodide snapshot: {len(stored)} bytes, its bitmap says {at}")
-    return bytes(memory)
-
-
 _early: dict = {}  # snapshots started at the build's start: name -> (Node process, its partial file, the zip's folder)
 
 

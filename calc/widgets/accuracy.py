@@ -18,11 +18,10 @@ from typing import Annotated, Callable
 from calc.accuracy import (
     KIND_LABELS, KINDS, USER_KINDS, evaluate, kind_summary, load_measurements, median, predict_user, relative_error,
 )
-from calc.catalog import GPUS, MODELS
 from calc.errors import CalcError
 from calc.latency_accuracy import METRICS as LATENCY_METRICS
-from calc.memory import KV_DTYPES, WEIGHT_FORMATS
 from calc.units import format_number, s_to_ms
+from calc.widgets import controls
 from calc.widgets.charts import scatter_chart
 from calc.widgets.framework import (
     Choice, FloatRange, IntRange, fact, fact_group, facts_of, output, table, view, widget,
@@ -34,8 +33,6 @@ __all__ = ["accuracy_overview", "your_measurement", "facts", "measurement_table"
 
 KIND_CHOICES = (("all", "All kinds"),) + tuple((kind, KIND_LABELS[kind]) for kind in KINDS)
 USER_KIND_CHOICES = tuple((kind, text) for kind, text in USER_KINDS.items())
-MODEL_CHOICES = tuple((key, model.name) for key, model in MODELS.items())
-GPU_CHOICES = tuple((key, gpu.name) for key, gpu in GPUS.items())
 #: The example filled in for the reader: vLLM 0.19 logged 476,000 tokens of KV cache for Llama 3.1 8B
 #: in bf16 on one H100 at gpu_memory_utilization 0.95 (the llm-d planner sweep, in measurements.json).
 EXAMPLE_ID = "vllm-llama-3.1-8b-bf16-h100-tp1"
@@ -208,11 +205,11 @@ def _example() -> dict:
 @widget
 def your_measurement(
     kind: Annotated[str, Choice(USER_KIND_CHOICES, label="What you measured")] = "kv_capacity",
-    model: Annotated[str, Choice(MODEL_CHOICES, label="Model")] = "llama-3.1-8b",
-    gpu: Annotated[str, Choice(GPU_CHOICES, label="GPU")] = "h100-sxm-80gb",
-    tp: Annotated[int, IntRange(1, 64, 1, "GPUs", label="Tensor parallel")] = 1,
-    weights: Annotated[str, Choice(WEIGHT_FORMATS, label="Weight precision")] = "bf16",
-    kv_dtype: Annotated[str, Choice(KV_DTYPES, label="KV cache dtype")] = "bf16",
+    model: controls.Model = "llama-3.1-8b",
+    gpu: controls.Gpu = "h100-sxm-80gb",
+    tp: controls.TensorParallel = 1,
+    weights: controls.Weights = "bf16",
+    kv_dtype: controls.KvDtype = "bf16",
     input_tokens: Annotated[int, IntRange(1, 1_000_000, 1, "tokens", label="Prompt length",
                                           help="throughput, decode and speculation")] = 1024,
     output_tokens: Annotated[int, IntRange(1, 1_000_000, 1, "tokens", label="Answer length",

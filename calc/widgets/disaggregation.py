@@ -192,8 +192,8 @@ def pool_sizing(
 PART_COLOURS = {"math and memory": PALETTE[0], "all-reduce in a server": PALETTE[1],
                 "all-reduce across servers": PALETTE[5], "pipeline fill and drain": PALETTE[3],
                 "pipeline hops": PALETTE[2]}
-MODEL_CHOICES = (("llama-3.1-405b", "Llama 3.1 405B"), ("llama-3.1-70b", "Llama 3.1 70B"),
-                 ("qwen2.5-72b", "Qwen2.5 72B"))
+#: The models too big for one server that the comparison offers (names from the catalog).
+MODEL_CHOICES = tuple((key, get_model(key).name) for key in ("llama-3.1-405b", "llama-3.1-70b", "qwen2.5-72b"))
 
 
 def _name(layout: dict) -> str:

@@ -21,9 +21,35 @@ from tests.site.parsed import parsed
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 SITE = os.environ.get("CALC_SITE_DIR", os.path.join(ROOT, "site"))  # the built site; another folder for a private build
 sys.path.insert(0, os.path.join(ROOT, "hooks"))
-from vendor import RUNTIME_FILES, calc_zip_bytes, snapshot_memory, snapshot_name  # noqa: E402
+from vendor import RUNTIME_FILES, SNAPSHOT_MAGIC, calc_zip_bytes, snapshot_layout, snapshot_name  # noqa: E402
 
 pytestmark = pytest.mark.site
+
+
+def snapshot_memory(stored: bytes) -> bytes:
+    """The memory an unpacked sparse snapshot (hooks/pyodide_snapshot.mjs) stands for: its stored pages at their
+    places, zeros elsewhere (a decoder for the test below; the browser's is docs/assets/runtime/boot-inflate.mjs).
+
+    >>> page = 4096
+    >>> stored = (SNAPSHOT_MAGIC + (2 * page + 10).to_bytes(4, "little") + page.to_bytes(4, "little")
+    ...           + bytes([0b101]) + b"a" * page + b"c" * 10)  # pages 0 and 2 stored, page 1 zeros
+    >>> memory = snapshot_memory(stored)
+    >>> len(memory), memory[0:1], memory[page:page + 1], memory[-1:]
+    (8202, b'a', b'\\x00', b'c')
+    """
+    memory_bytes, page_bytes = snapshot_layout(stored[:16])
+    pages = -(-memory_bytes // page_bytes)
+    bitmap = stored[16:16 + -(-pages // 8)]
+    memory = bytearray(memory_bytes)
+    at = 16 + len(bitmap)
+    for page in range(pages):
+        if bitmap[page >> 3] >> (page & 7) & 1:
+            size = min(page_bytes, memory_bytes - page * page_bytes)
+            memory[page * page_bytes:page * page_bytes + size] = stored[at:at + size]
+            at += size
+    if at != len(stored):
+        raise ValueError(f"sparse Pyodide snapshot: {len(stored)} bytes, its bitmap says {at}")
+    return bytes(memory)
 
 
 def pages():
