@@ -45,7 +45,7 @@ from calc.sim.hardware import replica_hardware
 from calc.sim.workload import Request
 from calc.units import NS_PER_S, round_sig
 
-__all__ = ["ROUTER", "requests_for", "simulate_candidate", "confirm", "confirm_all", "decode_pool_pricer",
+__all__ = ["ROUTER", "requests_for", "simulated_slice", "fleet_window_s", "simulate_candidate", "confirm", "confirm_all", "decode_pool_pricer",
            "SUMMARY_KEYS", "parallel_available", "jobs_run_by", "job_to_json", "job_from_json", "result_from_json",
            "run_job"]
 
@@ -56,11 +56,15 @@ ROUTER = "least-outstanding"
 #: over thousands of requests, short enough for the planner's ten-second budget.
 SIMULATED_S = 120.0
 MIN_REQUESTS, MAX_REQUESTS = 1_000, 5_000
+#: The most replicas one run simulates: a larger fleet runs as a slice of this many at their share of the
+#: traffic (:func:`simulated_slice`; a run's cost grows faster than its replicas: 100 take 0.6 s, 1,000 take 40 s).
+MAX_SIMULATED_REPLICAS = 64
 #: What a run reports of the simulator's summary.
 SUMMARY_KEYS = ("ttft_p50_s", "ttft_p99_s", "tpot_p50_s", "tpot_p99_s", "requests_completed", "requests_rejected",
                 "requests_unfinished", "preemptions", "running_mean", "queue_depth_max", "kv_use_peak",
                 "throughput_output_tokens_per_s", "prefix_cache_hit_rate", "speculation_tokens_per_step")
 _MAX_STEPS = 8
+_SINGLE_STEPS = 4  # confirm's first steps, one replica each, before they double
 
 
 def _requests(request, rate_factor: float = 1.0) -> int:
@@ -147,10 +151,63 @@ def _meets(summary: dict, targets) -> tuple[bool, dict]:
     return ok, misses
 
 
+def simulated_slice(request, replicas: int, rate_factor: float = 1.0) -> int:
+    """How many of a fleet's ``replicas`` (units, for pools) one run simulates, at their share of the traffic.
+
+    All of them when :data:`SIMULATED_S` of the peak traffic fits in :data:`MAX_REQUESTS` and they are at most
+    :data:`MAX_SIMULATED_REPLICAS`; else the most that fit both (at least one). A run of a large fleet capped at
+    5,000 requests would see only seconds of traffic at 1,000 requests/s: replicas that start empty never fill
+    their batches, and the run meets targets the steady state misses (65 replicas where about 165 are needed).
+    A slice of ``k`` replicas at ``k / replicas`` of the rate runs the full two minutes; with fewer replicas
+    behind the router it pools less, so it errs on the side of more replicas. A run with a set number of
+    requests has them cover the same two minutes where it can; a trace is thinned to the slice's share
+    (:func:`_thinned`).
+
+    >>> from calc.plan.inputs import PlanRequest
+    >>> simulated_slice(PlanRequest(peak_rate_per_s=20), 3), simulated_slice(PlanRequest(peak_rate_per_s=1000), 190)
+    (3, 7)
+    >>> simulated_slice(PlanRequest(peak_rate_per_s=20_000, requests=3_000), 3_484)
+    4
+    """
+    if request.trace:
+        return min(replicas, MAX_SIMULATED_REPLICAS)
+    requests_per_replica = request.peak_rate_per_s * rate_factor / replicas * SIMULATED_S
+    budget = request.requests or MAX_REQUESTS
+    return max(1, min(replicas, MAX_SIMULATED_REPLICAS, int(budget // requests_per_replica)))
+
+
+def fleet_window_s(request, rate_factor: float = 1.0) -> float:
+    """The seconds of traffic one run's requests would cover if the whole fleet were simulated.
+
+    >>> from calc.plan.inputs import PlanRequest
+    >>> fleet_window_s(PlanRequest(peak_rate_per_s=20)), fleet_window_s(PlanRequest(peak_rate_per_s=1000))
+    (120.0, 5.0)
+    """
+    if request.trace:
+        return (request.trace[-1].arrival_s - request.trace[0].arrival_s) / rate_factor
+    return _requests(request, rate_factor) / (request.peak_rate_per_s * rate_factor)
+
+
+def _thinned(requests: list, simulated: int, replicas: int) -> list:
+    """Every request a slice of ``simulated`` of ``replicas`` replicas gets: ``simulated / replicas`` of them,
+    spread evenly through the run (their arrival times kept), numbered anew.
+
+    >>> reqs = [Request(i, i * 10, 100, 10, 0, -1, 0) for i in range(6)]
+    >>> [(r.rid, r.arrival_ns) for r in _thinned(reqs, 1, 3)]
+    [(0, 20), (1, 50)]
+    """
+    if simulated == replicas:
+        return requests
+    kept = [r for i, r in enumerate(requests) if (i + 1) * simulated // replicas > i * simulated // replicas]
+    return [Request(n, r.arrival_ns, r.prompt_tokens, r.output_tokens, r.class_index, r.prefix_key, r.prefix_tokens)
+            for n, r in enumerate(kept)]
+
+
 def simulate_candidate(request, candidate, replicas: int, *, rate_factor: float = 1.0, targets=None) -> dict:
     """One simulated run of ``candidate`` on ``replicas`` replicas (units, for pools) at the peak x ``rate_factor``.
 
-    Returns ``{"replicas", "meets", "misses" (metric -> relative excess), "summary"}``.
+    Returns ``{"replicas", "simulated_replicas" (:func:`simulated_slice`), "meets", "misses" (metric ->
+    relative excess), "summary" (of the replicas simulated)}``.
 
     >>> from calc.plan.inputs import PlanRequest, Targets
     >>> from calc.plan.space import candidates
@@ -163,20 +220,27 @@ def simulate_candidate(request, candidate, replicas: int, *, rate_factor: float 
     targets = dict((targets or request.targets).items())
     c = as_dict(candidate)
     layout = c.get("layout", "aggregated")
+    simulated = simulated_slice(request, replicas, rate_factor)
+    # The slice's share of the traffic: a drawn workload at that share of the rate, a trace thinned to it.
+    share = rate_factor if request.trace else rate_factor * simulated / replicas
     if layout == "aggregated":
-        fs = _fleet_scenario(request, candidate, replicas, rate_factor)
-        summary = _summary(Fleet(fs, time_series=False, requests=requests_for(request, fs, rate_factor)).run())
+        fs = _fleet_scenario(request, candidate, simulated, share)
+        reqs = _thinned(requests_for(request, fs, share), simulated, replicas) if request.trace else requests_for(
+            request, fs, share)
+        summary = _summary(Fleet(fs, time_series=False, requests=reqs).run())
     else:
-        summary = _simulate_pools(request, candidate, replicas, rate_factor, layout)
+        summary = _simulate_pools(request, candidate, simulated, share, layout, replicas)
     ok, misses = _meets(summary, targets)
-    return {"replicas": replicas, "meets": ok, "misses": misses,
+    return {"replicas": replicas, "simulated_replicas": simulated, "meets": ok, "misses": misses,
             "summary": {k: (round_sig(v) if isinstance(v, float) else v) for k, v in summary.items()}}
 
 
-def _simulate_pools(request, candidate, units: int, rate_factor: float, layout: str) -> dict:
+def _simulate_pools(request, candidate, units: int, rate_factor: float, layout: str, fleet_units: int) -> dict:
     p, d = (int(x) for x in layout.split()[1].split(":"))
     fs_prefill = _fleet_scenario(request, candidate, units * p, rate_factor)
     reqs = requests_for(request, fs_prefill, rate_factor)
+    if request.trace:
+        reqs = _thinned(reqs, units, fleet_units)
     prompts = [Request(r.rid, r.arrival_ns, r.prompt_tokens, 1, r.class_index, r.prefix_key, r.prefix_tokens)
                for r in reqs]
     pre = Fleet(fs_prefill, time_series=False, requests=prompts).run().summary
@@ -207,9 +271,9 @@ def _simulate_pools(request, candidate, units: int, rate_factor: float, layout: 
 
 def confirm(request, candidate, start_replicas: int, *, rate_factor: float = 1.0, targets=None,
             max_replicas: int | None = None) -> dict:
-    """The fewest replicas (from ``start_replicas``, walking down or up) with which the simulator meets every target.
+    """The fewest replicas (from ``start_replicas``, searching down or up) with which the simulator meets every target.
 
-    Returns ``{"replicas" (None: none within the walk), "run" (the meeting run), "cheaper" (the run with one
+    Returns ``{"replicas" (None: none up to ``max_replicas``, by default twice the start plus eight), "run" (the meeting run), "cheaper" (the run with one
     replica fewer, which failed: how far each metric missed), "runs" (every count tried)}``.
 
     >>> from calc.plan.inputs import PlanRequest, Targets
@@ -230,21 +294,54 @@ def confirm(request, candidate, start_replicas: int, *, rate_factor: float = 1.0
 
     n = max(1, start_replicas)
     limit = max_replicas or (2 * n + _MAX_STEPS)
+    # From the screen's count, one replica at a time for the first few steps (the screen is usually that close),
+    # then in doubling steps, to a count that meets and one that fails; then bisect between them. A few runs
+    # whatever the fleet's size: one replica at a time from the screen's 175 replicas at 1,000 requests/s ran
+    # dozens of simulations. Assumes more replicas never meet less.
+    meets, fails = None, 0  # fails: the largest count known to miss (0: none)
     if run(n)["meets"]:
-        while n > 1 and run(n - 1)["meets"]:
-            n -= 1
-        found = n
+        meets = n
+        for step in _steps():
+            if meets == 1:
+                break
+            probe = max(1, meets - step)
+            if not run(probe)["meets"]:
+                fails = probe
+                break
+            meets = probe
     else:
-        found = None
-        for _ in range(_MAX_STEPS):
-            n += 1
-            if n > limit:
+        fails = n
+        for step in _steps():
+            if fails >= limit:
                 break
-            if run(n)["meets"]:
-                found = n
+            probe = min(limit, fails + step)
+            if run(probe)["meets"]:
+                meets = probe
                 break
+            fails = probe
+    while meets is not None and fails and meets - fails > 1:
+        middle = (fails + meets) // 2
+        if run(middle)["meets"]:
+            meets = middle
+        else:
+            fails = middle
+    found = meets
     return {"replicas": found, "run": runs.get(found), "cheaper": runs.get(found - 1) if found else None,
             "runs": runs}
+
+
+def _steps():
+    """The search's step sizes: one replica :data:`_SINGLE_STEPS` times, then doubling (2, 4, 8, ...).
+
+    >>> import itertools
+    >>> list(itertools.islice(_steps(), 8))
+    [1, 1, 1, 1, 2, 4, 8, 16]
+    """
+    yield from [1] * _SINGLE_STEPS
+    step = 2
+    while True:
+        yield step
+        step *= 2
 
 
 def _task(args):
@@ -364,8 +461,10 @@ def job_from_json(data) -> tuple:
 
 
 def _run_from_json(run) -> dict:
-    _check(isinstance(run, dict) and set(run) == {"replicas", "meets", "misses", "summary"}, "run", run)
-    _check(isinstance(run["replicas"], int) and isinstance(run["meets"], bool), "run", run)
+    _check(isinstance(run, dict) and set(run) == {"replicas", "simulated_replicas", "meets", "misses", "summary"},
+           "run", run)
+    _check(isinstance(run["replicas"], int) and isinstance(run["simulated_replicas"], int)
+           and isinstance(run["meets"], bool), "run", run)
     _check(isinstance(run["misses"], dict) and all(v is None or isinstance(v, (int, float))
                                                    for v in run["misses"].values()), "misses", run["misses"])
     summary = run["summary"]

@@ -19,6 +19,7 @@ import math
 from calc.catalog import get_model
 from calc.plan.bands import bands_for
 from calc.plan.commands import commands
+from calc.plan.confirm import fleet_window_s
 from calc.plan.screen import BINDINGS, ScreenResult, usd_per_million
 from calc.plan.space import DIMENSIONS, as_dict, complexity, key, label, unpriced_gpus
 from calc.units import round_sig
@@ -160,7 +161,8 @@ def entry(request, row: ScreenResult, outcome: dict | None = None, table: dict |
         "replicas": replicas, "gpus_per_replica": unit, "gpus": replicas * unit, "pools": _pools(row, replicas),
         "usd_per_hour": usd_per_hour, "usd_per_gpu_hour": row.usd_per_gpu_hour, "price": row.price,
         "usd_per_million": usd_per_million(priced, request), "predicted": predicted,
-        "source": "simulator" if confirmed else "screen", "confirmed": confirmed, "binding": binding,
+        "source": "simulator" if confirmed else "screen", "confirmed": confirmed,
+        "simulated_replicas": outcome["run"]["simulated_replicas"] if confirmed else None, "binding": binding,
         "screen": {"replicas": row.replicas, "predicted": {k: row.predicted.get(k) for k in keys},
                    "kv_cache_tokens": row.kv_cache_tokens, "running_max": row.running_max, "limits": row.limits},
         "commands": commands(request, row.candidate, replicas),
@@ -231,6 +233,12 @@ def _words(request, best: dict | None, cheaper: list, sensitivity: dict | None, 
             text += f" against {_s(targets[k])}"
         parts.append(text)
     lines.append(f"The {best['source']} gives " + "; ".join(parts) + ".")
+    simulated = best.get("simulated_replicas")
+    if simulated and simulated < best["replicas"]:
+        whole_s = fleet_window_s(request)
+        lines.append(f"It ran {simulated} of the {best['replicas']} {noun} at their share of the traffic, so that the run "
+                     f"covers {_s(whole_s * best['replicas'] / simulated)} of it (the whole fleet would have seen "
+                     f"{_s(whole_s)}); fewer replicas behind the router pool less, so the count errs high.")
     b = best["binding"]
     why = f"What sets the count: {b['words']}."
     fewer = b.get("one_replica_fewer")

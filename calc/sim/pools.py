@@ -36,10 +36,13 @@ from calc.errors import CalcError, check_choice, check_range
 from calc.sim.autoscaler import AutoscalerConfig
 from calc.sim.router import ROUTERS
 
-__all__ = ["PoolSpec", "POOL_LIMITS"]
+__all__ = ["PoolSpec", "POOL_LIMITS", "MAX_POOL_REPLICAS"]
 
 POOL_LIMITS = ("max_num_seqs", "max_model_len", "max_num_batched_tokens")
 _KEYS = ("name", "classes", "replicas", "router", "autoscaler") + POOL_LIMITS
+
+#: The most replicas one pool of a simulated fleet holds (a planner run of a larger fleet simulates a slice).
+MAX_POOL_REPLICAS = 1000
 
 
 @dataclass(frozen=True)
@@ -82,7 +85,7 @@ class PoolSpec:
         auto = data.get("autoscaler")
         auto = AutoscalerConfig.from_dict(auto) if auto is not None else None
         replicas = check_range(f"{where}.replicas", data.get("replicas", auto.min_replicas if auto else 1),
-                               1, 1000, integer=True)
+                               1, MAX_POOL_REPLICAS, integer=True)
         if auto is not None and not auto.min_replicas <= replicas <= auto.max_replicas:
             raise CalcError(f"{where}.replicas must lie within the autoscaler's bounds {auto.min_replicas} to "
                             f"{auto.max_replicas}; got {replicas}", f"{where}.replicas")
