@@ -92,9 +92,42 @@ def result():
     return reading_time.report(SITE)
 
 
+#: LESSON.md's shape of a step: "one primary live widget or the live simulation" and "the core path of a step is
+#: about 150-250 words".
+LESSON_MIN_CORE_WORDS = 150
+
+
+def lesson_shape_floor_minutes(result) -> float:
+    """The shortest core path LESSON.md's step shape allows by this rule: each step's one primary block (the
+    cheapest of the blocks it shows unfolded) and 150 words of prose."""
+    minutes = 0.0
+    for page in result["steps"]:
+        shown = [reading_time.MINUTES_PER_BLOCK[kind] for kind, n in
+                 (("widget", page["calculators"]), ("simulation", page["simulations"]), ("drill", page["drills"])) if n]
+        minutes += min(shown) + LESSON_MIN_CORE_WORDS / reading_time.WORDS_PER_MINUTE
+    return minutes
+
+
 @pytest.mark.site
-@pytest.mark.xfail(strict=True, reason="issue 32: by the honest count the 22 steps take over 45 minutes (82.6 on "
-                   "the build of 2026-12-04); remove this mark when the prose is cut to the limit")
+def test_no_try_this_sends_the_reader_into_a_fold(result):
+    """Issue 32, Deliver 5: one Try this action on the page's own block, none into a fold."""
+    assert {page["step"]: page["pointed_folds"] for page in result["steps"] if page["pointed_folds"]} == {}
+
+
+@pytest.mark.site
+def test_the_45_minute_limit_lies_below_the_floor_of_the_lessons_step_shape(result):
+    """Why the next test fails: with one live block per step (12 calculators, 8 simulations, 2 drills: 41 minutes
+    by the rule) and LESSON.md's 150 words of prose a step (16.5 minutes), no cut of the prose reaches 45. When
+    the rule, the limit or the step shape changes, this fails, and the xfail below is to be looked at again."""
+    floor = lesson_shape_floor_minutes(result)
+    assert floor > reading_time.LIMIT_MINUTES, floor
+    assert result["total_minutes"] >= floor
+
+
+@pytest.mark.site
+@pytest.mark.xfail(strict=True, reason="issue 32: the 45-minute limit is below the floor of LESSON.md's step shape "
+                   "(one live block and 150 words a step: see the test above); 70.9 minutes on the build of "
+                   "2026-12-07, 57.5 the floor")
 def test_core_path_is_at_most_45_minutes(result):
     assert len(result["steps"]) == 22
     assert result["total_minutes"] <= reading_time.LIMIT_MINUTES, result["total_minutes"]
