@@ -142,6 +142,13 @@ def fact_bodies(widgets: pathlib.Path = WIDGETS) -> dict[str, dict[str, list[int
                 found.setdefault(path.stem, {})[node.name] = arithmetic_in(node)
             elif node.name == "facts":
                 found.setdefault(path.stem, {})["facts()"] = arithmetic_in(node)
+        for node in tree.body:  # a table of facts, name -> lambda, registered in a loop (_FACTS = {...})
+            if (isinstance(node, ast.Assign) and isinstance(node.value, ast.Dict)
+                    and any(isinstance(t, ast.Name) and "FACTS" in t.id for t in node.targets)):
+                for key, value in zip(node.value.keys, node.value.values):
+                    if isinstance(value, ast.Lambda):
+                        name = key.value if isinstance(key, ast.Constant) else f"line {value.lineno}"
+                        found.setdefault(path.stem, {})[name] = arithmetic_in(value)
         for node in ast.walk(tree):
             if not isinstance(node, ast.Call):
                 continue
@@ -161,9 +168,10 @@ def test_the_fact_scan_reads_fact_bodies(tmp_path):
         "@fact\ndef tokens():\n    return f'{a + b:,}'\n\n"
         "@fact('tp')\ndef _tp():\n    return str(lesson.TP)\n\n"
         "def facts():\n    return {'x': a / b}\n\n"
-        "for key in KEYS:\n    _row_fact(key, 'hours', lambda row: format_number(row['h'] * 2))\n", encoding="utf-8")
+        "for key in KEYS:\n    _row_fact(key, 'hours', lambda row: format_number(row['h'] * 2))\n\n"
+        "_FACTS = {'gb': lambda: format_number(x / GB), 'name': lambda: MODEL}\n", encoding="utf-8")
     assert fact_bodies(tmp_path) == {"some_step": {"tokens": [3], "_tp": [], "facts()": [10],
-                                                   "_row_fact:13": [13]}}
+                                                   "_row_fact:13": [13], "gb": [15], "name": []}}
     assert computing_helpers(tmp_path) == {}  # a fact is text for the prose: no number-only helper
 
 
