@@ -21,7 +21,8 @@ from calc.units import SECONDS_PER_HOUR
 __all__ = [
     "GPU", "REPLICAS", "MAX_RUNNING", "PROMPT_TOKENS", "OUTPUT_TOKENS", "GPT3", "SEARCH", "gpt3_training",
     "QUIZ_OUTPUT_TOKENS", "CHAT_QUERIES_PER_DAY",
-    "query_cost", "break_even_days", "daily_bill", "days_of_bill", "search_bill", "search_claim_inputs", "kv_utilization",
+    "query_cost", "break_even_days", "daily_bill", "days_of_bill", "search_bill", "search_claim_inputs",
+    "kv_utilization",
 ]
 
 

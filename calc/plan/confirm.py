@@ -45,9 +45,9 @@ from calc.sim.hardware import replica_hardware
 from calc.sim.workload import Request
 from calc.units import NS_PER_S, round_sig
 
-__all__ = ["ROUTER", "requests_for", "simulated_slice", "fleet_window_s", "simulate_candidate", "confirm", "confirm_all", "decode_pool_pricer",
-           "SUMMARY_KEYS", "parallel_available", "jobs_run_by", "job_to_json", "job_from_json", "result_from_json",
-           "run_job"]
+__all__ = ["ROUTER", "requests_for", "simulated_slice", "fleet_window_s", "simulate_candidate", "confirm",
+           "confirm_all", "decode_pool_pricer", "SUMMARY_KEYS", "parallel_available", "jobs_run_by", "job_to_json",
+           "job_from_json", "result_from_json", "run_job"]
 
 #: The fleet's router: each request to the replica with the fewest outstanding (vLLM production stacks'
 #: default, e.g. llm-d's and the vLLM router's least-loaded policy; :mod:`calc.sim.router`).
@@ -273,8 +273,9 @@ def confirm(request, candidate, start_replicas: int, *, rate_factor: float = 1.0
             max_replicas: int | None = None) -> dict:
     """The fewest replicas (from ``start_replicas``, searching down or up) with which the simulator meets every target.
 
-    Returns ``{"replicas" (None: none up to ``max_replicas``, by default twice the start plus eight), "run" (the meeting run), "cheaper" (the run with one
-    replica fewer, which failed: how far each metric missed), "runs" (every count tried)}``.
+    Returns ``{"replicas" (None: none up to ``max_replicas``, by default twice the start plus eight), "run" (the
+    meeting run), "cheaper" (the run with one replica fewer, which failed: how far each metric missed), "runs"
+    (every count tried)}``.
 
     >>> from calc.plan.inputs import PlanRequest, Targets
     >>> from calc.plan.space import candidates

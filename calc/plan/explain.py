@@ -236,9 +236,9 @@ def _words(request, best: dict | None, cheaper: list, sensitivity: dict | None, 
     simulated = best.get("simulated_replicas")
     if simulated and simulated < best["replicas"]:
         whole_s = fleet_window_s(request)
-        lines.append(f"It ran {simulated} of the {best['replicas']} {noun} at their share of the traffic, so that the run "
-                     f"covers {_s(whole_s * best['replicas'] / simulated)} of it (the whole fleet would have seen "
-                     f"{_s(whole_s)}); fewer replicas behind the router pool less, so the count errs high.")
+        lines.append(f"It ran {simulated} of the {best['replicas']} {noun} at their share of the traffic, so that "
+                     f"the run covers {_s(whole_s * best['replicas'] / simulated)} of it (the whole fleet would "
+                     f"have seen {_s(whole_s)}); fewer replicas behind the router pool less, so the count errs high.")
     b = best["binding"]
     why = f"What sets the count: {b['words']}."
     fewer = b.get("one_replica_fewer")

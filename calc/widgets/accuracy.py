@@ -697,7 +697,8 @@ def decision_facts(scores: dict | None = None) -> dict[str, str]:
     bias = {m: median(errors[m]) for m in METRICS if m in errors}
     optimistic = sum(g["optimistic"] for g in scores["groups"] if g["role"] == "validation")
     pessimistic = sum(g["pessimistic"] for g in scores["groups"] if g["role"] == "validation")
-    misses = sum(g[side] for g in scores["groups"] if g["role"] == "validation" for side in ("optimistic", "pessimistic"))
+    misses = sum(g[side] for g in scores["groups"] if g["role"] == "validation"
+                 for side in ("optimistic", "pessimistic"))
     failed = [(g, cfg) for g in scores["groups"] for cfg in g["configurations"] if "failed" in cfg["measured"]]
     # The sweeps of more than two configurations (the validation ones): where most questions, and misses, are.
     large = [g for g in scores["groups"] if g["role"] == "validation" and len(g["configurations"]) > 2]

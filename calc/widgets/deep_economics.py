@@ -31,8 +31,9 @@ from typing import Annotated
 from calc.allocation import POLICIES, sharegpt_like_requests
 from calc.catalog import get_gpu
 from calc.economics import (
-    CHAT_QUERIES_PER_DAY, GPT3, GPU, OUTPUT_TOKENS, PROMPT_TOKENS, QUIZ_OUTPUT_TOKENS, REPLICAS, SEARCH, break_even_days,
-    daily_bill, days_of_bill, gpt3_training, kv_utilization, query_cost, search_bill, search_claim_inputs,
+    CHAT_QUERIES_PER_DAY, GPT3, GPU, OUTPUT_TOKENS, PROMPT_TOKENS, QUIZ_OUTPUT_TOKENS, REPLICAS, SEARCH,
+    break_even_days, daily_bill, days_of_bill, gpt3_training, kv_utilization, query_cost, search_bill,
+    search_claim_inputs,
 )
 from calc.errors import CalcError
 from calc.units import cents_to_usd, format_number, in_scale, ratio, usd_to_cents
@@ -244,7 +245,8 @@ def _longer() -> dict:
 
 @functools.cache
 def _shares() -> dict:
-    """Calc's KV utilization per allocation policy; checked to keep the claim's shape (paged over 95%, max under 30%)."""
+    """Calc's KV utilization per allocation policy; checked to keep the claim's shape (paged over 95%, max
+    under 30%)."""
     shares = kv_utilization()
     if shares["paged"] < 0.95 or shares["max"] > 0.3:
         raise CalcError("the allocation model no longer reproduces the claim's shape; review the page",

@@ -460,6 +460,7 @@ def _prose_fact(name: str, text) -> None:
     fact(value)
 
 
+_LIMITS = {"max_model_len": DEFAULTS["max_model_len"], "block_size": DEFAULTS["block_size"]}
 _PROSE_FACTS = {
     "model": lambda: get_model(DEFAULTS["model"]).name,
     "gpu": lambda: get_gpu(DEFAULTS["gpu"]).name,
@@ -473,7 +474,7 @@ _PROSE_FACTS = {
     "kv_tokens": lambda: f"{_cap().kv_cache_tokens_raw:,}",  # step 1's count (calc.lesson.KV_CAPACITY_TOKENS)
     "kv_blocks": lambda: f"{_cap().kv_cache_blocks:,}",
     "kv_per_gpu": lambda: f"{format_number(from_bytes(_cap().kv_cache_bytes, 'GB'))} GB",
-    "fit_at_request_len": lambda: f"{concurrency(_cap().kv_cache_tokens_raw, [_tokens()], 'paged', max_model_len=DEFAULTS['max_model_len'], block_size=DEFAULTS['block_size']):,}",
+    "fit_at_request_len": lambda: f"{concurrency(_cap().kv_cache_tokens_raw, [_tokens()], 'paged', **_LIMITS):,}",
     "ttft_p50": lambda: _panel()["ttft_p50_s"],
     "ttft_p99": lambda: _panel()["ttft_p99_s"],
     "itl_p50": lambda: _panel()["itl_p50_s"],
