@@ -27,6 +27,7 @@ from calc.errors import CalcError
 from calc.plan import presets
 from calc.plan.inputs import read_trace, request_from_dict
 from calc.plan.search import plan
+from calc.units import round_sig
 
 HELP = ("plan a deployment: the cheapest GPU, parallelism, precision, engine limits, speculation, prefix caching "
         "and pools that meet p99 TTFT/TPOT targets at the peak rate (screened, then simulated)")
@@ -65,7 +66,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     a("--model", help="catalog key or a config.json path")
     a("--engine", help="engine profile (calc.engine_profiles; default vllm)")
     a("--rate", type=float, help="peak arrival rate, requests/s (the fleet is sized for it)")
-    a("--mean-rate", type=float, help="mean arrival rate, requests/s (prices the tokens on average; default: the peak)")
+    a("--mean-rate", type=float, help="mean arrival rate, requests/s (prices the tokens on average; default: the "
+                                       "preset's mean, scaled with --rate)")
     a("--prompt-tokens", type=int, help="prompt tokens per request (the mean for drawn lengths)")
     a("--answer-tokens", type=int, help="answer tokens per request (the mean for drawn lengths)")
     a("--lengths", help="fixed, lognormal, chat or sharegpt (calc.sim.workload)")
@@ -107,6 +109,9 @@ def request_data(args) -> dict:
     >>> d = request_data(argparse.Namespace(preset="chat", rate=3.0, ttft_p99_s=0.5, gpus="h100-sxm-80gb,h200"))
     >>> d["peak_rate_per_s"], d["mean_rate_per_s"], d["targets"]["ttft_p99_s"], d["gpus"]
     (3.0, 3.0, 0.5, ['h100-sxm-80gb', 'h200'])
+    >>> lesson = request_data(argparse.Namespace(preset="lesson", rate=1000.0))
+    >>> lesson["peak_rate_per_s"], lesson["mean_rate_per_s"]   # the lesson's day curve, scaled: 8.88 of 20 a second
+    (1000.0, 444.118)
     """
     get = lambda name: getattr(args, name, None)  # noqa: E731
     data = presets.request_data(get("preset") or "lesson")
@@ -116,8 +121,12 @@ def request_data(args) -> dict:
         if get(flag) is not None:
             data[field] = get(flag)
     if get("rate") is not None:
+        # The preset's traffic shape scaled to the new peak: its mean keeps its share of the peak (the lesson's day
+        # curve averages 44% of it), so a --rate of 1,000 does not price the tokens at the lesson's 8.9 a second.
+        preset_peak = data["peak_rate_per_s"]
+        share = data.get("mean_rate_per_s", preset_peak) / preset_peak
         data["peak_rate_per_s"] = get("rate")
-        data["mean_rate_per_s"] = min(data.get("mean_rate_per_s", get("rate")), get("rate"))
+        data["mean_rate_per_s"] = round_sig(get("rate") * share)
     if get("mean_rate") is not None:
         data["mean_rate_per_s"] = get("mean_rate")
     cls = dict(data["classes"][0]) if len(data["classes"]) == 1 else None
