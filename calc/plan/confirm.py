@@ -225,8 +225,9 @@ def simulate_candidate(request, candidate, replicas: int, *, rate_factor: float 
     share = rate_factor if request.trace else rate_factor * simulated / replicas
     if layout == "aggregated":
         fs = _fleet_scenario(request, candidate, simulated, share)
-        reqs = _thinned(requests_for(request, fs, share), simulated, replicas) if request.trace else requests_for(
-            request, fs, share)
+        reqs = requests_for(request, fs, share)
+        if request.trace:
+            reqs = _thinned(reqs, simulated, replicas)
         summary = _summary(Fleet(fs, time_series=False, requests=reqs).run())
     else:
         summary = _simulate_pools(request, candidate, simulated, share, layout, replicas)

@@ -24,7 +24,7 @@ from calc.units import format_number, s_to_ms
 from calc.widgets import controls
 from calc.widgets.charts import scatter_chart
 from calc.widgets.framework import (
-    Choice, FloatRange, IntRange, fact, fact_group, facts_of, output, table, view, widget,
+    Choice, FloatRange, IntRange, fact, fact_from, fact_group, facts_of, output, table, view, widget,
 )
 
 __all__ = ["accuracy_overview", "your_measurement", "facts", "measurement_table", "measurement_tables", "percent",
@@ -534,16 +534,6 @@ def _offline_throughput() -> tuple[list, list]:
             [r for r in offline if inputs[r.id]["model"] != "llama-3.1-8b"])
 
 
-def _loop_fact(name: str, text: Callable[[], str]) -> None:
-    """Register fact ``name`` whose text is ``text()`` (the facts of one kind or one quoted measurement)."""
-    def value() -> str:
-        return text()
-
-    value.__name__ = value.__qualname__ = name
-    value.__module__ = __name__
-    fact(value)
-
-
 @fact
 def n_measurements() -> str:
     """>>> n_measurements() == str(len(evaluate()))
@@ -589,11 +579,11 @@ def example_error() -> str:
 
 
 for _kind in KINDS:
-    _loop_fact(f"median_{_kind}", lambda kind=_kind: percent(_summary()[kind]["median_abs_error"]))
-    _loop_fact(f"worst_{_kind}", lambda kind=_kind: percent(_summary()[kind]["worst_abs_error"]))
-    _loop_fact(f"worst_{_kind}_label", lambda kind=_kind: _by_id()[_summary()[kind]["worst_id"]].label)
-    _loop_fact(f"bias_{_kind}", lambda kind=_kind: signed_percent(_summary()[kind]["median_error"]))
-    _loop_fact(f"n_{_kind}", lambda kind=_kind: str(_summary()[kind]["n"]))
+    fact_from(f"median_{_kind}", lambda kind=_kind: percent(_summary()[kind]["median_abs_error"]))
+    fact_from(f"worst_{_kind}", lambda kind=_kind: percent(_summary()[kind]["worst_abs_error"]))
+    fact_from(f"worst_{_kind}_label", lambda kind=_kind: _by_id()[_summary()[kind]["worst_id"]].label)
+    fact_from(f"bias_{_kind}", lambda kind=_kind: signed_percent(_summary()[kind]["median_error"]))
+    fact_from(f"n_{_kind}", lambda kind=_kind: str(_summary()[kind]["n"]))
 
 
 @fact
@@ -607,9 +597,9 @@ def n_kv_capacity_from_log() -> str:
 
 
 for _quoted, _id in QUOTED.items():
-    _loop_fact(f"{_quoted}_error", lambda mid=_id: signed_percent(_by_id()[mid].error))
-    _loop_fact(f"{_quoted}_predicted", lambda mid=_id: _value(_by_id()[mid].predicted, _by_id()[mid].unit))
-    _loop_fact(f"{_quoted}_measured", lambda mid=_id: _value(_by_id()[mid].measured, _by_id()[mid].unit))
+    fact_from(f"{_quoted}_error", lambda mid=_id: signed_percent(_by_id()[mid].error))
+    fact_from(f"{_quoted}_predicted", lambda mid=_id: _value(_by_id()[mid].predicted, _by_id()[mid].unit))
+    fact_from(f"{_quoted}_measured", lambda mid=_id: _value(_by_id()[mid].measured, _by_id()[mid].unit))
 
 
 @fact

@@ -38,7 +38,9 @@ from calc.economics import (
 from calc.errors import CalcError
 from calc.units import cents_to_usd, format_number, in_scale, ratio, usd_to_cents
 from calc.widgets.charts import PALETTE, bar_chart, line_chart
-from calc.widgets.framework import Choice, FloatRange, IntRange, fact, facts_of, output, table, view, widget
+from calc.widgets.framework import (
+    Choice, FloatRange, IntRange, fact, fact_from, facts_of, output, table, view, widget,
+)
 
 __all__ = ["inference_bill", "search_claim", "paged_claim", "facts", "PAGED_PAPER"]
 
@@ -268,16 +270,6 @@ def _bill(answer: str, queries: str) -> str:
     return _billions(search_bill(_search()[answer]["usd_per_query"], volume))
 
 
-def _loop_fact(name: str, text) -> None:
-    """Register fact ``name`` whose text is ``text()``."""
-    def value() -> str:
-        return text()
-
-    value.__name__ = value.__qualname__ = name
-    value.__module__ = __name__
-    fact(value)
-
-
 @fact
 def gpu_years() -> str:
     """>>> gpu_years(), implied_volume_t(), paged_calc()
@@ -345,6 +337,6 @@ _FACTS = {
     "oracle_paper": lambda: f"{PAGED_PAPER['oracle']:.1%}",
 }
 for _fact_name, _fact_text in _FACTS.items():
-    _loop_fact(_fact_name, _fact_text)
+    fact_from(_fact_name, _fact_text)
 
 facts = facts_of(__name__)

@@ -46,7 +46,9 @@ from calc.roofline import (
 )
 from calc.units import GB, format_bytes, format_number, from_bytes, s_to_ms, s_to_us
 from calc.widgets.charts import PALETTE, bar_chart, line_chart
-from calc.widgets.framework import Choice, FloatRange, IntRange, fact, facts_of, output, table, view, widget
+from calc.widgets.framework import (
+    Choice, FloatRange, IntRange, fact, fact_from, facts_of, output, table, view, widget,
+)
 
 __all__ = [
     "MODEL", "GPU", "TP", "MAX_NUM_SEQS", "NIC_BYTES_PER_S", "NIC_SOURCE", "INTER_SERVER_LATENCY_S",
@@ -337,16 +339,6 @@ def _us(seconds: float) -> str:
     return format_number(s_to_us(seconds))
 
 
-def _loop_fact(name: str, text) -> None:
-    """Register fact ``name`` whose text is ``text()``."""
-    def value() -> str:
-        return text()
-
-    value.__name__ = value.__qualname__ = name
-    value.__module__ = __name__
-    fact(value)
-
-
 @fact
 def prefill_intensity() -> str:
     """>>> prefill_intensity(), ridge(), allreduces_405b(), stall_8192_ms()
@@ -416,6 +408,6 @@ _FACTS = {
     "pp2_tokens_per_s": lambda: format_number(round(_split()["pp"]["tokens_per_s"])),
 }
 for _fact_name, _fact_text in _FACTS.items():
-    _loop_fact(_fact_name, _fact_text)
+    fact_from(_fact_name, _fact_text)
 
 facts = facts_of(__name__)

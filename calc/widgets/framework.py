@@ -37,7 +37,7 @@ from calc.units import format_number, round_sig
 __all__ = [
     "Choice", "IntRange", "FloatRange", "Text", "Toggle",
     "widget", "stream", "drill", "view", "collect_stream", "output", "table", "call", "describe", "REGISTRY", "Widget",
-    "MAX_TEXT_CHARS", "fact", "fact_names", "fact_values", "facts_of", "FACTS",
+    "MAX_TEXT_CHARS", "fact", "fact_from", "fact_group", "fact_names", "fact_values", "facts_of", "FACTS",
 ]
 
 MAX_TEXT_CHARS = 200_000  # a pasted config.json is a few KB; anything far larger is a mistake
@@ -378,6 +378,24 @@ def fact(name_or_function: str | Callable | None = None):
     return lambda function: register(function, name_or_function or function.__name__)
 
 
+def fact_from(name: str, text: Callable[[], object], *, module: str | None = None) -> Callable[[], object]:
+    """Register fact ``name`` of ``text``'s page module (or ``module``), its value ``text()``: for facts made in a
+    loop or read from a table (``text`` may bind the loop's value as a default argument; the fact takes none).
+
+    >>> for _gpus in (1, 2):
+    ...     _ = fact_from(f"gpus_{_gpus}", lambda n=_gpus: f"{n} GPU" + "s" * (n > 1))
+    >>> fact_values("framework", ["gpus_2"])
+    {'gpus_2': '2 GPUs'}
+    >>> del FACTS["framework"]
+    """
+    def value() -> object:
+        return text()
+
+    value.__name__ = value.__qualname__ = name
+    value.__module__ = module or text.__module__
+    return fact(value)
+
+
 def fact_group(compute: Callable[[], dict], names: Iterable[str]) -> Callable[[], dict]:
     """Register each of ``names`` as a fact of ``compute``'s page module, its value ``compute()[name]``.
 
@@ -413,16 +431,8 @@ def fact_group(compute: Callable[[], dict], names: Iterable[str]) -> Callable[[]
             raise TypeError(f"fact group {compute.__name__} of {tail} " + "; ".join(said))
         return values
 
-    def reader(name: str) -> Callable[[], object]:
-        def value() -> object:
-            return computed()[name]
-
-        value.__name__ = value.__qualname__ = name
-        value.__module__ = compute.__module__
-        return value
-
     for name in expected:
-        fact(reader(name))
+        fact_from(name, lambda name=name: computed()[name], module=compute.__module__)
     return computed
 
 

@@ -34,7 +34,7 @@ from calc.sim_views import preset_summary
 from calc.units import GB, format_number, relative_change
 from calc.widgets.charts import PALETTE, bar_chart, line_chart
 from calc.widgets.controls import weight_format
-from calc.widgets.framework import Choice, IntRange, fact, facts_of, output, table, view, widget
+from calc.widgets.framework import Choice, IntRange, fact, fact_from, facts_of, output, table, view, widget
 
 __all__ = ["REPLICAS", "kv_tokens", "formats", "published_accuracy", "kv_formats", "facts"]
 
@@ -293,16 +293,6 @@ def _accuracy(model: str, weights: str) -> dict:
     return accuracy_deltas(model, weights)[0]
 
 
-def _loop_fact(name: str, text) -> None:
-    """Register fact ``name`` whose text is ``text()`` (the facts of one format or accuracy row)."""
-    def value():
-        return text()
-
-    value.__name__ = value.__qualname__ = name
-    value.__module__ = __name__
-    fact(value)
-
-
 @fact("model")
 def _model_name():
     return _model().name
@@ -482,22 +472,22 @@ def metric():
 
 
 for _fmt in ("bf16", "fp8", "int4"):
-    _loop_fact(f"sim_ttft_p99_{_fmt}",
-               lambda fmt=_fmt: f"{format_number(preset_summary(SIM_PRESET, weights=fmt)['ttft_p99_s'])} s")
-    _loop_fact(f"sim_tokens_per_s_{_fmt}",
-               lambda fmt=_fmt: format_number(preset_summary(SIM_PRESET, weights=fmt)["throughput_output_tokens_per_s"]))
+    fact_from(f"sim_ttft_p99_{_fmt}",
+              lambda fmt=_fmt: f"{format_number(preset_summary(SIM_PRESET, weights=fmt)['ttft_p99_s'])} s")
+    fact_from(f"sim_tokens_per_s_{_fmt}",
+              lambda fmt=_fmt: format_number(preset_summary(SIM_PRESET, weights=fmt)["throughput_output_tokens_per_s"]))
 for _fmt in ("bf16", "fp8", "int8", "int4", "nf4"):
-    _loop_fact(f"weights_{_fmt}", lambda fmt=_fmt: _gb(_rows()[fmt]["weights_bytes_per_gpu"]))
-    _loop_fact(f"speedup_{_fmt}", lambda fmt=_fmt: f"{format_number(_rows()[fmt]['decode_speedup'])}x")
-    _loop_fact(f"kv_tokens_{_fmt}", lambda fmt=_fmt: f"{_tokens(fmt):,}")
-    _loop_fact(f"kv_gain_{_fmt}", lambda fmt=_fmt: _signed_percent(relative_change(_tokens(fmt), _tokens("bf16"))))
+    fact_from(f"weights_{_fmt}", lambda fmt=_fmt: _gb(_rows()[fmt]["weights_bytes_per_gpu"]))
+    fact_from(f"speedup_{_fmt}", lambda fmt=_fmt: f"{format_number(_rows()[fmt]['decode_speedup'])}x")
+    fact_from(f"kv_tokens_{_fmt}", lambda fmt=_fmt: f"{_tokens(fmt):,}")
+    fact_from(f"kv_gain_{_fmt}", lambda fmt=_fmt: _signed_percent(relative_change(_tokens(fmt), _tokens("bf16"))))
 for _row in ACCURACY:
     _tag = "70b" if _row["model"] == "llama-3.1-70b" else "8b"
     _key = (_row["model"], _row["weights"])
-    _loop_fact(f"acc_{_tag}_{_row['weights']}", lambda key=_key: f"{_accuracy(*key)['delta_points']:+.2f}")
-    _loop_fact(f"acc_{_tag}_{_row['weights']}_base", lambda key=_key: f"{_accuracy(*key)['base']:g}")
-    _loop_fact(f"acc_{_tag}_{_row['weights']}_quantized", lambda key=_key: f"{_accuracy(*key)['quantized']:g}")
-    _loop_fact(f"acc_{_tag}_{_row['weights']}_recovery", lambda key=_key: format(_accuracy(*key)["recovery"], ".1%"))
+    fact_from(f"acc_{_tag}_{_row['weights']}", lambda key=_key: f"{_accuracy(*key)['delta_points']:+.2f}")
+    fact_from(f"acc_{_tag}_{_row['weights']}_base", lambda key=_key: f"{_accuracy(*key)['base']:g}")
+    fact_from(f"acc_{_tag}_{_row['weights']}_quantized", lambda key=_key: f"{_accuracy(*key)['quantized']:g}")
+    fact_from(f"acc_{_tag}_{_row['weights']}_recovery", lambda key=_key: format(_accuracy(*key)["recovery"], ".1%"))
 
 
 facts = facts_of(__name__)

@@ -48,7 +48,7 @@ from calc.widgets.views import replica_memory_view
 from calc.widgets.charts import PALETTE, line_chart
 from calc.widgets.controls import KvDtype, TensorParallel, Weights
 from calc.widgets.framework import (
-    Choice, FloatRange, IntRange, collect_stream, fact, fact_values, facts_of, output, stream, view, widget,
+    Choice, FloatRange, IntRange, collect_stream, fact_from, fact_values, facts_of, output, stream, view, widget,
 )
 from calc.widgets.simulation import metrics, simulation_views
 
@@ -449,15 +449,6 @@ def _cost() -> dict:
     return speed_and_cost()["outputs"]
 
 
-def _prose_fact(name: str, text) -> None:
-    """Register fact ``name`` whose text is ``text()``, its dollar signs escaped: a "$" would open inline math
-    (pymdownx.arithmatex) in the prose."""
-    def value() -> str:
-        return text().replace("$", "\\$")
-
-    value.__name__ = value.__qualname__ = name
-    value.__module__ = __name__
-    fact(value)
 
 
 _LIMITS = {"max_model_len": DEFAULTS["max_model_len"], "block_size": DEFAULTS["block_size"]}
@@ -497,7 +488,8 @@ _PROSE_FACTS = {
     "seconds_per_hour": lambda: f"{SECONDS_PER_HOUR:,}",
     "command": lambda: COMMAND,
 }
+# A dollar sign would open inline math (pymdownx.arithmatex) in the prose: the facts have it escaped.
 for _fact_name, _fact_text in _PROSE_FACTS.items():
-    _prose_fact(_fact_name, _fact_text)
+    fact_from(_fact_name, lambda text=_fact_text: text().replace("$", "\\$"))
 
 facts = facts_of(__name__)

@@ -128,9 +128,9 @@ def arithmetic_in(function: ast.FunctionDef | ast.Lambda) -> list[int]:
 
 
 def fact_bodies(widgets: pathlib.Path = WIDGETS) -> dict[str, dict[str, list[int]]]:
-    """module -> fact -> lines of arithmetic, for every ``@fact`` function and every lambda handed to a
-    ``*_fact`` helper that registers facts in a loop (as ``helper:line``); an unmigrated module's one ``facts()``
-    appears as the fact ``facts()``."""
+    """module -> fact -> lines of arithmetic, for every ``@fact`` function, every lambda handed to ``fact_from``
+    (or a ``*_fact`` helper) in a loop (as ``helper:line``), every lambda of a ``*FACTS*`` table, and every function
+    given to ``fact`` or ``fact_group``; a module's one ``facts()`` appears as the fact ``facts()``."""
     found: dict[str, dict[str, list[int]]] = {}
     for path in sorted(widgets.glob("*.py")):
         if path.stem in FRAMEWORK_MODULES:
@@ -152,7 +152,7 @@ def fact_bodies(widgets: pathlib.Path = WIDGETS) -> dict[str, dict[str, list[int
         for node in ast.walk(tree):
             if not isinstance(node, ast.Call):
                 continue
-            if _name(node).endswith("_fact"):  # facts registered in a loop
+            if _name(node) == "fact_from" or _name(node).endswith("_fact"):  # facts registered in a loop
                 for argument in (a for a in node.args if isinstance(a, ast.Lambda)):
                     found.setdefault(path.stem, {})[f"{_name(node)}:{argument.lineno}"] = arithmetic_in(argument)
             elif _name(node) in ("fact", "fact_group") and node.args and isinstance(node.args[0], ast.Name):
@@ -169,9 +169,11 @@ def test_the_fact_scan_reads_fact_bodies(tmp_path):
         "@fact('tp')\ndef _tp():\n    return str(lesson.TP)\n\n"
         "def facts():\n    return {'x': a / b}\n\n"
         "for key in KEYS:\n    _row_fact(key, 'hours', lambda row: format_number(row['h'] * 2))\n\n"
-        "_FACTS = {'gb': lambda: format_number(x / GB), 'name': lambda: MODEL}\n", encoding="utf-8")
+        "_FACTS = {'gb': lambda: format_number(x / GB), 'name': lambda: MODEL}\n"
+        "fact_from('mb', lambda: format_number(y * 3))\n", encoding="utf-8")
     assert fact_bodies(tmp_path) == {"some_step": {"tokens": [3], "_tp": [], "facts()": [10],
-                                                   "_row_fact:13": [13], "gb": [15], "name": []}}
+                                                   "_row_fact:13": [13], "gb": [15], "name": [],
+                                                   "fact_from:16": [16]}}
     assert computing_helpers(tmp_path) == {}  # a fact is text for the prose: no number-only helper
 
 
