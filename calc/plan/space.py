@@ -89,10 +89,14 @@ def _tps(request, chosen):
 
 
 def _pps(request, chosen):
-    """1, unless no TP inside one server holds the weights in the lightest format searched: then 2 and 4 servers."""
+    """1, unless no TP inside one server holds the weights in the lightest format searched: then 2 and 4 servers.
+
+    The widest TP inside a server is the largest the model's heads allow (Qwen2.5 7B's 28 heads: 4, not 8).
+    """
     model = get_model(request.model)
     gpu = get_gpu(chosen["gpu"])
-    lightest = min(weights_bytes_per_gpu(model, GPUS_PER_SERVER, w) for w in request.weights)
+    widest_tp = max(allowed_tp(model, GPUS_PER_SERVER))
+    lightest = min(weights_bytes_per_gpu(model, widest_tp, w) for w in request.weights)
     if lightest < 0.9 * gpu.memory_bytes("marketed"):
         return (1,)
     return (2, 4)

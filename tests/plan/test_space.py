@@ -49,3 +49,12 @@ def test_every_dimension_spells_its_vllm_flags():
     for expected in ("--quantization", "--kv-cache-dtype", "--max-num-seqs", "--max-num-batched-tokens",
                      "--speculative-config", "--enable-prefix-caching"):
         assert expected in flags
+
+
+def test_a_model_whose_heads_do_not_divide_by_eight_is_searched_at_the_tp_its_heads_allow():
+    # Qwen2.5 7B has 28 attention heads: TP 8 is not a layout of it, so the widest TP in a server is 4
+    # (the pipeline check once priced the weights at TP 8 and the whole plan failed on check_tp).
+    req = PlanRequest(model="qwen2.5-7b", gpus=("h100-sxm-80gb", "l4"))
+    cands = [dict(c) for c in space.candidates(req)]
+    assert {c["tp"] for c in cands} == {1, 2, 4}
+    assert {c["pp"] for c in cands} == {1}  # 7B fits one server whatever the GPU
