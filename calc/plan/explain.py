@@ -21,7 +21,7 @@ from calc.plan.bands import bands_for
 from calc.plan.commands import commands
 from calc.plan.confirm import fleet_window_s
 from calc.plan.screen import BINDINGS, ScreenResult, usd_per_million
-from calc.plan.space import DIMENSIONS, as_dict, complexity, key, label, unpriced_gpus
+from calc.plan.space import DIMENSIONS, as_dict, complexity, key, label, one_server_holds, unpriced_gpus
 from calc.units import round_sig
 
 __all__ = ["DIGITS", "LESSON_STEPS", "tidy", "cheapest_confirmed", "entry", "pareto_front", "answer"]
@@ -337,7 +337,8 @@ def answer(request, screened, picked, confirmed, base_screen, base_confirmed, ta
                            "usd_per_million": base["usd_per_million"]["all_at_peak"],
                            "ttft_p99_s": base["predicted"]["ttft_p99_s"], "tpot_p99_s": base["predicted"]["tpot_p99_s"],
                            "gpus": base["gpus"]})
-    verdict = _verdict(best_entry, base, status)
+    holding = tuple(g for g in unpriced_gpus(request) if one_server_holds(request, g))  # what a price would let in
+    verdict = _verdict(best_entry, base, status, _refusals(screened), holding)
     sens_out = None
     if sensitivity and best_entry is not None:
         sens_out = {}
@@ -371,8 +372,24 @@ def answer(request, screened, picked, confirmed, base_screen, base_confirmed, ta
     return tidy(out)
 
 
-def _verdict(best: dict | None, base: dict | None, status: str) -> str:
+def _verdict(best: dict | None, base: dict | None, status: str, refusals: dict | None = None,
+             unpriced: tuple = ()) -> str:
+    """The answer's last sentence: the pick against the hand-made deployment, or why there is no pick.
+
+    With no pick and every candidate refused for its topology (the weights need pipeline stages across
+    servers, which the simulator does not run), no target is to blame, so the sentence says what would help.
+
+    >>> _verdict(None, None, "none", {"topology": {"count": 3}}, ("h200",))
+    'Every configuration searched needs pipeline stages across servers, which calc does not simulate: allow a GPU whose server holds the weights (h200 needs a price: --price GPU=USD) or a lighter weight format.'
+    >>> _verdict(None, None, "none", {"ttft_p99": {"count": 3}})
+    'No configuration meets every target: relax a target, allow more GPUs or other formats.'
+    """
     if best is None:
+        if refusals and set(refusals) == {"topology"}:
+            wanted = f" ({', '.join(unpriced)} {'needs' if len(unpriced) == 1 else 'need'} a price: --price GPU=USD)" \
+                if unpriced else ""
+            return ("Every configuration searched needs pipeline stages across servers, which calc does not simulate: "
+                    f"allow a GPU whose server holds the weights{wanted} or a lighter weight format.")
         return "No configuration meets every target: relax a target, allow more GPUs or other formats."
     if base is None:
         return f"Cheapest {'confirmed' if status == 'confirmed' else 'screened'} configuration: {best['label']}."

@@ -33,7 +33,7 @@ from calc.plan.prices import gpu_hour_price
 from calc.speculative import EAGLE_LIKE
 
 __all__ = ["Dimension", "DIMENSIONS", "BY_NAME", "GPUS_PER_SERVER", "RUNNING_CAPS", "TOKEN_BUDGETS",
-           "PD_RATIOS", "candidates", "label", "key", "as_dict", "gpus_per_replica", "unpriced_gpus",
+           "PD_RATIOS", "one_server_holds", "candidates", "label", "key", "as_dict", "gpus_per_replica", "unpriced_gpus",
            "speculation_config", "complexity"]
 
 #: GPUs in one server: an HGX/DGX H100 board holds eight SXM GPUs on one NVLink switch (NVIDIA DGX H100 user
@@ -88,18 +88,26 @@ def _tps(request, chosen):
     return tuple(t for t in allowed_tp(model, GPUS_PER_SERVER))
 
 
-def _pps(request, chosen):
-    """1, unless no TP inside one server holds the weights in the lightest format searched: then 2 and 4 servers.
+def one_server_holds(request, gpu_key: str) -> bool:
+    """Whether one server of ``gpu_key`` holds the model's weights in the lightest format searched.
 
-    The widest TP inside a server is the largest the model's heads allow (Qwen2.5 7B's 28 heads: 4, not 8).
+    The widest TP inside a server is the largest the model's heads allow (Qwen2.5 7B's 28 heads: 4, not 8);
+    the weights must leave a tenth of each GPU's memory.
+
+    >>> from calc.plan.inputs import PlanRequest
+    >>> big = PlanRequest(model="deepseek-v3", weights=("fp8",))
+    >>> one_server_holds(big, "h100-sxm-80gb"), one_server_holds(big, "h200")
+    (False, True)
     """
     model = get_model(request.model)
-    gpu = get_gpu(chosen["gpu"])
     widest_tp = max(allowed_tp(model, GPUS_PER_SERVER))
     lightest = min(weights_bytes_per_gpu(model, widest_tp, w) for w in request.weights)
-    if lightest < 0.9 * gpu.memory_bytes("marketed"):
-        return (1,)
-    return (2, 4)
+    return lightest < 0.9 * get_gpu(gpu_key).memory_bytes("marketed")
+
+
+def _pps(request, chosen):
+    """1, unless no TP inside one server holds the weights (:func:`one_server_holds`): then 2 and 4 servers."""
+    return (1,) if one_server_holds(request, chosen["gpu"]) else (2, 4)
 
 
 def speculation_config(request):

@@ -63,3 +63,15 @@ def test_tidy_and_front():
     points = [{"key": k, "usd_per_million": x, "m": y} for k, x, y in
               (("a", 1.0, 5.0), ("b", 1.0, 4.0), ("c", 2.0, 4.5), ("d", 3.0, 1.0))]
     assert pareto_front(points, "m") == ["b", "d"]
+
+
+def test_a_model_no_priced_server_holds_is_told_what_would_help_not_to_relax_a_target(capsys):
+    # DeepSeek-V3 in fp8 is 84 GB a GPU at TP 8: no priced server of the default GPUs holds it, every candidate
+    # needs pipeline stages across servers (refused: topology), and no target had a say.
+    code = main(["plan", "--model", "deepseek-v3", "--weights", "fp8", "--rate", "5", "--json"])
+    data = json.loads(capsys.readouterr().out)
+    assert code == 0 and data["best"] is None
+    assert set(data["space"]["refusals"]) == {"topology"}
+    verdict = data["verdict"]
+    assert "pipeline stages across servers" in verdict and "relax a target" not in verdict
+    assert "h200" in verdict and "rtx-4090" not in verdict  # the unpriced GPUs a price would let in, only those
