@@ -147,3 +147,38 @@ def test_fuzzed_configs_never_escape(cfg):
     except CalcError:
         return
     assert 0 < m.active_params <= m.total_params
+
+
+# Gemma 2 9B's config.json as published (google/gemma-2-9b): no tie_word_embeddings key, a window on every other
+# layer (Gemma2Config alternates sliding and full attention); its model page gives 9.24 B parameters.
+GEMMA2_9B = {"architectures": ["Gemma2ForCausalLM"], "model_type": "gemma2", "num_hidden_layers": 42,
+             "hidden_size": 3584, "num_attention_heads": 16, "num_key_value_heads": 8, "head_dim": 256,
+             "intermediate_size": 14336, "vocab_size": 256000, "sliding_window": 4096,
+             "max_position_embeddings": 8192}
+
+
+def test_an_absent_tie_word_embeddings_takes_the_families_default():
+    # Gemma ties its embeddings unless told otherwise; counting an untied output head would add 0.92 B.
+    gemma = model_from_config({**GEMMA2_9B, "use_sliding_window": False}, key="gemma-2-9b")
+    assert gemma.tied_embeddings is True
+    assert gemma.total_params == pytest.approx(9.24e9, rel=1e-3)
+    llama_like = {k: v for k, v in GEMMA2_9B.items() if k not in ("model_type", "sliding_window")}
+    assert model_from_config({**llama_like, "model_type": "llama"}).tied_embeddings is False
+    assert model_from_config({**llama_like, "model_type": "gemma2", "tie_word_embeddings": False}).tied_embeddings is False
+
+
+@pytest.mark.parametrize("extra, why", [
+    ({}, "model_type gemma2 interleaves"),
+    ({"model_type": "mistral", "layer_types": ["sliding_attention", "full_attention"] * 21}, "21 of 42 layers"),
+    ({"model_type": "gemma3_text", "sliding_window_pattern": 6}, "sliding_window_pattern 6"),
+])
+def test_a_window_on_some_layers_only_is_refused_by_name(extra, why):
+    with pytest.raises(CalcError, match=why) as caught:
+        model_from_config({**GEMMA2_9B, **extra})
+    assert caught.value.field == "sliding_window" and "use_sliding_window" in str(caught.value)
+
+
+def test_a_window_on_every_layer_is_kept():
+    every = {**GEMMA2_9B, "model_type": "mistral", "layer_types": ["sliding_attention"] * 42}
+    assert model_from_config(every).sliding_window == 4096
+    assert model_from_config({**GEMMA2_9B, "use_sliding_window": False}).sliding_window is None

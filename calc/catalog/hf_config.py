@@ -13,8 +13,13 @@ MistralConfig, Qwen2Config, MixtralConfig, DeepseekV3Config):
 * experts: ``num_local_experts`` / ``n_routed_experts`` / ``num_experts``,
   ``num_experts_per_tok``, ``n_shared_experts``, ``first_k_dense_replace``,
   ``moe_intermediate_size`` (Mixtral's experts use ``intermediate_size``);
-* ``tie_word_embeddings`` (absent means false, the Llama/Mistral/Qwen2 default),
+* ``tie_word_embeddings``: absent means the default of the ``model_type``'s transformers config class
+  (false for Llama, Mistral, Qwen2 and most; true for Gemma, Cohere 2, StarCoder2 and the others listed in
+  ``calc/data/hf_tied_embeddings.json``, written by ``scripts/hf_tied_defaults.py``);
   ``attention_bias`` or ``model_type`` "qwen2" for q/k/v biases;
+* a sliding window on some layers only (``layer_types`` mixing "sliding_attention" and
+  "full_attention", ``sliding_window_pattern``, or a family that interleaves them: Gemma 2 and 3,
+  Cohere 2, gpt-oss) is refused by name: calc prices a window on every layer or on none;
 * a nested ``text_config`` (multimodal checkpoints) is read when the top level has no layers.
 
 Anything malformed raises :class:`calc.errors.CalcError` naming the key.
@@ -34,9 +39,44 @@ import os
 from calc.catalog.model import Model
 from calc.errors import CalcError
 
-__all__ = ["model_from_config", "load_config"]
+__all__ = ["model_from_config", "load_config", "tied_by_default"]
 
 _MAX_SIZE = 10**9
+
+_TIED_PATH = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "data", "hf_tied_embeddings.json")
+
+#: Families whose config classes put the window on some layers only, when config.json does not list
+#: ``layer_types`` (transformers: Gemma2Config alternates sliding and full layers; Gemma3TextConfig keeps one
+#: full layer in ``sliding_window_pattern`` 6; Cohere2Config one in 4; GptOssConfig alternates).
+INTERLEAVED_WINDOW_TYPES = ("gemma2", "gemma3", "gemma3_text", "cohere2", "gpt_oss")
+
+
+def tied_by_default(model_type) -> bool:
+    """Whether ``model_type``'s transformers config class ties the embeddings when config.json does not say.
+
+    >>> tied_by_default("gemma2"), tied_by_default("llama"), tied_by_default(None)
+    (True, False, False)
+    """
+    if not isinstance(model_type, str):
+        return False
+    with open(_TIED_PATH, encoding="utf-8") as handle:
+        return model_type in json.load(handle)["model_types"]
+
+
+def _interleaved_window(cfg: dict) -> str | None:
+    """Why the config's sliding window covers some layers only, or None (every layer, or none)."""
+    kinds = cfg.get("layer_types")
+    if isinstance(kinds, list) and kinds:
+        sliding = sum(1 for k in kinds if isinstance(k, str) and "sliding" in k)
+        if 0 < sliding < len(kinds):
+            return f"layer_types puts it on {sliding} of {len(kinds)} layers"
+        return None
+    pattern = cfg.get("sliding_window_pattern")
+    if isinstance(pattern, int) and not isinstance(pattern, bool) and pattern > 1:
+        return f"sliding_window_pattern {pattern} keeps one layer in {pattern} at full attention"
+    if cfg.get("model_type") in INTERLEAVED_WINDOW_TYPES:
+        return f"model_type {cfg['model_type']} interleaves windowed and full-attention layers"
+    return None
 
 
 def load_config(config: dict | str) -> dict:
@@ -200,6 +240,12 @@ def model_from_config(config: dict | str, key: str = "custom") -> Model:
     sliding = None
     if cfg.get("sliding_window") is not None and _bool(cfg, "use_sliding_window", True):
         sliding = _int(cfg, "sliding_window")
+        why = _interleaved_window(cfg)
+        if why:
+            raise CalcError(
+                f"config key sliding_window ({sliding}) applies to some layers only ({why}); calc prices a "
+                f"window on every layer or on none: set use_sliding_window to false to price every layer at full "
+                f"attention (an upper bound on the KV cache)", "sliding_window")
 
     model_type = cfg.get("model_type")
     qkv_bias = _bool(cfg, "attention_bias", False) or (isinstance(model_type, str) and model_type.startswith("qwen2"))
@@ -207,7 +253,7 @@ def model_from_config(config: dict | str, key: str = "custom") -> Model:
     return Model(
         key=key.strip(), name=str(name), layers=layers, hidden_size=hidden, attention_heads=heads,
         kv_heads=kv_heads, head_dim=head_dim, intermediate_size=intermediate, vocab_size=vocab,
-        tied_embeddings=_bool(cfg, "tie_word_embeddings", False), attention=attention,
+        tied_embeddings=_bool(cfg, "tie_word_embeddings", tied_by_default(model_type)), attention=attention,
         sliding_window=sliding, qkv_bias=qkv_bias, published_params=None,
         source="Hugging Face config.json supplied by the user", **mla_fields, **moe,
     )

@@ -121,4 +121,5 @@ def render(result: dict) -> str:
     for fmt, n_bytes in result["weights_bytes"].items():
         rows.append((f"weights in {fmt}", format_bytes(n_bytes)))
     table = format_table(rows, headers=("quantity", "value"))
-    return f"{result['name']} ({result['key']})\n{table}\nsource: {result['source']}"
+    title = result["name"] if f"({result['key']})" in result["name"] else f"{result['name']} ({result['key']})"
+    return f"{title}\n{table}\nsource: {result['source']}"
