@@ -42,7 +42,7 @@ from calc.errors import CalcError, check_choice, check_range
 from calc.units import GiB, round_sig
 
 __all__ = [
-    "logged_kv_errors",
+    "logged_kv_errors", "KV_LOG_TARGET", "kv_logs_within_target",
     "DATA_PATH", "KINDS", "KIND_LABELS", "ROLES", "EAGLE3_LIKE", "SPECULATION_METHODS",
     "EAGLE_CALIBRATION_ID", "EAGLE3_CALIBRATION_ID", "calibration_ids", "load_measurements",
     "measured_value", "kv_capacity_tokens", "trtllm_max_throughput", "decode_output_tokens_per_s",
@@ -672,12 +672,29 @@ def predict_user(kind: str, *, model: str, gpu: str, tp: int = 1, weights: str =
     return {"kind": kind, "predicted": value, "unit": unit, "how": how}
 
 
+#: Issue #33's target for start-up logs: the engine-basis prediction within 3% of the logged KV capacity.
+KV_LOG_TARGET = 0.03
+
+
+def kv_logs_within_target(measurements=None) -> tuple[int, int]:
+    """(logs within :data:`KV_LOG_TARGET` of their KV capacity, logs cited): :func:`logged_kv_errors` counted.
+
+    >>> within, cited = kv_logs_within_target()
+    >>> cited - within, cited >= 14
+    (1, True)
+    """
+    errors = logged_kv_errors(measurements)
+    return sum(abs(e) < KV_LOG_TARGET for e in errors.values()), len(errors)
+
+
 def logged_kv_errors(measurements=None) -> dict[str, float]:
     """Relative error of :func:`calc.kv_logs.logged_kv_prediction` on every ``kv_capacity`` row, by id (data file's order).
 
     >>> errors = logged_kv_errors()
-    >>> len(errors) >= 11 and max(abs(e) for e in errors.values()) < 0.03
-    True
+    >>> round(errors["vllm-llama-3.1-8b-bf16-h100-tp1"], 4), len(errors) >= 14
+    (-0.0026, True)
+    >>> [k for k, e in errors.items() if abs(e) >= 0.03]   # the one log beyond 3% (the accuracy page names it)
+    ['vllm-0.10.1-qwen2-7b-bf16-a100-80gb-tp1-util0.25']
     """
     rows = [m for m in (load_measurements() if measurements is None else measurements) if m["kind"] == "kv_capacity"]
     out = {}

@@ -52,7 +52,7 @@ from calc.errors import CalcError, check_choice, check_range
 from calc.units import GiB
 
 __all__ = ["MEMORY_MODELS", "MEMORY_MODEL_SOURCES", "NON_TORCH_BYTES", "NON_TORCH_SOURCE", "SAMPLER_BYTES_PER_LOGIT",
-           "MRV2_SAMPLER_BYTES_PER_LOGIT", "ACTIVATION_BYTES", "forward_peak_bytes_per_token", "sampler_peak_bytes",
+           "NON_TORCH_NO_P2P_SOURCE", "MRV2_SAMPLER_BYTES_PER_LOGIT", "ACTIVATION_BYTES", "forward_peak_bytes_per_token", "sampler_peak_bytes",
            "mrv2_sampler_phase_bytes", "activation_peak_bytes",
            "non_torch_bytes", "profile_tokens", "vllm_v1_batch_defaults", "VLLM_V1_DEFAULTS_SOURCE",
            "memory_model_for"]
@@ -230,17 +230,35 @@ def vllm_v1_batch_defaults(gpu, *, offline: bool = False) -> tuple[int, int]:
     return (8192 if offline else 2048), 256
 
 
-def non_torch_bytes(memory_model: str, tp: int = 1) -> float:
+#: Why GPUs without peer-to-peer access count one GPU's memory outside PyTorch under TP (``p2p=False``).
+NON_TORCH_NO_P2P_SOURCE = (
+    "the TP figure of NON_TORCH_BYTES is the custom all-reduce's IPC buffers and NCCL's peer-to-peer transport "
+    "buffers in device memory; where the GPUs cannot reach each other directly vLLM disables its custom "
+    "all-reduce (its start-up log: 'Custom allreduce is disabled because your platform lacks GPU P2P capability' "
+    "or '... because this process group spans across nodes', vllm/distributed/device_communicators/"
+    "custom_all_reduce.py) and NCCL moves the data through host shared memory or the network instead, so the "
+    "GPU keeps what one GPU keeps (an assumption from the mechanism, checked on vLLM 0.10.1.1 start-up logs: "
+    "dennislee22/vLLM-benchmarking)")
+
+
+def non_torch_bytes(memory_model: str, tp: int = 1, *, p2p: bool = True) -> float:
     """Memory outside PyTorch per GPU the engine counts: :data:`NON_TORCH_BYTES` for one GPU or for TP.
+
+    ``p2p`` False: the GPUs of a TP group cannot reach each other directly (no peer-to-peer access in the
+    container, or a group across servers), so each keeps one GPU's figure (:data:`NON_TORCH_NO_P2P_SOURCE`).
 
     >>> from calc.units import GiB
     >>> non_torch_bytes("vllm-v1", 1) / GiB, round(non_torch_bytes("vllm-v1", 4) / GiB, 3)
     (0.25, 2.155)
+    >>> non_torch_bytes("vllm-v1", 2, p2p=False) / GiB
+    0.25
     """
     memory_model = _check_model(memory_model)
     tp = check_range("tp", tp, 1, 1024, integer=True)
+    if not isinstance(p2p, bool):
+        raise CalcError(f"p2p must be true or false; got {p2p!r}", "p2p")
     one, several = NON_TORCH_BYTES[memory_model]
-    return one if tp == 1 else several
+    return one if tp == 1 or not p2p else several
 
 
 def memory_model_for(engine: str) -> str:

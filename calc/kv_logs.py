@@ -21,7 +21,8 @@ def logged_kv_prediction(inputs: dict, unit: str = "tokens") -> int:
     ``inputs`` as a ``kv_capacity`` measurement gives them: a catalog model key or ``{"config": ...}``, a
     catalog GPU key, ``tp``, ``weights``, ``kv_dtype``, ``gpu_memory_utilization``, ``block_size``,
     ``max_model_len``, the ``engine`` (:func:`calc.engine_memory.memory_model_for`) and its
-    ``engine_settings``. The token budget and sequence cap are the engine's defaults unless set: V1's
+    ``engine_settings``; ``gpu_p2p`` false when the log says the TP group's GPUs have no peer-to-peer access
+    (:func:`calc.engine_memory.non_torch_bytes`). The token budget and sequence cap are the engine's defaults unless set: V1's
     (:func:`calc.engine_memory.vllm_v1_batch_defaults`), or V0's 2,048 tokens (a whole prompt when longer,
     :func:`calc.engine_memory.profile_tokens`) and 256 sequences. ``unit``: ``tokens`` or ``blocks``.
 
@@ -41,9 +42,10 @@ def logged_kv_prediction(inputs: dict, unit: str = "tokens") -> int:
     seqs = settings.get("max_num_seqs", seqs)
     spec = inputs["model"]
     model = model_from_config(spec["config"]) if isinstance(spec, dict) else get_model(spec)
+    non_torch = engine_memory.non_torch_bytes(memory_model, inputs["tp"], p2p=inputs.get("gpu_p2p", True))
     cap = memory.kv_capacity(model, gpu, tp=inputs["tp"], weights=inputs["weights"], kv_dtype=inputs["kv_dtype"],
                              gpu_memory_utilization=inputs["gpu_memory_utilization"],
                              block_size=inputs["block_size"], max_model_len=inputs.get("max_model_len"),
                              memory_basis="engine", memory_model=memory_model, max_num_batched_tokens=tokens,
-                             max_num_seqs=seqs)
+                             max_num_seqs=seqs, non_torch_bytes=non_torch)
     return cap.kv_cache_blocks if unit == "blocks" else cap.kv_cache_tokens

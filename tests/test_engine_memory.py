@@ -32,10 +32,16 @@ def test_each_logs_engine_maps_to_the_memory_model_of_its_version():
     assert {m for e, m in by_engine.items() if "Model Runner V2" in e} == {"vllm-v1-mrv2"}
 
 
-#: Logs the engine basis misses by more than 3%, with what is known of why (none today). They would stay in
-#: the data and on the accuracy page; the xfail is strict, so a change that brings one within 3% fails here
-#: until its entry is removed.
-KNOWN_MISSES: dict[str, str] = {}
+#: Logs the engine basis misses by more than 3%, with what is known of why. They stay in the data and on the
+#: accuracy page; the xfail is strict, so a change that brings one within 3% fails here until its entry is removed.
+KNOWN_MISSES: dict[str, str] = {
+    "vllm-0.10.1-qwen2-7b-bf16-a100-80gb-tp1-util0.25": (
+        "3.6% short: calc subtracts 0.87 GiB of profiled activations and memory outside PyTorch where this "
+        "server's two logs imply 0.63-0.70 GiB (its 0.5 log lands 0.4% short on the same surplus); at a quarter "
+        "of the card the pool is 5 GiB, so 0.17 GiB is 3.6%. Which term vLLM 0.10.1.1 profiles smaller is not "
+        "found: its sampler ran FlashInfer's top-k/top-p, and the vLLM 0.19 logs V1's rule was read on print no "
+        "sampler line"),
+}
 
 
 def _param(row):

@@ -16,7 +16,8 @@ import functools
 from typing import Annotated, Callable
 
 from calc.accuracy import (
-    KIND_LABELS, KINDS, USER_KINDS, evaluate, kind_summary, load_measurements, median, predict_user, relative_error,
+    KIND_LABELS, KINDS, USER_KINDS, evaluate, kind_summary, kv_logs_within_target, load_measurements, median,
+    predict_user, relative_error,
 )
 from calc.errors import CalcError
 from calc.latency_accuracy import METRICS as LATENCY_METRICS
@@ -594,6 +595,11 @@ def median_kv_capacity_from_log() -> str:
 @fact
 def n_kv_capacity_from_log() -> str:
     return str(_summary()["kv_capacity"]["n_from_log"])
+
+
+@fact
+def kv_within_target() -> str:
+    return "{} of {}".format(*kv_logs_within_target())
 
 
 for _quoted, _id in QUOTED.items():
