@@ -52,7 +52,8 @@ from calc.errors import CalcError, check_choice, check_range
 from calc.units import GiB
 
 __all__ = ["MEMORY_MODELS", "MEMORY_MODEL_SOURCES", "NON_TORCH_BYTES", "NON_TORCH_SOURCE", "SAMPLER_BYTES_PER_LOGIT",
-           "NON_TORCH_NO_P2P_SOURCE", "MRV2_SAMPLER_BYTES_PER_LOGIT", "ACTIVATION_BYTES", "forward_peak_bytes_per_token", "sampler_peak_bytes",
+           "NON_TORCH_NO_P2P_SOURCE", "MRV2_SAMPLER_BYTES_PER_LOGIT", "ACTIVATION_BYTES",
+           "forward_peak_bytes_per_token", "sampler_peak_bytes",
            "mrv2_sampler_phase_bytes", "activation_peak_bytes",
            "non_torch_bytes", "profile_tokens", "vllm_v1_batch_defaults", "VLLM_V1_DEFAULTS_SOURCE",
            "memory_model_for"]

@@ -22,8 +22,8 @@ def logged_kv_prediction(inputs: dict, unit: str = "tokens") -> int:
     catalog GPU key, ``tp``, ``weights``, ``kv_dtype``, ``gpu_memory_utilization``, ``block_size``,
     ``max_model_len``, the ``engine`` (:func:`calc.engine_memory.memory_model_for`) and its
     ``engine_settings``; ``gpu_p2p`` false when the log says the TP group's GPUs have no peer-to-peer access
-    (:func:`calc.engine_memory.non_torch_bytes`). The token budget and sequence cap are the engine's defaults unless set: V1's
-    (:func:`calc.engine_memory.vllm_v1_batch_defaults`), or V0's 2,048 tokens (a whole prompt when longer,
+    (:func:`calc.engine_memory.non_torch_bytes`). The token budget and sequence cap are the engine's defaults
+    unless set: V1's (:func:`calc.engine_memory.vllm_v1_batch_defaults`), or V0's 2,048 tokens (a whole prompt when longer,
     :func:`calc.engine_memory.profile_tokens`) and 256 sequences. ``unit``: ``tokens`` or ``blocks``.
 
     >>> logged_kv_prediction({"model": "llama-3.1-8b", "gpu": "h100-sxm-80gb", "tp": 1, "weights": "bf16",

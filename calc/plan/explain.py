@@ -380,7 +380,7 @@ def _verdict(best: dict | None, base: dict | None, status: str, refusals: dict |
     servers, which the simulator does not run), no target is to blame, so the sentence says what would help.
 
     >>> _verdict(None, None, "none", {"topology": {"count": 3}}, ("h200",))
-    'Every configuration searched needs pipeline stages across servers, which calc does not simulate: allow a GPU whose server holds the weights (h200 needs a price: --price GPU=USD) or a lighter weight format.'
+    'Every configuration searched needs pipeline stages across servers, which calc does not simulate: ...(h200 needs a price: --price GPU=USD) or a lighter weight format.'
     >>> _verdict(None, None, "none", {"ttft_p99": {"count": 3}})
     'No configuration meets every target: relax a target, allow more GPUs or other formats.'
     """
