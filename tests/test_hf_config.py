@@ -182,3 +182,6 @@ def test_a_window_on_every_layer_is_kept():
     every = {**GEMMA2_9B, "model_type": "mistral", "layer_types": ["sliding_attention"] * 42}
     assert model_from_config(every).sliding_window == 4096
     assert model_from_config({**GEMMA2_9B, "use_sliding_window": False}).sliding_window is None
+    # layer_types naming every layer full attention keeps no window, whatever sliding_window says
+    full = {**GEMMA2_9B, "model_type": "qwen3", "layer_types": ["full_attention"] * 42}
+    assert model_from_config(full).sliding_window is None

@@ -238,7 +238,10 @@ def model_from_config(config: dict | str, key: str = "custom") -> Model:
         intermediate = moe["moe_intermediate_size"]
 
     sliding = None
-    if cfg.get("sliding_window") is not None and _bool(cfg, "use_sliding_window", True):
+    kinds = cfg.get("layer_types")
+    no_windowed_layer = isinstance(kinds, list) and bool(kinds) and not any(
+        isinstance(k, str) and "sliding" in k for k in kinds)  # layer_types names every layer full attention
+    if cfg.get("sliding_window") is not None and _bool(cfg, "use_sliding_window", True) and not no_windowed_layer:
         sliding = _int(cfg, "sliding_window")
         why = _interleaved_window(cfg)
         if why:
