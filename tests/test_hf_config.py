@@ -185,3 +185,17 @@ def test_a_window_on_every_layer_is_kept():
     # layer_types naming every layer full attention keeps no window, whatever sliding_window says
     full = {**GEMMA2_9B, "model_type": "qwen3", "layer_types": ["full_attention"] * 42}
     assert model_from_config(full).sliding_window is None
+
+
+def test_a_model_built_from_a_config_is_found_again_by_its_key(tmp_path):
+    # A step's coefficients carry only model.key: the roofline, the planner's screen and the speculative pages look
+    # the model up again by it, so an imported model must resolve (plan --model config.json failed on that).
+    path = tmp_path / "my-gqa-8b.json"
+    path.write_text(json.dumps({k: v for k, v in GEMMA2_9B.items() if k != "sliding_window"} | {"model_type": "llama"}))
+    model = get_model(str(path))
+    assert model.key == "my-gqa-8b" and get_model("my-gqa-8b") is model
+    # a config named like a catalog model never takes the catalog's key
+    clash = tmp_path / "llama-3.1-8b.json"
+    clash.write_text(path.read_text())
+    imported = get_model(str(clash))
+    assert imported.key == "llama-3.1-8b-config" and get_model("llama-3.1-8b") is MODELS["llama-3.1-8b"]

@@ -75,3 +75,14 @@ def test_a_model_no_priced_server_holds_is_told_what_would_help_not_to_relax_a_t
     verdict = data["verdict"]
     assert "pipeline stages across servers" in verdict and "relax a target" not in verdict
     assert "h200" in verdict and "rtx-4090" not in verdict  # the unpriced GPUs a price would let in, only those
+
+
+def test_plan_takes_a_config_json_path(capsys, tmp_path):
+    # The planner screens with step coefficients that carry only the model's key: an imported model must resolve.
+    path = tmp_path / "qwen3-8b.json"
+    path.write_text(json.dumps({"model_type": "qwen3", "num_hidden_layers": 36, "hidden_size": 4096,
+                                "num_attention_heads": 32, "num_key_value_heads": 8, "head_dim": 128,
+                                "intermediate_size": 12288, "vocab_size": 151936, "tie_word_embeddings": False}))
+    code = main(["plan", "--model", str(path), "--rate", "5", "--gpus", "h100-sxm-80gb", "--screen-only", "--json"])
+    data = json.loads(capsys.readouterr().out)
+    assert code == 0 and data["best"] is not None and data["best"]["config"]["tp"] == 1
