@@ -32,6 +32,7 @@ Anything malformed raises :class:`calc.errors.CalcError` naming the key.
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 import os
@@ -51,26 +52,35 @@ _TIED_PATH = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file
 INTERLEAVED_WINDOW_TYPES = ("gemma2", "gemma3", "gemma3_text", "cohere2", "gpt_oss")
 
 
+@functools.cache
+def _tied_types() -> frozenset:
+    with open(_TIED_PATH, encoding="utf-8") as handle:
+        return frozenset(json.load(handle)["model_types"])
+
+
 def tied_by_default(model_type) -> bool:
     """Whether ``model_type``'s transformers config class ties the embeddings when config.json does not say.
 
     >>> tied_by_default("gemma2"), tied_by_default("llama"), tied_by_default(None)
     (True, False, False)
     """
-    if not isinstance(model_type, str):
-        return False
-    with open(_TIED_PATH, encoding="utf-8") as handle:
-        return model_type in json.load(handle)["model_types"]
+    return isinstance(model_type, str) and model_type in _tied_types()
+
+
+def _windowed_layers(cfg: dict) -> tuple[int, int] | None:
+    """(layers with a sliding window, layers) as ``layer_types`` names them, or None when it does not."""
+    kinds = cfg.get("layer_types")
+    if not (isinstance(kinds, list) and kinds):
+        return None
+    return sum(1 for k in kinds if isinstance(k, str) and "sliding" in k), len(kinds)
 
 
 def _interleaved_window(cfg: dict) -> str | None:
     """Why the config's sliding window covers some layers only, or None (every layer, or none)."""
-    kinds = cfg.get("layer_types")
-    if isinstance(kinds, list) and kinds:
-        sliding = sum(1 for k in kinds if isinstance(k, str) and "sliding" in k)
-        if 0 < sliding < len(kinds):
-            return f"layer_types puts it on {sliding} of {len(kinds)} layers"
-        return None
+    named = _windowed_layers(cfg)
+    if named is not None:
+        sliding, total = named
+        return f"layer_types puts it on {sliding} of {total} layers" if 0 < sliding < total else None
     pattern = cfg.get("sliding_window_pattern")
     if isinstance(pattern, int) and not isinstance(pattern, bool) and pattern > 1:
         return f"sliding_window_pattern {pattern} keeps one layer in {pattern} at full attention"
@@ -238,9 +248,8 @@ def model_from_config(config: dict | str, key: str = "custom") -> Model:
         intermediate = moe["moe_intermediate_size"]
 
     sliding = None
-    kinds = cfg.get("layer_types")
-    no_windowed_layer = isinstance(kinds, list) and bool(kinds) and not any(
-        isinstance(k, str) and "sliding" in k for k in kinds)  # layer_types names every layer full attention
+    named = _windowed_layers(cfg)
+    no_windowed_layer = named is not None and named[0] == 0  # layer_types names every layer full attention
     if cfg.get("sliding_window") is not None and _bool(cfg, "use_sliding_window", True) and not no_windowed_layer:
         sliding = _int(cfg, "sliding_window")
         why = _interleaved_window(cfg)

@@ -337,8 +337,9 @@ def answer(request, screened, picked, confirmed, base_screen, base_confirmed, ta
                            "usd_per_million": base["usd_per_million"]["all_at_peak"],
                            "ttft_p99_s": base["predicted"]["ttft_p99_s"], "tpot_p99_s": base["predicted"]["tpot_p99_s"],
                            "gpus": base["gpus"]})
+    refusals = _refusals(screened)
     holding = tuple(g for g in unpriced_gpus(request) if one_server_holds(request, g))  # what a price would let in
-    verdict = _verdict(best_entry, base, status, _refusals(screened), holding)
+    verdict = _verdict(best_entry, base, status, refusals, holding)
     sens_out = None
     if sensitivity and best_entry is not None:
         sens_out = {}
@@ -358,7 +359,7 @@ def answer(request, screened, picked, confirmed, base_screen, base_confirmed, ta
                    "front_tpot_p99": pareto_front(points, "tpot_p99_s")},
         "space": {"dimensions": [d.name for d in DIMENSIONS], "candidates": len(screened), "screened_ok": screened_ok,
                   "refused": len(screened) - screened_ok, "finalists": len(picked),
-                  "refusals": _refusals(screened), "unpriced_gpus": list(unpriced_gpus(request))},
+                  "refusals": refusals, "unpriced_gpus": list(unpriced_gpus(request))},
         "targets": targets, "bindings": list(BINDINGS),
         "limits": [
             "Pipeline parallelism across servers is screened out: calc's simulator runs tensor-parallel replicas only.",

@@ -13,7 +13,7 @@ True
 from __future__ import annotations
 
 import functools
-from typing import Annotated, Callable
+from typing import Annotated
 
 from calc.accuracy import (
     KIND_LABELS, KINDS, USER_KINDS, evaluate, kind_summary, kv_logs_within_target, load_measurements, median,

@@ -449,8 +449,6 @@ def _cost() -> dict:
     return speed_and_cost()["outputs"]
 
 
-
-
 _LIMITS = {"max_model_len": DEFAULTS["max_model_len"], "block_size": DEFAULTS["block_size"]}
 _PROSE_FACTS = {
     "model": lambda: get_model(DEFAULTS["model"]).name,
