@@ -42,7 +42,7 @@ from calc.errors import CalcError, check_choice, check_range
 from calc.units import GiB, round_sig
 
 __all__ = [
-    "logged_kv_errors", "KV_LOG_TARGET", "kv_logs_within_target",
+    "logged_kv_errors", "KV_LOG_TARGET", "kv_logs_within_target", "kv_log_gpus",
     "DATA_PATH", "KINDS", "KIND_LABELS", "ROLES", "EAGLE3_LIKE", "SPECULATION_METHODS",
     "EAGLE_CALIBRATION_ID", "EAGLE3_CALIBRATION_ID", "calibration_ids", "load_measurements",
     "measured_value", "kv_capacity_tokens", "trtllm_max_throughput", "decode_output_tokens_per_s",
@@ -685,6 +685,20 @@ def kv_logs_within_target(measurements=None) -> tuple[int, int]:
     """
     errors = logged_kv_errors(measurements)
     return sum(abs(e) < KV_LOG_TARGET for e in errors.values()), len(errors)
+
+
+def kv_log_gpus(measurements=None) -> list[str]:
+    """The catalog GPUs the cited start-up logs of KV capacity ran on, by name, in the catalog's order.
+
+    >>> gpus = kv_log_gpus()
+    >>> "L40S 48GB" in gpus, len(gpus) >= 5
+    (True, True)
+    """
+    from calc.catalog import GPUS
+
+    rows = [m for m in (load_measurements() if measurements is None else measurements) if m["kind"] == "kv_capacity"]
+    used = {m["inputs"]["gpu"] for m in rows}
+    return [gpu.name for key, gpu in GPUS.items() if key in used]
 
 
 def logged_kv_errors(measurements=None) -> dict[str, float]:

@@ -265,7 +265,7 @@ def non_torch_bytes(memory_model: str, tp: int = 1, *, p2p: bool = True) -> floa
 def memory_model_for(engine: str) -> str:
     """The memory model of an engine as a start-up log's row names it (``inputs.engine`` of a measurement).
 
-    Named first: Model Runner V2, SGLang, TensorRT-LLM, the V0 engine. Then a vLLM version, ``0.N``: V0 below
+    Named first: Model Runner V2, SGLang, TensorRT-LLM, the V0 or V1 engine. Then a vLLM version, ``0.N``: V0 below
     0.8 (V1 became the default engine in 0.8), V1 from there; else a year: V0 before 2025. Otherwise V1.
 
     >>> memory_model_for("vLLM v0.19.0"), memory_model_for("vLLM 0.6 (V0 engine, 'Memory profiling results')")
@@ -274,6 +274,8 @@ def memory_model_for(engine: str) -> str:
     ('vllm-v0', 'sglang')
     >>> memory_model_for("vLLM V1 engine, July 2026: Model Runner V2, the default for Qwen3 dense models")
     'vllm-v1-mrv2'
+    >>> memory_model_for("vLLM 0.7.3, V1 engine (VLLM_USE_V1=1)")
+    'vllm-v1'
     """
     text = str(engine).lower()
     if "model runner v2" in text:
@@ -284,6 +286,8 @@ def memory_model_for(engine: str) -> str:
         return "trtllm"
     if "v0 engine" in text:
         return "vllm-v0"
+    if "v1 engine" in text:  # before 0.8, V1 only when asked for (VLLM_USE_V1=1); the log says which ran
+        return "vllm-v1"
     version = re.search(r"\b0\.(\d+)", text)
     if version:
         return "vllm-v0" if int(version.group(1)) < 8 else "vllm-v1"

@@ -16,8 +16,8 @@ import functools
 from typing import Annotated
 
 from calc.accuracy import (
-    KIND_LABELS, KINDS, USER_KINDS, evaluate, kind_summary, kv_logs_within_target, load_measurements, median,
-    predict_user, relative_error,
+    KIND_LABELS, KINDS, USER_KINDS, evaluate, kind_summary, kv_log_gpus, kv_logs_within_target, load_measurements,
+    median, predict_user, relative_error,
 )
 from calc.errors import CalcError
 from calc.latency_accuracy import METRICS as LATENCY_METRICS
@@ -600,6 +600,12 @@ def n_kv_capacity_from_log() -> str:
 @fact
 def kv_within_target() -> str:
     return "{} of {}".format(*kv_logs_within_target())
+
+
+@fact
+def kv_log_gpu_models() -> str:
+    names = kv_log_gpus()
+    return f"{len(names)} GPU models (" + ", ".join(names[:-1]) + " and " + names[-1] + ")"
 
 
 for _quoted, _id in QUOTED.items():
