@@ -196,7 +196,7 @@ def _gpu(spec):
 
 def kv_capacity_tokens(model, gpu, *, tp: int = 1, weights: str = "bf16", kv_dtype: str = "bf16",
                        gpu_memory_utilization: float = 0.9, block_size: int = 16, max_model_len: int | None = None,
-                       log_terms_gib: dict | None = None) -> int:
+                       log_terms_gib: dict | None = None, unit: str = "tokens") -> float:
     """vLLM's "GPU KV cache size" as calc predicts it, from defaults or from a log's memory terms.
 
     Without ``log_terms_gib`` this is the page's own prediction: :func:`calc.memory.kv_capacity` on the
@@ -204,7 +204,8 @@ def kv_capacity_tokens(model, gpu, *, tp: int = 1, weights: str = "bf16", kv_dty
     weights computed from the model's shape and calc's default workspace and overhead. With it, the
     terms a vLLM log printed (GiB) replace the defaults: ``total`` (the GPU as vLLM saw it),
     ``weights``, ``activation`` (or ``peak_torch``, weights included), ``non_torch``, or ``kv_cache``
-    itself. ``gpu`` is a catalog key or ``{"memory_gib": ...}`` for a GPU outside the catalog.
+    itself. ``gpu`` is a catalog key or ``{"memory_gib": ...}`` for a GPU outside the catalog. ``unit``:
+    ``tokens``, or ``GiB`` for the memory the cache is given (a log that prints no token count).
     Source: vLLM ``gpu_worker.determine_available_memory`` as modelled in :mod:`calc.memory`.
 
     >>> kv_capacity_tokens("llama-3.1-8b", "h100-sxm-80gb", gpu_memory_utilization=0.95)
@@ -213,6 +214,7 @@ def kv_capacity_tokens(model, gpu, *, tp: int = 1, weights: str = "bf16", kv_dty
     ...     log_terms_gib={"weights": 14.9888, "peak_torch": 17.06, "non_torch": 0.35})
     31216
     """
+    check_choice("unit", unit, ("tokens", "GiB"))
     model = _model(model)
     gpu_obj, gpu_bytes = _gpu(gpu)
     overrides = {}
@@ -234,7 +236,7 @@ def kv_capacity_tokens(model, gpu, *, tp: int = 1, weights: str = "bf16", kv_dty
                              kv_dtype=kv_dtype, gpu_memory_utilization=gpu_memory_utilization,
                              block_size=block_size, max_model_len=max_model_len, memory_basis="runtime",
                              gpu_memory_bytes=gpu_bytes, **overrides)
-    return cap.kv_cache_tokens
+    return cap.kv_cache_bytes / GiB if unit == "GiB" else cap.kv_cache_tokens
 
 
 def trtllm_max_throughput(model, gpu, *, tp: int = 1, weights: str = "fp8", kv_dtype: str = "fp8",
@@ -468,8 +470,9 @@ def _predict_value(m: dict) -> tuple[float, float | None, str]:
                     gpu_memory_utilization=x["gpu_memory_utilization"], block_size=x["block_size"],
                     max_model_len=x.get("max_model_len"))
         # The engine basis: the engine's own sizing rule for the version the log names (calc.kv_logs).
-        tokens = kv_logs.logged_kv_prediction(x, "tokens")
-        from_log = kv_capacity_tokens(x["model"], x["gpu"], log_terms_gib=x["log_terms_gib"], **args) \
+        unit = kv_logs.unit_of(m)
+        tokens = kv_logs.logged_kv_prediction(x, unit)
+        from_log = kv_capacity_tokens(x["model"], x["gpu"], log_terms_gib=x["log_terms_gib"], unit=unit, **args) \
             if x.get("log_terms_gib") else None
         assumed = (f"the engine's sizing ({engine_memory.memory_model_for(x['engine'])}): the capacity CUDA "
                    "reports, the profiled peak of its token budget, weights from the shape")
@@ -694,8 +697,6 @@ def kv_log_gpus(measurements=None) -> list[str]:
     >>> "L40S 48GB" in gpus, len(gpus) >= 5
     (True, True)
     """
-    from calc.catalog import GPUS
-
     rows = [m for m in (load_measurements() if measurements is None else measurements) if m["kind"] == "kv_capacity"]
     used = {m["inputs"]["gpu"] for m in rows}
     return [gpu.name for key, gpu in GPUS.items() if key in used]
@@ -713,6 +714,5 @@ def logged_kv_errors(measurements=None) -> dict[str, float]:
     rows = [m for m in (load_measurements() if measurements is None else measurements) if m["kind"] == "kv_capacity"]
     out = {}
     for m in rows:
-        unit = "blocks" if m["figure"]["unit"] == "blocks" else "tokens"
-        out[m["id"]] = kv_logs.logged_kv_prediction(m["inputs"], unit) / m["figure"]["value"] - 1
+        out[m["id"]] = kv_logs.logged_kv_prediction(m["inputs"], m["figure"]["unit"]) / m["figure"]["value"] - 1
     return out

@@ -11,11 +11,24 @@ from __future__ import annotations
 from calc import engine_memory, memory
 from calc.catalog import get_gpu, get_model, model_from_config
 from calc.errors import check_choice
+from calc.units import GiB
 
-__all__ = ["logged_kv_prediction"]
+__all__ = ["logged_kv_prediction", "UNITS", "unit_of"]
+
+#: The units a start-up log states its KV capacity in.
+UNITS = ("tokens", "blocks", "GiB")
 
 
-def logged_kv_prediction(inputs: dict, unit: str = "tokens") -> int:
+def unit_of(measurement: dict) -> str:
+    """The unit a ``kv_capacity`` row is predicted in: its figure's, blocks read as tokens.
+
+    >>> unit_of({"figure": {"unit": "blocks"}}), unit_of({"figure": {"unit": "GiB"}})
+    ('tokens', 'GiB')
+    """
+    return "GiB" if measurement["figure"]["unit"] == "GiB" else "tokens"
+
+
+def logged_kv_prediction(inputs: dict, unit: str = "tokens") -> float:
     """A start-up log's KV capacity on the engine basis, from calc's own figures (no term of the log used).
 
     ``inputs`` as a ``kv_capacity`` measurement gives them: a catalog model key or ``{"config": ...}``, a
@@ -24,14 +37,15 @@ def logged_kv_prediction(inputs: dict, unit: str = "tokens") -> int:
     ``engine_settings``; ``gpu_p2p`` false when the log says the TP group's GPUs have no peer-to-peer access
     (:func:`calc.engine_memory.non_torch_bytes`). The token budget and sequence cap are the engine's defaults
     unless set: V1's (:func:`calc.engine_memory.vllm_v1_batch_defaults`), or V0's 2,048 tokens (a whole prompt when longer,
-    :func:`calc.engine_memory.profile_tokens`) and 256 sequences. ``unit``: ``tokens`` or ``blocks``.
+    :func:`calc.engine_memory.profile_tokens`) and 256 sequences. ``unit``: ``tokens`` or ``blocks`` (whole
+    numbers), or ``GiB``: the memory the cache is given, as a log that prints no token count states it.
 
     >>> logged_kv_prediction({"model": "llama-3.1-8b", "gpu": "h100-sxm-80gb", "tp": 1, "weights": "bf16",
     ...     "kv_dtype": "bf16", "gpu_memory_utilization": 0.95, "block_size": 16, "max_model_len": 8192,
     ...     "engine": "vLLM v0.19.0", "engine_settings": {"max_num_batched_tokens": 8192}})
     474768
     """
-    check_choice("unit", unit, ("tokens", "blocks"))
+    check_choice("unit", unit, UNITS)
     memory_model = engine_memory.memory_model_for(inputs["engine"])
     gpu = get_gpu(inputs["gpu"])
     tokens, seqs = engine_memory.vllm_v1_batch_defaults(gpu)
@@ -48,4 +62,6 @@ def logged_kv_prediction(inputs: dict, unit: str = "tokens") -> int:
                              block_size=inputs["block_size"], max_model_len=inputs.get("max_model_len"),
                              memory_basis="engine", memory_model=memory_model, max_num_batched_tokens=tokens,
                              max_num_seqs=seqs, non_torch_bytes=non_torch)
+    if unit == "GiB":
+        return cap.kv_cache_bytes / GiB
     return cap.kv_cache_blocks if unit == "blocks" else cap.kv_cache_tokens

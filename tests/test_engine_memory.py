@@ -15,7 +15,7 @@ def _memory_model(engine_text: str) -> str:
 
 def engine_prediction(row: dict) -> float:
     """The row's KV capacity on the engine basis, from calc's own figures (no log term used)."""
-    return kv_logs.logged_kv_prediction(row["inputs"], "blocks" if row["figure"]["unit"] == "blocks" else "tokens")
+    return kv_logs.logged_kv_prediction(row["inputs"], row["figure"]["unit"])
 
 
 def test_the_engine_basis_errors_are_these_predictions():
@@ -30,6 +30,9 @@ def test_each_logs_engine_maps_to_the_memory_model_of_its_version():
     assert by_engine["vLLM v0.19.0"] == "vllm-v1"
     assert {m for e, m in by_engine.items() if "0.6" in e or "2031" in e} == {"vllm-v0"}
     assert {m for e, m in by_engine.items() if "Model Runner V2" in e} == {"vllm-v1-mrv2"}
+    # Before 0.8 the version alone says V0, but a log that ran V1 (VLLM_USE_V1=1) is sized by V1's rule.
+    assert {m for e, m in by_engine.items() if "V1 engine" in e and "Model Runner V2" not in e} == {"vllm-v1"}
+    assert {m for e, m in by_engine.items() if "0.7.1" in e} == {"vllm-v0"}
 
 
 #: Logs the engine basis misses by more than 3%, with what is known of why. They stay in the data and on the
