@@ -108,7 +108,7 @@ def test_the_logs_span_gpu_models_and_an_moe_model_and_the_page_names_them():
     # issue 33 asks for start-up logs on at least 6 GPU models; the page counts what is cited, whatever it is.
     gpus = accuracy.kv_log_gpus()
     assert {"H100 SXM 80GB", "A100 SXM 80GB", "L40S 48GB", "RTX 3090 24GB", "RTX 4090 24GB"} <= set(gpus)
-    assert page.facts()["kv_log_gpu_models"].startswith(f"{len(gpus)} GPU models (H100 SXM 80GB, ")
+    assert page.facts()["kv_log_gpu_models"].startswith(f"{len(gpus)} GPU models: H100 SXM 80GB, ")
     moe = [m for m in _of("kv_capacity") if isinstance(m["inputs"]["model"], dict)
            and m["inputs"]["model"]["config"].get("num_local_experts")]
     assert moe and all(abs(accuracy.logged_kv_errors()[m["id"]]) < 0.03 for m in moe)

@@ -72,6 +72,8 @@ def signed_percent(fraction: float) -> str:
 def _value(value: float, unit: str) -> str:
     if unit == "tokens" or (unit.endswith("tokens/s") and value >= 1000):
         return f"{round(value):,} {unit}"
+    if unit == "GiB":  # a log's memory figure, printed to hundredths
+        return f"{value:.2f} GiB"
     if unit == "batch":
         return f"batch {round(value):,}"
     if unit == "x":
@@ -605,7 +607,7 @@ def kv_within_target() -> str:
 @fact
 def kv_log_gpu_models() -> str:
     names = kv_log_gpus()
-    return f"{len(names)} GPU models (" + ", ".join(names[:-1]) + " and " + names[-1] + ")"
+    return f"{len(names)} GPU models: " + ", ".join(names[:-1]) + " and " + names[-1]
 
 
 for _quoted, _id in QUOTED.items():
