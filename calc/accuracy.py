@@ -42,7 +42,7 @@ from calc.errors import CalcError, check_choice, check_range
 from calc.units import GiB, round_sig
 
 __all__ = [
-    "logged_kv_errors", "KV_LOG_TARGET", "kv_logs_within_target", "kv_log_gpus",
+    "logged_kv_errors", "KV_LOG_TARGET", "kv_logs_within_target", "kv_log_gpus", "implied_total_gib",
     "DATA_PATH", "KINDS", "KIND_LABELS", "ROLES", "EAGLE3_LIKE", "SPECULATION_METHODS",
     "EAGLE_CALIBRATION_ID", "EAGLE3_CALIBRATION_ID", "calibration_ids", "load_measurements",
     "measured_value", "kv_capacity_tokens", "trtllm_max_throughput", "decode_output_tokens_per_s",
@@ -700,6 +700,32 @@ def kv_log_gpus(measurements=None) -> list[str]:
     rows = [m for m in (load_measurements() if measurements is None else measurements) if m["kind"] == "kv_capacity"]
     used = {m["inputs"]["gpu"] for m in rows}
     return [gpu.name for key, gpu in GPUS.items() if key in used]
+
+
+def implied_total_gib(first_id: str, second_id: str, measurements=None) -> float:
+    """The GPU total (GiB, as CUDA reports it) that two start-up logs of one server imply between them.
+
+    Same model, GPU, engine and token budget at two ``gpu_memory_utilization`` values: everything vLLM
+    subtracts is the same in both, so the pools differ by the utilisation's difference times the total, whatever
+    the subtracted terms are. Each row must quote its pool (``log_terms_gib.kv_cache``). The two vLLM 0.10.1.1
+    logs on one A100 80GB imply a total below the one calc assumes for that card (no log of its own):
+
+    >>> round(implied_total_gib("vllm-0.10.1-qwen2-7b-bf16-a100-80gb-tp1-util0.5",
+    ...                         "vllm-0.10.1-qwen2-7b-bf16-a100-80gb-tp1-util0.25"), 2)
+    79.28
+    >>> round(get_gpu("a100-80gb").memory_bytes("engine") / GiB, 2)
+    79.56
+    """
+    rows = {m["id"]: m for m in (load_measurements() if measurements is None else measurements)}
+    a, b = rows[first_id]["inputs"], rows[second_id]["inputs"]
+    for key in ("model", "gpu", "tp", "engine", "max_model_len"):
+        if a.get(key) != b.get(key):
+            raise CalcError(f"{first_id} and {second_id} differ in {key}; a pair of logs implies a total only "
+                            "when only gpu_memory_utilization differs")
+    span = a["gpu_memory_utilization"] - b["gpu_memory_utilization"]
+    if span == 0:
+        raise CalcError("gpu_memory_utilization must differ between the two logs; got the same value twice")
+    return (a["log_terms_gib"]["kv_cache"] - b["log_terms_gib"]["kv_cache"]) / span
 
 
 def logged_kv_errors(measurements=None) -> dict[str, float]:

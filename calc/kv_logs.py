@@ -13,7 +13,7 @@ from calc.catalog import get_gpu, get_model, model_from_config
 from calc.errors import check_choice
 from calc.units import GiB
 
-__all__ = ["logged_kv_prediction", "UNITS", "unit_of"]
+__all__ = ["logged_kv_prediction", "logged_kv_capacity", "UNITS", "unit_of"]
 
 #: The units a start-up log states its KV capacity in.
 UNITS = ("tokens", "blocks", "GiB")
@@ -46,6 +46,21 @@ def logged_kv_prediction(inputs: dict, unit: str = "tokens") -> float:
     474768
     """
     check_choice("unit", unit, UNITS)
+    cap = logged_kv_capacity(inputs)
+    if unit == "GiB":
+        return cap.kv_cache_bytes / GiB
+    return cap.kv_cache_blocks if unit == "blocks" else cap.kv_cache_tokens
+
+
+def logged_kv_capacity(inputs: dict) -> memory.KVCapacity:
+    """:func:`logged_kv_prediction`'s whole sizing, term by term (:class:`calc.memory.KVCapacity`).
+
+    >>> cap = logged_kv_capacity({"model": "qwen2.5-7b", "gpu": "a100-80gb", "tp": 1, "weights": "bf16",
+    ...     "kv_dtype": "bf16", "gpu_memory_utilization": 0.5, "block_size": 16, "max_model_len": 16384,
+    ...     "engine": "vLLM v0.10.1.1"})
+    >>> round((cap.activation_bytes + cap.non_torch_bytes) / GiB, 2)   # what V1 subtracts beyond the weights
+    0.87
+    """
     memory_model = engine_memory.memory_model_for(inputs["engine"])
     gpu = get_gpu(inputs["gpu"])
     tokens, seqs = engine_memory.vllm_v1_batch_defaults(gpu)
@@ -57,11 +72,8 @@ def logged_kv_prediction(inputs: dict, unit: str = "tokens") -> float:
     spec = inputs["model"]
     model = model_from_config(spec["config"]) if isinstance(spec, dict) else get_model(spec)
     non_torch = engine_memory.non_torch_bytes(memory_model, inputs["tp"], p2p=inputs.get("gpu_p2p", True))
-    cap = memory.kv_capacity(model, gpu, tp=inputs["tp"], weights=inputs["weights"], kv_dtype=inputs["kv_dtype"],
-                             gpu_memory_utilization=inputs["gpu_memory_utilization"],
-                             block_size=inputs["block_size"], max_model_len=inputs.get("max_model_len"),
-                             memory_basis="engine", memory_model=memory_model, max_num_batched_tokens=tokens,
-                             max_num_seqs=seqs, non_torch_bytes=non_torch)
-    if unit == "GiB":
-        return cap.kv_cache_bytes / GiB
-    return cap.kv_cache_blocks if unit == "blocks" else cap.kv_cache_tokens
+    return memory.kv_capacity(model, gpu, tp=inputs["tp"], weights=inputs["weights"], kv_dtype=inputs["kv_dtype"],
+                              gpu_memory_utilization=inputs["gpu_memory_utilization"],
+                              block_size=inputs["block_size"], max_model_len=inputs.get("max_model_len"),
+                              memory_basis="engine", memory_model=memory_model, max_num_batched_tokens=tokens,
+                              max_num_seqs=seqs, non_torch_bytes=non_torch)

@@ -604,6 +604,34 @@ def kv_within_target() -> str:
     return "{} of {}".format(*kv_logs_within_target())
 
 
+#: Two logs of one server a quarter of the card apart (calc.accuracy.implied_total_gib): the named KV miss's pair.
+PAIR = ("vllm-0.10.1-qwen2-7b-bf16-a100-80gb-tp1-util0.5", "vllm-0.10.1-qwen2-7b-bf16-a100-80gb-tp1-util0.25")
+
+
+@functools.cache
+def _pair() -> dict:
+    """The pair's total and subtracted terms as the logs imply them and as calc has them (GiB)."""
+    from calc import kv_logs
+    from calc.accuracy import implied_total_gib
+    from calc.units import GiB
+
+    row = _by_id_measurement()[PAIR[0]]
+    cap = kv_logs.logged_kv_capacity(row["inputs"])
+    total = implied_total_gib(*PAIR)
+    logged_rest = row["inputs"]["gpu_memory_utilization"] * total - row["inputs"]["log_terms_gib"]["kv_cache"]
+    return {"total": total, "calc_total": cap.total_bytes / GiB,
+            "overhead": logged_rest - cap.weights_bytes / GiB,
+            "calc_overhead": (cap.activation_bytes + cap.non_torch_bytes) / GiB}
+
+
+def _by_id_measurement() -> dict:
+    return {m["id"]: m for m in load_measurements()}
+
+
+for _term in ("total", "calc_total", "overhead", "calc_overhead"):
+    fact_from(f"kv_pair_{_term}", lambda term=_term: f"{_pair()[term]:.2f} GiB")
+
+
 @fact
 def kv_log_gpu_models() -> str:
     names = kv_log_gpus()
