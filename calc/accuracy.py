@@ -42,7 +42,8 @@ from calc.errors import CalcError, check_choice, check_range
 from calc.units import GiB, round_sig
 
 __all__ = [
-    "logged_kv_errors", "KV_LOG_TARGET", "kv_logs_within_target", "kv_log_gpus", "implied_total_gib",
+    "logged_kv_errors", "KV_LOG_TARGET", "kv_logs_within_target", "kv_log_gpus", "kv_log_gpus_phrase",
+    "implied_total_gib", "pair_terms_gib",
     "DATA_PATH", "KINDS", "KIND_LABELS", "ROLES", "EAGLE3_LIKE", "SPECULATION_METHODS",
     "EAGLE_CALIBRATION_ID", "EAGLE3_CALIBRATION_ID", "calibration_ids", "load_measurements",
     "measured_value", "kv_capacity_tokens", "trtllm_max_throughput", "decode_output_tokens_per_s",
@@ -700,6 +701,38 @@ def kv_log_gpus(measurements=None) -> list[str]:
     rows = [m for m in (load_measurements() if measurements is None else measurements) if m["kind"] == "kv_capacity"]
     used = {m["inputs"]["gpu"] for m in rows}
     return [gpu.name for key, gpu in GPUS.items() if key in used]
+
+
+def kv_log_gpus_phrase(measurements=None) -> str:
+    """:func:`kv_log_gpus` as the accuracy page says it: how many GPU models, then their names.
+
+    >>> kv_log_gpus_phrase().startswith("6 GPU models: H100 SXM 80GB, A100 SXM 80GB, ")
+    True
+    """
+    names = kv_log_gpus(measurements)
+    listed = names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
+    return f"{len(names)} GPU models: {listed}"
+
+
+def pair_terms_gib(first_id: str, second_id: str, measurements=None) -> dict[str, float]:
+    """What two logs of one server imply beside calc's own terms (GiB), for the first log's sizing.
+
+    ``total``: :func:`implied_total_gib`; ``overhead``: what the engine then subtracted beyond calc's weights
+    (the first log's share of the total less its pool and the weights); ``calc_total`` and ``calc_overhead``
+    (the activation peak and the memory outside PyTorch): :func:`calc.kv_logs.logged_kv_capacity`'s.
+
+    >>> terms = pair_terms_gib("vllm-0.10.1-qwen2-7b-bf16-a100-80gb-tp1-util0.5",
+    ...                        "vllm-0.10.1-qwen2-7b-bf16-a100-80gb-tp1-util0.25")
+    >>> {k: round(v, 2) for k, v in terms.items()}
+    {'total': 79.28, 'calc_total': 79.56, 'overhead': 0.62, 'calc_overhead': 0.87}
+    """
+    rows = {m["id"]: m for m in (load_measurements() if measurements is None else measurements)}
+    inputs = rows[first_id]["inputs"]
+    cap = kv_logs.logged_kv_capacity(inputs)
+    total = implied_total_gib(first_id, second_id, measurements)
+    rest = inputs["gpu_memory_utilization"] * total - inputs["log_terms_gib"]["kv_cache"]
+    return {"total": total, "calc_total": cap.total_bytes / GiB, "overhead": rest - cap.weights_bytes / GiB,
+            "calc_overhead": (cap.activation_bytes + cap.non_torch_bytes) / GiB}
 
 
 def implied_total_gib(first_id: str, second_id: str, measurements=None) -> float:

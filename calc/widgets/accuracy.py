@@ -16,8 +16,8 @@ import functools
 from typing import Annotated
 
 from calc.accuracy import (
-    KIND_LABELS, KINDS, USER_KINDS, evaluate, kind_summary, kv_log_gpus, kv_logs_within_target, load_measurements,
-    median, predict_user, relative_error,
+    KIND_LABELS, KINDS, USER_KINDS, evaluate, kind_summary, kv_log_gpus_phrase, kv_logs_within_target,
+    load_measurements, median, pair_terms_gib, predict_user, relative_error,
 )
 from calc.errors import CalcError
 from calc.latency_accuracy import METRICS as LATENCY_METRICS
@@ -604,28 +604,13 @@ def kv_within_target() -> str:
     return "{} of {}".format(*kv_logs_within_target())
 
 
-#: Two logs of one server a quarter of the card apart (calc.accuracy.implied_total_gib): the named KV miss's pair.
+#: Two logs of one server a quarter of the card apart (calc.accuracy.pair_terms_gib): the named KV miss's pair.
 PAIR = ("vllm-0.10.1-qwen2-7b-bf16-a100-80gb-tp1-util0.5", "vllm-0.10.1-qwen2-7b-bf16-a100-80gb-tp1-util0.25")
 
 
 @functools.cache
 def _pair() -> dict:
-    """The pair's total and subtracted terms as the logs imply them and as calc has them (GiB)."""
-    from calc import kv_logs
-    from calc.accuracy import implied_total_gib
-    from calc.units import GiB
-
-    row = _by_id_measurement()[PAIR[0]]
-    cap = kv_logs.logged_kv_capacity(row["inputs"])
-    total = implied_total_gib(*PAIR)
-    logged_rest = row["inputs"]["gpu_memory_utilization"] * total - row["inputs"]["log_terms_gib"]["kv_cache"]
-    return {"total": total, "calc_total": cap.total_bytes / GiB,
-            "overhead": logged_rest - cap.weights_bytes / GiB,
-            "calc_overhead": (cap.activation_bytes + cap.non_torch_bytes) / GiB}
-
-
-def _by_id_measurement() -> dict:
-    return {m["id"]: m for m in load_measurements()}
+    return pair_terms_gib(*PAIR)
 
 
 for _term in ("total", "calc_total", "overhead", "calc_overhead"):
@@ -634,8 +619,7 @@ for _term in ("total", "calc_total", "overhead", "calc_overhead"):
 
 @fact
 def kv_log_gpu_models() -> str:
-    names = kv_log_gpus()
-    return f"{len(names)} GPU models: " + ", ".join(names[:-1]) + " and " + names[-1]
+    return kv_log_gpus_phrase()
 
 
 for _quoted, _id in QUOTED.items():
