@@ -471,7 +471,7 @@ def _predict_value(m: dict) -> tuple[float, float | None, str]:
                     gpu_memory_utilization=x["gpu_memory_utilization"], block_size=x["block_size"],
                     max_model_len=x.get("max_model_len"))
         # The engine basis: the engine's own sizing rule for the version the log names (calc.kv_logs).
-        unit = kv_logs.unit_of(m)
+        unit = measured_value(m)[1]  # the figure's unit, blocks read as tokens
         tokens = kv_logs.logged_kv_prediction(x, unit)
         from_log = kv_capacity_tokens(x["model"], x["gpu"], log_terms_gib=x["log_terms_gib"], unit=unit, **args) \
             if x.get("log_terms_gib") else None
@@ -691,6 +691,14 @@ def kv_logs_within_target(measurements=None) -> tuple[int, int]:
     return sum(abs(e) < KV_LOG_TARGET for e in errors.values()), len(errors)
 
 
+def _kv_rows(measurements=None) -> list[dict]:
+    return [m for m in (load_measurements() if measurements is None else measurements) if m["kind"] == "kv_capacity"]
+
+
+def _by_id(measurements=None) -> dict[str, dict]:
+    return {m["id"]: m for m in (load_measurements() if measurements is None else measurements)}
+
+
 def kv_log_gpus(measurements=None) -> list[str]:
     """The catalog GPUs the cited start-up logs of KV capacity ran on, by name, in the catalog's order.
 
@@ -698,7 +706,7 @@ def kv_log_gpus(measurements=None) -> list[str]:
     >>> "L40S 48GB" in gpus, len(gpus) >= 5
     (True, True)
     """
-    rows = [m for m in (load_measurements() if measurements is None else measurements) if m["kind"] == "kv_capacity"]
+    rows = _kv_rows(measurements)
     used = {m["inputs"]["gpu"] for m in rows}
     return [gpu.name for key, gpu in GPUS.items() if key in used]
 
@@ -726,10 +734,10 @@ def pair_terms_gib(first_id: str, second_id: str, measurements=None) -> dict[str
     >>> {k: round(v, 2) for k, v in terms.items()}
     {'total': 79.28, 'calc_total': 79.56, 'overhead': 0.62, 'calc_overhead': 0.87}
     """
-    rows = {m["id"]: m for m in (load_measurements() if measurements is None else measurements)}
+    rows = _by_id(measurements)
     inputs = rows[first_id]["inputs"]
     cap = kv_logs.logged_kv_capacity(inputs)
-    total = implied_total_gib(first_id, second_id, measurements)
+    total = implied_total_gib(first_id, second_id, tuple(rows.values()))
     rest = inputs["gpu_memory_utilization"] * total - inputs["log_terms_gib"]["kv_cache"]
     return {"total": total, "calc_total": cap.total_bytes / GiB, "overhead": rest - cap.weights_bytes / GiB,
             "calc_overhead": (cap.activation_bytes + cap.non_torch_bytes) / GiB}
@@ -749,7 +757,7 @@ def implied_total_gib(first_id: str, second_id: str, measurements=None) -> float
     >>> round(get_gpu("a100-80gb").memory_bytes("engine") / GiB, 2)
     79.56
     """
-    rows = {m["id"]: m for m in (load_measurements() if measurements is None else measurements)}
+    rows = _by_id(measurements)
     a, b = rows[first_id]["inputs"], rows[second_id]["inputs"]
     for key in ("model", "gpu", "tp", "engine", "max_model_len"):
         if a.get(key) != b.get(key):
@@ -770,7 +778,7 @@ def logged_kv_errors(measurements=None) -> dict[str, float]:
     >>> [k for k, e in errors.items() if abs(e) >= 0.03]   # the one log beyond 3% (the accuracy page names it)
     ['vllm-0.10.1-qwen2-7b-bf16-a100-80gb-tp1-util0.25']
     """
-    rows = [m for m in (load_measurements() if measurements is None else measurements) if m["kind"] == "kv_capacity"]
+    rows = _kv_rows(measurements)
     out = {}
     for m in rows:
         out[m["id"]] = kv_logs.logged_kv_prediction(m["inputs"], m["figure"]["unit"]) / m["figure"]["value"] - 1

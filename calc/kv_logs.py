@@ -13,19 +13,10 @@ from calc.catalog import get_gpu, get_model, model_from_config
 from calc.errors import check_choice
 from calc.units import GiB
 
-__all__ = ["logged_kv_prediction", "logged_kv_capacity", "UNITS", "unit_of"]
+__all__ = ["logged_kv_prediction", "logged_kv_capacity", "UNITS"]
 
 #: The units a start-up log states its KV capacity in.
 UNITS = ("tokens", "blocks", "GiB")
-
-
-def unit_of(measurement: dict) -> str:
-    """The unit a ``kv_capacity`` row is predicted in: its figure's, blocks read as tokens.
-
-    >>> unit_of({"figure": {"unit": "blocks"}}), unit_of({"figure": {"unit": "GiB"}})
-    ('tokens', 'GiB')
-    """
-    return "GiB" if measurement["figure"]["unit"] == "GiB" else "tokens"
 
 
 def logged_kv_prediction(inputs: dict, unit: str = "tokens") -> float:

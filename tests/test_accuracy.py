@@ -88,7 +88,7 @@ def test_kv_predictions_are_the_engine_basis(m):
     # The page predicts each log as its engine sizes the cache (calc.kv_logs), from calc's figures alone.
     from calc import kv_logs
 
-    assert RESULTS[m["id"]].predicted == kv_logs.logged_kv_prediction(m["inputs"], kv_logs.unit_of(m))
+    assert RESULTS[m["id"]].predicted == kv_logs.logged_kv_prediction(m["inputs"], accuracy.measured_value(m)[1])
 
 
 def test_every_cited_log_is_within_3_percent_but_the_named_misses_and_the_page_says_so():

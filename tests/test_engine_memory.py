@@ -148,9 +148,9 @@ def test_engine_rules_differ_where_the_engines_do():
 def test_the_pair_of_logs_places_the_miss_in_two_terms():
     # Two logs of one server a quarter of the card apart imply CUDA's total whatever vLLM subtracts; calc's total
     # for the card is higher and its subtraction larger, by amounts that cancel at half the card only.
-    from calc.widgets.accuracy import PAIR, _pair
+    from calc.widgets.accuracy import PAIR
 
-    pair = _pair()
+    pair = accuracy.pair_terms_gib(*PAIR)
     assert 79.2 < pair["total"] < 79.35 < pair["calc_total"] - 0.1
     assert pair["calc_overhead"] - pair["overhead"] > 0.2
     half, quarter = (accuracy.logged_kv_errors()[k] for k in PAIR)
