@@ -109,7 +109,7 @@ from calc.errors import CalcError, check_choice, check_range
 from calc.units import round_sig
 
 __all__ = ["LATENCY_KIND", "TARGETS", "LOSO_TARGETS", "CACHED_PROMPT_TAIL_TOKENS", "closed_loop_client_available", "warmup_requests", "METRICS", "METRIC_LABELS", "CLIENTS", "CLOSED_LOOP_STANDIN", "TRTLLM_ENGINES", "OFFLINE_BENCHMARK", "frontend_of", "ENGINE_SETTINGS",
-           "TRTLLM_FREE_GPU_MEMORY_FRACTION", "trtllm_kv_cache_tokens", "kv_capacity_tokens_vllm", "load_rows", "REFUSED_SETTINGS", "TRTLLM_BENCH", "TRTLLM_BENCH_KV_FRACTION", "TRTLLM_BENCH_SOURCE", "trtllm_bench_settings", "READINGS", "reading_as_received", "check_modelled", "refusal", "refused", "metric_of",
+           "TRTLLM_FREE_GPU_MEMORY_FRACTION", "trtllm_kv_cache_tokens", "kv_capacity_tokens_vllm", "load_rows", "REFUSED_SETTINGS", "TRTLLM_BENCH", "TRTLLM_BENCH_KV_FRACTION", "TRTLLM_BENCH_SOURCE", "trtllm_bench_settings", "READINGS", "reading_as_received", "check_modelled", "model_of", "refusal", "refused", "metric_of",
            "source_of", "SOURCE_GROUPS", "scenario_for", "simulate_row", "predict_row", "LatencyResult", "evaluate", "summary", "by_source", "report"]
 
 LATENCY_KIND = "online_latency"
@@ -190,7 +190,27 @@ def check_modelled(row: dict) -> None:
     if not isinstance(dp_attention, bool):
         raise CalcError(f"inputs.engine_settings.dp_attention must be true or false; got {dp_attention!r}",
                         "dp_attention")
-    check_moe_parallelism(x["model"], tp=x["tp"], dp_attention=dp_attention)
+    check_moe_parallelism(model_of(row), tp=x["tp"], dp_attention=dp_attention)
+
+
+def model_of(row: dict) -> str:
+    """The row's model as :func:`calc.catalog.get_model` takes it: a catalog key, or a checkpoint's ``config.json``.
+
+    A model outside the catalog is given in the row as ``{"key", "config", "source"}`` (its ``config.json``
+    keys and where they are read); the simulator gets the config as JSON text.
+
+    >>> model_of(load_rows()[0])
+    'llama-3.1-8b'
+    >>> from calc.catalog import get_model
+    >>> tiny = {"key": "tiny", "config": {"num_hidden_layers": 2, "hidden_size": 64, "num_attention_heads": 4,
+    ...                                   "intermediate_size": 128, "vocab_size": 100}, "source": "made up"}
+    >>> get_model(model_of({"inputs": {"model": tiny}})).layers
+    2
+    """
+    spec = row["inputs"]["model"]
+    if isinstance(spec, dict):
+        return json.dumps(spec["config"], sort_keys=True)
+    return spec
 
 
 def refusal(row: dict) -> str | None:
@@ -276,7 +296,7 @@ def scenario_for(row: dict, *, rate_per_s: float | None = None, requests: int | 
         # borrowing the Llama 3 run's) are converted by the measured ratio of the two tokenizers' ShareGPT lengths.
         from calc.sim.workload import convert_sharegpt_means, sharegpt_bench_means, tokenizer_of
 
-        tokenizer = tokenizer_of(x["model"])
+        tokenizer = tokenizer_of(model_of(row))
         default_prompt, default_output = sharegpt_bench_means(tokenizer)
         prompt_mean = lengths.get("mean_input_tokens", default_prompt)
         output_mean = lengths.get("mean_output_tokens", default_output)
@@ -309,7 +329,7 @@ def scenario_for(row: dict, *, rate_per_s: float | None = None, requests: int | 
         workload = {"arrival": "poisson", "rate_per_s": rate_per_s, "requests": requests or _closed_requests(row)}
     workload.update(cls)
     engine = x.get("engine_profile", "vllm")
-    scenario = {"model": x["model"], "gpu": x["gpu"], "tp": x["tp"], "weights": x["weights"], "kv_dtype": x["kv_dtype"],
+    scenario = {"model": model_of(row), "gpu": x["gpu"], "tp": x["tp"], "weights": x["weights"], "kv_dtype": x["kv_dtype"],
                 "engine": engine, "memory_basis": "runtime", "gpu_memory_utilization": 0.9,
                 "max_model_len": max(8192, 1 << max(0, longest - 1).bit_length()), "workload": workload}
     settings = x.get("engine_settings", {})
@@ -328,13 +348,13 @@ def scenario_for(row: dict, *, rate_per_s: float | None = None, requests: int | 
         # and its max_seq_len is the dataset's longest request (bench/build/build.py: metadata.max_sequence_length).
         # The simulator runs a whole-prompt engine only with a budget of at least max_model_len (calc.sim.scheduler),
         # so a smaller trtllm-bench budget is raised to that: at these batches it binds only while the batch fills.
-        batch, tokens = trtllm_bench_settings(x["model"], x["gpu"], tp=x["tp"], weights=x["weights"],
+        batch, tokens = trtllm_bench_settings(model_of(row), x["gpu"], tp=x["tp"], weights=x["weights"],
                                               kv_dtype=x["kv_dtype"], input_tokens=lengths["input_tokens"],
                                               output_tokens=lengths["output_tokens"])
         scenario["max_model_len"] = longest
         scenario["max_num_seqs"], scenario["max_num_batched_tokens"] = batch, max(tokens, longest)
     if engine in TRTLLM_ENGINES:
-        scenario["kv_cache_tokens"] = trtllm_kv_cache_tokens(x["model"], x["gpu"], tp=x["tp"], weights=x["weights"],
+        scenario["kv_cache_tokens"] = trtllm_kv_cache_tokens(model_of(row), x["gpu"], tp=x["tp"], weights=x["weights"],
                                                              kv_dtype=x["kv_dtype"])
     return scenario
 

@@ -164,15 +164,22 @@ def test_the_default_load_keeps_the_kinds_calc_accuracy_predicts_and_the_rest_is
 
 def test_forty_online_figures_over_at_least_eight_setups_models_gpus_and_tp_sizes():
     assert len(LATENCY_ROWS) >= 40
-    setups = {(x["engine"], x["model"], x["gpu"], x["tp"], x["weights"], json.dumps(x["lengths"], sort_keys=True),
+    setups = {(x["engine"], _model_key(x), x["gpu"], x["tp"], x["weights"], json.dumps(x["lengths"], sort_keys=True),
                x["client"]["kind"]) for x in (m["inputs"] for m in LATENCY_ROWS)}
     assert len(setups) >= 8
     inputs = [m["inputs"] for m in LATENCY_ROWS]
-    assert {"llama-3.1-8b", "llama-3.1-70b", "llama-3.3-70b"} <= {x["model"] for x in inputs}
+    assert {"llama-3.1-8b", "llama-3.1-70b", "llama-3.3-70b"} <= {_model_key(x) for x in inputs}
     assert {"h100-sxm-80gb", "h200"} <= {x["gpu"] for x in inputs} and {1, 2, 4} <= {x["tp"] for x in inputs}
     assert {m["figure"]["quantity"] for m in LATENCY_ROWS} == {"ttft", "itl", "tpot", "e2e", "throughput"}
     assert {m["inputs"]["client"]["kind"] for m in LATENCY_ROWS} == {"batch", "all_at_once", "poisson", "closed_loop"}
     assert {"h100-sxm-80gb", "h200", "a100-80gb"} <= {x["gpu"] for x in inputs}
+    # Beside the NVLink parts, a card on PCIe (issue 33's "More evidence": PCIe and consumer GPUs).
+    assert any(GPUS[x["gpu"]].interconnect.startswith("pcie") for x in inputs)
+
+
+def _model_key(inputs: dict) -> str:
+    model = inputs["model"]
+    return model["key"] if isinstance(model, dict) else model
 
 
 @pytest.mark.parametrize("m", LATENCY_ROWS, ids=[m["id"] for m in LATENCY_ROWS])
@@ -190,7 +197,11 @@ def test_every_online_row_has_source_statistic_client_lengths_and_setup(m):
     assert figure["unit"] == ("ms" if figure["quantity"] != "throughput" else figure["unit"])
     x = m["inputs"]
     assert x["engine"].strip() and x["engine_version"].strip() and x["model_as_run"].strip()
-    assert x["model"] in MODELS and x["gpu"] in GPUS and x["tp"] in (1, 2, 4, 8)
+    if isinstance(x["model"], dict):  # a model outside the catalog: its config.json, where it is read
+        assert x["model"]["key"] not in MODELS and x["model"]["config"] and "config.json" in x["model"]["source"]
+    else:
+        assert x["model"] in MODELS
+    assert x["gpu"] in GPUS and x["tp"] in (1, 2, 4, 8)
     assert x["weights"] in ("bf16", "fp16", "fp8", "int8", "int4") and x["kv_dtype"] in ("bf16", "fp16", "fp8")
     client = x["client"]
     assert client["kind"] in CLIENT_FIELDS and CLIENT_FIELDS[client["kind"]] <= set(client) and client["how"].strip()
