@@ -47,8 +47,10 @@ def residuals(engine: str) -> dict:
     >>> r = residuals("vllm")
     >>> r["tpot"]["engines"], r["tpot"]["n"] >= 5, r["tpot"]["errors"] == sorted(r["tpot"]["errors"])
     ('vllm', True, True)
-    >>> residuals("trtllm-serve")["ttft"]["engines"], residuals("vllm-v1")["ttft"]["engines"]
+    >>> residuals("trtllm-serve")["ttft"]["engines"], residuals("vllm-mrv2")["ttft"]["engines"]
     ('family:trtllm', 'family:vllm')
+    >>> residuals("vllm-v1")["ttft"]["engines"]   # V1 has TTFT rows of its own (the L4 sweep)
+    'vllm-v1'
     """
     from calc.engine_versions import VERSIONS
 
