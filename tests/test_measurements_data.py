@@ -230,6 +230,14 @@ def test_the_calibration_rows_are_each_engines_lowest_load_rows_and_most_rows_ar
 
 
 def test_online_figures_match_the_sources_as_read():
+    # ai.wmx.dev: vLLM 0.23.0 on one L4, Qwen2.5 0.5B (given by its config.json), closed loop at 1 to 32 clients.
+    l4 = "wmx-vllm-0.23.0-qwen2.5-0.5b-bf16-l4-tp1-256-128-c"
+    assert [LATENCY_BY_ID[f"{l4}{c}-ttft-p50"]["figure"]["value"] for c in (1, 2, 4, 8, 16, 32)] == \
+        [27.0, 37.8, 50.1, 60.9, 103.8, 135.3]
+    assert [LATENCY_BY_ID[f"{l4}{c}-{q}"]["figure"]["value"] for c, q in ((1, "itl-p50"), (32, "itl-p50"),
+                                                                          (32, "throughput"), (32, "e2e-p50"))] == \
+        [5.1, 7.1, 3773, 1082]
+    assert LATENCY_BY_ID[f"{l4}1-ttft-p50"]["inputs"]["model"]["config"]["hidden_size"] == 896
     # vLLM nightly latency tests (Buildkite annotations), median of 15 iterations of one batch of 8.
     assert LATENCY_BY_ID["vllm-nightly-latency-llama8b-tp1-h100"]["figure"]["value"] == 997.365
     assert LATENCY_BY_ID["vllm-nightly-latency-llama70b-tp4-h200"]["figure"]["value"] == 2077.56
