@@ -285,6 +285,7 @@ def scenario_for(row: dict, *, rate_per_s: float | None = None, requests: int | 
     """
     check_modelled(row)  # a set-up calc does not model is refused by name, not priced
     x = row["inputs"]
+    model = model_of(row)
     client, lengths = x["client"], x["lengths"]
     kind = check_choice("client", client.get("kind"), CLIENTS)
     if lengths["kind"] == "fixed":
@@ -296,7 +297,7 @@ def scenario_for(row: dict, *, rate_per_s: float | None = None, requests: int | 
         # borrowing the Llama 3 run's) are converted by the measured ratio of the two tokenizers' ShareGPT lengths.
         from calc.sim.workload import convert_sharegpt_means, sharegpt_bench_means, tokenizer_of
 
-        tokenizer = tokenizer_of(model_of(row))
+        tokenizer = tokenizer_of(model)
         default_prompt, default_output = sharegpt_bench_means(tokenizer)
         prompt_mean = lengths.get("mean_input_tokens", default_prompt)
         output_mean = lengths.get("mean_output_tokens", default_output)
@@ -329,7 +330,7 @@ def scenario_for(row: dict, *, rate_per_s: float | None = None, requests: int | 
         workload = {"arrival": "poisson", "rate_per_s": rate_per_s, "requests": requests or _closed_requests(row)}
     workload.update(cls)
     engine = x.get("engine_profile", "vllm")
-    scenario = {"model": model_of(row), "gpu": x["gpu"], "tp": x["tp"], "weights": x["weights"], "kv_dtype": x["kv_dtype"],
+    scenario = {"model": model, "gpu": x["gpu"], "tp": x["tp"], "weights": x["weights"], "kv_dtype": x["kv_dtype"],
                 "engine": engine, "memory_basis": "runtime", "gpu_memory_utilization": 0.9,
                 "max_model_len": max(8192, 1 << max(0, longest - 1).bit_length()), "workload": workload}
     settings = x.get("engine_settings", {})
@@ -348,13 +349,13 @@ def scenario_for(row: dict, *, rate_per_s: float | None = None, requests: int | 
         # and its max_seq_len is the dataset's longest request (bench/build/build.py: metadata.max_sequence_length).
         # The simulator runs a whole-prompt engine only with a budget of at least max_model_len (calc.sim.scheduler),
         # so a smaller trtllm-bench budget is raised to that: at these batches it binds only while the batch fills.
-        batch, tokens = trtllm_bench_settings(model_of(row), x["gpu"], tp=x["tp"], weights=x["weights"],
+        batch, tokens = trtllm_bench_settings(model, x["gpu"], tp=x["tp"], weights=x["weights"],
                                               kv_dtype=x["kv_dtype"], input_tokens=lengths["input_tokens"],
                                               output_tokens=lengths["output_tokens"])
         scenario["max_model_len"] = longest
         scenario["max_num_seqs"], scenario["max_num_batched_tokens"] = batch, max(tokens, longest)
     if engine in TRTLLM_ENGINES:
-        scenario["kv_cache_tokens"] = trtllm_kv_cache_tokens(model_of(row), x["gpu"], tp=x["tp"], weights=x["weights"],
+        scenario["kv_cache_tokens"] = trtllm_kv_cache_tokens(model, x["gpu"], tp=x["tp"], weights=x["weights"],
                                                              kv_dtype=x["kv_dtype"])
     return scenario
 
