@@ -23,6 +23,9 @@ __all__ = ["scale_up_delay_s", "warm_headroom", "load_after_s", "replicas_needed
            "rate_at_s", "first_scale_up", "headroom_comparison"]
 
 MAX_S = 30 * 24 * 3600
+#: The largest request rate a growth is followed to (req/s): far past any service, and far below a float's
+#: overflow, which compounding reaches first otherwise.
+MAX_RPS = 1e100
 
 
 def scale_up_delay_s(*, pod_start_s: float, weights_bytes: float, load_bytes_per_s: float) -> float:
@@ -53,10 +56,22 @@ def load_after_s(load_rps: float, growth_per_min: float, seconds: float) -> floa
 
     >>> round(load_after_s(10, 0.05, 120), 3)
     11.025
+
+    A growth that would pass :data:`MAX_RPS` within the window is refused by name, not overflowed:
+
+    >>> load_after_s(10, 1.0, 20_000)
+    Traceback (most recent call last):
+    ...
+    calc.errors.CalcError: growth_per_min 1 over 20000 s takes 10 req/s past 1e+100 req/s; lower growth_per_min or shorten the window (pod start, weights and load bandwidth set it)
     """
     load = check_positive("load_rps", load_rps, allow_zero=True)
     growth = check_range("growth_per_min", growth_per_min, 0.0, 10.0)
     seconds = check_range("seconds", seconds, 0, MAX_S)
+    # In logs first: (1 + growth) ** minutes overflows a float long before the window's limit.
+    if load > 0 and math.log(load) + math.log1p(growth) * seconds / 60.0 > math.log(MAX_RPS):
+        raise CalcError(f"growth_per_min {growth:g} over {seconds:g} s takes {load:g} req/s past {MAX_RPS:g} req/s; "
+                        "lower growth_per_min or shorten the window (pod start, weights and load bandwidth set it)",
+                        "growth_per_min")
     return load * (1.0 + growth) ** (seconds / 60.0)
 
 

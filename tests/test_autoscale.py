@@ -77,3 +77,22 @@ def test_steepest_ramp_picks_the_fastest_rise():
     assert steepest_ramp([{"duration_s": 5, "rate_per_s": 3}])["slope_rps_per_s"] == 0
     with pytest.raises(CalcError):
         steepest_ramp([])
+
+
+def test_growth_compounded_past_any_rate_is_refused_by_name_not_overflowed():
+    # Found by tests/test_bad_input.py: `calc scale --weights-gb 128000 --growth-per-min 1` compounded 100%/min over
+    # the 17.8 h its weights take to load, and (1 + 1) ** 1068 overflowed a float.
+    import contextlib
+    import io
+
+    from calc.cli import main
+
+    with pytest.raises(CalcError) as err:
+        load_after_s(10, 1.0, 20_000)
+    assert err.value.field == "growth_per_min" and "lower growth_per_min" in str(err.value)
+    stderr = io.StringIO()
+    with contextlib.redirect_stderr(stderr), contextlib.redirect_stdout(io.StringIO()):
+        code = main(["scale", "--json", "--weights-gb", "128000", "--growth-per-min", "1"])
+    assert code == 2 and "growth_per_min" in stderr.getvalue()
+    # Below the bound the growth is followed exactly: 40 doublings of 1 req/s.
+    assert load_after_s(1, 1.0, 2400) == 2.0 ** 40
