@@ -111,13 +111,36 @@ def test_before_the_added_sources_is_the_other_sources_rows_and_now_is_every_row
     assert page.latency_facts()["lat_before_after_table"] == latency_loso.before_after_table(STORED)
 
 
-def test_v1s_first_token_at_low_load_misses_on_the_request_path_not_the_gpu():
-    # The page's vllm-v1 TTFT miss (calc.widgets.accuracy.ENGINE_MISS_MECHANISMS): on the L4 sweep at one and two
-    # clients calc's first token is far short while its decode step is within a fifth of the measured one.
+def test_v1s_first_token_at_low_load_misses_on_a_small_host_not_on_v1s_request_path():
+    # The page's vllm-v1 TTFT miss (calc.widgets.accuracy.ENGINE_MISS_MECHANISMS): on the L4 sweep (a node of 4
+    # vCPUs) at one and two clients calc's first token is far short while its decode step is within a fifth of the
+    # measured one; on four H100s of a 64-CPU host the same inherited request cost puts the first token at one
+    # client within a seventh, long, as its decode step is there.
     by_id = {r["id"]: r for r in STORED["rows"]}
     l4 = "wmx-vllm-0.23.0-qwen2.5-0.5b-bf16-l4-tp1-256-128-c"
     assert by_id[l4 + "1-ttft-p50"]["loso_error"] < -0.4 and by_id[l4 + "2-ttft-p50"]["loso_error"] < -0.4
     assert abs(by_id[l4 + "1-itl-p50"]["loso_error"]) < 0.2
     # calc prefills the two clients' prompts in one step: its TTFT is the same at one and two clients.
     assert by_id[l4 + "2-ttft-p50"]["loso"] == by_id[l4 + "1-ttft-p50"]["loso"]
-    assert "its TTFT rows are one run" in page.latency_facts()["lat_engine_misses"]
+    ib = "inferencebench-vllm-0.22.1-qwen2.5-72b-bf16-h100-tp4-chat-40-128-c"
+    assert 0 < by_id[ib + "1-ttft-p50"]["loso_error"] < 0.15
+    assert by_id[ib + "1-ttft-p50"]["loso_error"] < by_id[ib + "1-tpot-p50"]["loso_error"]
+    misses = page.latency_facts()["lat_engine_misses"]
+    assert "its TTFT rows are two runs" in misses and "a host of 64 CPUs" in misses
+
+
+def test_v1s_decode_step_is_long_on_both_current_runs_and_hiding_its_costs_splits_them():
+    # The page's vllm-v1 end-to-end miss: calc adds V0's fitted step costs to the GPU's time; at 0.14 and later
+    # V1 overlaps scheduling with the GPU. Both current V1 runs' decode figures come out long at every load, and
+    # with the step costs taken off entirely the four H100s' step lands within 5% while the L4's goes over a
+    # tenth short: the data cannot say how much the overlap hides.
+    by_id = {r["id"]: r for r in STORED["rows"]}
+    ib = "inferencebench-vllm-0.22.1-qwen2.5-72b-bf16-h100-tp4-chat-40-128-c"
+    l4 = "wmx-vllm-0.23.0-qwen2.5-0.5b-bf16-l4-tp1-256-128-c"
+    assert all(0.15 < by_id[f"{ib}{c}-tpot-p50"]["loso_error"] < 0.3 for c in (1, 4, 16))
+    assert all(0.1 < by_id[f"{l4}{c}-itl-p50"]["loso_error"] < 0.3 for c in (1, 2, 4, 8, 16, 32))
+    from calc.widgets.accuracy import _step_with_costs_hidden
+    ib1, l41 = by_id[ib + "1-tpot-p50"], by_id[l4 + "1-itl-p50"]
+    assert abs(_step_with_costs_hidden(ib1, tp=4) / ib1["measured"] - 1) < 0.05
+    assert _step_with_costs_hidden(l41, tp=1) / l41["measured"] - 1 < -0.1
+    assert "async scheduling, on by default since 0.14.0" in page.latency_facts()["lat_engine_misses"]
