@@ -2,6 +2,8 @@
 
 import json
 
+import pytest
+
 from calc import engine_profiles, latency_accuracy, latency_loso
 from calc.widgets import accuracy as page
 from tests.once import computed_once, reused_across_runs
@@ -126,7 +128,11 @@ def test_v1s_first_token_at_low_load_misses_on_a_small_host_not_on_v1s_request_p
     assert 0 < by_id[ib + "1-ttft-p50"]["loso_error"] < 0.15
     assert by_id[ib + "1-ttft-p50"]["loso_error"] < by_id[ib + "1-tpot-p50"]["loso_error"]
     misses = page.latency_facts()["lat_engine_misses"]
-    assert "its TTFT rows are two runs" in misses and "a host of 64 CPUs" in misses
+    assert "its TTFT rows are three runs" in misses and "a host of 64 CPUs" in misses
+    # The second small model (Qwen3 0.6B on an H100 at 16 req/s) misses the same way: first token far short, time
+    # per token within a tenth.
+    kv = "kvcached-vllm-0.19.0-qwen3-0.6b-bf16-h100-tp1-512-128-rps16-"
+    assert by_id[kv + "ttft-p50"]["loso_error"] < -0.5 and abs(by_id[kv + "tpot-p50"]["loso_error"]) < 0.1
 
 
 def test_v1s_decode_step_is_long_on_both_current_runs_and_hiding_its_costs_splits_them():
@@ -144,3 +150,31 @@ def test_v1s_decode_step_is_long_on_both_current_runs_and_hiding_its_costs_split
     assert abs(_step_with_costs_hidden(ib1, tp=4) / ib1["measured"] - 1) < 0.05
     assert _step_with_costs_hidden(l41, tp=1) / l41["measured"] - 1 < -0.1
     assert "async scheduling, on by default since 0.14.0" in page.latency_facts()["lat_engine_misses"]
+
+
+KV_INF = "kvcached-vllm-0.19.0-qwen3-0.6b-bf16-h100-tp1-512-128-inf-"
+
+
+def test_v1s_api_server_caps_the_output_of_500_prompts_at_once_near_one_token_per_serving_cost():
+    # The page's vllm-v1 time-per-token and throughput misses: V1 pays the per-sequence serving cost (fitted on V0
+    # servers, where it lengthened every step) in its API server process, where it caps the output rate instead.
+    # The 500-at-once run streamed within a tenth of one API server's cap at that cost, while calc, charging it in
+    # every step of ~240 running sequences, is a third short in throughput and several times long per token.
+    from calc.engine_profiles import get_profile
+
+    by_id = {r["id"]: r for r in STORED["rows"]}
+    cap_tok_s = 1 / get_profile("vllm").seq_overhead_s
+    assert abs(by_id[KV_INF + "throughput"]["measured"] / cap_tok_s - 1) < 0.1
+    assert by_id[KV_INF + "throughput"]["loso_error"] < -0.3
+    assert by_id[KV_INF + "tpot-p50"]["loso_error"] > 2
+    # Output rate x time per token: the requests in flight at a time, far below the 500 sent.
+    assert by_id[KV_INF + "throughput"]["measured"] * by_id[KV_INF + "tpot-p50"]["measured"] / 1000 < 100
+    misses = page.latency_facts()["lat_engine_misses"]
+    assert "caps the server's output instead" in misses
+
+
+@pytest.mark.xfail(strict=True, reason="calc's simulator has no V1 API server process: it charges the per-sequence "
+                   "serving cost inside each engine step (the page's vllm-v1 time-per-token miss)")
+def test_v1_500_prompts_at_once_throughput_and_time_per_token_within_a_fifth():
+    by_id = {r["id"]: r for r in STORED["rows"]}
+    assert abs(by_id[KV_INF + "throughput"]["loso_error"]) < 0.2 and abs(by_id[KV_INF + "tpot-p50"]["loso_error"]) < 0.2

@@ -245,6 +245,12 @@ def test_online_figures_match_the_sources_as_read():
         [24.21, 16.05, 2061.99, 16.43, 2130.02, 17.3, 2239.5]
     assert {LATENCY_BY_ID[f"{ib}1-ttft-p50"]["inputs"][k] for k in ("gpu", "tp", "model")} == {"h100-sxm-80gb", 4, "qwen2.5-72b"}
     assert f"{ib}4-ttft-p50" not in LATENCY_BY_ID, "TTFT above one client depends on unpublished answer lengths"
+    # kvcached's H100 sweep, vanilla vLLM 0.19.0, Qwen3 0.6B: seed 42's result files at 16 req/s and all at once.
+    kv = "kvcached-vllm-0.19.0-qwen3-0.6b-bf16-h100-tp1-512-128-"
+    assert [LATENCY_BY_ID[kv + k]["figure"]["value"] for k in ("rps16-ttft-p50", "rps16-tpot-p50", "rps16-itl-p50",
+            "inf-ttft-p50", "inf-tpot-p50", "inf-itl-p50", "inf-throughput")] == \
+        [36.03, 2.4, 2.03, 2869.83, 5.71, 4.51, 11852.1]
+    assert LATENCY_BY_ID[kv + "inf-throughput"]["inputs"]["model"]["config"]["head_dim"] == 128
     # vLLM nightly latency tests (Buildkite annotations), median of 15 iterations of one batch of 8.
     assert LATENCY_BY_ID["vllm-nightly-latency-llama8b-tp1-h100"]["figure"]["value"] == 997.365
     assert LATENCY_BY_ID["vllm-nightly-latency-llama70b-tp4-h200"]["figure"]["value"] == 2077.56

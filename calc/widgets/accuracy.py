@@ -251,8 +251,9 @@ MISS_MECHANISMS = {
              "short (see sglang-0.4 below); NIM's closed-loop rows at 5 and 25 clients come out "
              "long, where the simulated clients (fixed lengths, all started at once) stay in lock-step and each "
              "resent prompt queues behind the one before; vLLM's all-at-once run on Azure comes out short; and so does "
-             "vLLM V1's closed loop on an L4 at low load, on a host of 4 vCPUs, where the first token waits on the "
-             "host rather than the GPU (see vllm-v1 below)"),
+             "vLLM V1 on 0.5-0.6B models at low load, where a fixed time on the request's path beyond calc's request "
+             "cost is most of the first token, and on 500 prompts at once, where they queue at its API server (see "
+             "vllm-v1 below)"),
     "tpot_itl": ("time per token is short where an engine is priced on another engine's terms (see the engines below)"),
     "e2e": ("end-to-end latency adds up the TTFT and TPOT misses above and the answer lengths calc draws"),
     "throughput": ("a run of 200 prompts sent at once lasts as long as its longest answer, one draw of ShareGPT's "
@@ -294,25 +295,43 @@ ENGINE_MISS_MECHANISMS = {
         "no GPU for its serving run (read as H200 from the same description's accuracy section) and no MoE kernel "
         "configuration; no mechanism read explains a step several times calc's, so nothing is changed for it"),
     ("vllm-v1", "ttft"): (
-        "its TTFT rows are two runs, both with a request cost of {v1_request_ms} ms inherited from the nightly "
-        "vLLM's fit on V0 servers. On a 0.5B model on one L4 (vLLM 0.23.0, a closed loop of 1 to 32 clients, "
-        "256-token prompts) the first token at one client took {l4_ttft_c1_ms} ms where calc gives "
-        "{l4_calc_ttft_c1_ms} ms (that request cost and one prefill step), while a decode step took {l4_itl_c1_ms} ms "
-        "(calc {l4_calc_itl_c1_ms}); at two clients it took {l4_ttft_c2_ms} ms, where calc prefills both prompts in "
-        "one step of the same cost. On Qwen2.5 72B on four H100s (vLLM 0.22.1, a host of 64 CPUs) the first token "
-        "at one client took {ib_ttft_c1_ms} ms where calc gives {ib_calc_ttft_c1_ms} ms ({ib_ttft_c1_error}, about "
-        "what its decode step is long there, see end to end). The L4's gap points to the host, not to V1's request "
-        "path: there V1's two processes (the API server and the engine core) run on a node of 4 vCPUs (the page's "
-        "g2-standard-4). calc does not model a host's CPUs, so nothing is changed for it"),
+        "its TTFT rows are three runs, all priced with a request cost of {v1_request_ms} ms inherited from the "
+        "nightly vLLM's fit on V0 servers. On the two small models the first token at low load takes far longer "
+        "than calc's while their decode steps do not: {l4_ttft_c1_ms} ms at one client on a 0.5B model on one L4 "
+        "(vLLM 0.23.0, a node of 4 vCPUs; calc {l4_calc_ttft_c1_ms} ms, and a decode step of {l4_itl_c1_ms} ms "
+        "against calc's {l4_calc_itl_c1_ms}; at two clients {l4_ttft_c2_ms} ms, where calc prefills both prompts in "
+        "one step of the same cost) and {kv_r16_ttft_ms} ms at 16 req/s on Qwen3 0.6B on one H100 (vLLM 0.19.0; calc "
+        "{kv_calc_r16_ttft_ms} ms, and a time per token of {kv_r16_tpot_ms} ms against calc's {kv_calc_r16_tpot_ms}). "
+        "On Qwen2.5 72B on four H100s (vLLM 0.22.1, a host of 64 CPUs) the first token at one client took "
+        "{ib_ttft_c1_ms} ms where calc gives {ib_calc_ttft_c1_ms} ms ({ib_ttft_c1_error}, about what its decode "
+        "step is long there, see end to end). So V1's first token costs a fixed time beyond calc's request cost "
+        "that a 72B model's prefill hides and a 0.6B model's does not: V1 carries each request through two "
+        "processes, the API server (HTTP, tokenizing, streaming) and the engine core (vLLM's architecture "
+        "overview). The 500-prompts-at-once run's median TTFT, {kv_inf_ttft_ms} ms against calc's "
+        "{kv_calc_inf_ttft_ms} ms, is the API server's queue instead (see time per token). No source in the data "
+        "splits that fixed time into its parts, so nothing is changed for it"),
+    ("vllm-v1", "tpot_itl"): (
+        "Qwen3 0.6B's 500 prompts sent at once to one H100 (vLLM 0.19.0) took {kv_inf_tpot_ms} ms a token where "
+        "calc takes {kv_calc_inf_tpot_ms} ms: calc charges each running sequence the per-sequence serving cost "
+        "fitted on V0 servers ({vllm_seq_us} us, where detokenizing and streaming ran in the engine's own loop) "
+        "inside every step, with {kv_calc_running} sequences running on average. V1 does that work in its API "
+        "server process, beside the engine (vLLM's architecture overview), so it does not lengthen a step; it "
+        "caps the server's output instead: one API server at {vllm_seq_us} us a token streams at most "
+        "{api_cap_tok_s} tokens a second, and the run streamed {kv_inf_tok_s} ({kv_inf_vs_cap} of that cap), about "
+        "{kv_in_flight} requests in flight at a time (output rate times time per token) while the rest waited. "
+        "calc's simulator has no API server process of its own yet, so nothing is changed for it"),
+    ("vllm-v1", "throughput"): (
+        "the same run: calc's steps of {kv_calc_running} sequences, each charged the per-sequence cost, stream "
+        "{kv_calc_tok_s} tokens a second where the API server streamed {kv_inf_tok_s}"),
     ("vllm-v1", "e2e"): (
         "an answer of 128 tokens is mostly decode steps, and calc's V1 step is long: on the four H100s its median "
         "time per token comes out {ib_tpot_error} at one to 16 clients ({ib_calc_tpot_c1_ms} ms against "
         "{ib_tpot_c1_ms} ms at one), on the L4 its inter-token latency comes out {l4_itl_errors}. calc adds the step costs "
-        "fitted on V0 servers ({vllm_step_ms} ms a step, {vllm_tp_ms} ms more for each GPU beyond the first, and a "
-        "cost per sequence) to the GPU's time, where vLLM 0.14 and later schedule the next step while the GPU runs "
-        "the current one (async scheduling, on by default since 0.14.0, its release notes: 'overlaps engine core "
-        "scheduling with GPU execution'). How much of those costs the overlap hides is not in the data: no V1 row "
-        "is calibration, and the two V1 runs at 0.14 or later disagree (with those costs fully hidden, calc's "
+        "fitted on V0 servers ({vllm_step_ms} ms a step, {vllm_tp_ms} ms more for each GPU beyond the first, and the "
+        "per-sequence cost V1 pays in its API server instead, see time per token) to the GPU's time, where vLLM 0.14 "
+        "and later schedule the next step while the GPU runs the current one (async scheduling, on by default since "
+        "0.14.0, its release notes: 'overlaps engine core scheduling with GPU execution'). How much of those costs "
+        "the overlap hides is not in the data: no V1 row is calibration, and the V1 runs at 0.14 or later disagree (with those costs fully hidden, calc's "
         "step at one client would come out {ib_hidden_error} on the four H100s and {l4_hidden_error} on the L4), so "
         "nothing is fitted for it"),
     ("sglang-0.4", "e2e"): ("the same run: its time per token is several times calc's"),
@@ -468,6 +487,10 @@ def _miss_figures(loso: dict) -> dict[str, str]:
     out.update(l4_ttft_c1_ms="-", l4_calc_ttft_c1_ms="-", l4_itl_c1_ms="-", l4_calc_itl_c1_ms="-", l4_ttft_c2_ms="-",
                l4_itl_errors="-", ib_ttft_c1_ms="-", ib_calc_ttft_c1_ms="-", ib_ttft_c1_error="-", ib_tpot_error="-",
                ib_calc_tpot_c1_ms="-", ib_tpot_c1_ms="-", ib_hidden_error="-", l4_hidden_error="-",
+               kv_r16_ttft_ms="-", kv_calc_r16_ttft_ms="-", kv_r16_tpot_ms="-", kv_calc_r16_tpot_ms="-",
+               kv_inf_ttft_ms="-", kv_calc_inf_ttft_ms="-", kv_inf_tpot_ms="-", kv_calc_inf_tpot_ms="-",
+               kv_calc_running="-", api_cap_tok_s="-", kv_inf_tok_s="-", kv_inf_vs_cap="-", kv_in_flight="-",
+               kv_calc_tok_s="-", vllm_seq_us=format_number(get_profile("vllm").seq_overhead_s * 1e6),
                v1_request_ms=format_number(s_to_ms(get_profile("vllm-v1").request_overhead_s)))
     if l4 + "1-ttft-p50" in by_id:
         ttft, itl = by_id[l4 + "1-ttft-p50"], by_id[l4 + "1-itl-p50"]
@@ -486,6 +509,20 @@ def _miss_figures(loso: dict) -> dict[str, str]:
                                   else signed_percent(tpots[0])),
                    ib_calc_tpot_c1_ms=format_number(tpot["loso"]), ib_tpot_c1_ms=format_number(tpot["measured"]),
                    ib_hidden_error=signed_percent(_step_with_costs_hidden(tpot, tp=4) / tpot["measured"] - 1))
+    kv = "kvcached-vllm-0.19.0-qwen3-0.6b-bf16-h100-tp1-512-128-"
+    if kv + "inf-throughput" in by_id:
+        r16_ttft, r16_tpot = by_id[kv + "rps16-ttft-p50"], by_id[kv + "rps16-tpot-p50"]
+        inf_ttft, inf_tpot, inf_out = by_id[kv + "inf-ttft-p50"], by_id[kv + "inf-tpot-p50"], by_id[kv + "inf-throughput"]
+        summary, _, _ = latency_accuracy.simulate_row(rows[kv + "inf-throughput"])
+        cap_tok_s = 1 / get_profile("vllm").seq_overhead_s  # one API server process, one token's serving cost each
+        out.update(kv_r16_ttft_ms=format_number(r16_ttft["measured"]), kv_calc_r16_ttft_ms=format_number(r16_ttft["loso"]),
+                   kv_r16_tpot_ms=format_number(r16_tpot["measured"]), kv_calc_r16_tpot_ms=format_number(r16_tpot["loso"]),
+                   kv_inf_ttft_ms=f"{inf_ttft['measured']:,.0f}", kv_calc_inf_ttft_ms=f"{inf_ttft['loso']:,.0f}",
+                   kv_inf_tpot_ms=format_number(inf_tpot["measured"]), kv_calc_inf_tpot_ms=format_number(inf_tpot["loso"]),
+                   kv_calc_running=f"{summary['running_mean']:.0f}", api_cap_tok_s=f"{cap_tok_s:,.0f}",
+                   kv_inf_tok_s=f"{inf_out['measured']:,.0f}", kv_inf_vs_cap=percent(inf_out["measured"] / cap_tok_s),
+                   kv_in_flight=f"{inf_out['measured'] * inf_tpot['measured'] / 1000:.0f}",
+                   kv_calc_tok_s=f"{inf_out['loso']:,.0f}")
     return out
 
 
