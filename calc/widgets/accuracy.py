@@ -326,14 +326,14 @@ ENGINE_MISS_MECHANISMS = {
     ("vllm-v1", "e2e"): (
         "an answer of 128 tokens is mostly decode steps, and calc's V1 step is long: on the four H100s its median "
         "time per token comes out {ib_tpot_error} at one to 16 clients ({ib_calc_tpot_c1_ms} ms against "
-        "{ib_tpot_c1_ms} ms at one), on the L4 its inter-token latency comes out {l4_itl_errors}. calc adds the step costs "
-        "fitted on V0 servers ({vllm_step_ms} ms a step, {vllm_tp_ms} ms more for each GPU beyond the first, and the "
+        "{ib_tpot_c1_ms} ms at one), on the L4 its inter-token latency comes out {l4_itl_errors}. calc adds the "
+        "step costs fitted on V0 servers ({vllm_step_ms} ms a step, {vllm_tp_ms} ms more for each GPU beyond the first, and the "
         "per-sequence cost V1 pays in its API server instead, see time per token) to the GPU's time, where vLLM 0.14 "
         "and later schedule the next step while the GPU runs the current one (async scheduling, on by default since "
         "0.14.0, its release notes: 'overlaps engine core scheduling with GPU execution'). How much of those costs "
-        "the overlap hides is not in the data: no V1 row is calibration, and the V1 runs at 0.14 or later disagree (with those costs fully hidden, calc's "
-        "step at one client would come out {ib_hidden_error} on the four H100s and {l4_hidden_error} on the L4), so "
-        "nothing is fitted for it"),
+        "the overlap hides is not in the data: no V1 row is calibration, and the V1 runs at 0.14 or later "
+        "disagree (with those costs fully hidden, calc's step at one client would come out {ib_hidden_error} on "
+        "the four H100s and {l4_hidden_error} on the L4), so nothing is fitted for it"),
     ("sglang-0.4", "e2e"): ("the same run: its time per token is several times calc's"),
     ("sglang-0.4", "throughput"): ("the same run: the server finished fewer requests a second than were sent, calc "
                                    "all of them"),
