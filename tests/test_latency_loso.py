@@ -113,11 +113,11 @@ def test_before_the_added_sources_is_the_other_sources_rows_and_now_is_every_row
     assert page.latency_facts()["lat_before_after_table"] == latency_loso.before_after_table(STORED)
 
 
-def test_v1s_first_token_at_low_load_misses_on_a_small_host_not_on_v1s_request_path():
-    # The page's vllm-v1 TTFT miss (calc.widgets.accuracy.ENGINE_MISS_MECHANISMS): on the L4 sweep (a node of 4
-    # vCPUs) at one and two clients calc's first token is far short while its decode step is within a fifth of the
-    # measured one; on four H100s of a 64-CPU host the same inherited request cost puts the first token at one
-    # client within a seventh, long, as its decode step is there.
+def test_v1s_first_token_at_low_load_misses_on_small_models_not_on_a_72b_one():
+    # The page's vllm-v1 TTFT miss (calc.widgets.accuracy.ENGINE_MISS_MECHANISMS): on the L4 sweep's 0.5B model at
+    # one and two clients calc's first token is far short while its decode step is within a fifth of the measured
+    # one; on a 72B model on four H100s the same inherited request cost puts the first token at one client within
+    # a seventh, long, as its decode step is there: a fixed time on V1's request path a 72B prefill hides.
     by_id = {r["id"]: r for r in STORED["rows"]}
     l4 = "wmx-vllm-0.23.0-qwen2.5-0.5b-bf16-l4-tp1-256-128-c"
     assert by_id[l4 + "1-ttft-p50"]["loso_error"] < -0.4 and by_id[l4 + "2-ttft-p50"]["loso_error"] < -0.4
@@ -147,8 +147,9 @@ def test_v1s_decode_step_is_long_on_both_current_runs_and_hiding_its_costs_split
     assert all(0.1 < by_id[f"{l4}{c}-itl-p50"]["loso_error"] < 0.3 for c in (1, 2, 4, 8, 16, 32))
     from calc.widgets.accuracy import _step_with_costs_hidden
     ib1, l41 = by_id[ib + "1-tpot-p50"], by_id[l4 + "1-itl-p50"]
-    assert abs(_step_with_costs_hidden(ib1, tp=4) / ib1["measured"] - 1) < 0.05
-    assert _step_with_costs_hidden(l41, tp=1) / l41["measured"] - 1 < -0.1
+    rows = {r["id"]: r for r in latency_accuracy.load_rows()}
+    assert abs(_step_with_costs_hidden(ib1, rows[ib1["id"]]) / ib1["measured"] - 1) < 0.05
+    assert _step_with_costs_hidden(l41, rows[l41["id"]]) / l41["measured"] - 1 < -0.1
     assert "async scheduling, on by default since 0.14.0" in page.latency_facts()["lat_engine_misses"]
 
 

@@ -440,21 +440,26 @@ def _added_sources_facts() -> dict[str, str]:
             "lat_readings": "\n".join(f"- `{key}`: {text}." for key, text in latency_accuracy.READINGS.items())}
 
 
-def _step_with_costs_hidden(row: dict, *, tp: int) -> float:
-    """A one-client decode row's simulated step (its held-out figure) less the engine's step costs for one
-    sequence on ``tp`` GPUs (:meth:`calc.roofline.StepCoefficients.overhead_s`'s sum): the step if the CPU's work hid
-    entirely behind the GPU's.
+def _step_with_costs_hidden(held_out: dict, row: dict) -> float:
+    """A one-client decode row's simulated step (ms, its held-out figure ``held_out["loso"]``) less the engine's
+    step costs for one sequence on the row's replica (:meth:`calc.roofline.StepCoefficients.overhead_s`, as the
+    simulator prices the row's steps): the step if the CPU's work hid entirely behind the GPU's.
 
-    >>> from calc.engine_profiles import get_profile
-    >>> p = get_profile("vllm-v1")
-    >>> round(_step_with_costs_hidden({"loso": 10.0}, tp=2) - (10.0 - 1000 * (p.step_overhead_s + p.tp_step_overhead_s
-    ...       + p.seq_overhead_s)), 9)
-    0.0
+    >>> from calc import latency_accuracy
+    >>> from calc.sim import Scenario
+    >>> from calc.sim.hardware import replica_hardware
+    >>> row = next(r for r in latency_accuracy.load_rows() if r["id"].startswith("inferencebench-"))
+    >>> coefficients = replica_hardware(Scenario.from_dict(latency_accuracy.scenario_for(row))).coefficients
+    >>> costs_ms = 1000 * coefficients.overhead_s(1)
+    >>> round(_step_with_costs_hidden({"loso": 20.0}, row) - (20.0 - costs_ms), 9), round(costs_ms, 2)
+    (0.0, 4.25)
     """
-    from calc.engine_profiles import get_profile
+    from calc.latency_accuracy import scenario_for
+    from calc.sim import Scenario
+    from calc.sim.hardware import replica_hardware
 
-    p = get_profile("vllm-v1")
-    return row["loso"] - s_to_ms(p.step_overhead_s + p.tp_step_overhead_s * (tp - 1) + p.seq_overhead_s)
+    coefficients = replica_hardware(Scenario.from_dict(scenario_for(row))).coefficients
+    return held_out["loso"] - s_to_ms(coefficients.overhead_s(1))
 
 
 def _miss_figures(loso: dict) -> dict[str, str]:
@@ -499,7 +504,7 @@ def _miss_figures(loso: dict) -> dict[str, str]:
                    l4_ttft_c2_ms=format_number(by_id[l4 + "2-ttft-p50"]["measured"]))
         l4_itl = sorted(by_id[f"{l4}{c}-itl-p50"]["loso_error"] for c in (1, 2, 4, 8, 16, 32))
         out["l4_itl_errors"] = f"{signed_percent(l4_itl[0])} to {signed_percent(l4_itl[-1])} at one to 32 clients"
-        out["l4_hidden_error"] = signed_percent(_step_with_costs_hidden(itl, tp=1) / itl["measured"] - 1)
+        out["l4_hidden_error"] = signed_percent(_step_with_costs_hidden(itl, rows[itl["id"]]) / itl["measured"] - 1)
     if ib + "1-ttft-p50" in by_id:
         ttft, tpot = by_id[ib + "1-ttft-p50"], by_id[ib + "1-tpot-p50"]
         tpots = sorted(by_id[f"{ib}{c}-tpot-p50"]["loso_error"] for c in (1, 4, 16))
@@ -508,7 +513,7 @@ def _miss_figures(loso: dict) -> dict[str, str]:
                    ib_tpot_error=(f"{signed_percent(tpots[0])} to {signed_percent(tpots[-1])}" if tpots[0] != tpots[-1]
                                   else signed_percent(tpots[0])),
                    ib_calc_tpot_c1_ms=format_number(tpot["loso"]), ib_tpot_c1_ms=format_number(tpot["measured"]),
-                   ib_hidden_error=signed_percent(_step_with_costs_hidden(tpot, tp=4) / tpot["measured"] - 1))
+                   ib_hidden_error=signed_percent(_step_with_costs_hidden(tpot, rows[tpot["id"]]) / tpot["measured"] - 1))
     kv = "kvcached-vllm-0.19.0-qwen3-0.6b-bf16-h100-tp1-512-128-"
     if kv + "inf-throughput" in by_id:
         r16_ttft, r16_tpot = by_id[kv + "rps16-ttft-p50"], by_id[kv + "rps16-tpot-p50"]
